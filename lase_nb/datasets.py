@@ -684,7 +684,7 @@ def stratified_indices(groups: Sequence[str], n: int, seed: int = 0) -> list[int
         order = sorted(names, key=lambda g: (-exact[g], tiebreak[g]))
         quota = {g: (1 if g in order[:n] else 0) for g in names}
     else:
-        quota = {g: int(exact[g]) for g in names}
+        quota = {g: max(1, int(exact[g])) for g in names}
         while sum(quota.values()) > n:  # minimum-one pushed us over: take from the most over-served
             g = max((g for g in names if quota[g] > 1),
                     key=lambda g: (quota[g] - exact[g], tiebreak[g]))

