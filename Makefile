@@ -7,7 +7,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export MPLBACKEND := Agg
 
-.PHONY: setup test notebooks lint clean sync-notebooks traces benchmarks
+.PHONY: setup test notebooks clean sync-notebooks traces benchmarks
 
 setup: $(STAMP)
 

@@ -8,6 +8,7 @@ stores each result as soon as its batch returns, and counts what it did.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from typing import Sequence
 
@@ -47,6 +48,7 @@ class Engine:
     backend: Backend
     cache: CallCache | None = None
     stats: EngineStats = field(default_factory=EngineStats)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def key(self, messages: Sequence[Message], params: GenParams) -> str:
         return call_key(self.backend.name, self.backend.model, messages, params)
@@ -69,14 +71,17 @@ class Engine:
             unique.setdefault(keys[i], i)
         todo = list(unique.values())
         if todo:
-            gens = self.backend.generate_many([(calls[i].messages, calls[i].params) for i in todo])
-            self.stats.model_calls += len(todo)
-            self.stats.batches += 1
-            for i, gen in zip(todo, gens):
+            def store(j: int, gen: Generation) -> None:  # runs as each call finishes
+                i = todo[j]
                 if self.cache is not None:
                     self.cache.put(keys[i], self.backend.name, self.backend.model,
                                    calls[i].messages, calls[i].params, gen)
                 results[i] = gen
+                with self._lock:
+                    self.stats.model_calls += 1
+
+            self.backend.generate_many([(calls[i].messages, calls[i].params) for i in todo], on_result=store)
+            self.stats.batches += 1
             for i in misses:
                 if results[i] is None:
                     results[i] = results[unique[keys[i]]]

@@ -232,6 +232,14 @@ def test_openai_generate_many_is_concurrent_and_ordered():
     assert dt < 4 * 0.2, f"8 calls of 0.2 s at concurrency 8 took {dt:.2f} s"
 
 
+def test_openai_generate_many_respects_the_limit():
+    with OpenAIWireServer(_echo, latency_s=0.2) as srv:
+        b = oa(srv, concurrency=2)
+        t0 = time.perf_counter()
+        b.generate_many([([{"role": "user", "content": f"q{i}"}], GenParams()) for i in range(4)])
+        assert time.perf_counter() - t0 >= 2 * 0.2 * 0.95  # two waves of two
+
+
 def test_openai_generate_many_propagates_a_failure():
     with OpenAIWireServer(_echo) as srv:
         b = oa(srv, concurrency=4, max_retries=0)
@@ -239,6 +247,21 @@ def test_openai_generate_many_propagates_a_failure():
         with pytest.raises(BackendError, match=r"call \d of 3 failed: .*HTTP 400"):
             b.generate_many([([{"role": "user", "content": f"q{i}"}], GenParams()) for i in range(3)])
         assert b.generate_many([]) == []
+
+
+def test_openai_official_endpoint_request_shape(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    kw = OpenAIBackend("gpt-4.1-mini")._request(MSGS, GenParams(max_tokens=64, stop=("\n\n",)))
+    assert kw["max_completion_tokens"] == 64 and "max_tokens" not in kw and kw["stop"] == ["\n\n"]
+
+
+def test_fault_specs():
+    from tests.wire_servers import Fault
+
+    assert Fault.parse("429:0.1") == Fault("status", status=429, retry_after=0.1)
+    assert str(Fault.parse("stall:2")) == "stall:2" and Fault.parse("drop").kind == "drop"
+    with pytest.raises(ValueError):
+        Fault.parse("explode")
 
 
 def test_openai_config_errors():

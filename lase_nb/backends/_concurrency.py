@@ -11,14 +11,26 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 
-def run_ordered(fn: Callable[[T], R], items: Sequence[T], limit: int, *, label: str = "call") -> list[R]:
+def run_ordered(fn: Callable[[T], R], items: Sequence[T], limit: int, *, label: str = "call",
+                on_result: Callable[[int, R], None] | None = None) -> list[R]:
     """``[fn(x) for x in items]`` with at most ``limit`` calls in flight; results in input order.
+
+    ``on_result(i, result)`` runs in the worker as soon as call ``i`` returns (a durable cache
+    stores it there, so a later failure or interruption loses no finished call).
 
     If a call raises, calls not yet started are cancelled, the ones in flight are waited for, and
     the first failure (by input position) is raised: a :class:`LaseError` as it is (with the call's
     position added for a :class:`BackendError`), anything else wrapped in :class:`BackendError`.
+    The other calls' results are then not returned, but ``on_result`` has seen each of them.
     """
-    items = list(items)
+
+    def one(ix: tuple[int, T]) -> R:
+        r = fn(ix[1])
+        if on_result is not None:
+            on_result(ix[0], r)
+        return r
+
+    items = list(enumerate(items))
     if not items:
         return []
     if limit < 1:
@@ -27,24 +39,28 @@ def run_ordered(fn: Callable[[T], R], items: Sequence[T], limit: int, *, label: 
         out: list[R] = []
         for i, x in enumerate(items):
             try:
-                out.append(fn(x))
+                out.append(one(x))
             except Exception as e:
                 _reraise(e, i, len(items), label)
         return out
 
-    with ThreadPoolExecutor(max_workers=min(limit, len(items)), thread_name_prefix=f"lase-{label}") as pool:
-        futures: list[Future[R]] = [pool.submit(fn, x) for x in items]
+    pool = ThreadPoolExecutor(max_workers=min(limit, len(items)), thread_name_prefix=f"lase-{label}")
+    try:
+        futures: list[Future[R]] = [pool.submit(one, x) for x in items]
         done, pending = wait(futures, return_when=FIRST_EXCEPTION)
-        if any(f.exception() is not None for f in done if not f.cancelled()):
+        if pending:  # a call failed: start nothing new, let the calls in flight finish
             for f in pending:
                 f.cancel()
-            wait(futures)  # let the calls already in flight finish
+            wait(futures)
         for i, f in enumerate(futures):
             if not f.cancelled() and f.exception() is not None:
                 e = f.exception()
                 assert isinstance(e, Exception)
                 _reraise(e, i, len(items), label)
         return [f.result() for f in futures]
+    finally:
+        # Also on KeyboardInterrupt: queued calls are dropped, only those in flight are awaited.
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _reraise(e: Exception, i: int, n: int, label: str) -> NoReturn:

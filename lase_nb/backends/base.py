@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Protocol, Sequence, runtime_checkable
+from typing import Callable, Optional, Protocol, Sequence, runtime_checkable
 
 from ..types import Generation, GenParams, Message
+
+
+#: Called with (request index, Generation) as each call of a batch finishes.
+ResultHook = Callable[[int, Generation], None]
 
 
 @runtime_checkable
@@ -22,5 +26,9 @@ class Backend(Protocol):
     def generate(self, messages: Sequence[Message], params: GenParams) -> Generation: ...
 
     def generate_many(
-        self, requests: Sequence[tuple[Sequence[Message], GenParams]]
-    ) -> list[Generation]: ...
+        self, requests: Sequence[tuple[Sequence[Message], GenParams]],
+        on_result: Optional[ResultHook] = None,
+    ) -> list[Generation]:
+        """All results in request order; ``on_result(i, gen)`` fires as soon as request ``i`` is done,
+        so a durable cache keeps every finished call even if a later one fails."""
+        ...

@@ -34,6 +34,7 @@ from typing import Any, Sequence
 from ..errors import BackendError, ConfigError, MissingAPIKey
 from ..types import ENTROPY_NONE, ENTROPY_TOPK_RESIDUAL, Generation, GenParams, Message, TokenLogprob
 from ._concurrency import run_ordered
+from .base import ResultHook
 
 #: Largest ``logprobs`` (top-k) requested from Gemini.
 MAX_TOP_LOGPROBS = 20
@@ -200,9 +201,11 @@ class GeminiBackend:
             except Exception as e:
                 raise BackendError(self._describe(e)) from e
 
-    def generate_many(self, requests: Sequence[tuple[Sequence[Message], GenParams]]) -> list[Generation]:
+    def generate_many(self, requests: Sequence[tuple[Sequence[Message], GenParams]],
+                      on_result: ResultHook | None = None) -> list[Generation]:
         """Run calls concurrently (at most ``concurrency`` in flight); results in request order."""
-        return run_ordered(lambda r: self.generate(r[0], r[1]), requests, self.concurrency, label="gemini call")
+        return run_ordered(lambda r: self.generate(r[0], r[1]), requests, self.concurrency,
+                           label="gemini call", on_result=on_result)
 
     # -- mapping ------------------------------------------------------------------------------
     def _to_generation(self, resp: Any, params: GenParams, latency: float) -> Generation:

@@ -39,6 +39,7 @@ from urllib.parse import urlparse
 from ..errors import BackendError, ConfigError, MissingAPIKey
 from ..types import ENTROPY_NONE, ENTROPY_TOPK_RESIDUAL, Generation, GenParams, Message, TokenLogprob
 from ._concurrency import run_ordered
+from .base import ResultHook
 
 #: OpenAI accepts at most this many ``top_logprobs``.
 MAX_TOP_LOGPROBS = 20
@@ -185,9 +186,11 @@ class OpenAIBackend:
         except Exception as e:
             raise BackendError(self._describe(e)) from e
 
-    def generate_many(self, requests: Sequence[tuple[Sequence[Message], GenParams]]) -> list[Generation]:
+    def generate_many(self, requests: Sequence[tuple[Sequence[Message], GenParams]],
+                      on_result: ResultHook | None = None) -> list[Generation]:
         """Run calls concurrently (at most ``concurrency`` in flight); results in request order."""
-        return run_ordered(lambda r: self.generate(r[0], r[1]), requests, self.concurrency, label="openai call")
+        return run_ordered(lambda r: self.generate(r[0], r[1]), requests, self.concurrency,
+                           label="openai call", on_result=on_result)
 
     # -- mapping ------------------------------------------------------------------------------
     def _to_generation(self, body: Any, params: GenParams, latency: float) -> Generation:

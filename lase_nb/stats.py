@@ -1,0 +1,336 @@
+"""Statistics for measured runs: reliability bins, AUROC, ECE, bootstrap CIs, paired tests, budgets.
+
+Pure functions on numpy arrays and pandas tables, seeded wherever they resample. Accuracy and
+rates are fractions in [0, 1] here (the paper prints percents; see :mod:`lase_nb.reference`).
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Literal, Sequence
+
+import numpy as np
+import pandas as pd
+from scipy import stats as _st
+
+__all__ = [
+    "wilson_interval",
+    "reliability_table",
+    "auroc_for_errors",
+    "auroc_with_ci",
+    "ece",
+    "bootstrap_ci",
+    "paired_test",
+    "accuracy_table",
+    "budget_matched",
+    "choose_thresholds",
+    "split_halves",
+]
+
+NO_ANSWER = "no answer"
+
+
+def _bool_array(x, name: str) -> np.ndarray:
+    a = np.asarray(x)
+    if a.dtype != bool:
+        if a.size and not np.isin(a, (0, 1)).all():
+            raise ValueError(f"{name} must be boolean (or 0/1); got values outside {{0, 1}}")
+        a = a.astype(bool)
+    return a.ravel()
+
+
+def _same_length(**arrays: np.ndarray) -> None:
+    lengths = {k: len(v) for k, v in arrays.items()}
+    if len(set(lengths.values())) > 1:
+        raise ValueError(f"arrays differ in length: {lengths}")
+
+
+def wilson_interval(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
+    """Wilson score interval for k successes in n trials (scipy's ``binomtest``); NaNs if n == 0."""
+    if n == 0:
+        return (float("nan"), float("nan"))
+    ci = _st.binomtest(int(k), int(n)).proportion_ci(confidence_level=level, method="wilson")
+    return (float(ci.low), float(ci.high))
+
+
+def _fmt(x: float) -> str:
+    return "inf" if x == np.inf else "-inf" if x == -np.inf else f"{x:g}"
+
+
+def reliability_table(
+    confidence: np.ndarray,
+    correct: np.ndarray,
+    bins: Sequence[float],
+    higher_is_confident: bool = True,
+    level: float = 0.95,
+) -> pd.DataFrame:
+    """Accuracy per confidence bin with Wilson intervals: the numbers behind a reliability plot.
+
+    ``bins`` are increasing edges (use ``-inf``/``inf`` for open ends). A value exactly on an
+    edge goes to the *more confident* side, as in the U rule (certain iff p >= tau_lp and
+    h <= tau_h): bins are ``[lo, hi)`` when higher is confident (e.g. exp(LP_min)) and ``(lo, hi]``
+    when lower is (e.g. H_max); the outermost edges are inclusive. Rows run from the least to the
+    most confident bin; empty bins stay (count 0, NaN accuracy). NaN confidences (no extracted
+    answer) get their own last row labelled ``"no answer"``, present only when there are any.
+    Values outside the edges raise ``ValueError``.
+
+    Columns: bin, lo, hi, count, n_correct, accuracy, ci_lo, ci_hi, mean_confidence, share.
+    """
+    conf = np.asarray(confidence, dtype=float).ravel()
+    ok = _bool_array(correct, "correct")
+    _same_length(confidence=conf, correct=ok)
+    edges = np.asarray(bins, dtype=float)
+    if edges.ndim != 1 or len(edges) < 2 or np.any(np.diff(edges) <= 0):
+        raise ValueError(f"bins must be at least two strictly increasing edges; got {list(bins)}")
+    missing = np.isnan(conf)
+    v = conf[~missing]
+    outside = (v < edges[0]) | (v > edges[-1])
+    if outside.any():
+        raise ValueError(f"{int(outside.sum())} confidences lie outside [{edges[0]:g}, {edges[-1]:g}]; "
+                         f"widen the bins (e.g. add -inf/inf edges)")
+    nb = len(edges) - 1
+    if higher_is_confident:  # [lo, hi), last closed
+        idx = np.clip(np.searchsorted(edges, conf, side="right") - 1, 0, nb - 1)
+    else:  # (lo, hi], first closed
+        idx = np.clip(np.searchsorted(edges, conf, side="left") - 1, 0, nb - 1)
+    order = range(nb) if higher_is_confident else range(nb - 1, -1, -1)
+    total = len(conf)
+    rows = []
+    for j in order:
+        lo, hi = edges[j], edges[j + 1]
+        if higher_is_confident:
+            label = f"[{_fmt(lo)}, {_fmt(hi)}" + ("]" if j == nb - 1 else ")")
+        else:
+            label = ("[" if j == 0 else "(") + f"{_fmt(lo)}, {_fmt(hi)}]"
+        rows.append((label, lo, hi, (idx == j) & ~missing))
+    if missing.any():
+        rows.append((NO_ANSWER, np.nan, np.nan, missing))
+    out = []
+    for label, lo, hi, m in rows:
+        n, k = int(m.sum()), int(ok[m].sum())
+        ci = wilson_interval(k, n, level)
+        out.append({"bin": label, "lo": lo, "hi": hi, "count": n, "n_correct": k,
+                    "accuracy": k / n if n else np.nan, "ci_lo": ci[0], "ci_hi": ci[1],
+                    "mean_confidence": float(conf[m].mean()) if n and label != NO_ANSWER else np.nan,
+                    "share": n / total if total else np.nan})
+    return pd.DataFrame(out)
+
+
+def _error_scores(score, correct, nan: str) -> tuple[np.ndarray, np.ndarray]:
+    s = np.asarray(score, dtype=float).ravel()
+    ok = _bool_array(correct, "correct")
+    _same_length(score=s, correct=ok)
+    if nan == "worst":
+        s = np.where(np.isnan(s), np.inf, s)
+    elif nan == "drop":
+        keep = ~np.isnan(s)
+        s, ok = s[keep], ok[keep]
+    else:
+        raise ValueError(f"nan must be 'worst' or 'drop'; got {nan!r}")
+    return s, ok
+
+
+def auroc_for_errors(score: np.ndarray, correct: np.ndarray,
+                     nan: Literal["worst", "drop"] = "worst") -> float:
+    """AUROC of ``score`` for predicting ERRORS: P(score of a wrong answer > score of a right one).
+
+    Orientation: higher score must mean "more likely wrong", so pass an *uncertainty*, e.g.
+    ``-p_min`` or ``h_max``. 1.0 = every error scores above every right answer, 0.5 = no
+    information (ties count one half), 0.0 = perfectly reversed. Computed as the Mann-Whitney U
+    of the errors divided by n_err * n_right. NaN scores (no answer) count as the most
+    error-like (``nan="worst"``, the gate escalates them) or are dropped (``nan="drop"``).
+    Returns NaN if either class is empty.
+    """
+    s, ok = _error_scores(score, correct, nan)
+    err, right = s[~ok], s[ok]
+    if len(err) == 0 or len(right) == 0:
+        return float("nan")
+    u = _st.mannwhitneyu(err, right, alternative="two-sided", method="asymptotic").statistic
+    return float(u) / (len(err) * len(right))
+
+
+def auroc_with_ci(score: np.ndarray, correct: np.ndarray, n_boot: int = 1000, seed: int = 0,
+                  level: float = 0.95, nan: Literal["worst", "drop"] = "worst") -> tuple[float, float, float]:
+    """(auc, lo, hi): :func:`auroc_for_errors` with a percentile bootstrap interval.
+
+    The bootstrap is stratified (errors and right answers resampled separately, class sizes
+    fixed), so no resample loses a class. NaNs throughout if either class is empty.
+    """
+    s, ok = _error_scores(score, correct, nan)
+    auc = auroc_for_errors(s, ok, nan="drop")
+    err, right = s[~ok], s[ok]
+    n1, n0 = len(err), len(right)
+    if n1 == 0 or n0 == 0:
+        return (float("nan"),) * 3
+    rng = np.random.default_rng(seed)
+    boots = np.concatenate([err[rng.integers(0, n1, (n_boot, n1))],
+                            right[rng.integers(0, n0, (n_boot, n0))]], axis=1)
+    ranks = _st.rankdata(boots, axis=1)  # average ranks: ties count one half
+    u = ranks[:, :n1].sum(axis=1) - n1 * (n1 + 1) / 2
+    aucs = u / (n1 * n0)
+    a = (1 - level) / 2
+    lo, hi = np.quantile(aucs, [a, 1 - a])
+    return (auc, float(lo), float(hi))
+
+
+def ece(prob_correct: np.ndarray, correct: np.ndarray, n_bins: int = 10) -> float:
+    """Expected calibration error: sum over equal-width bins of (n_bin / n) * |accuracy - mean conf|.
+
+    ``prob_correct`` is a probability-like confidence in [0, 1] (e.g. exp(LP_min)). Bins are
+    ``[k/n_bins, (k+1)/n_bins)``, the last one closed. NaN confidences (no extracted answer) are
+    EXCLUDED: they carry no probability to calibrate; report their count separately (the
+    ``"no answer"`` row of :func:`reliability_table`). NaN if nothing is left.
+    """
+    p = np.asarray(prob_correct, dtype=float).ravel()
+    ok = _bool_array(correct, "correct")
+    _same_length(prob_correct=p, correct=ok)
+    keep = ~np.isnan(p)
+    p, ok = p[keep], ok[keep]
+    if len(p) == 0:
+        return float("nan")
+    if p.min() < 0 or p.max() > 1:
+        raise ValueError("prob_correct must lie in [0, 1]; pass a probability such as exp(LP_min)")
+    idx = np.minimum((p * n_bins).astype(int), n_bins - 1)
+    n = np.bincount(idx, minlength=n_bins)
+    acc = np.bincount(idx, weights=ok.astype(float), minlength=n_bins)
+    conf = np.bincount(idx, weights=p, minlength=n_bins)
+    return float(np.abs(acc - conf).sum() / len(p))  # sum_b |n_b acc_b - n_b conf_b| / n
+
+
+def bootstrap_ci(values: np.ndarray, stat: Callable[..., float] = np.mean, n_boot: int = 2000,
+                 seed: int = 0, level: float = 0.95,
+                 method: Literal["percentile", "BCa", "basic"] = "percentile") -> tuple[float, float, float]:
+    """(estimate, lo, hi) of ``stat(values)`` by ``scipy.stats.bootstrap``, seeded.
+
+    ``stat`` should accept ``axis=`` (numpy reductions do) for speed. Degenerate samples (all
+    values equal, or fewer than two) return (v, v, v) without raising; an empty one NaNs.
+    """
+    x = np.asarray(values, dtype=float).ravel()
+    if len(x) == 0:
+        return (float("nan"),) * 3
+    est = float(stat(x))
+    if len(x) < 2 or np.all(x == x[0]):
+        return (est, est, est)
+    res = _st.bootstrap((x,), stat, n_resamples=n_boot, confidence_level=level, method=method,
+                        rng=np.random.default_rng(seed))
+    lo, hi = float(res.confidence_interval.low), float(res.confidence_interval.high)
+    return (est, lo, hi)
+
+
+def _mcnemar(a: np.ndarray, b: np.ndarray) -> tuple[int, int, float]:
+    """Discordant counts (a right b wrong, a wrong b right) and the exact two-sided p-value."""
+    n_ab, n_ba = int((a & ~b).sum()), int((~a & b).sum())
+    p = float(_st.binomtest(n_ab, n_ab + n_ba, 0.5).pvalue) if n_ab + n_ba else 1.0
+    return n_ab, n_ba, p
+
+
+def paired_test(correct_a: np.ndarray, correct_b: np.ndarray, n_boot: int = 2000, seed: int = 0,
+                level: float = 0.95) -> dict:
+    """Exact McNemar test of two systems graded on the same problems (same order).
+
+    b = problems A got right and B wrong, c = the reverse; under H0 b ~ Binomial(b + c, 1/2), and
+    the two-sided exact p-value comes from ``scipy.stats.binomtest`` (1.0 if b + c == 0). Also a
+    paired bootstrap interval of acc_a - acc_b (problems resampled jointly).
+
+    Keys: n, acc_a, acc_b, diff, diff_lo, diff_hi, b, c, p_value.
+    """
+    a = _bool_array(correct_a, "correct_a")
+    bb = _bool_array(correct_b, "correct_b")
+    _same_length(correct_a=a, correct_b=bb)
+    n = len(a)
+    b, c, p = _mcnemar(a, bb)
+    d, lo, hi = bootstrap_ci(a.astype(float) - bb.astype(float), n_boot=n_boot, seed=seed, level=level)
+    return {"n": n, "acc_a": float(a.mean()) if n else np.nan, "acc_b": float(bb.mean()) if n else np.nan,
+            "diff": d, "diff_lo": lo, "diff_hi": hi, "b": b, "c": c, "p_value": p}
+
+
+def accuracy_table(df: pd.DataFrame, by: str = "strategy", correct: str = "correct",
+                   tokens: str = "total_tokens", baseline: str | None = "single", seed: int = 0,
+                   n_boot: int = 2000, level: float = 0.95, problem_id: str = "problem_id") -> pd.DataFrame:
+    """Per group (first-seen order): accuracy with bootstrap CI, tokens, and a paired test vs baseline.
+
+    Columns: n, accuracy, acc_lo, acc_hi, avg_tokens, total_tokens, token_multiplier (avg tokens
+    / the baseline group's avg tokens), and, when the baseline group is present, n_paired and
+    p_value_vs_baseline (exact McNemar on the problems both groups answered, matched by
+    ``problem_id``; NaN on the baseline row). Missing baseline: those columns are NaN.
+    """
+    for col in (by, correct, tokens):
+        if col not in df:
+            raise ValueError(f"column {col!r} missing; have {list(df.columns)}")
+    has_base = baseline is not None and (df[by] == baseline).any()
+    if has_base and problem_id not in df:
+        raise ValueError(f"column {problem_id!r} is needed to pair groups with the baseline")
+    if has_base and df.duplicated([by, problem_id]).any():
+        raise ValueError(f"duplicate ({by}, {problem_id}) rows: one graded answer per problem per group")
+    rows = {}
+    for name, g in df.groupby(by, sort=False):
+        est, lo, hi = bootstrap_ci(_bool_array(g[correct], correct).astype(float),
+                                   n_boot=n_boot, seed=seed, level=level)
+        rows[name] = {"n": len(g), "accuracy": est, "acc_lo": lo, "acc_hi": hi,
+                      "avg_tokens": float(g[tokens].mean()), "total_tokens": float(g[tokens].sum())}
+    out = pd.DataFrame.from_dict(rows, orient="index")
+    out.index.name = by
+    out["token_multiplier"] = out["avg_tokens"] / out.loc[baseline, "avg_tokens"] if has_base else np.nan
+    out["n_paired"] = np.nan
+    out["p_value_vs_baseline"] = np.nan
+    if has_base:
+        base = df.loc[df[by] == baseline, [problem_id, correct]]
+        for name, g in df.groupby(by, sort=False):
+            if name == baseline:
+                continue
+            m = g[[problem_id, correct]].merge(base, on=problem_id, suffixes=("", "_base"))
+            _, _, p = _mcnemar(_bool_array(m[correct], correct), _bool_array(m[f"{correct}_base"], correct))
+            out.loc[name, ["n_paired", "p_value_vs_baseline"]] = [len(m), p]
+    return out
+
+
+def budget_matched(points: pd.DataFrame, budget: float, cost: str = "avg_tokens",
+                   acc: str = "accuracy") -> pd.Series:
+    """The row with the best accuracy at cost <= budget (ties: the cheaper, then the first).
+
+    For compute-matched comparisons: "what does each method reach with this many tokens?".
+    Raises ``ValueError`` if no row fits the budget.
+    """
+    for col in (cost, acc):
+        if col not in points:
+            raise ValueError(f"column {col!r} missing; have {list(points.columns)}")
+    fit = points[points[cost] <= budget]
+    if fit.empty:
+        raise ValueError(f"no row costs <= {budget:g} {cost}; the cheapest costs {points[cost].min():g}")
+    return fit.sort_values([acc, cost], ascending=[False, True], kind="stable").iloc[0]
+
+
+def choose_thresholds(grid: pd.DataFrame, budget: float) -> pd.Series:
+    """From a threshold sweep, the highest-accuracy (tau_lp, tau_h) row with avg_tokens <= budget.
+
+    ``grid`` needs tau_lp, tau_h, accuracy, avg_tokens, escalation_rate (as
+    :func:`lase_nb.analysis.sweep` writes). Ties: fewer tokens, then the higher tau_lp.
+    Raises ``ValueError`` naming the cheapest row if none fits the budget.
+    """
+    need = ["tau_lp", "tau_h", "accuracy", "avg_tokens", "escalation_rate"]
+    missing = [c for c in need if c not in grid]
+    if missing:
+        raise ValueError(f"sweep table lacks columns {missing}; expected {need}")
+    fit = grid[grid["avg_tokens"] <= budget]
+    if fit.empty:
+        if grid.empty:
+            raise ValueError("the sweep table is empty")
+        cheap = grid.loc[grid["avg_tokens"].idxmin()]
+        raise ValueError(f"no threshold pair fits a budget of {budget:g} avg tokens; the cheapest is "
+                         f"{cheap['avg_tokens']:g} (tau_lp={cheap['tau_lp']:g}, tau_h={cheap['tau_h']:g})")
+    return fit.sort_values(["accuracy", "avg_tokens", "tau_lp"], ascending=[False, True, False],
+                           kind="stable").iloc[0]
+
+
+def split_halves(ids: Sequence[str], seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Boolean masks (a, b) splitting ``ids`` into two random halves, for select-on-one/check-on-other.
+
+    The split is over the distinct ids (sorted, then permuted by ``seed``; half A gets the extra
+    one if odd), so it does not depend on row order and repeated ids (one row per strategy)
+    always land on the same side. The masks are disjoint and cover every row.
+    """
+    arr = np.asarray([str(i) for i in ids], dtype=object)
+    uniq = np.array(sorted(set(arr.tolist())), dtype=object)
+    perm = np.random.default_rng(seed).permutation(len(uniq))
+    in_a = set(uniq[perm[: (len(uniq) + 1) // 2]].tolist())
+    mask_a = np.fromiter((i in in_a for i in arr), dtype=bool, count=len(arr))
+    return mask_a, ~mask_a

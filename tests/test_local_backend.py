@@ -1,0 +1,197 @@
+"""The embedded local backend against the real SmolLM2-135M model (no stand-ins, nothing downloaded).
+
+One GGUF -> safetensors conversion per session (~30 s): into the user's model cache when it is
+empty, else into a temporary folder, so the conversion path is exercised on every run.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import pytest
+
+from lase_nb.errors import ConfigError
+from lase_nb.types import ENTROPY_EXACT, ENTROPY_NONE, Generation, GenParams
+
+local = pytest.importorskip("lase_nb.backends.local")
+
+SHOTS = [
+    {"role": "user", "content": "What is 2 + 5? Put the final answer in \\boxed{}."},
+    {"role": "assistant", "content": "2 + 5 = 7. The answer is \\boxed{7}."},
+    {"role": "user", "content": "Tom has 6 apples and eats 2. How many are left? "
+                                "Put the final answer in \\boxed{}."},
+    {"role": "assistant", "content": "6 - 2 = 4. The answer is \\boxed{4}."},
+]
+QUESTION = {"role": "user", "content": "What is 3 + 4? Put the final answer in \\boxed{}."}
+
+PROMPTS = [  # different lengths, so the batch is really left-padded
+    [{"role": "user", "content": "Name a colour."}],
+    [{"role": "user", "content": "Write two sentences about the sea and the wind at night."}],
+    SHOTS + [QUESTION],
+    [{"role": "system", "content": "You answer briefly."},
+     {"role": "user", "content": "Why is the sky blue? Explain it to a child in a few words."}],
+]
+
+
+def check_invariants(g: Generation, vocab: int, top_k: int) -> None:
+    """What every Generation with logprobs from this backend must satisfy."""
+    assert g.backend == "local" and g.entropy_estimator == ENTROPY_EXACT
+    assert g.tokens is not None
+    assert g.text == "".join(t.token for t in g.tokens)
+    pos = 0
+    for t in g.tokens:
+        assert t.offset == pos and g.text[t.offset:t.offset + len(t.token)] == t.token
+        pos += len(t.token)
+        assert math.isfinite(t.logprob) and t.logprob <= 1e-6
+        assert t.entropy is not None and math.isfinite(t.entropy)
+        assert -1e-6 <= t.entropy <= math.log(vocab) + 1e-4
+        assert len(t.top) == top_k
+        lps = [lp for _, lp in t.top]
+        assert lps == sorted(lps, reverse=True) and all(math.isfinite(x) and x <= 1e-6 for x in lps)
+        assert t.logprob <= lps[0] + 1e-5  # the best alternative is at least as likely
+    assert g.prompt_tokens > 0 and g.completion_tokens >= len(g.tokens)
+    assert g.finish_reason in ("stop", "length") and g.latency_s > 0
+
+
+@pytest.fixture(scope="session")
+def converted(tmp_path_factory: pytest.TempPathFactory) -> tuple[object, float]:
+    """Convert the packaged GGUF once; returns (folder, seconds)."""
+    default = local.model_cache_root() / local.DEFAULT_CACHE_NAME
+    target = default if not local.is_converted(default) else \
+        tmp_path_factory.mktemp("models") / local.DEFAULT_CACHE_NAME
+    t0 = time.perf_counter()
+    local.convert_gguf(local.default_gguf_path(), target)
+    return target, time.perf_counter() - t0
+
+
+@pytest.fixture(scope="session")
+def backend(converted: tuple[object, float]) -> "local.LocalBackend":
+    return local.LocalBackend()
+
+
+def test_unknown_model_is_a_clear_error(tmp_path) -> None:
+    with pytest.raises(ConfigError, match="neither the alias"):
+        local.resolve_model_path(str(tmp_path / "no-such-model"))
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ConfigError, match="config.json"):
+        local.resolve_model_path(str(tmp_path / "empty"))
+    with pytest.raises(ConfigError, match="max_batch"):
+        local.LocalBackend(max_batch=0)
+
+
+@pytest.mark.slow
+def test_conversion_is_cached_and_reused(converted, backend) -> None:
+    folder, first_s = converted
+    for name in ("config.json", "model.safetensors", "tokenizer.json", local.MARKER):
+        assert (folder / name).is_file(), name
+    assert not [p for p in folder.parent.iterdir() if ".tmp-" in p.name]  # no half folders left
+    stamp = (folder / local.MARKER).stat().st_mtime_ns
+    t0 = time.perf_counter()
+    assert local.convert_gguf(local.default_gguf_path(), folder) == folder
+    assert time.perf_counter() - t0 < 1.0 < first_s  # reused, not redone
+    assert (folder / local.MARKER).stat().st_mtime_ns == stamp
+    # a fresh load from the converted folder is quick (no dequantisation)
+    fresh = local.load_model(folder, reuse=False)
+    assert fresh.load_s < 30
+    # the same process shares one loaded model between backends
+    assert local.LocalBackend()._lm is backend._lm
+
+
+@pytest.mark.slow
+def test_load_from_a_path(converted, backend) -> None:
+    folder, _ = converted
+    by_path = local.LocalBackend(model=str(folder), max_batch=2)
+    assert by_path.model == str(folder) and by_path.supports_logprobs and by_path.name == "local"
+    params = GenParams(max_tokens=8)
+    a = by_path.generate(PROMPTS[0], params)
+    b = backend.generate(PROMPTS[0], params)
+    assert a.text == b.text and a.model == str(folder) and b.model == "smollm2-135m"
+
+
+@pytest.mark.slow
+def test_answers_a_question_with_sane_statistics(backend) -> None:
+    g = backend.generate(SHOTS + [QUESTION], GenParams(max_tokens=48, top_logprobs=5))
+    check_invariants(g, backend.vocab_size, 5)
+    assert g.text.strip() and g.completion_tokens <= 48
+    assert g.prompt_tokens == len(backend.encode_prompt(SHOTS + [QUESTION]))
+    # some token is near-certain and some carries real entropy: the numbers are not constant
+    assert max(t.entropy for t in g.tokens) > min(t.entropy for t in g.tokens)
+    assert g.to_json() and Generation.from_json(g.to_json()).tokens == g.tokens
+
+
+@pytest.mark.slow
+def test_batched_and_one_at_a_time_greedy_agree(backend) -> None:
+    params = GenParams(max_tokens=24, top_logprobs=3)
+    batched = backend.generate_many([(m, params) for m in PROMPTS])
+    single = [backend.generate(m, params) for m in PROMPTS]
+    assert len({g.prompt_tokens for g in single}) == len(PROMPTS)
+    for b, s in zip(batched, single):
+        check_invariants(b, backend.vocab_size, 3)
+        assert b.text == s.text
+        assert [t.token for t in b.tokens] == [t.token for t in s.tokens]
+        assert (b.prompt_tokens, b.completion_tokens, b.finish_reason) == \
+            (s.prompt_tokens, s.completion_tokens, s.finish_reason)
+        assert max(abs(x.logprob - y.logprob) for x, y in zip(b.tokens, s.tokens)) < 1e-3
+        assert max(abs(x.entropy - y.entropy) for x, y in zip(b.tokens, s.tokens)) < 1e-3
+
+
+@pytest.mark.slow
+def test_sampling_is_reproducible_per_sample_index(backend) -> None:
+    msgs = PROMPTS[1]
+    p = [GenParams(temperature=1.0, max_tokens=12, sample=i) for i in range(3)]
+    together = backend.generate_many([(msgs, p[0]), (msgs, p[1]), (PROMPTS[0], p[0]), (msgs, p[2])])
+    again = backend.generate(msgs, p[0])  # alone, not in a batch
+    assert again.text == together[0].text
+    texts = {together[0].text, together[1].text, together[3].text}
+    assert len(texts) > 1  # different sample indices draw different samples
+    check_invariants(together[1], backend.vocab_size, 5)
+    # top-p sampling runs and stays reproducible
+    q = GenParams(temperature=0.7, top_p=0.9, max_tokens=8, sample=4)
+    assert backend.generate(msgs, q).text == backend.generate(msgs, q).text
+
+
+@pytest.mark.slow
+def test_stop_strings_and_max_tokens(backend) -> None:
+    msgs = PROMPTS[1]
+    free = backend.generate(msgs, GenParams(max_tokens=20))
+    assert free.finish_reason == "length" and free.completion_tokens == 20 and len(free.tokens) == 20
+    # pick a stop string that starts mid-text and ends inside a token
+    cut = len(free.text) // 2
+    stop = free.text[cut:cut + 3]
+    at = free.text.find(stop)
+    g = backend.generate(msgs, GenParams(max_tokens=20, stop=("NEVER-THERE", stop)))
+    assert g.finish_reason == "stop" and g.text == free.text[:at]
+    check_invariants(g, backend.vocab_size, 5)
+    assert g.completion_tokens <= free.completion_tokens
+    nothing = backend.generate(msgs, GenParams(max_tokens=0))
+    assert nothing.text == "" and nothing.tokens == [] and nothing.completion_tokens == 0
+
+
+@pytest.mark.slow
+def test_without_logprobs(backend) -> None:
+    g = backend.generate(PROMPTS[0], GenParams(max_tokens=6, logprobs=False))
+    assert g.tokens is None and g.entropy_estimator == ENTROPY_NONE and g.completion_tokens > 0
+
+
+@pytest.mark.slow
+def test_incremental_detokenisation_of_multibyte_text(backend) -> None:
+    """Tokens that split a character get '' and the completing token carries it."""
+    text = "Café ☕ costs 3 €; 日本語 and 😀 too."
+    ids = backend._tok(text, add_special_tokens=False)["input_ids"]
+    row = local._Row(0, [1], GenParams(stop=("日本",)))
+    for tok in ids:
+        backend._append_token(row, tok)
+        if row.finish:
+            break
+    assert row.text == text[:text.index("日本")] == "".join(row.pieces)
+    row = local._Row(0, [1], GenParams())
+    for tok in ids:
+        backend._append_token(row, tok)
+    backend._flush(row)
+    assert row.text == text == "".join(row.pieces)
+    assert "" in row.pieces  # this tokenizer splits some of these characters across tokens
+    assert row.offsets == [sum(len(p) for p in row.pieces[:i]) for i in range(len(row.pieces))]
