@@ -15,8 +15,8 @@ Design choices worth knowing:
   choices and the last bare number for number/math problems.
 - math-verify runs with its own timeouts disabled (they use SIGALRM, which fails in worker threads
   and would clobber pytest-timeout's alarm). Inputs that could make sympy run for ever (power
-  towers, factorials of huge numbers, very long strings) are refused before ``verify`` and grade
-  as not equal.
+  towers, factorials of huge numbers, integrals/series/limits, very long strings) are refused
+  before ``verify``: such answers are equal only when their normalised strings are.
 """
 
 from __future__ import annotations
@@ -72,7 +72,10 @@ class Extracted:
 # boxed answers
 # --------------------------------------------------------------------------------------------
 
-_BOX_RE = re.compile(r"\\(?:boxed|fbox)(?![A-Za-z])\s*\{")
+_BOX_RE = re.compile(r"\\(?:boxed|fbox)(?![A-Za-z])(\s*)")
+# "\boxed 5", "\boxed -3/4", "\boxed B": a brace-less argument, as in some MATH solutions. Only a
+# number or a single letter counts, so that prose such as "do not use \boxed in..." is no box.
+_BARE_ARG_RE = re.compile(r"[-+]?[0-9](?:[^\s${},;]*[^\s${},;.])?|[A-Za-z](?![A-Za-z0-9])")
 
 
 def _match_brace(text: str, i: int) -> int:
@@ -103,23 +106,36 @@ def _trimmed(text: str, start: int, end: int) -> tuple[int, int]:
     return start, end
 
 
+def _parse_box(text: str, m: re.Match[str]) -> tuple[int, int, int, bool] | None:
+    """(content start, content end, box end, closed) for the box command matched by ``m``."""
+    i = m.end()
+    if i < len(text) and text[i] == "{":
+        close_i = _match_brace(text, i)
+        if close_i < 0:
+            return (i + 1, len(text), len(text), False)
+        return (i + 1, close_i, close_i + 1, True)
+    if m.group(1):
+        tok = _BARE_ARG_RE.match(text, i)
+        if tok is not None:
+            return (tok.start(), tok.end(), tok.end(), True)
+    return None
+
+
 def extract_boxed(text: str) -> Extracted | None:
-    """Content of the last ``\\boxed{...}`` (or ``\\fbox{...}``), braces balanced, whitespace trimmed.
+    """Content of the last ``\\boxed{...}`` (or ``\\fbox{...}``, ``\\boxed 5``), braces balanced, trimmed.
 
     Returns ``None`` when there is no box, when the last box is never closed, or when it is empty.
     """
     if not isinstance(text, str):
         return None
     last = None
-    for m in _BOX_RE.finditer(text):
-        last = m
-    if last is None:
+    for m in reversed(list(_BOX_RE.finditer(text))):  # parse from the end: O(len(text)) overall
+        last = _parse_box(text, m)
+        if last is not None:
+            break
+    if last is None or not last[3]:
         return None
-    open_i = last.end() - 1
-    close_i = _match_brace(text, open_i)
-    if close_i < 0:
-        return None
-    s, e = _trimmed(text, open_i + 1, close_i)
+    s, e = _trimmed(text, last[0], last[1])
     if s >= e:
         return None
     return Extracted(text[s:e], s, e)
@@ -129,6 +145,7 @@ def find_boxed_spans(text: str) -> list[tuple[int, int]]:
     """Full spans (``\\boxed{`` ... ``}``) of every outermost boxed answer, left to right.
 
     A box that is never closed runs to the end of the text (a truncated message still leaks it).
+    Empty boxes (``\\boxed{}``) leak nothing and are not listed.
     """
     if not isinstance(text, str):
         return []
@@ -138,12 +155,13 @@ def find_boxed_spans(text: str) -> list[tuple[int, int]]:
         m = _BOX_RE.search(text, pos)
         if m is None:
             break
-        close_i = _match_brace(text, m.end() - 1)
-        end = len(text) if close_i < 0 else close_i + 1
-        spans.append((m.start(), end))
-        pos = end
-        if close_i < 0:
-            break
+        box = _parse_box(text, m)
+        if box is None:
+            pos = m.end()
+            continue
+        if text[box[0]:box[1]].strip():
+            spans.append((m.start(), box[2]))
+        pos = box[2]
     return spans
 
 
@@ -482,6 +500,11 @@ _HEAVY_FUNCS = {
 }
 
 
+# Integrals, series, limits: sympy may try to evaluate them for minutes. Answers that contain one
+# are compared as normalised strings only.
+_UNEVALUATED = {"Integral", "Sum", "Product", "Limit", "Derivative"}
+
+
 def _small(x) -> bool:  # noqa: ANN001 - a sympy expression without free symbols
     try:
         v = complex(x.evalf(15))
@@ -501,12 +524,24 @@ def _safe_expr(expr, depth: int = 0) -> bool:  # noqa: ANN001 - sympy object or 
         if not _safe_expr(a, depth + 1):
             return False
     if getattr(expr, "is_Pow", False) and len(args) == 2:
-        exp = args[1]
-        if getattr(exp, "is_Number", False):
-            return _small(exp)
-        if not getattr(exp, "free_symbols", True):
-            return _small(exp)
-        return True
+        base, exp = args
+        if getattr(exp, "free_symbols", True):
+            return True  # symbolic exponent (e^{x^2}): nothing to evaluate
+        if not _small(exp):
+            return False
+        if getattr(base, "free_symbols", True):
+            return True
+        try:  # a numeric power must have a modest number of digits: |exp| * log10|base|
+            import sympy
+
+            a = sympy.Abs(base.evalf(15)).evalf(15)
+            digits = 0.0 if a == 0 else float(sympy.log(a, 10).evalf(15))
+            e = abs(complex(exp.evalf(15)))
+        except Exception:  # noqa: BLE001
+            return False
+        return math.isfinite(digits) and (digits <= 0.0 or e * digits <= 1e5)
+    if type(expr).__name__ in _UNEVALUATED:
+        return False
     if type(expr).__name__ in _HEAVY_FUNCS or getattr(getattr(expr, "func", None), "__name__", "") in _HEAVY_FUNCS:
         return all(getattr(a, "free_symbols", True) or _small(a) for a in args)
     return True

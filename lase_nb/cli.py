@@ -47,7 +47,8 @@ def cmd_ask(args) -> int:
     conf = measure(gen, problem.kind)
     print(gen.text.strip())
     print("-" * 60)
-    print(f"answer:            {conf.answer if conf.answer is not None else '(none: no \\\\boxed{} found)'}")
+    shown = conf.answer if conf.answer is not None else r"(none: no \boxed{} in the reply)"
+    print(f"answer:            {shown}")
     if conf.lp_min is not None:
         print(f"exp(LP_min):       {math.exp(conf.lp_min):.4f}   (lowest answer-token probability)")
         print(f"H_max:             {conf.h_max:.4f} nats   (entropy: {conf.estimator})")

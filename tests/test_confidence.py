@@ -102,10 +102,14 @@ def test_topk_entropy_is_finite_and_bounded(lps: list[float]) -> None:
 def test_token_entropy_prefers_given_and_adds_chosen_token() -> None:
     assert token_entropy(TokenLogprob("a", LN(0.5), 0, (("a", LN(0.5)),), 1.234)) == (1.234, False)
     # chosen token "z" is not in the top list: its probability becomes a known bucket
-    tok = TokenLogprob("z", LN(0.2), 0, (("a", LN(0.4)), ("b", LN(0.4))))
+    tok = TokenLogprob("z", LN(0.1), 0, (("a", LN(0.4)), ("b", LN(0.3))))
     h, est = token_entropy(tok)
     assert est is True
-    assert h == pytest.approx(-(0.4 * LN(0.4) * 2 + 0.2 * LN(0.2)), abs=1e-12)
+    want = -(0.4 * LN(0.4) + 0.3 * LN(0.3) + 0.1 * LN(0.1) + 0.2 * LN(0.2))
+    assert h == pytest.approx(want, abs=1e-12)
+    # chosen token already listed: not counted twice
+    tok = TokenLogprob("a", LN(0.4), 0, (("a", LN(0.4)), ("b", LN(0.3))))
+    assert token_entropy(tok)[0] == pytest.approx(topk_entropy([LN(0.4), LN(0.3)]), abs=1e-12)
 
 
 # ------------------------------------------------------------------ span -> tokens

@@ -32,7 +32,7 @@ PROMPTS = [  # different lengths, so the batch is really left-padded
     [{"role": "user", "content": "Name a colour."}],
     [{"role": "user", "content": "Write two sentences about the sea and the wind at night."}],
     SHOTS + [QUESTION],
-    [{"role": "system", "content": "You answer briefly."},
+    [{"role": "system", "content": "You answer briefly and kindly, in plain words."},
      {"role": "user", "content": "Why is the sky blue? Explain it to a child in a few words."}],
 ]
 

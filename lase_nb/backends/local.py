@@ -484,7 +484,7 @@ class LocalBackend:
         logp = torch.log_softmax(logits, dim=-1)
         want_stats = any(r.params.logprobs for r in active)
         if want_stats:
-            entropy = (-(logp.exp() * logp).nan_to_num()).sum(-1).clamp(min=0.0)
+            entropy = torch.special.entr(logp.exp()).sum(-1)  # -sum p log p, with 0 log 0 = 0
             k = min(max(r.params.top_logprobs for r in active), logp.shape[-1])
             top_lp, top_id = torch.topk(logp, k, dim=-1) if k > 0 else (None, None)
         chosen: list[int] = []

@@ -1,0 +1,191 @@
+"""Strategies end to end: scripted behaviour over the OpenAI wire server, and real runs on the embedded model."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from lase_nb.analysis import chains_from_stages, replay
+from lase_nb.backends.openai_backend import OpenAIBackend
+from lase_nb.engine import Engine
+from lase_nb.errors import ConfigError, LogprobsUnavailable
+from lase_nb.runner import run_problems
+from lase_nb.strategies import STRATEGIES, StrategyConfig, majority_vote
+from lase_nb.traces import stage_rows
+from lase_nb.types import Problem
+from tests.wire_servers import OpenAIWireServer, Reply
+
+import pandas as pd
+
+PROBLEM = Problem("p1", "What is 2 + 2?", gold="4")
+
+
+def role_of(messages) -> str:
+    system = messages[0]["content"] if messages[0]["role"] == "system" else ""
+    for key, role in (("devil's advocate", "devil"), ("collaborator", "collaborator"),
+                      ("senior expert", "expert"), ("judge", "judge"), ("candidate solutions", "aggregator")):
+        if key in system:
+            return role
+    return "revision" if "from a reviewer" in messages[-1]["content"] else "leader"
+
+
+def scripted(script: dict[str, Reply]):
+    seen: list[tuple[str, list]] = []
+
+    def responder(messages, params):
+        role = role_of(messages)
+        seen.append((role, messages))
+        return script.get(role, Reply("I think it is \\boxed{4}.", 0.95))
+
+    responder.seen = seen
+    return responder
+
+
+def engine_for(srv) -> Engine:
+    return Engine(OpenAIBackend("wire-model", base_url=srv.base_url, api_key="sk-test", max_retries=0))
+
+
+def test_lase_stops_when_sure_and_withholds_supporter_answers():
+    r = scripted({"leader": Reply("Maybe \\boxed{5}", 0.3),
+                  "devil": Reply("The sum is wrong; it should be \\boxed{4}.", 0.9),
+                  "revision": Reply("Checking again: \\boxed{4}", 0.99)})
+    with OpenAIWireServer(responder=r) as srv:
+        (res,) = run_problems("lase", [PROBLEM], engine_for(srv), StrategyConfig(tau_lp=0.8, tau_h=2.0),
+                              progress=False)
+        assert srv.request_count == 3  # leader, devil's advocate, revision; then the leader was sure
+    assert res.answer == "4" and res.correct and res.stop_stage == 1
+    assert [s.uncertain for s in res.stages] == [True, False]
+    assert res.leaks == 1
+    revision_prompt = next(m for role, m in r.seen if role == "revision")
+    assert "[answer withheld]" in revision_prompt[-1]["content"]
+    assert "\\boxed{4}" not in revision_prompt[-1]["content"]
+    assert res.inclusions == 2  # devil read the leader, the leader read the devil
+
+
+def test_lase_full_chain_records_every_stage_and_spends_only_to_the_stop():
+    r = scripted({"leader": Reply("\\boxed{5}", 0.3), "revision": Reply("\\boxed{4}", 0.99)})
+    with OpenAIWireServer(responder=r) as srv:
+        (res,) = run_problems("lase", [PROBLEM], engine_for(srv),
+                              StrategyConfig(tau_lp=0.8, tau_h=2.0, full_chain=True), progress=False)
+        assert srv.request_count == 7
+    assert [s.stage for s in res.stages] == [0, 1, 2, 3]
+    assert res.stop_stage == 1 and len(res.calls) == 3 and len(res.recording_calls) == 4
+    assert res.stages[1].prompt_tokens == res.prompt_tokens
+    # star with chained notes: 2 + 3 + 4 ordered inclusions over three stages
+    assert sum(len(c.reads) for c in res.calls + res.recording_calls) == 9
+
+
+def test_confident_leader_answers_alone():
+    r = scripted({"leader": Reply("\\boxed{4}", 0.999)})
+    with OpenAIWireServer(responder=r) as srv:
+        (res,) = run_problems("lase", [PROBLEM], engine_for(srv), StrategyConfig(), progress=False)
+        assert srv.request_count == 1
+    assert res.stop_stage == 0 and res.correct and not res.extra["escalated"]
+
+
+def test_unextractable_answer_escalates_and_counts_as_wrong():
+    r = scripted({"leader": Reply("no idea", 0.99), "revision": Reply("still no idea", 0.99)})
+    with OpenAIWireServer(responder=r) as srv:
+        (res,) = run_problems("lase", [PROBLEM], engine_for(srv), StrategyConfig(), progress=False)
+    assert res.answer is None and not res.correct and res.stop_stage == 3
+    assert all(s.uncertain for s in res.stages)
+
+
+def test_gate_without_logprobs_is_a_clear_error():
+    with OpenAIWireServer(faults=["nologprobs"] * 4) as srv:
+        with pytest.raises(LogprobsUnavailable, match="wire-model"):
+            run_problems("lase", [PROBLEM], engine_for(srv), progress=False)
+
+
+def test_mad_counts_all_to_all_inclusions_and_votes():
+    with OpenAIWireServer() as srv:
+        (res,) = run_problems("mad", [PROBLEM], engine_for(srv), StrategyConfig(n_agents=4, rounds=3),
+                              progress=False)
+        assert srv.request_count == 4 * (3 + 1)
+    assert res.inclusions == 3 * 4 * 3  # T n (n - 1)
+    assert res.answer == "4" and res.correct
+
+
+def test_down_accepts_confident_answer_and_debates_otherwise():
+    with OpenAIWireServer(responder=scripted({"leader": Reply("\\boxed{4}", 0.95)})) as srv:
+        (res,) = run_problems("down", [PROBLEM], engine_for(srv), StrategyConfig(down_threshold=0.9),
+                              progress=False)
+        assert srv.request_count == 1 and not res.extra["debated"]
+    answers = iter(["\\boxed{5}", "\\boxed{4}", "\\boxed{4}"])
+
+    def responder(messages, params):
+        if "confidence" in messages[-1]["content"]:  # debate rounds show peers' confidences
+            return Reply("After reading the others: \\boxed{4}", 0.9)
+        return Reply(next(answers), 0.5)
+
+    with OpenAIWireServer(responder=responder) as srv:
+        (res,) = run_problems("down", [PROBLEM], engine_for(srv), StrategyConfig(down_threshold=0.9),
+                              progress=False)
+        assert srv.request_count == 3 + 3  # first answer, two more agents, one round to consensus
+        assert any("confidence 0.50" in r.body["messages"][-1]["content"] for r in srv.requests)
+    assert res.extra["debated"] and res.answer == "4"
+
+
+def test_majority_vote_groups_equivalents_and_breaks_ties_deterministically():
+    assert majority_vote(["1/2", "0.5", "3", "\\frac{1}{2}"], "number") in {"1/2", "0.5", "\\frac{1}{2}"}
+    assert majority_vote(["3", "5"], "number", [0.2, 0.9]) == "5"  # tie: higher confidence
+    assert majority_vote(["3", "5"], "number") == "3"  # tie, no scores: first seen
+    assert majority_vote([None, None], "number") is None
+    assert majority_vote([None, "7"], "number") == "7"
+
+
+def test_bad_config_is_named():
+    with pytest.raises(ConfigError, match="tau_lp"):
+        StrategyConfig(tau_lp=1.5).validate()
+    with pytest.raises(ConfigError, match="n_samples"):
+        StrategyConfig(n_samples=0).validate()
+    with pytest.raises(ConfigError, match="unknown strategy"):
+        run_problems("vote-harder", [PROBLEM], None, progress=False)
+
+
+# ---------------------------------------------------------------- the embedded model
+
+from lase_nb.datasets import arithmetic_problems  # noqa: E402
+
+SMALL = StrategyConfig(n_samples=3, lase_chains=2, n_agents=2, rounds=1, moa_layers=1, moa_proposers=2,
+                       max_tokens=80, supporter_max_tokens=48)
+
+
+@pytest.fixture(scope="module")
+def local_engine():
+    from lase_nb.backends import make_backend
+    return make_backend("local")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(STRATEGIES))
+def test_every_strategy_runs_on_the_embedded_model(name, local_engine):
+    problems = arithmetic_problems(2, seed=1)
+    results = run_problems(name, problems, Engine(local_engine), SMALL, progress=False)
+    assert [r.problem_id for r in results] == [p.id for p in problems]
+    for r in results:
+        assert r.calls and r.completion_tokens > 0 and r.prompt_tokens > 0
+        assert isinstance(r.correct, bool)
+
+
+@pytest.mark.slow
+def test_replay_equals_live_run(local_engine):
+    problems = arithmetic_problems(4, seed=3)
+    full = run_problems("lase", problems, Engine(local_engine), replace(SMALL, full_chain=True), progress=False)
+    chains = chains_from_stages(pd.DataFrame(stage_rows(full)))
+    p0 = sorted(chains.p_min[:, 0][~pd.isna(chains.p_min[:, 0])])
+    # thresholds that split the problems: some stop at once, some escalate
+    settings = [(1.0, 10.0), (0.0, 100.0)]
+    if p0:
+        settings.append((float(p0[len(p0) // 2]), 10.0))
+    for tau_lp, tau_h in settings:
+        live = run_problems("lase", problems, Engine(local_engine), replace(SMALL, tau_lp=tau_lp, tau_h=tau_h),
+                           progress=False)
+        rep = replay(chains, tau_lp, tau_h).set_index("problem_id")
+        for r in live:
+            row = rep.loc[r.problem_id]
+            assert r.stop_stage == row.stop_stage
+            assert r.answer == row.answer or (r.answer is None and pd.isna(row.answer))
+            assert r.correct == row.correct
+            assert r.prompt_tokens == row.prompt_tokens and r.completion_tokens == row.completion_tokens
