@@ -42,8 +42,8 @@ class StrategyConfig:
     down_threshold: float = 0.8  # DOWN: accept the first answer when its confidence >= this
     down_final: str = "vote"  # DOWN: "vote" or "judge"
     temperature: float = 0.7  # for independent samples (MV, debaters, proposers, LASE+MV chains)
-    max_tokens: int = 160
-    supporter_max_tokens: int = 120
+    max_tokens: int = 128
+    supporter_max_tokens: int = 80
     top_logprobs: int = 5
     seed: int = 0
 

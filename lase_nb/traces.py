@@ -131,5 +131,7 @@ def load_run(path: str | Path) -> Run:
     tables = {}
     for name in TABLES:
         f = path / f"{name}.jsonl"
-        tables[name] = pd.read_json(f, lines=True) if f.stat().st_size else pd.DataFrame()
+        # answers stay strings ("7" must not become 7.0)
+        tables[name] = (pd.read_json(f, lines=True, dtype={"answer": str, "gold": str, "text": str})
+                        if f.stat().st_size else pd.DataFrame())
     return Run(path, json.loads(mf.read_text()), **tables)

