@@ -157,20 +157,24 @@ def measure(gen: Generation, kind: str, fallback: bool = False, n_choices: int |
     return Confidence(got.text, lp_min, h_max, len(idx), estimator, got.span)
 
 
-def _check_thresholds(tau_lp: float, tau_h: float) -> None:
-    if not isinstance(tau_lp, (int, float)) or math.isnan(tau_lp) or not 0.0 <= tau_lp <= 1.0:
+def _check_thresholds(tau_lp: float | np.ndarray, tau_h: float | np.ndarray) -> None:
+    """Thresholds (scalars or arrays, for grids) must lie in their ranges."""
+    lp = np.asarray(tau_lp, dtype=float) if np.asarray(tau_lp).dtype.kind in "iuf" else None
+    if lp is None or np.isnan(lp).any() or (lp < 0.0).any() or (lp > 1.0).any():
         raise ConfigError(
             f"tau_lp is a probability threshold on exp(LP_min) and must lie in [0, 1] (got {tau_lp!r}); "
             "e.g. 0.9. To gate on a log-probability l, pass exp(l)."
         )
-    if not isinstance(tau_h, (int, float)) or math.isnan(tau_h) or tau_h < 0.0:
+    h = np.asarray(tau_h, dtype=float) if np.asarray(tau_h).dtype.kind in "iuf" else None
+    if h is None or np.isnan(h).any() or (h < 0.0).any():
         raise ConfigError(
             f"tau_h is an entropy threshold in nats and must be >= 0 (got {tau_h!r}); e.g. 0.5, "
             "or float('inf') to switch the entropy gate off."
         )
 
 
-def uncertain_mask(p_min: np.ndarray, h_max: np.ndarray, tau_lp: float, tau_h: float) -> np.ndarray:
+def uncertain_mask(p_min: np.ndarray, h_max: np.ndarray, tau_lp: float | np.ndarray,
+                   tau_h: float | np.ndarray) -> np.ndarray:
     """THE uncertainty rule, vectorised: ``U = isnan(p_min) | (p_min < tau_lp) | (h_max > tau_h)``.
 
     ``p_min`` is ``nan`` where there is no answer (or no measurable confidence): uncertain. A
@@ -184,7 +188,7 @@ def uncertain_mask(p_min: np.ndarray, h_max: np.ndarray, tau_lp: float, tau_h: f
     with np.errstate(invalid="ignore"):
         low_p = p < tau_lp
         high_h = h > tau_h
-    unknown_h = np.isnan(h) & (not math.isinf(tau_h))
+    unknown_h = np.isnan(h) & ~np.isinf(np.asarray(tau_h, dtype=float))
     return np.asarray(no_answer | low_p | high_h | unknown_h, dtype=bool)
 
 
