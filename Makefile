@@ -31,7 +31,7 @@ sync-notebooks: $(STAMP)
 
 # Re-record the traces the chapters read (embedded model; takes a while).
 traces: $(STAMP)
-	bash data/traces/record.sh
+	$(PY) data/traces/record.py
 
 benchmarks: $(STAMP)
 	for b in benchmarks/*.py; do $(PY) $$b || exit 1; done
