@@ -15,6 +15,7 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Sequence
 
+from .backends.base import public_url
 from .errors import ConfigError, LaseError
 
 CACHE_HELP = "call cache: use (default), refresh (call again and overwrite) or replay (no model calls)"
@@ -25,14 +26,31 @@ def _backend_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", default=None, help="model name, or a local model folder for --backend local")
     p.add_argument("--base-url", default=None, help="OpenAI-compatible server URL (vLLM, llama.cpp, Ollama)")
     p.add_argument("--concurrency", type=int, default=8, help="API calls in flight at once")
+    p.add_argument("--timeout", type=float, default=None, help="API backends: seconds per HTTP attempt (default 60)")
+    p.add_argument("--max-retries", type=int, default=None,
+                   help="API backends: retries per call on 429/5xx, timeouts, dropped connections (default 4)")
 
 
 def _engine(args, cache: bool = True):
     from .backends import make_backend
-    from .cache import CallCache
     from .engine import Engine
-    backend = make_backend(args.backend, args.model, args.base_url, concurrency=args.concurrency)
-    return Engine(backend, CallCache(args.cache, args.cache_mode) if cache else None)
+    extra = {k: v for k, v in (("timeout", args.timeout), ("max_retries", args.max_retries)) if v is not None}
+    if extra and args.backend == "local":
+        raise ConfigError("--timeout and --max-retries apply to API backends (openai, gemini), not --backend local")
+    backend = make_backend(args.backend, args.model, args.base_url, concurrency=args.concurrency, **extra)
+    return Engine(backend, _open_cache(args) if cache else None)
+
+
+def _open_cache(args):
+    """The call cache named by ``--cache`` / ``--cache-mode``, or a one-line error."""
+    import sqlite3
+
+    from .cache import CallCache
+    try:
+        return CallCache(args.cache, args.cache_mode)
+    except sqlite3.Error as e:
+        raise ConfigError(f"cannot open the call cache {args.cache or '(default)'} ({e}); "
+                          f"pass --cache with a writable SQLite file path") from None
 
 
 def cmd_ask(args) -> int:
@@ -72,22 +90,31 @@ def cmd_run(args) -> int:
     from .datasets import load_dataset
     from .runner import run_problems
     from .strategies import GATED, get_strategy
+    # Validate everything the user typed before anything is created on disk.
     get_strategy(args.strategy)
     cfg = _strategy_config(args)
     if args.n is not None and args.n <= 0:
         raise ConfigError(f"--n must be a positive number of problems (got {args.n})")
-    out = traces.check_writable(args.out)  # before any model call is spent
+    if args.window < 1:
+        raise ConfigError(f"--window must be >= 1 problem in flight (got {args.window})")
     problems = load_dataset(args.dataset, args.data_path, args.n, args.seed)
-    engine = _engine(args)
+    engine = _engine(args, cache=False)
     if args.strategy in GATED and not engine.backend.supports_logprobs:
         from .errors import LogprobsUnavailable
         raise LogprobsUnavailable(engine.backend.name, engine.backend.model, "backend has no logprobs")
-    results = run_problems(args.strategy, problems, engine, cfg, window=args.window,
-                           progress=not args.quiet)
+    created = _missing_dirs(Path(args.out))
+    out = traces.check_writable(args.out)  # before any model call is spent
+    try:
+        engine.cache = _open_cache(args)
+        results = run_problems(args.strategy, problems, engine, cfg, window=args.window,
+                               progress=not args.quiet)
+    except BaseException:
+        _remove_if_empty(created)  # a failed run leaves no empty output folder behind
+        raise
     manifest = traces.provenance(
-        command="lase-nb " + " ".join(shlex.quote(a) for a in (args.argv or [])),
+        command="lase-nb " + " ".join(shlex.quote(a) for a in _public_argv(args.argv or [])),
         strategy=args.strategy, backend=engine.backend.name, model=engine.backend.model,
-        base_url=_public_url(args.base_url), dataset=args.dataset,
+        base_url=public_url(args.base_url), dataset=args.dataset,
         data_path=args.data_path, n=len(problems), seed=args.seed, config=asdict(cfg),
         cache={"path": str(engine.cache.path), "mode": engine.cache.mode}, engine=asdict(engine.stats))
     traces.write_run(out, results, problems, manifest)
@@ -96,13 +123,35 @@ def cmd_run(args) -> int:
     return 0
 
 
-def _public_url(url: str | None) -> str | None:
-    """A base URL without user-info or query (where credentials could hide)."""
-    if not url:
-        return url
-    from urllib.parse import urlsplit, urlunsplit
-    u = urlsplit(url)
-    return urlunsplit((u.scheme, u.hostname + (f":{u.port}" if u.port else "") if u.hostname else "", u.path, "", ""))
+def _missing_dirs(path: Path) -> list[Path]:
+    """The folders ``path`` and its ancestors that do not exist yet (deepest first)."""
+    out: list[Path] = []
+    p = path.absolute()
+    while not p.exists() and p != p.parent:
+        out.append(p)
+        p = p.parent
+    return out
+
+
+def _remove_if_empty(dirs: Sequence[Path]) -> None:
+    """Remove the folders this run created (deepest first), stopping at the first that is not empty."""
+    for d in dirs:
+        try:
+            d.rmdir()
+        except OSError:
+            return
+
+
+def _public_argv(argv: Sequence[str]) -> list[str]:
+    """``argv`` with every ``--base-url`` value passed through :func:`public_url` (for the manifest)."""
+    out: list[str] = []
+    for i, a in enumerate(argv):
+        if i > 0 and argv[i - 1] == "--base-url":
+            a = public_url(a) or a
+        elif a.startswith("--base-url="):
+            a = "--base-url=" + (public_url(a.split("=", 1)[1]) or "")
+        out.append(a)
+    return out
 
 
 def summary_table(out):

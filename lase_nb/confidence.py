@@ -134,7 +134,7 @@ def measure(gen: Generation, kind: str, fallback: bool = False, n_choices: int |
     is boxed-only unless ``fallback`` (see :func:`lase_nb.answers.extract_answer`). A nan among
     the answer tokens' log-probs or entropies propagates (and counts as uncertain).
     """
-    if not gen.tokens:
+    if gen.tokens is None or (not gen.tokens and gen.text):  # an empty reply has no answer, not no logprobs
         raise LogprobsUnavailable(gen.backend, gen.model)
     got = extract_answer(gen.text, kind, fallback=fallback, n_choices=n_choices)
     if got is None:

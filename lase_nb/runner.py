@@ -13,6 +13,7 @@ from typing import Callable, Sequence
 from tqdm.auto import tqdm
 
 from .engine import Engine
+from .errors import ConfigError
 from .strategies import ProblemResult, StrategyConfig, get_strategy
 from .types import Problem
 
@@ -23,6 +24,8 @@ def run_problems(strategy: str, problems: Sequence[Problem], engine: Engine,
     """Run ``strategy`` on every problem; results come back in the problems' order."""
     cfg = (cfg or StrategyConfig()).validate()
     policy = get_strategy(strategy)
+    if window < 1:
+        raise ConfigError(f"window must be >= 1 problem in flight, got {window}")
     if len({p.id for p in problems}) != len(problems):
         raise ValueError("problem ids must be unique")
     results: dict[str, ProblemResult] = {}

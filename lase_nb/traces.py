@@ -60,15 +60,23 @@ def stage_rows(results: Sequence[ProblemResult]) -> list[dict[str, Any]]:
 
 def provenance(**fields: Any) -> dict[str, Any]:
     """Manifest fields every run carries, plus the caller's (model, backend, parameters...)."""
-    import numpy, torch, transformers  # noqa: E401  (versions only)
     return {
         "package": "lase-nb", "version": __version__,
         "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "python": platform.python_version(), "platform": platform.platform(),
-        "versions": {"numpy": numpy.__version__, "torch": torch.__version__,
-                     "transformers": transformers.__version__},
+        "versions": {name: _dist_version(name) for name in ("numpy", "torch", "transformers")},
         **fields,
     }
+
+
+def _dist_version(name: str) -> str | None:
+    """An installed distribution's version, read from its metadata (importing torch and
+    transformers only to read ``__version__`` would add seconds to every API run)."""
+    from importlib import metadata
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
 
 
 def check_writable(out: str | Path) -> Path:

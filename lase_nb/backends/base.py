@@ -32,3 +32,13 @@ class Backend(Protocol):
         """All results in request order; ``on_result(i, gen)`` fires as soon as request ``i`` is done,
         so a durable cache keeps every finished call even if a later one fails."""
         ...
+
+
+def public_url(url: str | None) -> str | None:
+    """A base URL without user-info, query or fragment (where credentials could hide), for logs and manifests."""
+    if not url:
+        return url
+    from urllib.parse import urlsplit, urlunsplit
+    u = urlsplit(url)
+    host = (u.hostname or "") + (f":{u.port}" if u.port else "")
+    return urlunsplit((u.scheme, host, u.path, "", ""))

@@ -34,7 +34,7 @@ from typing import Any, Sequence
 from ..errors import BackendError, ConfigError, MissingAPIKey
 from ..types import ENTROPY_NONE, ENTROPY_TOPK_RESIDUAL, Generation, GenParams, Message, TokenLogprob
 from ._concurrency import run_ordered
-from .base import ResultHook
+from .base import ResultHook, public_url
 
 #: Largest ``logprobs`` (top-k) requested from Gemini.
 MAX_TOP_LOGPROBS = 20
@@ -253,7 +253,7 @@ class GeminiBackend:
         )
 
     def _where(self) -> str:
-        return f"gemini model {self.model!r} at {self.base_url or 'generativelanguage.googleapis.com'}"
+        return f"gemini model {self.model!r} at {public_url(self.base_url) or 'generativelanguage.googleapis.com'}"
 
     def _describe(self, e: BaseException) -> str:
         """A one-line account of what failed, without the API key."""

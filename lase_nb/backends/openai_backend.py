@@ -39,7 +39,7 @@ from urllib.parse import urlparse
 from ..errors import BackendError, ConfigError, MissingAPIKey
 from ..types import ENTROPY_NONE, ENTROPY_TOPK_RESIDUAL, Generation, GenParams, Message, TokenLogprob
 from ._concurrency import run_ordered
-from .base import ResultHook
+from .base import ResultHook, public_url
 
 #: OpenAI accepts at most this many ``top_logprobs``.
 MAX_TOP_LOGPROBS = 20
@@ -224,7 +224,7 @@ class OpenAIBackend:
         )
 
     def _where(self) -> str:
-        return f"openai model {self.model!r} at {self.base_url or 'api.openai.com'}"
+        return f"openai model {self.model!r} at {public_url(self.base_url) or 'api.openai.com'}"
 
     def _describe(self, e: BaseException) -> str:
         """A one-line account of what failed, without the API key."""

@@ -1,0 +1,599 @@
+"""Calibration of the confidence proxies (METHOD.md section 2): do exp(LP_min) and H_max predict errors?
+
+The chapter's logic, as pure functions on tidy tables:
+
+- :func:`confidence_frame` turns a recorded run (or live results) into one row per leader answer
+  with ``p_min = exp(LP_min)``, ``h_max`` and ``correct``;
+- :func:`default_bins` builds reliability bins that contain the paper's cut points (from
+  :data:`lase_nb.reference.CALIBRATION`) and the gate threshold;
+- :func:`paper_conditions` measures our accuracy under each of the paper's conditions;
+- :func:`proxy_scores` gives AUROC (with a bootstrap CI) and ECE per proxy;
+- :func:`entropy_estimates` / :func:`entropy_summary` compare the exact full-vocabulary entropy a
+  local model gives with the top-k + residual estimate an API allows;
+- :func:`plot_reliability` and :func:`plot_entropy_estimate` draw the two figures.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from typing import Any, Sequence
+
+import numpy as np
+import pandas as pd
+
+from . import reference
+from .confidence import topk_entropy, uncertain_mask
+from .errors import DataError
+from .stats import NO_ANSWER, auroc_with_ci, ece, reliability_table, wilson_interval
+from .types import Generation
+
+__all__ = [
+    "PROXIES",
+    "confidence_frame",
+    "default_bins",
+    "reliability",
+    "paper_conditions",
+    "proxy_scores",
+    "gate_split",
+    "is_monotone",
+    "entropy_estimates",
+    "answer_entropies",
+    "entropy_summary",
+    "plot_reliability",
+    "plot_entropy_estimate",
+    "describe_frame",
+    "describe_reliability",
+    "describe_paper",
+    "describe_scores",
+    "describe_gate",
+    "describe_entropy",
+]
+
+#: The two proxies: column, label for plots, and whether a higher value means "more confident".
+PROXIES: dict[str, tuple[str, bool]] = {
+    "p_min": ("exp(LP_min): lowest answer-token probability", True),
+    "h_max": ("H_max: highest answer-token entropy (nats)", False),
+}
+
+#: Base bin edges; the paper's cut points and the gate threshold are added by :func:`default_bins`.
+_BASE_EDGES: dict[str, tuple[float, ...]] = {
+    "p_min": (0.0, 0.9, 0.95, 1.0),
+    "h_max": (0.0, 0.1, 0.25, math.inf),
+}
+
+_OPS = {">=": operator.ge, ">": operator.gt, "<": operator.lt, "<=": operator.le}
+_COLUMNS = ["problem_id", "stage", "answer", "answered", "p_min", "h_max", "correct", "level"]
+
+
+# ---------------------------------------------------------------------------------------------
+# one row per leader answer
+
+
+def _frame(df: pd.DataFrame) -> pd.DataFrame:
+    out = pd.DataFrame({
+        "problem_id": df["problem_id"].astype(str).to_numpy(),
+        "stage": df["stage"].to_numpy(dtype=int) if "stage" in df else 0,
+        "answer": df["answer"].to_numpy(dtype=object),
+        "p_min": pd.to_numeric(df["p_min"], errors="coerce").to_numpy(dtype=float),
+        "h_max": pd.to_numeric(df["h_max"], errors="coerce").to_numpy(dtype=float),
+        "correct": df["correct"].fillna(False).to_numpy(dtype=bool),
+        "level": df["level"].to_numpy() if "level" in df else np.nan,
+    })
+    ans = out["answer"]
+    out["answered"] = ans.notna() & (ans.astype(str) != "nan") & (ans.astype(str) != "None")
+    # no extracted answer: no confidence (the gate treats it as uncertain), and it counts as wrong
+    out.loc[~out["answered"], ["p_min", "h_max"]] = np.nan
+    out.loc[~out["answered"], "answer"] = None
+    out.loc[~out["answered"], "correct"] = False
+    return out[_COLUMNS].reset_index(drop=True)
+
+
+def _from_results(results: Sequence[Any]) -> pd.DataFrame:
+    """Rows from :class:`~lase_nb.strategies.ProblemResult` objects (live runs)."""
+    rows = []
+    for r in results:
+        if r.stages:
+            rows += [{"problem_id": r.problem_id, "stage": s.stage, "answer": s.answer, "p_min": s.p_min,
+                      "h_max": s.h_max, "correct": s.correct} for s in r.stages]
+        else:  # single agent: the first call is the leader's answer
+            c = r.calls[0]
+            rows.append({"problem_id": r.problem_id, "stage": 0, "answer": c.answer, "p_min": c.p_min,
+                         "h_max": c.h_max, "correct": r.correct})
+    return pd.DataFrame(rows)
+
+
+def confidence_frame(source: Any, stage: int | None = 0, problems: Sequence[Any] | None = None) -> pd.DataFrame:
+    """One row per leader answer: problem_id, stage, answer, answered, p_min, h_max, correct, level.
+
+    ``source`` is a :class:`~lase_nb.traces.Run` (its stages table; for a run without stages,
+    e.g. ``single``, the first leader/solver call of each problem), a stages-like DataFrame, or a
+    list of live :class:`~lase_nb.strategies.ProblemResult`. ``stage`` keeps one LASE stage (0 =
+    the leader alone); ``None`` keeps every stage. An answer that could not be extracted has
+    ``answered=False``, NaN confidences and ``correct=False``. ``level`` comes from the run's
+    problems table or from ``problems`` (their ``meta["level"]``) when given.
+    """
+    levels: dict[str, Any] = {}
+    if isinstance(source, pd.DataFrame):
+        df = source.copy()
+    elif hasattr(source, "stages") and hasattr(source, "problems"):
+        probs = source.problems
+        if "level" in probs:
+            levels = dict(zip(probs["problem_id"].astype(str), probs["level"]))
+        if not source.stages.empty:
+            df = source.stages.copy()
+        else:
+            calls = source.calls
+            if calls.empty:
+                raise DataError(f"run {source.path} has neither stages nor calls")
+            lead = calls[calls["role"].isin(["leader", "solver"]) & (calls["stage"] == 0)]
+            if lead.empty:  # e.g. majority vote: no single leader answer to calibrate
+                raise DataError(f"run {source.path} ({source.manifest.get('strategy')}) has no leader "
+                                f"answers; use a lase (--full-chain) or single run")
+            lead = lead.drop_duplicates("problem_id")
+            df = lead.drop(columns=["correct"], errors="ignore").merge(
+                probs[["problem_id", "correct"]], on="problem_id", how="left")
+    else:
+        df = _from_results(source)
+    if df.empty:
+        raise DataError("no leader answers to calibrate")
+    missing = [c for c in ("problem_id", "answer", "p_min", "h_max", "correct") if c not in df]
+    if missing:
+        raise DataError(f"the table lacks columns {missing}")
+    if "stage" not in df:
+        df["stage"] = 0
+    if stage is not None:
+        df = df[df["stage"] == stage]
+    if problems is not None:
+        levels.update({str(p.id): p.meta.get("level") for p in problems})
+    if levels and "level" not in df:
+        df["level"] = df["problem_id"].astype(str).map(levels)
+    return _frame(df)
+
+
+# ---------------------------------------------------------------------------------------------
+# bins, reliability, the paper's conditions
+
+
+def paper_cuts(proxy: str) -> list[float]:
+    """The thresholds at which the paper reported accuracy for ``proxy`` (from reference.CALIBRATION)."""
+    cal = reference.CALIBRATION
+    return sorted(float(t) for t in cal.loc[cal["proxy"] == proxy, "threshold"])
+
+
+def default_bins(proxy: str, tau: float | None = None) -> list[float]:
+    """Reliability bin edges for ``proxy`` ("p_min" or "h_max"): a few base edges, every cut point
+    of the paper, and the gate threshold ``tau`` (so the gate falls on a bin edge)."""
+    if proxy not in _BASE_EDGES:
+        raise ValueError(f"proxy must be one of {list(_BASE_EDGES)}; got {proxy!r}")
+    edges = set(_BASE_EDGES[proxy]) | set(paper_cuts(proxy))
+    lo, hi = min(_BASE_EDGES[proxy]), max(_BASE_EDGES[proxy])
+    if tau is not None and lo < tau < hi:
+        edges.add(float(tau))
+    return sorted(edges)
+
+
+def reliability(frame: pd.DataFrame, proxy: str, bins: Sequence[float] | None = None,
+                tau: float | None = None) -> pd.DataFrame:
+    """:func:`lase_nb.stats.reliability_table` of one proxy over a :func:`confidence_frame`."""
+    higher = PROXIES[proxy][1]
+    return reliability_table(frame[proxy].to_numpy(float), frame["correct"].to_numpy(bool),
+                             bins if bins is not None else default_bins(proxy, tau), higher_is_confident=higher)
+
+
+def is_monotone(table: pd.DataFrame, min_count: int = 1) -> bool:
+    """Whether accuracy never falls from a less to a more confident bin (bins with >= ``min_count``
+    answers; the "no answer" row is ignored): the paper's Assumption 3.3, read literally."""
+    t = table[(table["bin"] != NO_ANSWER) & (table["count"] >= min_count)]
+    acc = t["accuracy"].to_numpy(float)
+    return bool(np.all(np.diff(acc) >= 0))
+
+
+def paper_conditions(frame: pd.DataFrame, level: float = 0.95) -> pd.DataFrame:
+    """Our accuracy under each condition of the paper's calibration table, beside the paper's value.
+
+    Only answered rows are tested against a condition (an unextracted answer has no confidence).
+    Columns: condition, n, share (of answered), accuracy, ci_lo, ci_hi, paper_accuracy (fraction).
+    """
+    answered = frame[frame["answered"]]
+    rows = []
+    for _, c in reference.CALIBRATION.iterrows():
+        m = _OPS[c["op"]](answered[c["proxy"]].to_numpy(float), float(c["threshold"]))
+        n, k = int(m.sum()), int(answered["correct"].to_numpy(bool)[m].sum())
+        lo, hi = wilson_interval(k, n, level)
+        rows.append({"condition": c["condition"], "n": n, "share": n / len(answered) if len(answered) else np.nan,
+                     "accuracy": k / n if n else np.nan, "ci_lo": lo, "ci_hi": hi,
+                     "paper_accuracy": c["accuracy"] / 100.0})
+    out = pd.DataFrame(rows)
+    out.attrs["source"] = reference.CALIBRATION.attrs.get("source", "")
+    return out
+
+
+def proxy_scores(frame: pd.DataFrame, tau_lp: float, tau_h: float, n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
+    """How well each proxy flags errors: AUROC with a bootstrap CI, and ECE.
+
+    Rows: exp(LP_min), H_max and the gate U itself (a yes/no score). ``auroc`` is computed on
+    answered rows only (the honest calibration question); ``auroc_with_unanswered`` counts a
+    missing answer as the most uncertain (what the gate does), which is easy credit because such
+    answers are always wrong. ECE needs a probability: exp(LP_min) is one; for H_max we use the
+    monotone map exp(-H_max), which is *not* a probability, so that ECE is indicative only
+    (``ece_of`` says what was scored). 0.5 = no information, 1.0 = every error ranked above
+    every right answer.
+    """
+    ans = frame[frame["answered"]]
+    ok_a, ok = ans["correct"].to_numpy(bool), frame["correct"].to_numpy(bool)
+    u_all = uncertain_mask(frame["p_min"].to_numpy(float), frame["h_max"].to_numpy(float), tau_lp, tau_h)
+    u_ans = u_all[frame["answered"].to_numpy(bool)]
+    specs = [
+        ("exp(LP_min)", -ans["p_min"].to_numpy(float), -frame["p_min"].to_numpy(float),
+         ans["p_min"].to_numpy(float), "exp(LP_min)"),
+        ("H_max", ans["h_max"].to_numpy(float), frame["h_max"].to_numpy(float),
+         np.exp(-ans["h_max"].to_numpy(float)), "exp(-H_max) (not a probability)"),
+        (f"gate U (tau_lp={tau_lp:g}, tau_h={tau_h:g})", u_ans.astype(float), u_all.astype(float),
+         None, ""),
+    ]
+    rows = []
+    for name, s_ans, s_all, prob, ece_of in specs:
+        auc, lo, hi = auroc_with_ci(s_ans, ok_a, n_boot=n_boot, seed=seed, nan="drop")
+        auc_all, _, _ = auroc_with_ci(s_all, ok, n_boot=10, seed=seed, nan="worst")
+        rows.append({"proxy": name, "n_answered": len(ans), "errors_answered": int((~ok_a).sum()),
+                     "auroc": auc, "auroc_lo": lo, "auroc_hi": hi, "auroc_with_unanswered": auc_all,
+                     "ece": ece(prob, ok_a) if prob is not None else np.nan, "ece_of": ece_of})
+    return pd.DataFrame(rows)
+
+
+def gate_split(frame: pd.DataFrame, tau_lp: float, tau_h: float) -> pd.Series:
+    """What the gate U does to these answers: escalation rate, accuracy on each side, confident errors.
+
+    A *confident error* is a wrong answer with U = 0: LASE accepts it and never reconsiders.
+    """
+    u = uncertain_mask(frame["p_min"].to_numpy(float), frame["h_max"].to_numpy(float), tau_lp, tau_h)
+    ok = frame["correct"].to_numpy(bool)
+    n = len(frame)
+    conf_err = int((~u & ~ok).sum())
+    return pd.Series({
+        "answers": n, "escalation_rate": u.mean() if n else np.nan,
+        "accuracy": ok.mean() if n else np.nan,
+        "accuracy_if_U0": ok[~u].mean() if (~u).any() else np.nan,
+        "accuracy_if_U1": ok[u].mean() if u.any() else np.nan,
+        "errors": int((~ok).sum()), "confident_errors": conf_err,
+        "confident_share_of_errors": conf_err / (~ok).sum() if (~ok).any() else np.nan,
+        "unanswered": int((~frame["answered"].to_numpy(bool)).sum()),
+    })
+
+
+# ---------------------------------------------------------------------------------------------
+# exact entropy vs the top-k + residual estimate
+
+
+def _topk_estimate(tok: Any, k: int) -> tuple[float, float, int]:
+    """(estimate, covered mass, k used) from the first ``k`` alternatives of one token.
+
+    Like an API response: the top-k log-probs, plus the chosen token's own when it is not among
+    them (a sampled token can be), then one residual bucket (:func:`topk_entropy`).
+    """
+    top = list(tok.top[:k])
+    lps = [lp for _, lp in top]
+    if tok.token not in {t for t, _ in top}:
+        lps.append(tok.logprob)
+    covered = float(min(1.0, math.fsum(math.exp(min(lp, 0.0)) for lp in lps)))
+    return topk_entropy(lps), covered, len(top)
+
+
+def entropy_estimates(gens: Sequence[Generation], kind: str, k: int = 20, answer_only: bool = True,
+                      problem_ids: Sequence[str] | None = None) -> pd.DataFrame:
+    """Per token: the exact entropy (from the backend) and its top-``k`` + residual estimate.
+
+    Columns: item (index into ``gens``), problem_id, position, token, is_answer, p (chosen
+    token's probability), exact (NaN when the backend gave no exact entropy, e.g. an API), estimate,
+    error (estimate - exact; never positive, since one residual bucket is a lower bound),
+    covered (probability mass of the top-k), k, k_used. With ``answer_only`` only the tokens of
+    the extracted answer are kept (the ones the gate looks at); generations without an
+    extracted answer then contribute nothing.
+    """
+    from .answers import extract_answer
+    from .confidence import answer_token_indices
+
+    if k < 1:
+        raise ValueError(f"k must be >= 1; got {k}")
+    rows = []
+    for i, g in enumerate(gens):
+        if not g.tokens:
+            continue
+        ex = extract_answer(g.text, kind)
+        ans_idx = set(answer_token_indices(g, ex.span)) if ex is not None else set()
+        for j, tok in enumerate(g.tokens):
+            if answer_only and j not in ans_idx:
+                continue
+            est, covered, used = _topk_estimate(tok, k)
+            exact = float(tok.entropy) if tok.entropy is not None else np.nan
+            rows.append({"item": i, "problem_id": problem_ids[i] if problem_ids is not None else str(i),
+                         "position": j, "token": tok.token, "is_answer": j in ans_idx,
+                         "p": math.exp(tok.logprob), "exact": exact, "estimate": est,
+                         "error": est - exact, "covered": covered, "k": k, "k_used": used})
+    cols = ["item", "problem_id", "position", "token", "is_answer", "p", "exact", "estimate", "error",
+            "covered", "k", "k_used"]
+    return pd.DataFrame(rows, columns=cols)
+
+
+def answer_entropies(tokens: pd.DataFrame) -> pd.DataFrame:
+    """H_max per answer (max over its answer tokens), exact and estimated, for each k."""
+    a = tokens[tokens["is_answer"]]
+    return (a.groupby(["k", "item", "problem_id"], as_index=False)
+             .agg(h_max_exact=("exact", "max"), h_max_estimate=("estimate", "max"),
+                  n_tokens=("exact", "size")))
+
+
+def entropy_summary(tokens: pd.DataFrame, tau_h: float) -> pd.DataFrame:
+    """Per k: how far the estimate is from the exact entropy, per token and per answer (H_max).
+
+    Columns: k, tokens, mean_abs_error, max_abs_error, mean_covered (top-k mass), answers,
+    h_max_mean_abs_error, h_max_max_abs_error, gate_flips (answers whose entropy side of
+    ``tau_h`` differs between exact and estimate), gate_flip_rate.
+    """
+    rows = []
+    for k, t in tokens.groupby("k", sort=True):
+        t = t[t["exact"].notna()]
+        a = answer_entropies(t)
+        flips = int(((a["h_max_exact"] > tau_h) != (a["h_max_estimate"] > tau_h)).sum())
+        d = (a["h_max_estimate"] - a["h_max_exact"]).abs()
+        rows.append({"k": int(k), "tokens": len(t), "mean_abs_error": t["error"].abs().mean(),
+                     "max_abs_error": t["error"].abs().max(), "mean_covered": t["covered"].mean(),
+                     "answers": len(a), "h_max_mean_abs_error": d.mean(), "h_max_max_abs_error": d.max(),
+                     "gate_flips": flips, "gate_flip_rate": flips / len(a) if len(a) else np.nan})
+    return pd.DataFrame(rows)
+
+
+# ---------------------------------------------------------------------------------------------
+# figures
+
+
+def _covered_bins(table: pd.DataFrame, op: str, thr: float) -> list[int]:
+    """Positions of the bins lying entirely inside the paper's condition ``value <op> thr``."""
+    out = []
+    for i, r in enumerate(table.itertuples()):
+        if r.bin == NO_ANSWER:
+            continue
+        if op in (">=", ">") and r.lo >= thr:
+            out.append(i)
+        elif op in ("<", "<=") and r.hi <= thr:
+            out.append(i)
+    return out
+
+
+_PAPER_COLOUR = "#6a3d9a"  # dark purple: apart from the palette used for data
+
+
+def _reliability_panel(ax, table: pd.DataFrame, proxy: str, tau: float | None) -> list:
+    """One reliability panel; returns legend handles (bars, accuracy, paper, gate, no answer)."""
+    from matplotlib.lines import Line2D
+
+    x = np.arange(len(table))
+    na = (table["bin"] == NO_ANSWER).to_numpy()
+    bars = ax.bar(x, table["count"], color=np.where(na, "0.6", "C0"), alpha=0.4, width=0.8,
+                  label="answers in bin (left axis)")
+    ax.set_ylabel("answers in bin")
+    ax.set_xticks(x, table["bin"], rotation=30, ha="right")
+    ax.set_xlabel(PROXIES[proxy][0] + "\n(left = less confident)")
+    for xi, c in zip(x, table["count"]):  # counts written at the foot of each bar
+        ax.annotate(f"n={int(c)}", (xi, 0), xytext=(0, 3), textcoords="offset points", ha="center",
+                    va="bottom", fontsize="small", color="0.25")
+    ax.set_ylim(0, max(1, table["count"].max()) * 1.15)
+    ax2 = ax.twinx()
+    ax2.grid(False)
+    acc = table["accuracy"].to_numpy(float)
+    lo = acc - table["ci_lo"].to_numpy(float)
+    hi = table["ci_hi"].to_numpy(float) - acc
+    keep = ~na & (table["count"].to_numpy() > 0)
+    line = ax2.errorbar(x[keep], acc[keep], yerr=[lo[keep], hi[keep]], color="C1", marker="o", lw=2.5,
+                        capsize=5, label="accuracy in bin, 95% Wilson CI (right axis)")
+    handles = [bars, line]
+    if na.any() and table.loc[na, "count"].iloc[0] > 0:
+        handles.append(ax2.plot(x[na], acc[na], "s", color="0.35", ms=8,
+                                label="no boxed answer (always counted wrong)")[0])
+    cal = reference.CALIBRATION
+    for _, c in cal[cal["proxy"] == proxy].iterrows():
+        idx = _covered_bins(table, c["op"], float(c["threshold"]))
+        if not idx:
+            continue
+        y = c["accuracy"] / 100.0
+        ax2.hlines(y, min(idx) - 0.4, max(idx) + 0.4, colors=_PAPER_COLOUR, linestyles="--", lw=3)
+        last = len(table) - 1 - int(na.any())
+        ha, xa = ("left", min(idx) - 0.4) if min(idx) == 0 else ("right", max(idx) + 0.4) \
+            if max(idx) == last else ("center", float(np.mean(idx)))
+        ax2.annotate(f"paper {c['accuracy']:.1f}%\n{c['condition']}", (xa, y), xytext=(0, 5),
+                     textcoords="offset points", ha=ha, va="bottom", color=_PAPER_COLOUR, fontsize="small",
+                     fontweight="bold")
+    handles.append(Line2D([], [], color=_PAPER_COLOUR, ls="--", lw=3,
+                          label=f"paper's accuracy under its condition ({cal.attrs.get('n_answers', 0):,} answers)"))
+    if tau is not None:
+        edges = [r.lo for r in table.itertuples() if r.bin != NO_ANSWER]
+        if tau in edges:
+            pos = edges.index(tau) - 0.5
+            ax2.axvline(pos, color="k", ls=":", lw=1.5)
+            ax2.annotate(f"{'tau_lp' if proxy == 'p_min' else 'tau_h'} = {tau:g}", (pos, 1.06), xytext=(3, 0),
+                         textcoords="offset points", fontsize="small", va="center")
+            handles.append(Line2D([], [], color="k", ls=":", lw=1.5, label="gate threshold"))
+    ax2.set_ylim(-0.02, 1.12)
+    ax2.set_ylabel("accuracy in bin")
+    return handles
+
+
+def plot_reliability(frame: pd.DataFrame, tau_lp: float | None = None, tau_h: float | None = None,
+                     p_bins: Sequence[float] | None = None, h_bins: Sequence[float] | None = None,
+                     title: str | None = None):
+    """Reliability plots of exp(LP_min) and H_max: bars = answers per bin, line = accuracy with
+    Wilson CIs, the paper's numbers as dashed segments over the bins their condition covers, the
+    gate threshold as a dotted line. Returns the figure."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(15, 6.2))
+    tables = {"p_min": reliability(frame, "p_min", p_bins, tau_lp),
+              "h_max": reliability(frame, "h_max", h_bins, tau_h)}
+    handles: dict[str, Any] = {}
+    for ax, (proxy, table), tau in zip(axes, tables.items(), (tau_lp, tau_h)):
+        for h in _reliability_panel(ax, table, proxy, tau):
+            handles.setdefault(h.get_label(), h)
+        ax.set_title(proxy.replace("p_min", "exp(LP_min)").replace("h_max", "H_max") + " vs correctness")
+    n, acc = len(frame), frame["correct"].mean()
+    fig.suptitle(title or f"Reliability of the confidence proxies ({n} answers, accuracy {acc:.0%})",
+                 fontweight="bold")
+    fig.tight_layout(rect=(0, 0.1, 1, 1))
+    fig.legend(list(handles.values()), list(handles), loc="lower center", ncol=3, fontsize="small")
+    return fig
+
+
+def plot_entropy_estimate(all_tokens: pd.DataFrame, by_k: pd.DataFrame, tau_h: float, k: int = 20):
+    """Left: exact entropy vs the top-``k`` + residual estimate per token (answer tokens highlighted).
+    Right: the estimate's mean and max absolute error against k, per token and per answer H_max."""
+    import matplotlib.pyplot as plt
+
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(14, 5.6))
+    t = all_tokens[(all_tokens["k"] == k) & all_tokens["exact"].notna()]
+    other, ans = t[~t["is_answer"]], t[t["is_answer"]]
+    a1.scatter(other["exact"], other["estimate"], s=10, color="0.7", alpha=0.6, label="reasoning tokens")
+    a1.scatter(ans["exact"], ans["estimate"], s=40, color="C3", edgecolor="k", lw=0.5, label="answer tokens")
+    top = float(np.nanmax(t["exact"])) * 1.05 if len(t) else 1.0
+    a1.plot([0, top], [0, top], "k--", lw=1, label="estimate = exact")
+    a1.axvline(tau_h, color="C0", ls=":", lw=1.5)
+    a1.axhline(tau_h, color="C0", ls=":", lw=1.5, label=f"gate tau_h = {tau_h:g}")
+    a1.set(xlabel="exact full-vocabulary entropy (nats)", ylabel=f"top-{k} + residual estimate (nats)",
+           title=f"What an API with top-{k} log-probs would see")
+    a1.legend(loc="upper left", fontsize="small")
+    tok = all_tokens[all_tokens["exact"].notna()].copy()
+    tok["abs"] = tok["error"].abs()
+    agg = tok.groupby("k")["abs"].agg(["mean", "max"])
+    ans_h = answer_entropies(tok)
+    ans_h["abs"] = (ans_h["h_max_estimate"] - ans_h["h_max_exact"]).abs()
+    agg_a = ans_h.groupby("k")["abs"].agg(["mean", "max"])
+    a2.plot(agg.index, agg["mean"], "o-", color="0.5", label="all tokens: mean")
+    a2.plot(agg.index, agg["max"], "o--", color="0.5", label="all tokens: max")
+    a2.plot(agg_a.index, agg_a["mean"], "s-", color="C3", label="answer H_max: mean")
+    a2.plot(agg_a.index, agg_a["max"], "s--", color="C3", label="answer H_max: max")
+    a2.set_xscale("log")
+    a2.set_yscale("log")
+    a2.set_xticks(list(agg.index), [str(v) for v in agg.index])
+    a2.set(xlabel="k (alternatives returned per token)", ylabel="|estimate - exact| (nats)",
+           title="Error of the estimate shrinks with k")
+    a2.legend(fontsize="small")
+    fig.tight_layout()
+    return fig
+
+
+# ---------------------------------------------------------------------------------------------
+# the chapter's sentences, built from computed numbers (no number is typed into the text)
+
+
+def _pct(x: float, digits: int = 0) -> str:
+    return "n/a" if x is None or not np.isfinite(x) else f"{x:.{digits}%}"
+
+
+def _num(x: float, digits: int = 2) -> str:
+    return "n/a" if x is None or not np.isfinite(x) else f"{x:.{digits}f}"
+
+
+def describe_frame(frame: pd.DataFrame) -> str:
+    """One sentence on the answers being calibrated (count, accuracy, unboxed, spread of the proxies)."""
+    a = frame[frame["answered"]]
+    return (f"**{len(frame)} leader answers, {_pct(frame['correct'].mean())} right, "
+            f"{int((~frame['answered']).sum())} without a boxed answer.** Among the boxed ones the lowest "
+            f"answer-token probability has median {_num(a['p_min'].median(), 3)} (middle half "
+            f"{_num(a['p_min'].quantile(0.25), 3)} to {_num(a['p_min'].quantile(0.75), 3)}), and the highest "
+            f"answer-token entropy median {_num(a['h_max'].median(), 3)} nats.")
+
+
+def describe_reliability(frame: pd.DataFrame, tables: dict[str, pd.DataFrame], cond: pd.DataFrame) -> str:
+    """What the reliability plots show, in numbers: the top bin, monotonicity, the paper's conditions."""
+    p = tables["p_min"]
+    filled = p[(p["count"] > 0) & (p["bin"] != NO_ANSWER)]
+    parts = ["**What it shows.**"]
+    if len(filled):
+        top = filled.iloc[-1]
+        parts.append(f"{_pct(top['share'])} of the answers sit in the most confident occupied probability bin "
+                     f"{top['bin']}, where accuracy is {_pct(top['accuracy'])} (95% CI {_pct(top['ci_lo'])} to "
+                     f"{_pct(top['ci_hi'])}); over all answers it is {_pct(frame['correct'].mean())}.")
+    mono = {k: is_monotone(t) for k, t in tables.items()}
+    parts.append(f"Accuracy {'never falls' if mono['p_min'] else 'does not always rise'} from a less to a more "
+                 f"confident probability bin, and {'never falls' if mono['h_max'] else 'does not always rise'} "
+                 f"across the entropy bins; with this many answers per bin the intervals overlap widely.")
+    conds = "; ".join(f"*{r.condition}*: {r.n} of our answers"
+                      + (f", accuracy {_pct(r.accuracy)} (paper {r.paper_accuracy:.1%})" if r.n else " (none)")
+                      for r in cond.itertuples())
+    parts.append(f"Under the paper's conditions: {conds}.")
+    return " ".join(parts)
+
+
+def describe_paper(frame: pd.DataFrame, scores: pd.DataFrame) -> str:
+    """The paper's calibration numbers (from :mod:`lase_nb.reference`) and how ours compare."""
+    cal, t1 = reference.CALIBRATION, reference.TABLE1
+    single = t1[(t1["dataset"] == "MATH-500") & (t1["method"] == "single")]
+    paper = "; ".join(f"{r.accuracy:.1f}% when *{r.condition}*" for r in cal.itertuples())
+    a = frame[frame["answered"]]
+    right, wrong = a[a["correct"]], a[~a["correct"]]
+    lp = scores.set_index("proxy").loc["exp(LP_min)"]
+    mr, mw = right["p_min"].median(), wrong["p_min"].median()
+    both_high = np.isfinite(mw) and mw >= 0.8 and (not np.isfinite(mr) or abs(mr - mw) < 0.1)
+    lead = ("**Our model gives its answer tokens high probability whether it is right or wrong**" if both_high
+            else "Our model's answer-token probabilities differ between right and wrong answers")
+    if not np.isfinite(lp["auroc"]):
+        verdict = "we cannot compare the separation: this sample lacks right or wrong answers"
+    elif lp["auroc_lo"] <= 0.5:
+        verdict = ("**on this sample the probability does not separate right from wrong answers better than "
+                   "chance** (its AUROC interval contains 0.5): the paper's claim is not reproduced here")
+    else:
+        verdict = "the probability separates them better than chance, though far from cleanly"
+    return (f"**What the paper reported.** Accuracy {paper}, on {cal.attrs.get('n_answers', 0):,} MATH-500 "
+            f"answers of strong models ({', '.join(single['model'])}; single-agent accuracy "
+            f"{single['accuracy'].min():.0f}-{single['accuracy'].max():.0f}% there). {lead}: the median "
+            f"`exp(LP_min)` is {_num(mr, 3)} on its {len(right)} right answers and {_num(mw, 3)} on its "
+            f"{len(wrong)} wrong ones, so {verdict}.")
+
+
+def describe_scores(scores: pd.DataFrame, frame: pd.DataFrame) -> str:
+    """AUROC and ECE of the proxies, in a sentence or three."""
+    s = scores.set_index("proxy")
+    lp, h = s.loc["exp(LP_min)"], s.loc["H_max"]
+    out = (f"**What it shows.** On {int(lp['n_answered'])} boxed answers ({int(lp['errors_answered'])} wrong), "
+           f"`exp(LP_min)` has an AUROC of {_num(lp['auroc'])} (95% CI {_num(lp['auroc_lo'])} to "
+           f"{_num(lp['auroc_hi'])}) and `H_max` {_num(h['auroc'])} ({_num(h['auroc_lo'])} to "
+           f"{_num(h['auroc_hi'])}). ")
+    los = [x for x in (lp["auroc_lo"], h["auroc_lo"]) if np.isfinite(x)]
+    if not los:
+        out += "AUROC needs both right and wrong boxed answers; this sample lacks one kind. "
+    elif min(los) <= 0.5:
+        out += "An interval that contains 0.5 means the proxy cannot be told from a coin flip on this sample. "
+    else:
+        out += "Both intervals stay above 0.5: the proxies carry real signal. "
+    a = frame[frame["answered"]]
+    if len(a):
+        mp, acc = a["p_min"].mean(), a["correct"].mean()
+        out += (f"The ECE of `exp(LP_min)` is {_num(lp['ece'])}: the answer-token probabilities "
+                f"{'overstate' if mp > acc else 'understate'} the model's accuracy (mean {_num(mp)} against an "
+                f"accuracy of {_num(acc)} on boxed answers). The paper reports neither number.")
+    return out
+
+
+def describe_gate(split: pd.Series) -> str:
+    """What the gate does at the chosen thresholds, from :func:`gate_split`."""
+    return (f"The gate escalates {_pct(split['escalation_rate'])} of the answers. Accuracy among the accepted "
+            f"ones ($U=0$) is {_pct(split['accuracy_if_U0'])}, among the escalated ones "
+            f"{_pct(split['accuracy_if_U1'])}. **{int(split['confident_errors'])} of the {int(split['errors'])} "
+            f"wrong answers ({_pct(split['confident_share_of_errors'])}) pass the gate as confident errors.**")
+
+
+def describe_entropy(summary: pd.DataFrame, tokens: pd.DataFrame, k: int, tau_h: float) -> str:
+    """How far the top-k estimate is from the exact entropy, from :func:`entropy_summary`."""
+    s = summary.set_index("k")
+    at_k, at_1 = s.loc[k], s.iloc[0]
+    k1 = int(s.index[0])
+    every = tokens[(tokens["k"] == k) & tokens["exact"].notna()]
+    return (f"**What it shows.** On the {int(at_k['tokens'])} answer tokens the top-{k} estimate is below the "
+            f"exact entropy by {at_k['mean_abs_error']:.2g} nats on average and by at most "
+            f"{at_k['max_abs_error']:.2g}; the top-{k} alternatives leave {1 - at_k['mean_covered']:.1e} of the "
+            f"probability outside on average. On the answers' `H_max` the largest gap is "
+            f"{at_k['h_max_max_abs_error']:.2g} nats, and the gate's entropy test (`H_max > {tau_h:g}`) changes its "
+            f"verdict on {int(at_k['gate_flips'])} of {int(at_k['answers'])} answers. With only the top {k1} "
+            f"alternative{'s' if k1 > 1 else ''} the mean gap grows to {at_1['mean_abs_error']:.2g} nats and the "
+            f"gate flips on {int(at_1['gate_flips'])}. Over all {len(every)} generated tokens, reasoning included, "
+            f"the largest top-{k} gap is {every['error'].abs().max():.2g} nats: **the tail matters where the model "
+            f"hesitates, which is rarely inside a short numeric answer.**")

@@ -1,0 +1,642 @@
+"""Failure modes of confidence-gated debate, selected from recorded traces (METHOD.md section 6).
+
+- :func:`confident_errors`: wrong leader answers with U = 0, which LASE accepts without a second look;
+- :func:`revision_outcomes` / :func:`execution_failures`: what the leader did with a supporter's
+  note; an *execution failure* is, heuristically, a note that flags a real error (the previous
+  answer was wrong and the note says so) followed by a revision that is still wrong or has no
+  boxed answer. Whether the note was actually *right* is not checked: see :func:`flags_error`;
+- :func:`escalation_by_level` / :func:`cost_by_level`: how often the gate escalates, and what it
+  costs, as problems get harder (problem level as a stand-in for a weaker model);
+- :func:`unparsed_by_stage`: leader answers that never got boxed, and why (ran out of tokens or
+  stopped without a box);
+- :func:`render_exchange`: one attempt -> note -> revision exchange as readable HTML or text.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+import pandas as pd
+
+from . import reference
+from .confidence import uncertain_mask
+from .errors import DataError
+from .stats import wilson_interval
+
+__all__ = [
+    "ERROR_WORDS",
+    "load_runs",
+    "run_problems_by_id",
+    "with_gate",
+    "confident_errors",
+    "flags_error",
+    "mentions",
+    "revision_outcomes",
+    "execution_failures",
+    "outcome_counts",
+    "escalation_by_level",
+    "cost_by_level",
+    "paper_escalation",
+    "unparsed_by_stage",
+    "render_exchange",
+    "render_answer",
+    "plot_confident_errors",
+    "plot_revision_outcomes",
+    "plot_escalation",
+    "plot_unparsed",
+    "describe_confident",
+    "describe_revisions",
+    "describe_escalation",
+    "describe_unparsed",
+    "describe_summary",
+]
+
+#: Words and phrases taken as "this note says the attempt is wrong" (the heuristic of :func:`flags_error`).
+ERROR_WORDS = (r"incorrect", r"wrong", r"mistake", r"error", r"not correct", r"isn't correct",
+               r"is not right", r"flaw", r"miscalculat", r"should be", r"instead of", r"missed",
+               r"overlook", r"does not account", r"doesn't account")
+_ERROR_RE = re.compile("|".join(ERROR_WORDS), re.IGNORECASE)
+
+#: Outcome labels of a revision, by whether the answer before it was right.
+FROM_WRONG = ("fixed", "same wrong answer", "new wrong answer", "no boxed answer")
+FROM_RIGHT = ("kept right", "broke: new wrong answer", "broke: no boxed answer")
+
+
+# ---------------------------------------------------------------------------------------------
+# loading
+
+
+def load_runs(folder: str | Path, names: Sequence[str] | None = None,
+              require: Sequence[str] = ()) -> dict[str, Any]:
+    """The finished runs under ``folder`` (one subfolder per strategy), by name; unfinished or
+    missing ones are skipped, except those named in ``require`` (a missing one raises
+    :class:`~lase_nb.errors.DataError`). ``names`` restricts and orders them."""
+    from .traces import load_run
+
+    folder = Path(folder)
+    if names is not None:
+        cands = list(names)
+    elif folder.is_dir():
+        cands = sorted(p.name for p in folder.iterdir() if p.is_dir())
+    else:
+        raise DataError(f"no folder of recorded runs at {folder.resolve()}; record them with "
+                        f"`bash data/traces/record.sh` or pass the folder as `traces`")
+    runs = {n: load_run(folder / n) for n in cands if (folder / n / "manifest.json").exists()}
+    for n in require:
+        if n not in runs:
+            raise DataError(f"no finished run {folder / n}; record it with `bash data/traces/record.sh` "
+                            f"(or `lase-nb run --strategy lase --full-chain --out {folder / n}`)")
+    return runs
+
+
+def run_problems_by_id(run: Any) -> dict[str, Any]:
+    """The run's problems (question, gold, level) rebuilt from its manifest, by id; ``{}`` if the
+    data set cannot be loaded again here (e.g. a user file that is not present)."""
+    from .datasets import load_dataset
+
+    m = run.manifest
+    try:
+        probs = load_dataset(m.get("dataset", "arith"), m.get("data_path"), m.get("n"), m.get("seed", 0))
+    except Exception:  # noqa: BLE001 - text is a nicety; the tables do not need it
+        return {}
+    return {p.id: p for p in probs}
+
+
+def with_gate(frame: pd.DataFrame, tau_lp: float, tau_h: float) -> pd.DataFrame:
+    """A copy of a :func:`lase_nb.calibration.confidence_frame` with the gate recomputed: ``U``."""
+    out = frame.copy()
+    out["U"] = uncertain_mask(out["p_min"].to_numpy(float), out["h_max"].to_numpy(float), tau_lp, tau_h)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# confident errors
+
+
+def confident_errors(stages: pd.DataFrame, tau_lp: float, tau_h: float) -> pd.DataFrame:
+    """Leader answers at stage 0 that are wrong with U = 0, from a full-chain stages table.
+
+    Columns: problem_id, answer, p_min, h_max, and from the (counterfactual) full chain:
+    ``later_right`` (some later stage was right) and ``final_answer`` / ``final_correct`` (last
+    stage): what escalating anyway would have bought.
+    """
+    st = stages.sort_values(["problem_id", "stage"], kind="stable")
+    first = st[st["stage"] == 0].set_index("problem_id")
+    u = uncertain_mask(pd.to_numeric(first["p_min"], errors="coerce").to_numpy(float),
+                       pd.to_numeric(first["h_max"], errors="coerce").to_numpy(float), tau_lp, tau_h)
+    wrong = ~first["correct"].astype(bool).to_numpy()
+    sel = first[~u & wrong]
+    last = st.groupby("problem_id").tail(1).set_index("problem_id")
+    any_right = st[st["stage"] > 0].groupby("problem_id")["correct"].any()
+    out = pd.DataFrame({
+        "problem_id": sel.index.astype(str),
+        "answer": sel["answer"].to_numpy(object),
+        "p_min": pd.to_numeric(sel["p_min"]).to_numpy(float),
+        "h_max": pd.to_numeric(sel["h_max"]).to_numpy(float),
+        "later_right": [bool(any_right.get(i, False)) for i in sel.index],
+        "final_answer": [last["answer"].get(i) for i in sel.index],
+        "final_correct": [bool(last["correct"].get(i, False)) for i in sel.index],
+    })
+    return out.sort_values("p_min", ascending=False, kind="stable").reset_index(drop=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# what the leader does with a note
+
+
+def flags_error(note: str | None) -> bool:
+    """Heuristic: does a supporter's note claim the attempt is wrong? (a word list, :data:`ERROR_WORDS`).
+
+    It reads words, not reasoning: a note can say "incorrect" about the right step, or point at
+    the real error in words the list misses. Small models also contradict themselves within one
+    note. Treat counts built on it as rough.
+    """
+    return bool(note) and _ERROR_RE.search(str(note)) is not None
+
+
+def mentions(text: str | None, answer: str | None) -> bool:
+    """Whether ``answer`` occurs in ``text`` as a whole word/number (``12`` is not in ``112``)."""
+    if not text or not answer or (isinstance(text, float) and np.isnan(text)):
+        return False
+    return re.search(rf"(?<![\w.]){re.escape(str(answer).strip())}(?![\w]|\.\d)", str(text)) is not None
+
+
+def _norm(a: Any) -> str | None:
+    if a is None or (isinstance(a, float) and np.isnan(a)):
+        return None
+    s = str(a).strip()
+    return None if s in ("", "nan", "None") else s
+
+
+def _outcome(prev_ok: bool, prev_ans: str | None, ok: bool, ans: str | None) -> str:
+    if prev_ok:
+        if ok:
+            return FROM_RIGHT[0]
+        return FROM_RIGHT[2] if ans is None else FROM_RIGHT[1]
+    if ok:
+        return FROM_WRONG[0]
+    if ans is None:
+        return FROM_WRONG[3]
+    return FROM_WRONG[1] if prev_ans is not None and ans == prev_ans else FROM_WRONG[2]
+
+
+def revision_outcomes(run: Any) -> pd.DataFrame:
+    """One row per revision (stage t >= 1) of a full-chain LASE run: the note and what followed.
+
+    Columns: problem_id, stage, supporter, note (the supporter's raw text), note_flags_error
+    (:func:`flags_error`), note_has_gold (the gold answer appears in the note as a whole word: the
+    note all but handed over the answer), leaked (boxed answers the supporter wrote, which the
+    leader saw withheld), prev_answer, prev_correct, answer, correct, outcome (see
+    :data:`FROM_WRONG`, :data:`FROM_RIGHT`), finish_reason of the revision.
+    """
+    st, calls = run.stages, run.calls
+    if st.empty:
+        raise DataError(f"{run.path} has no LASE stages; record with --strategy lase --full-chain")
+    st = st.sort_values(["problem_id", "stage"], kind="stable")
+    lead = calls[calls["role"] == "leader"].drop_duplicates(["problem_id", "stage"]).set_index(["problem_id", "stage"])
+    sup = calls[~calls["role"].isin(["leader", "solver"])].drop_duplicates(["problem_id", "stage"]) \
+        .set_index(["problem_id", "stage"])
+    golds = dict(zip(run.problems["problem_id"].astype(str), run.problems["gold"].astype(str))) \
+        if "gold" in run.problems else {}
+    rows = []
+    for pid, g in st.groupby("problem_id", sort=False):
+        g = g.reset_index(drop=True)
+        for t in range(1, len(g)):
+            prev, cur = g.iloc[t - 1], g.iloc[t]
+            key = (pid, int(cur["stage"]))
+            note = sup["text"].get(key) if key in sup.index else None
+            prev_ans, ans = _norm(prev["answer"]), _norm(cur["answer"])
+            prev_ok, ok = bool(prev["correct"]) and prev_ans is not None, bool(cur["correct"]) and ans is not None
+            rows.append({
+                "problem_id": pid, "stage": int(cur["stage"]), "supporter": cur.get("supporter"),
+                "note": note, "note_flags_error": flags_error(note),
+                "note_has_gold": mentions(note, golds.get(str(pid))),
+                "leaked": int(sup["leaked"].get(key, 0)) if key in sup.index else 0,
+                "prev_answer": prev_ans, "prev_correct": prev_ok, "answer": ans, "correct": ok,
+                "outcome": _outcome(prev_ok, prev_ans, ok, ans),
+                "finish_reason": lead["finish_reason"].get(key) if key in lead.index else None,
+            })
+    return pd.DataFrame(rows)
+
+
+def execution_failures(outcomes: pd.DataFrame, require_flag: bool = True) -> pd.DataFrame:
+    """Revisions that follow a note on a WRONG answer and are still wrong or unboxed.
+
+    With ``require_flag`` the note must also claim an error (:func:`flags_error`): the closest a
+    word list gets to "the critique was correct". A heuristic, not a judgement of the note.
+    """
+    m = ~outcomes["prev_correct"] & ~outcomes["correct"] & outcomes["note"].notna()
+    if require_flag:
+        m &= outcomes["note_flags_error"]
+    return outcomes[m].reset_index(drop=True)
+
+
+def outcome_counts(outcomes: pd.DataFrame) -> pd.DataFrame:
+    """Counts of revision outcomes per stage/supporter, split by whether the answer before was right."""
+    o = outcomes.assign(before=np.where(outcomes["prev_correct"], "answer before was right",
+                                        "answer before was wrong or missing"))
+    out = o.groupby(["before", "stage", "supporter", "outcome"]).size().rename("count").reset_index()
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# escalation vs difficulty, and cost
+
+
+def escalation_by_level(frame: pd.DataFrame, tau_lp: float, tau_h: float) -> pd.DataFrame:
+    """Per problem level: answers, solo accuracy and escalation rate P(U=1), each with a Wilson CI.
+
+    ``frame`` is a stage-0 :func:`lase_nb.calibration.confidence_frame` with a ``level`` column.
+    A final row ``all`` pools every level.
+    """
+    f = with_gate(frame, tau_lp, tau_h)
+    if f["level"].isna().all():
+        raise DataError("no problem levels in this frame; levels come from the run's problems table")
+    groups = [(str(int(lv)) if isinstance(lv, (int, float, np.integer, np.floating)) else str(lv), g)
+              for lv, g in f.groupby("level", sort=True)] + [("all", f)]
+    rows = []
+    for name, g in groups:
+        n = len(g)
+        k_ok, k_u = int(g["correct"].sum()), int(g["U"].sum())
+        alo, ahi = wilson_interval(k_ok, n)
+        elo, ehi = wilson_interval(k_u, n)
+        rows.append({"level": name, "n": n, "accuracy": k_ok / n, "acc_lo": alo, "acc_hi": ahi,
+                     "escalation_rate": k_u / n, "esc_lo": elo, "esc_hi": ehi,
+                     "unanswered": float((~g["answered"]).mean())})
+    return pd.DataFrame(rows)
+
+
+def cost_by_level(chains: Any, levels: pd.Series, tau_lp: float, tau_h: float) -> pd.DataFrame:
+    """Per level: average total tokens of solo and of LASE at (tau_lp, tau_h) by replay, their ratio,
+    and the accuracies. ``levels`` maps problem_id -> level."""
+    from .analysis import replay
+
+    r = replay(chains, tau_lp, tau_h)
+    r["solo_tokens"] = chains.total_tokens[:, 0]
+    r["solo_correct"] = chains.correct[:, 0]
+    r["level"] = r["problem_id"].astype(str).map(levels.to_dict())
+    rows = []
+    for name, g in [*((str(lv), g) for lv, g in r.groupby("level", sort=True)), ("all", r)]:
+        rows.append({"level": name, "n": len(g), "solo_tokens": g["solo_tokens"].mean(),
+                     "lase_tokens": g["total_tokens"].mean(),
+                     "multiplier": g["total_tokens"].mean() / g["solo_tokens"].mean(),
+                     "escalation_rate": (g["stop_stage"] > 0).mean(),
+                     "solo_accuracy": g["solo_correct"].mean(), "lase_accuracy": g["correct"].mean()})
+    return pd.DataFrame(rows)
+
+
+def paper_escalation(tau_lp: float | None = None) -> dict[str, float]:
+    """The paper's reference numbers for escalation and cost (from :mod:`lase_nb.reference`):
+
+    ``escalation_rate`` at the sweep row closest to ``tau_lp`` (GPT-4.1-mini, MATH-500, fraction),
+    its ``tau_lp``; ``multiplier_gpt41mini`` = LASE / single avg tokens on MATH-500 (Table 1);
+    ``multiplier_llama3_8b`` = LASE / single total tokens, Llama-3-8B on MATH-500.
+    """
+    sw = reference.THRESHOLD_SWEEP
+    i = 2 if tau_lp is None else int((sw["tau_lp"] - tau_lp).abs().idxmin())
+    t1 = reference.TABLE1
+    m = t1[(t1["model"] == "GPT-4.1-mini") & (t1["dataset"] == "MATH-500")].set_index("method")["avg_tokens"]
+    ll = reference.LLAMA3_8B.set_index("method")["total_tokens"]
+    return {"escalation_rate": float(sw.loc[i, "escalation_rate"]) / 100.0, "tau_lp": float(sw.loc[i, "tau_lp"]),
+            "escalation_min": float(sw["escalation_rate"].min()) / 100.0,
+            "escalation_max": float(sw["escalation_rate"].max()) / 100.0,
+            "multiplier_gpt41mini": float(m["lase"] / m["single"]),
+            "multiplier_llama3_8b": float(ll["lase"] / ll["single"])}
+
+
+# ---------------------------------------------------------------------------------------------
+# unparsed answers
+
+
+def unparsed_by_stage(run: Any) -> pd.DataFrame:
+    """Per stage of a LASE run: leader answers, share with no boxed answer, and how those ended:
+    ``truncated`` (hit max_tokens) or ``stopped`` (ended on its own without a box)."""
+    lead = run.calls[run.calls["role"].isin(["leader", "solver"])].drop_duplicates(["problem_id", "stage"])
+    rows = []
+    for t, g in lead.groupby("stage", sort=True):
+        none = g["answer"].map(_norm).isna()
+        n, k = len(g), int(none.sum())
+        lo, hi = wilson_interval(k, n)
+        rows.append({"stage": int(t), "answers": n, "unparsed": k, "unparsed_rate": k / n, "ci_lo": lo,
+                     "ci_hi": hi, "truncated": int((none & (g["finish_reason"] == "length")).sum()),
+                     "stopped": int((none & (g["finish_reason"] != "length")).sum())})
+    return pd.DataFrame(rows)
+
+
+# ---------------------------------------------------------------------------------------------
+# rendering transcripts
+
+
+def _clip(text: str | None, max_chars: int) -> str:
+    if text is None or (isinstance(text, float) and np.isnan(text)):
+        return "(no text)"
+    text = str(text).strip()
+    return text if len(text) <= max_chars else text[:max_chars].rstrip() + f" [... {len(text) - max_chars} more chars]"
+
+
+def _call_text(calls: pd.DataFrame, pid: str, stage: int, leader: bool) -> str | None:
+    is_lead = calls["role"].isin(["leader", "solver"])
+    m = (calls["problem_id"] == pid) & (calls["stage"] == stage) & (is_lead if leader else ~is_lead)
+    hit = calls.loc[m, "text"]
+    return None if hit.empty else hit.iloc[0]
+
+
+def _block(title: str, body: str, fmt: str, colour: str = "#f4f4f4") -> str:
+    if fmt == "text":
+        return f"--- {title} ---\n{body}\n"
+    return (f"<div style='margin:4px 0'><b>{html.escape(title)}</b>"
+            f"<pre style='white-space:pre-wrap;background:{colour};padding:6px;margin:2px 0;"
+            f"font-size:90%'>{html.escape(body)}</pre></div>")
+
+
+def _header(pid: str, problem: Any, fmt: str) -> str:
+    q = getattr(problem, "question", None)
+    gold = getattr(problem, "gold", None)
+    line = f"{pid}" + (f" (gold answer: {gold})" if gold is not None else "")
+    if fmt == "text":
+        return f"=== {line} ===\n" + (f"{q}\n" if q else "")
+    return f"<h4 style='margin:8px 0 2px'>{html.escape(line)}</h4>" + (f"<p>{html.escape(q)}</p>" if q else "")
+
+
+def render_exchange(run: Any, problem_id: str, stage: int, problem: Any = None, max_chars: int = 500,
+                    fmt: str = "html") -> str:
+    """One attempt -> supporter note -> revision exchange of a LASE run, as HTML (default) or text.
+
+    Shows the problem (if ``problem`` is given), the leader's attempt before ``stage``, the
+    supporter's note at ``stage`` and the leader's revision, each clipped to ``max_chars``.
+    HTML escapes the model's text, so dollar signs and backslashes appear as written.
+    """
+    if fmt not in ("html", "text"):
+        raise ValueError(f"fmt must be 'html' or 'text'; got {fmt!r}")
+    calls = run.calls
+    st = run.stages
+    row = st[(st["problem_id"] == problem_id) & (st["stage"] == stage)]
+    prev = st[(st["problem_id"] == problem_id) & (st["stage"] == stage - 1)]
+    role = row["supporter"].iloc[0] if len(row) else "supporter"
+    parts = [_header(problem_id, problem, fmt)]
+    pa = _norm(prev["answer"].iloc[0]) if len(prev) else None
+    parts.append(_block(f"leader, stage {stage - 1} (answer: {pa or 'none'})",
+                        _clip(_call_text(calls, problem_id, stage - 1, True), max_chars), fmt))
+    parts.append(_block(f"{role} (stage {stage})", _clip(_call_text(calls, problem_id, stage, False), max_chars),
+                        fmt, "#fff4e0"))
+    a = _norm(row["answer"].iloc[0]) if len(row) else None
+    ok = bool(row["correct"].iloc[0]) if len(row) else False
+    parts.append(_block(f"leader revises, stage {stage} (answer: {a or 'none'}, {'right' if ok else 'wrong'})",
+                        _clip(_call_text(calls, problem_id, stage, True), max_chars), fmt, "#e8f0ff"))
+    return ("\n" if fmt == "text" else "").join(parts)
+
+
+def render_answer(run: Any, problem_id: str, stage: int = 0, problem: Any = None, max_chars: int = 500,
+                  fmt: str = "html", note: str = "") -> str:
+    """One leader answer (problem, response, answer, confidence) as HTML or text."""
+    st = run.stages
+    row = st[(st["problem_id"] == problem_id) & (st["stage"] == stage)]
+    calls = run.calls
+    if len(row):
+        r = row.iloc[0]
+        ans, p, h = _norm(r["answer"]), r["p_min"], r["h_max"]
+    else:
+        c = calls[(calls["problem_id"] == problem_id) & (calls["stage"] == stage)].iloc[0]
+        ans, p, h = _norm(c["answer"]), c["p_min"], c["h_max"]
+    conf = ("no boxed answer" if ans is None else
+            f"answer {ans}, exp(LP_min) = {float(p):.3f}, H_max = {float(h):.3f} nats")
+    text = _call_text(calls, problem_id, stage, True)
+    fin = calls[(calls["problem_id"] == problem_id) & (calls["stage"] == stage) & calls["role"].isin(["leader", "solver"])]
+    if len(fin):
+        conf += f", finish reason: {fin['finish_reason'].iloc[0]}"
+    return _header(problem_id, problem, fmt) + _block(f"leader, stage {stage}: {conf}{note}",
+                                                      _clip(text, max_chars), fmt)
+
+
+# ---------------------------------------------------------------------------------------------
+# figures
+
+
+def plot_confident_errors(frame: pd.DataFrame, tau_lp: float, tau_h: float):
+    """Stage-0 answers in the (exp(LP_min), H_max) plane: right/wrong, the U = 1 region shaded,
+    confident errors (wrong with U = 0) ringed."""
+    import matplotlib.pyplot as plt
+
+    f = with_gate(frame[frame["answered"]], tau_lp, tau_h)
+    fig, ax = plt.subplots(figsize=(9, 6))
+    xmin = min(0.45, float(np.nanmin(f["p_min"])) - 0.02) if len(f) else 0.45
+    ymax = max(1.2, float(np.nanmax(f["h_max"])) * 1.08) if len(f) else 1.2
+    from matplotlib.patches import Rectangle
+
+    for i, (x0, y0, w, h) in enumerate(((xmin, -0.02, tau_lp - xmin, ymax + 0.02),
+                                         (tau_lp, tau_h, 1.005 - tau_lp, ymax - tau_h))):
+        ax.add_patch(Rectangle((x0, y0), w, h, color="C1", alpha=0.13, lw=0,
+                               label="U = 1: LASE escalates" if i == 0 else None))
+    ok = f["correct"].to_numpy(bool)
+    ax.scatter(f.loc[ok, "p_min"], f.loc[ok, "h_max"], s=45, color="C2", edgecolor="k", lw=0.4, label="right")
+    ax.scatter(f.loc[~ok, "p_min"], f.loc[~ok, "h_max"], s=45, color="C3", marker="X", edgecolor="k", lw=0.4,
+               label="wrong")
+    ce = ~ok & ~f["U"].to_numpy(bool)
+    ax.scatter(f.loc[ce, "p_min"], f.loc[ce, "h_max"], s=180, facecolor="none", edgecolor="k", lw=1.5,
+               label=f"confident error ({int(ce.sum())})")
+    ax.axvline(tau_lp, color="k", ls=":", lw=1)
+    ax.axhline(tau_h, color="k", ls=":", lw=1)
+    ax.set(xlim=(xmin, 1.005), ylim=(-0.02, ymax), xlabel="exp(LP_min)  (lowest answer-token probability)",
+           ylabel="H_max (nats)", title=f"Leader's first answers: tau_lp = {tau_lp:g}, tau_h = {tau_h:g}")
+    n_na = int((~frame["answered"]).sum())
+    if n_na:
+        ax.text(0.99, 0.98, f"+{n_na} without a boxed answer (U = 1)", transform=ax.transAxes, ha="right",
+                va="top", fontsize="small")
+    ax.legend(loc="center left", fontsize="small")
+    fig.tight_layout()
+    return fig
+
+
+def plot_revision_outcomes(outcomes: pd.DataFrame):
+    """Stacked bars per supporter stage: what the leader's revision did, starting from a wrong
+    answer (left) and from a right one (right)."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(14, 5.2), gridspec_kw={"width_ratios": [3, 2]})
+    colours = {"fixed": "C2", "same wrong answer": "C3", "new wrong answer": "C1", "no boxed answer": "0.55",
+               "kept right": "C2", "broke: new wrong answer": "C1", "broke: no boxed answer": "0.55"}
+    for ax, prev_ok, labels, title in ((axes[0], False, FROM_WRONG, "answer before the note: WRONG or none"),
+                                       (axes[1], True, FROM_RIGHT, "answer before the note was RIGHT")):
+        sub = outcomes[outcomes["prev_correct"] == prev_ok]
+        stages = sorted(outcomes["stage"].unique())
+        names = [f"{s}: {outcomes.loc[outcomes['stage'] == s, 'supporter'].iloc[0]}" for s in stages]
+        bottom = np.zeros(len(stages))
+        for lab in labels:
+            vals = np.array([((sub["stage"] == s) & (sub["outcome"] == lab)).sum() for s in stages], float)
+            ax.bar(names, vals, bottom=bottom, color=colours[lab], label=lab, edgecolor="white")
+            for i, v in enumerate(vals):
+                if v:
+                    ax.text(i, bottom[i] + v / 2, str(int(v)), ha="center", va="center", fontsize="small")
+            bottom += vals
+        ax.set(title=title, xlabel="stage: supporter whose note the leader read", ylabel="revisions")
+        if sub.empty:
+            ax.text(0.5, 0.5, "no revision started\nfrom this side", transform=ax.transAxes, ha="center",
+                    va="center", color="0.4")
+            ax.set_yticks([])
+        ax.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=2)
+    fig.suptitle("What the leader did with each supporter's note (full-chain recording)", fontweight="bold")
+    fig.tight_layout()
+    return fig
+
+
+def plot_escalation(esc: pd.DataFrame, cost: pd.DataFrame | None, paper: dict[str, float], tau_lp: float,
+                    tau_h: float):
+    """Left: solo accuracy and escalation rate per level (Wilson CIs) against the paper's escalation
+    rate. Right: LASE / solo token multiplier per level against the paper's two models."""
+    import matplotlib.pyplot as plt
+
+    ncol = 2 if cost is not None else 1
+    fig, axes = plt.subplots(1, ncol, figsize=(7 * ncol, 5.4), squeeze=False)
+    ax = axes[0, 0]
+    x = np.arange(len(esc))
+    w = 0.38
+    for off, col, lo, hi, lab, c in ((-w / 2, "accuracy", "acc_lo", "acc_hi", "solo accuracy", "C2"),
+                                     (w / 2, "escalation_rate", "esc_lo", "esc_hi", "escalation rate P(U=1)", "C1")):
+        v = esc[col].to_numpy(float)
+        ax.bar(x + off, v, w, color=c, label=lab,
+               yerr=[v - esc[lo].to_numpy(float), esc[hi].to_numpy(float) - v], capsize=4)
+    ax.axhspan(paper["escalation_min"], paper["escalation_max"], color="C0", alpha=0.15,
+               label="paper: escalation, GPT-4.1-mini, MATH-500 sweep")
+    ax.set_xticks(x, [f"level {lv}" if lv != "all" else "all" for lv in esc["level"]])
+    ax.set(ylim=(0, 1.05), ylabel="share of problems",
+           title=f"Escalation by difficulty (tau_lp={tau_lp:g}, tau_h={tau_h:g})")
+    ax.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=2)
+    if cost is not None:
+        ax = axes[0, 1]
+        x = np.arange(len(cost))
+        ax.bar(x, cost["multiplier"], color="C4", label="this run: LASE / solo tokens")
+        for i, v in enumerate(cost["multiplier"]):
+            ax.text(i, v, f"{v:.1f}x", ha="center", va="bottom")
+        ax.axhline(paper["multiplier_gpt41mini"], color="C0", ls="--",
+                   label=f"paper, GPT-4.1-mini: {paper['multiplier_gpt41mini']:.1f}x")
+        ax.axhline(paper["multiplier_llama3_8b"], color="C3", ls="--",
+                   label=f"paper, Llama-3-8B: {paper['multiplier_llama3_8b']:.1f}x")
+        ax.set_xticks(x, [f"level {lv}" if lv != "all" else "all" for lv in cost["level"]])
+        ax.set(ylabel="token multiplier (prompt + completion)", title="What escalation costs")
+        ax.set_ylim(0, max(float(cost["multiplier"].max()), paper["multiplier_llama3_8b"]) * 1.15)
+        ax.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=2)
+    fig.tight_layout()
+    return fig
+
+
+def plot_unparsed(table: pd.DataFrame, supporters: Sequence[str] = ()):
+    """Share of leader answers without a boxed answer per stage, split by how the response ended."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(9, 5))
+    names = [f"{s}" + (f": after {supporters[s - 1]}" if s and s - 1 < len(supporters) else ": solo" if s == 0 else "")
+             for s in table["stage"]]
+    n = table["answers"].to_numpy(float)
+    tr, sp = table["truncated"].to_numpy(float) / n, table["stopped"].to_numpy(float) / n
+    ax.bar(names, tr, color="C3", label="ran out of tokens (max_tokens)")
+    ax.bar(names, sp, bottom=tr, color="0.6", label="stopped without a box")
+    r = table["unparsed_rate"].to_numpy(float)
+    ax.errorbar(names, r, yerr=[r - table["ci_lo"], table["ci_hi"] - r], fmt="none", color="k", capsize=4,
+                label="95% Wilson CI of the total")
+    ax.set(ylim=(0, 1.05), ylabel="share of leader answers with no \\boxed{}", xlabel="stage",
+           title="Answers that never get boxed")
+    ax.legend(fontsize="small", loc="upper left")
+    fig.tight_layout()
+    return fig
+
+
+# ---------------------------------------------------------------------------------------------
+# the chapter's sentences, built from computed numbers
+
+
+def _pct(x: float) -> str:
+    return "n/a" if x is None or not np.isfinite(x) else f"{x:.0%}"
+
+
+def describe_confident(split: pd.Series, ce: pd.DataFrame) -> str:
+    """Confident errors: how many, and what the (recorded) rest of the chain would have done with them."""
+    from .calibration import describe_gate
+
+    out = describe_gate(split)
+    if len(ce):
+        out += (f" Had LASE escalated them anyway, some later stage would have been right on "
+                f"{int(ce['later_right'].sum())} of the {len(ce)}, and the last stage on {int(ce['final_correct'].sum())}.")
+    return out
+
+
+def describe_revisions(outcomes: pd.DataFrame, fails: pd.DataFrame) -> str:
+    """Revision outcomes and the heuristic execution-failure count, with the heuristic named."""
+    fw = outcomes[~outcomes["prev_correct"]]
+    fr = outcomes[outcomes["prev_correct"]]
+    fixed = int(fw["correct"].sum())
+    out = (f"**{len(fw)} revisions started from a wrong or missing answer; {fixed} of them "
+           f"({_pct(fixed / len(fw)) if len(fw) else 'n/a'}) ended right.** ")
+    if len(fr):
+        out += (f"Of the {len(fr)} that started from a right answer, {int((~fr['correct']).sum())} lost it. ")
+    out += (f"{int(fw['note_flags_error'].sum())} of the notes on a wrong answer claimed an error, and {len(fails)} "
+            f"of those were followed by a revision that was still wrong "
+            f"({int((fails['outcome'] == FROM_WRONG[3]).sum())} with no boxed answer): these are the candidate "
+            f"execution failures (a word-list heuristic, not a judgement of the note). "
+            f"{int(fails['note_has_gold'].sum())} of their notes contained the gold answer. Supporters wrote "
+            f"{int(outcomes['leaked'].sum())} boxed answers, withheld from the leader.")
+    return out
+
+
+def describe_escalation(esc: pd.DataFrame, cost: pd.DataFrame, paper: dict[str, float]) -> str:
+    """Escalation and cost by level against the paper's models; says plainly when the trend is absent."""
+    lv = esc[esc["level"] != "all"]
+    allrow, callrow = esc.iloc[-1], cost.iloc[-1]
+    e = lv["escalation_rate"].to_numpy(float)
+    rises = len(e) > 1 and bool(np.all(np.diff(e) >= 0)) and e[-1] > e[0]
+    out = (f"**What it shows.** Solo accuracy goes from {_pct(lv['accuracy'].iloc[0])} at level "
+           f"{lv['level'].iloc[0]} to {_pct(lv['accuracy'].iloc[-1])} at level {lv['level'].iloc[-1]}, and the "
+           f"escalation rate from {_pct(e[0])} to {_pct(e[-1])}: ")
+    out += ("**escalation rises as the model gets relatively weaker**, as the paper argues. " if rises else
+            "**on our data the escalation rate does not rise steadily with difficulty** (see the intervals), "
+            "which fits chapter 02: this model is about as confident when it is wrong as when it is right, "
+            "so failing more often does not trip the gate more often. ")
+    out += (f"Over all levels the gate escalates {_pct(allrow['escalation_rate'])} of the problems (the paper's "
+            f"threshold sweep on GPT-4.1-mini escalated {_pct(paper['escalation_min'])} to "
+            f"{_pct(paper['escalation_max'])}), and LASE spends {callrow['multiplier']:.1f}x the solo tokens "
+            f"(paper: {paper['multiplier_gpt41mini']:.1f}x on GPT-4.1-mini, {paper['multiplier_llama3_8b']:.1f}x "
+            f"on Llama-3-8B).")
+    esc_only = cost.iloc[-1]
+    if allrow["escalation_rate"] > 0:
+        per = (esc_only["lase_tokens"] - esc_only["solo_tokens"]) / allrow["escalation_rate"] / esc_only["solo_tokens"]
+        out += (f" Each escalated problem adds about {per:.1f}x a solo answer's tokens here, so even a modest "
+                f"escalation rate multiplies the bill.")
+    return out
+
+
+def describe_unparsed(unp: pd.DataFrame) -> str:
+    """Unboxed first answers vs revisions, and how the unboxed revisions ended."""
+    s0, rest = unp.iloc[0], unp.iloc[1:]
+    out = f"**What it shows.** {_pct(s0['unparsed_rate'])} of the first answers have no box"
+    if len(rest) and rest["answers"].sum():
+        out += (f", against {_pct(rest['unparsed'].sum() / rest['answers'].sum())} of the revisions; of the unboxed "
+                f"revisions, {int(rest['truncated'].sum())} ran out of tokens and {int(rest['stopped'].sum())} "
+                f"stopped without writing a box")
+    return out + "."
+
+
+def describe_summary(split: pd.Series, outcomes: pd.DataFrame, esc: pd.DataFrame, cost: pd.DataFrame,
+                     unp: pd.DataFrame) -> str:
+    """The chapter's closing bullets, each carrying its number from this run."""
+    fw = outcomes[~outcomes["prev_correct"]]
+    rest = unp.iloc[1:]
+    unb = rest["unparsed"].sum() / rest["answers"].sum() if len(rest) and rest["answers"].sum() else np.nan
+    wrong_rev = fw[~fw["correct"]]
+    unboxed_share = (wrong_rev["outcome"] == FROM_WRONG[3]).mean() if len(wrong_rev) else np.nan
+    return "\n".join([
+        f"- **Confident errors** are built into the design: the gate cannot see them. Here they are "
+        f"{_pct(split['confident_share_of_errors'])} of the leader's wrong first answers.",
+        f"- **Revisions** of a weak leader fix few wrong answers ({int(fw['correct'].sum())} of {len(fw)} here), "
+        f"even after notes that flag an error; our selection of such cases is a word-list heuristic, shown with "
+        f"its transcripts so you can judge it.",
+        f"- **Weak models** pay more for LASE: the paper's Llama-3-8B spent a larger token multiple than "
+        f"GPT-4.1-mini. Our small model, escalating {_pct(esc.iloc[-1]['escalation_rate'])} of the problems, spends "
+        f"{cost.iloc[-1]['multiplier']:.1f}x the solo tokens; whether difficulty alone raises its escalation rate "
+        f"is in the level figure.",
+        f"- **Unboxed revisions**: {_pct(unb)} of the revisions carry no boxed answer, "
+        f"{_pct(unboxed_share)} of the failed revisions from a wrong answer end that way. They count as wrong, "
+        f"and we report them as their own number.",
+    ])

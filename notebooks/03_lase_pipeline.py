@@ -1,0 +1,350 @@
+# ---
+# jupyter:
+#   jupytext:
+#     cell_metadata_filter: tags,-all
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 3. The LASE pipeline, one stage at a time
+#
+# LASE gives one model four roles. A **leader** answers alone; only while its answer-token
+# confidence says it is unsure does it call, one at a time, a **devil's advocate**, a
+# **collaborator** and a **senior expert**, and revise after each. This chapter opens real
+# transcripts of that pipeline and follows one problem from the leader's first answer to the stage
+# where LASE stops, then looks at a whole batch.
+#
+# **What you will learn**
+#
+# 1. What each role is told and what it sees (the prompts, exactly as the code sends them).
+# 2. How the gate works on a real chain: the leader's $\exp(\mathrm{LP}_{\min})$ and
+#    $H_{\max}$ after every stage, the thresholds, and where LASE stops.
+# 3. How often LASE escalates, where it stops, what that costs in tokens, and whether the
+#    revisions helped, on a batch of problems.
+# 4. Why supporters must not give answers, and how often ours tried to (leaks counted).
+# 5. How many cross-agent context inclusions LASE really makes, counted from the transcripts
+#    and checked against the star bound $2kT$ (and against all-to-all debate's $Tn(n-1)$).
+#
+# **You need** chapter 1 (the gate $U$, the star topology) and chapter 2 helps (what the
+# confidence numbers mean). By default the chapter reads **recorded traces** of the embedded
+# model (SmolLM2-135M) on the project's arithmetic problems: every stage of every chain was
+# recorded once, so any thresholds can be replayed with no model call (METHOD.md, section 3).
+# With `live=True` it runs LASE itself on `n_problems` problems with the backend you choose,
+# e.g. `papermill 03_lase_pipeline.ipynb out.ipynb -p live True -p backend openai -p model gpt-4.1-mini`.
+
+# %% tags=["parameters"]
+backend = "local"  # local | openai | gemini (live runs only)
+model = None  # None: the default model of the backend
+base_url = None  # an OpenAI-compatible server, for the openai backend
+dataset = "arith"  # live runs: arith (generated) or a paper set loaded from data_path
+data_path = None  # file/folder of a paper data set (never shipped)
+n_problems = 4  # live runs: problems to run
+traces = "../data/traces/arith-smollm2"  # recorded runs, read unless live
+live = False  # True: run LASE now (full chain, cached) instead of reading the traces
+tau_lp = 0.8  # gate: exp(LP_min) below this is uncertain
+tau_h = 0.5  # gate: H_max (nats) above this is uncertain
+max_tokens = None  # live runs: leader token limit (None: library default)
+seed = 0
+interactive = True  # False under papermill: no widgets
+
+# %%
+from dataclasses import asdict, replace
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from IPython.display import HTML, Markdown, display
+
+from lase_nb import plots, prompts, reference, report
+from lase_nb.analysis import chains_from_stages, fixed_policies, replay
+
+plots.set_style()
+pd.set_option("display.precision", 3)
+pd.set_option("display.max_colwidth", 120)
+
+# %% [markdown]
+# ## 3.0 The data: recorded full chains, or a live run
+#
+# Either way we end up with the same three tables: one row per problem, per call and per stage.
+# The run is a **full chain**: every stage was run whatever the gate said, and the calls past
+# LASE's stop are kept apart (`used == False`), so that any thresholds can be replayed.
+
+# %%
+if live:
+    from lase_nb.backends import make_backend
+    from lase_nb.cache import CallCache
+    from lase_nb.datasets import load_dataset
+    from lase_nb.engine import Engine
+    from lase_nb.runner import run_problems
+    from lase_nb.strategies import StrategyConfig
+
+    problem_list = load_dataset(dataset, data_path, n_problems, seed)
+    engine = Engine(make_backend(backend, model, base_url), CallCache())
+    cfg = StrategyConfig(tau_lp=tau_lp, tau_h=tau_h, full_chain=True, seed=seed)
+    if max_tokens:
+        cfg = replace(cfg, max_tokens=max_tokens, supporter_max_tokens=min(max_tokens, cfg.supporter_max_tokens))
+    results = run_problems("lase", problem_list, engine, cfg, progress=False)
+    run = report.run_from_results(results, problem_list, {
+        "backend": engine.backend.name, "model": engine.backend.model, "dataset": dataset, "n": len(problem_list),
+        "seed": seed, "config": asdict(cfg)})
+    problems = {p.id: p for p in problem_list}
+    print(f"live run: {engine.stats.model_calls} model calls, {engine.stats.cache_hits} from the cache")
+else:
+    runs, missing = report.load_runs(traces, ["lase", "mad"])
+    if "lase" not in runs:
+        raise FileNotFoundError(f"no finished full-chain LASE run under {traces}/lase-full; record it with "
+                                f"`bash data/traces/record.sh` or set live=True")
+    run = runs["lase"]
+    problems = report.problems_for_run(run.manifest, data_path)
+chains = chains_from_stages(run.stages)
+kind = next(iter(problems.values())).kind if problems else "number"
+print(f"{run.manifest.get('backend')}:{run.manifest.get('model')} on {run.manifest.get('dataset')}, "
+      f"{len(chains.problem_ids)} problems, {chains.n_stages} stages each; gate: exp(LP_min) < {tau_lp} or "
+      f"H_max > {tau_h} nats")
+
+# %% [markdown]
+# ## 3.1 Four roles, one model
+#
+# All four roles are the same model with different instructions. **Only the leader may write a
+# final answer in `\boxed{}`**; the supporters are told to critique, hint and explain, never to
+# answer. A supporter's boxed answer would hand the leader a ready-made answer to copy, and the
+# leader's confidence would then measure the copy rather than its own reasoning, so the pipeline
+# removes it (replacing it by a placeholder) and counts it.
+
+# %%
+report.role_table()
+
+# %% [markdown]
+# The leader's prompt is the single-agent prompt of chapter 0: an instruction, two worked
+# examples as earlier chat turns (the small model only boxes its answers when shown how), and the
+# problem. After each supporter it sees its own previous attempt and one note, with this request:
+
+# %%
+print(prompts.REVISE_REQUEST)
+
+# %% [markdown]
+# ## 3.2 One problem, stage by stage
+#
+# We pick the problem to walk through **by rule, not by hand**: among those LASE escalates at the
+# chosen thresholds, a rescue (solo wrong, LASE right) if there is one, else the one whose boxed
+# answer changes most often, else the deepest (`report.pick_walkthrough`).
+
+# %%
+pid = report.pick_walkthrough(chains, tau_lp, tau_h)
+problem = problems.get(pid)
+walk = report.stage_table(run.stages, pid, tau_lp, tau_h)
+stop = int(np.flatnonzero(walk["lase"].to_numpy() == "stops here")[0])
+gold = problem.gold if problem else str(run.problems.set_index("problem_id").loc[pid, "gold"])
+print(f"problem {pid}:", problem.prompt_text() if problem else "(question text unavailable)")
+print(f"gold answer: {gold}")
+walk
+
+# %%
+fig = report.plot_stage_walk(walk, tau_lp, tau_h, title=f"Problem {pid}: the leader after each stage "
+                             "(green = right, red = wrong)")
+plots.savefig(fig, "pipeline_stage_walk")
+plt.show()
+
+# %%
+solo_row, stop_row = walk.iloc[0], walk.iloc[stop]
+
+
+def _ans(a):
+    return "no boxed answer" if a is None else f"answer {a}"
+
+
+def _conf(row):
+    if np.isnan(row["p_min"]):
+        return "no answer tokens to measure"
+    return f"exp(LP_min) = {row['p_min']:.2f} and H_max = {row['h_max']:.2f} nats"
+
+
+display(Markdown(
+    f"**What it shows.** The leader alone gave {_ans(solo_row['answer'])} "
+    f"({'right' if solo_row['correct'] else 'wrong'}), with {_conf(solo_row)}: "
+    + ("**unsure** (U = 1), so LASE called the devil's advocate. " if walk['uncertain'].iloc[0]
+       else "**confident** (U = 0), so LASE stopped at once; nothing on this batch escalated. ")
+    + f"LASE stops at stage {stop} ({walk['supporter'].iloc[stop]}) with {_ans(stop_row['answer'])} "
+    f"({'right' if stop_row['correct'] else 'wrong'}), having spent {int(stop_row['total_tokens'])} tokens "
+    f"(prompt + completion; {int(stop_row['completion_tokens'])} completion only) against "
+    f"{int(solo_row['total_tokens'])} for the leader alone. "
+    + (f"Of the {len(walk) - 1} revisions in the full chain, {int(walk['p_min'].iloc[1:].isna().sum())} "
+       "ended without a boxed answer, which the gate treats as unsure." if len(walk) > 1 else "")))
+
+# %% [markdown]
+# The transcript behind the figure. Each call shows what it read, its token count, and for the
+# leader the boxed answer, its confidence and the gate's verdict. Supporters' boxed answers, if
+# any, are marked `⟦LEAK ...⟧`: the leader saw `[answer withheld]` in their place. Calls after
+# LASE's stop were recorded only so that other thresholds can be replayed. Long texts are clipped.
+
+# %%
+entries = report.transcript_entries(run.calls, pid, stop_stage=stop, tau_lp=tau_lp, tau_h=tau_h, gold=gold,
+                                    kind=kind)
+display(Markdown(report.render_transcript(entries, max_chars=600)))
+
+# %% [markdown]
+# The exact messages the devil's advocate received in that chain (the collaborator and the
+# expert get the same layout, plus the critique and the hints):
+
+# %%
+if problem is not None:
+    attempt = next(e["text"] for e in entries if e["role"] == "leader" and e["stage"] == 0)
+    for m in prompts.supporter_messages(problem, "devil", attempt):
+        print(f"[{m['role']}]\n{m['content']}\n")
+
+# %% [markdown]
+# ## 3.3 The batch: where LASE stops, what it costs, what it changes
+#
+# Replaying the gate on every recorded chain gives LASE's behaviour on the whole batch at the
+# chosen thresholds, with no model call.
+
+# %%
+dist = report.stop_distribution(chains, tau_lp, tau_h)
+per_stage = report.stage_confidence(chains, tau_lp, tau_h)
+lase = replay(chains, tau_lp, tau_h)
+policies = fixed_policies(chains)
+display(dist)
+display(per_stage)
+
+# %%
+fig = report.plot_batch(dist, per_stage)
+plots.savefig(fig, "pipeline_batch")
+plt.show()
+
+# %%
+flips = report.outcome_flips(chains, tau_lp, tau_h).set_index("outcome")
+esc = float((lase["stop_stage"] > 0).mean())
+solo_acc, full_acc = policies.set_index("policy").loc[["solo", "always-interact"], "accuracy"]
+solo_tok, full_tok = policies.set_index("policy").loc[["solo", "always-interact"], "avg_tokens"]
+display(flips)
+display(Markdown(
+    f"**What it shows.** At (tau_lp, tau_h) = ({tau_lp}, {tau_h}) LASE escalates **{100 * esc:.0f}%** of the "
+    f"{len(lase)} problems. Accuracy: leader alone {100 * solo_acc:.1f}%, LASE {100 * lase['correct'].mean():.1f}%, "
+    f"every stage always {100 * full_acc:.1f}%. Average tokens per problem (prompt + completion): "
+    f"{solo_tok:.0f} alone, {lase['total_tokens'].mean():.0f} for LASE "
+    f"({lase['total_tokens'].mean() / solo_tok:.1f}x), {full_tok:.0f} always interacting. "
+    f"The revisions rescued **{flips.loc['wrong -> right (rescued)', 'problems']}** problems and talked the leader "
+    f"out of a right answer on **{flips.loc['right -> wrong (talked out of it)', 'problems']}**. "
+    f"After the first stage only {100 * per_stage['boxed'].iloc[1:].mean():.0f}% of revisions (averaged over "
+    f"stages 1-{chains.n_stages - 1}) end in a boxed answer, against {100 * per_stage['boxed'].iloc[0]:.0f}% of first "
+    f"answers."))
+
+# %% [markdown]
+# **What the paper reported.** With GPT-4.1-mini on MATH-500 the same gate escalated a minority of
+# problems, and the share grew with `tau_lp`:
+
+# %%
+reference.paper_column(reference.THRESHOLD_SWEEP[["tau_lp", "tau_h", "escalation_rate", "avg_tokens"]])
+
+# %%
+text = (f"A weaker model is unsure more often, so it escalates more and costs more: *{reference.LLAMA3_8B_NOTE}* ")
+boxed_first, boxed_later = per_stage["boxed"].iloc[0], per_stage["boxed"].iloc[1:].mean()
+if boxed_later < boxed_first - 0.1:
+    text += (f"Our model fails in a further way: its revisions box an answer far less often than its first "
+             f"answers ({100 * boxed_later:.0f}% vs {100 * boxed_first:.0f}%). **An unboxed revision counts as "
+             f"uncertain, so the chain runs on, and if the last stage has no box the answer is lost**, even when "
+             f"the first one was right. That is a small model losing the format in long multi-turn prompts, not "
+             f"a property of the method; rerun with `live=True` and a stronger model to see the paper's regime.")
+display(Markdown(text))
+
+# %% [markdown]
+# ## 3.4 Supporters that give the answer away
+#
+# Every supporter call whose text contained `\boxed{}` is counted here, over all recorded calls
+# (a leak is a property of the transcript, whether or not LASE at these thresholds made the call).
+
+# %%
+leaks = report.leak_table(run.calls)
+leaks
+
+# %%
+n_sup, n_leak = int(leaks["calls"].sum()) if len(leaks) else 0, int(leaks["calls_with_leak"].sum()) if len(leaks) else 0
+display(Markdown(
+    f"**What it shows.** {n_leak} of {n_sup} supporter calls ({100 * n_leak / max(n_sup, 1):.0f}%) wrote a "
+    f"boxed answer despite being told not to; each box was replaced before the leader read the note. "
+    f"The paper does not report a leak rate; it only states the rule."))
+
+# %% [markdown]
+# ## 3.5 Who reads whom: inclusions counted from the transcripts
+#
+# An *inclusion* is one agent's message pasted into another agent's context. Every call records
+# the agents it read (`reads`), so we count them rather than trusting the formula. For LASE we
+# count only the calls it makes at these thresholds, and split them into **star** inclusions
+# (a supporter reads the leader's attempt, the leader reads the supporter's note: at most
+# $2kT$ with $k=1$ peer per stage and $T=3$ stages) and **relays** (the collaborator and the expert
+# also read the earlier critique and hints, at most $T(T-1)/2$ more). If the traces folder holds
+# a MAD run, its all-to-all debate is counted beside it: exactly $Tn(n-1)$.
+
+# %%
+stops = dict(zip(lase["problem_id"], lase["stop_stage"]))
+counts = [report.inclusion_counts(run.calls, stops)]
+configs = {"lase": run.manifest.get("config", {})}
+if not live and "mad" in runs:
+    counts.append(report.inclusion_counts(runs["mad"].calls))
+    configs["mad"] = runs["mad"].manifest.get("config", {})
+counts = pd.concat(counts, ignore_index=True)
+inclusions = report.inclusion_summary(counts, configs)
+inclusions
+
+# %%
+fig = report.plot_inclusions(inclusions, {s: report.label(s, configs.get(s)) for s in configs})
+plots.savefig(fig, "pipeline_inclusions")
+plt.show()
+
+# %%
+li = inclusions.set_index("strategy").loc["lase"]
+text = (f"**What it shows.** LASE made {li['mean_counted']:.2f} inclusions per problem on average "
+        f"(at most {li['max_counted']}); its star inclusions never exceed 2kT = {li['star_bound_2kT']:.0f} "
+        f"({'true' if li['star_within_2kT'] else 'FALSE'} on every problem), and they are zero whenever the leader "
+        f"is confident at once. ")
+if "mad" in inclusions["strategy"].values:
+    mi = inclusions.set_index("strategy").loc["mad"]
+    text += (f"MAD's all-to-all debate made {mi['mean_counted']:.0f} on every problem "
+             f"({'exactly' if mi['obeys_formula'] else 'NOT'} its formula {mi['formula']} = {mi['bound']}). ")
+text += ("LASE's count does not depend on how many agents exist; all-to-all debate's grows with their "
+         "square (chapter 1 draws both curves).")
+display(Markdown(text))
+
+# %% [markdown]
+# ## Try it yourself
+#
+# In a live Jupyter session, move the thresholds and watch the stop-stage distribution and the
+# cost change, replayed from the same recording (under papermill `interactive` is False).
+
+# %%
+if interactive:
+    import ipywidgets as widgets
+
+    def explore(tau_lp=tau_lp, tau_h=tau_h):
+        d = report.stop_distribution(chains, tau_lp, tau_h)
+        r = replay(chains, tau_lp, tau_h)
+        print(f"escalated {100 * (r['stop_stage'] > 0).mean():.0f}%, accuracy {100 * r['correct'].mean():.1f}%, "
+              f"avg tokens {r['total_tokens'].mean():.0f}")
+        report.plot_batch(d, report.stage_confidence(chains, tau_lp, tau_h))
+        plt.show()
+
+    widgets.interact(explore, tau_lp=widgets.FloatSlider(value=tau_lp, min=0.0, max=1.0, step=0.05),
+                     tau_h=widgets.FloatSlider(value=tau_h, min=0.0, max=3.0, step=0.1))
+
+# %% [markdown]
+# ## Summary
+#
+# - One model, four instructions: the leader answers; the devil's advocate, the collaborator and
+#   the expert critique, hint and explain, one at a time and only while the leader is unsure.
+# - The gate reads only the answer tokens' probability and entropy; an unboxed answer is unsure.
+# - Because stopping only truncates the chain, one full-chain recording answers "what would LASE
+#   do at these thresholds" for every threshold at once.
+# - Supporters sometimes give the answer away anyway; the pipeline strips and counts it.
+# - LASE's inclusions, counted from real transcripts, stay within the star bound and do not grow
+#   with the number of agents.
+#
+# Chapter 4 puts LASE beside single agents, majority vote, debate, mixture-of-agents and DOWN on
+# the same problems.

@@ -1,0 +1,246 @@
+# ---
+# jupyter:
+#   jupytext:
+#     cell_metadata_filter: tags,-all
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 6. Failure modes: where confidence-gated debate goes wrong
+#
+# The earlier chapters show what LASE is for. This one shows, from real transcripts, **the ways it
+# fails, which the design accepts knowingly or which a weak model exposes**. Each section gives a
+# count, a figure and examples pulled from the recorded full-chain run.
+#
+# **What you will learn**
+#
+# 1. **Confident errors**: wrong answers that pass the gate ($U=0$) and are never reconsidered,
+#    and what escalating them anyway would have bought.
+# 2. **Execution failure after a critique**: a supporter points at a real problem and the leader
+#    still fails to produce a right answer. We select these with a stated heuristic and show the
+#    transcripts.
+# 3. **Weak models escalate more**: how the escalation rate and the cost of LASE move with problem
+#    difficulty, set against the paper's strong and weak models.
+# 4. **Answers that never get boxed**: how often the leader's revision has no extractable
+#    answer, and why.
+#
+# **You need** chapters 02 (the gate) and 03 (the pipeline). No model is called: everything comes
+# from the recorded runs in `traces` (the full-chain LASE run, plus the baselines when present).
+
+# %% tags=["parameters"]
+traces = "../data/traces/arith-smollm2"  # folder of recorded runs; needs <traces>/lase-full
+tau_lp = 0.8  # gate threshold on exp(LP_min)
+tau_h = 0.5  # gate threshold on H_max (nats)
+n_examples = 2  # transcript examples shown per failure mode
+max_chars = 450  # each message is clipped to this many characters
+seed = 0  # bootstrap of the baseline comparison
+interactive = True  # False under papermill: no widgets are created
+
+# %%
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import pandas as pd
+from IPython.display import HTML, Markdown, display
+
+from lase_nb import calibration, failures, plots, reference, stats
+from lase_nb.analysis import chains_from_stages, summarize
+
+plots.set_style()
+pd.set_option("display.precision", 3)
+pd.set_option("display.max_colwidth", 80)
+runs = failures.load_runs(traces, require=["lase-full"])
+lase = runs["lase-full"]
+problems = failures.run_problems_by_id(lase)
+first = calibration.confidence_frame(lase, stage=0)
+m = lase.manifest
+print(f"{m['backend']}:{m['model']} on {m['dataset']}, {len(first)} problems, full chain recorded; "
+      f"runs found: {', '.join(runs)}")
+
+# %% [markdown]
+# ## 6.1 Confident errors
+#
+# The gate accepts an answer when `exp(LP_min) >= tau_lp` and `H_max <= tau_h`. **A wrong answer
+# that clears both is a confident error: LASE stops at once and never shows it to a supporter.**
+# The paper accepts this on purpose: checking confident answers would cost tokens on the many
+# right ones. Because our run recorded the full chain anyway, we can see what the supporters would
+# have done with these answers.
+
+# %%
+split = calibration.gate_split(first, tau_lp, tau_h)
+ce = failures.confident_errors(lase.stages, tau_lp, tau_h)
+fig = failures.plot_confident_errors(first, tau_lp, tau_h)
+plots.savefig(fig, "failure_confident_errors")
+plt.show()
+display(Markdown(failures.describe_confident(split, ce)))
+ce.head(10)
+
+# %% [markdown]
+# The most confident of them, as the leader wrote them:
+
+# %%
+for r in ce.head(n_examples).itertuples():
+    display(HTML(failures.render_answer(lase, r.problem_id, 0, problems.get(r.problem_id), max_chars)))
+
+# %% [markdown]
+# **What it shows.** In the figure, the ringed confident errors sit among the right answers, in
+# the corner of high probability and low entropy: for this model no threshold removes them without
+# also escalating right answers (chapter 02 measures how much the two groups overlap).
+#
+# **What the paper says.** Confident errors are a deliberate trade: LASE never reconsiders an
+# answer with $U=0$. The better a model's calibration, the cheaper this trade.
+
+# %% [markdown]
+# ## 6.2 Execution failure after a critique
+#
+# After an escalation the leader reads one supporter's note and revises. A revision can fail even
+# when the note was useful. We cannot grade a note's correctness automatically, so we select
+# **candidates** with a heuristic, and say so:
+#
+# - the leader's answer *before* the note was wrong (so there was a real error to point at);
+# - the note claims an error (it contains a word such as "incorrect", "mistake" or "should be";
+#   see `lase_nb.failures.ERROR_WORDS`);
+# - the revision is still wrong, or has no boxed answer.
+#
+# **This reads words, not reasoning**: a note can say "incorrect" about the wrong step. The
+# stronger signal, when it occurs, is a note that contains the gold answer outright
+# (`note_has_gold`): the supporter all but handed over the answer and the leader still failed.
+# All revisions come from the full-chain recording, so stages the gate would have skipped count too.
+
+# %%
+outcomes = failures.revision_outcomes(lase)
+fig = failures.plot_revision_outcomes(outcomes)
+plots.savefig(fig, "failure_revisions")
+plt.show()
+failures.outcome_counts(outcomes).pivot_table(index=["before", "stage", "supporter"], columns="outcome",
+                                              values="count", fill_value=0)
+
+# %%
+fails = failures.execution_failures(outcomes)
+display(Markdown(failures.describe_revisions(outcomes, fails)))
+fails[["problem_id", "stage", "supporter", "note_has_gold", "prev_answer", "answer", "outcome"]].head(10)
+
+# %% [markdown]
+# Transcript excerpts (the notes are shown as the supporter wrote them; any boxed answer in them
+# was replaced by "[answer withheld]" before the leader read it). Notes containing the gold answer
+# come first.
+
+# %%
+show = fails.sort_values(["note_has_gold", "stage"], ascending=[False, True], kind="stable") \
+    .drop_duplicates("problem_id").head(n_examples)
+for r in show.itertuples():
+    display(HTML(failures.render_exchange(lase, r.problem_id, r.stage, problems.get(r.problem_id), max_chars)))
+
+# %% [markdown]
+# **How to read it.** Read the excerpts before trusting the count: a small model's notes can be
+# vague, repetitive or self-contradictory, and its leader may echo the note instead of solving
+# again, or run out of tokens before boxing an answer. So the candidates mix two failures: notes
+# that were not actually useful, and leaders that could not use a useful note. **The paper's selective-gain bound needs the second to
+# be rare** (assumption A2: with a correct seed, accuracy rises); a weak leader breaks it.
+
+# %% [markdown]
+# ## 6.3 Weak models escalate more, and pay more
+#
+# A weaker model is unsure more often, so the gate sends more problems to the supporters. With one
+# embedded model we use **problem level (1 to 3 arithmetic steps) as a stand-in for a weaker
+# model**: harder problems make the same model relatively weaker. The cost comes from replaying
+# the gate on the full chains (no model calls).
+
+# %%
+esc = failures.escalation_by_level(first, tau_lp, tau_h)
+chains = chains_from_stages(lase.stages)
+levels = lase.problems.set_index(lase.problems["problem_id"].astype(str))["level"]
+cost = failures.cost_by_level(chains, levels, tau_lp, tau_h)
+paper = failures.paper_escalation(tau_lp)
+fig = failures.plot_escalation(esc, cost, paper, tau_lp, tau_h)
+plots.savefig(fig, "failure_escalation")
+plt.show()
+esc.merge(cost[["level", "solo_tokens", "lase_tokens", "multiplier", "lase_accuracy"]], on="level")
+
+# %%
+display(Markdown(failures.describe_escalation(esc, cost, paper)))
+print(reference.LLAMA3_8B_NOTE)
+
+# %% [markdown]
+# **Symmetric debate without a correct seed.** Chapter 01 predicts that debate among agents with no
+# correct seed to amplify can fall below a single agent. When the baseline runs are present, their
+# accuracies (bootstrap 95% intervals, exact McNemar test against the single agent on the same
+# problems):
+
+# %%
+present = [n for n in ("single", "mv", "mad", "down", "lase-full") if n in runs]
+if len(present) > 1:
+    base = pd.concat([runs[n].problems.assign(strategy=n) for n in present])
+    common = set.intersection(*(set(runs[n].problems["problem_id"]) for n in present))
+    table = stats.accuracy_table(base[base["problem_id"].isin(common)], seed=seed)
+    display(table[["n", "accuracy", "acc_lo", "acc_hi", "avg_tokens", "token_multiplier", "p_value_vs_baseline"]])
+    if "mad" in table.index and "single" in table.index:
+        d = table.loc["mad", "accuracy"] - table.loc["single", "accuracy"]
+        mc = runs["mad"].manifest.get("config", {})
+        display(Markdown(
+            f"On the {len(common)} problems every run answered, MAD ({mc.get('n_agents')} agents, "
+            f"{mc.get('rounds')} rounds of all-to-all reading) scores {table.loc['mad', 'accuracy']:.0%} against the single agent's "
+            f"{table.loc['single', 'accuracy']:.0%} ({d:+.0%}, McNemar p = {table.loc['mad', 'p_value_vs_baseline']:.2f}) "
+            f"at {table.loc['mad', 'token_multiplier']:.1f}x the tokens."))
+else:
+    print("No baseline runs next to lase-full; record them with data/traces/record.sh.")
+
+# %% [markdown]
+# ## 6.4 Answers that never get boxed
+#
+# An answer counts only if it sits in the last `\boxed{}`; anything else is unparsed, counted
+# wrong and, for the gate, uncertain. A small model boxes its first answer when shown worked
+# examples, but **a revision is harder to box**: the prompt is longer, it carries a supporter's
+# note, and the model may ramble or copy the note until it hits the token limit.
+
+# %%
+unp = failures.unparsed_by_stage(lase)
+order = lase.stages.drop_duplicates("stage").sort_values("stage")["supporter"].tolist()[1:]
+fig = failures.plot_unparsed(unp, order)
+plots.savefig(fig, "failure_unparsed")
+plt.show()
+unp
+
+# %%
+display(Markdown(failures.describe_unparsed(unp) + " Unparsed answers per strategy, from every run present:"))
+summarize(pd.concat([r.problems.assign(strategy=n) for n, r in runs.items()]))[["problems", "accuracy", "unparsed"]]
+
+# %% [markdown]
+# One revision that never got boxed:
+
+# %%
+unboxed = outcomes[outcomes["answer"].isna()].sort_values("stage", kind="stable")
+for r in unboxed.head(1).itertuples():
+    display(HTML(failures.render_answer(lase, r.problem_id, r.stage, problems.get(r.problem_id), max_chars)))
+
+# %% [markdown]
+# ## Try it yourself
+#
+# Move the gate and watch the confident errors trade against escalations. (Under papermill
+# `interactive` is False and no widget is made.)
+
+# %%
+if interactive:
+    import ipywidgets as widgets
+
+    def explore(tau_lp=tau_lp, tau_h=tau_h):
+        display(calibration.gate_split(first, tau_lp, tau_h).to_frame(f"tau_lp={tau_lp:g}, tau_h={tau_h:g}"))
+        failures.plot_confident_errors(first, tau_lp, tau_h)
+        plt.show()
+
+    widgets.interact(explore,
+                     tau_lp=widgets.FloatSlider(value=tau_lp, min=0.5, max=0.999, step=0.005, description="tau_lp"),
+                     tau_h=widgets.FloatSlider(value=tau_h, min=0.05, max=1.5, step=0.05, description="tau_h"))
+
+# %% [markdown]
+# ## Summary
+
+# %%
+display(Markdown(failures.describe_summary(split, outcomes, esc, cost, unp)))

@@ -1,0 +1,261 @@
+"""Calibration chapter logic on hand-built frames and generations: frames, bins, paper conditions,
+AUROC/ECE table, gate split, exact vs top-k entropy, figures and sentences."""
+
+from __future__ import annotations
+
+import math
+from types import SimpleNamespace
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import pytest  # noqa: E402
+
+from lase_nb import calibration as C  # noqa: E402
+from lase_nb import reference  # noqa: E402
+from lase_nb.errors import DataError  # noqa: E402
+from lase_nb.stats import ece  # noqa: E402
+from lase_nb.strategies import CallRecord, ProblemResult, StageRecord  # noqa: E402
+from lase_nb.types import Generation, TokenLogprob  # noqa: E402
+
+
+def _frame(p, h, ok, answered=None, level=None) -> pd.DataFrame:
+    n = len(p)
+    answered = [True] * n if answered is None else answered
+    return pd.DataFrame({"problem_id": [f"q{i}" for i in range(n)], "stage": 0,
+                         "answer": [("1" if a else None) for a in answered], "answered": answered,
+                         "p_min": np.where(answered, p, np.nan), "h_max": np.where(answered, h, np.nan),
+                         "correct": np.asarray(ok, bool) & np.asarray(answered, bool),
+                         "level": level if level is not None else [1] * n})
+
+
+def _stages() -> pd.DataFrame:
+    rows = []
+    for pid, s0, s1 in (("a", ("7", True, 0.99, 0.05), ("7", True, 0.98, 0.1)),
+                        ("b", ("3", False, 0.95, 0.2), (None, False, None, None))):
+        for t, (ans, ok, p, h) in enumerate((s0, s1)):
+            rows.append({"problem_id": pid, "strategy": "lase", "stage": t, "supporter": None if t == 0 else "devil",
+                         "answer": ans, "correct": ok, "p_min": p, "h_max": h, "uncertain": False,
+                         "prompt_tokens": 10, "completion_tokens": 5})
+    return pd.DataFrame(rows)
+
+
+# ---- confidence_frame -------------------------------------------------------------------------
+
+def test_confidence_frame_from_stages_keeps_stage_and_blanks_unanswered():
+    f = C.confidence_frame(_stages(), stage=None)
+    assert len(f) == 4
+    one = C.confidence_frame(_stages(), stage=1)
+    assert list(one["problem_id"]) == ["a", "b"]
+    b = one.set_index("problem_id").loc["b"]
+    assert not b["answered"] and np.isnan(b["p_min"]) and np.isnan(b["h_max"]) and not b["correct"]
+    assert one.set_index("problem_id").loc["a", "answered"]
+
+
+def test_confidence_frame_unanswered_is_never_correct():
+    st = _stages()
+    st.loc[3, "correct"] = True  # a corrupt row: no answer but marked right
+    f = C.confidence_frame(st, stage=1).set_index("problem_id")
+    assert not f.loc["b", "correct"] and f.loc["a", "correct"]
+
+
+def test_confidence_frame_from_run_without_stages_uses_leader_call_and_problem_grade():
+    calls = pd.DataFrame({"problem_id": ["a", "b"], "role": ["solver", "solver"], "stage": [0, 0],
+                          "answer": ["5", "6"], "p_min": [0.9, 0.6], "h_max": [0.1, 0.9], "used": True})
+    probs = pd.DataFrame({"problem_id": ["a", "b"], "correct": [True, False], "level": [1, 3]})
+    run = SimpleNamespace(path="x", manifest={"strategy": "single"}, stages=pd.DataFrame(), calls=calls,
+                          problems=probs)
+    f = C.confidence_frame(run)
+    assert list(f["correct"]) == [True, False]
+    assert list(f["level"]) == [1, 3]
+    assert f.loc[1, "p_min"] == pytest.approx(0.6)
+
+
+def test_confidence_frame_rejects_run_without_leader_answers():
+    calls = pd.DataFrame({"problem_id": ["a"], "role": ["sample"], "stage": [0], "answer": ["5"],
+                          "p_min": [0.9], "h_max": [0.1]})
+    run = SimpleNamespace(path="x", manifest={"strategy": "mv"}, stages=pd.DataFrame(), calls=calls,
+                          problems=pd.DataFrame({"problem_id": ["a"], "correct": [True]}))
+    with pytest.raises(DataError):
+        C.confidence_frame(run)
+
+
+def test_confidence_frame_from_live_results():
+    rec = CallRecord("solver", 0, "leader", 1, 1, 0.0, False, "stop", (), "x", answer="4", p_min=0.7, h_max=0.3)
+    single = ProblemResult("p1", "single", "4", True, calls=[rec])
+    st = [StageRecord(0, None, "2", False, 0.99, 0.01, False, 1, 1)]
+    lase = ProblemResult("p2", "lase", "2", False, calls=[rec], stages=st, stop_stage=0)
+    probs = [SimpleNamespace(id="p1", meta={"level": 2}), SimpleNamespace(id="p2", meta={"level": 3})]
+    f = C.confidence_frame([single, lase], problems=probs)
+    assert list(f["correct"]) == [True, False]
+    assert list(f["p_min"]) == [0.7, 0.99]
+    assert list(f["level"]) == [2, 3]
+
+
+# ---- bins and paper conditions ----------------------------------------------------------------
+
+def test_default_bins_hold_paper_cuts_and_tau():
+    for proxy in ("p_min", "h_max"):
+        cuts = reference.CALIBRATION.loc[reference.CALIBRATION["proxy"] == proxy, "threshold"]
+        edges = C.default_bins(proxy, tau=0.77)
+        assert set(cuts) <= set(edges)
+        assert 0.77 in edges
+        assert edges == sorted(edges)
+    assert 5.0 not in C.default_bins("p_min", tau=5.0)  # outside [0, 1]: not an edge
+    with pytest.raises(ValueError):
+        C.default_bins("nope")
+
+
+def test_reliability_puts_tau_on_a_bin_edge():
+    f = _frame([0.79, 0.81, 0.995], [0.1, 0.1, 0.1], [False, True, True])
+    t = C.reliability(f, "p_min", tau=0.8)
+    row = t[t["lo"] == 0.8].iloc[0]
+    assert row["count"] == 1 and row["accuracy"] == 1.0  # 0.81 sits on the confident side of 0.8
+
+
+def test_paper_conditions_counts_by_hand():
+    # p >= 0.99: q0 (right), q1 (wrong); p < 0.5: q2 (wrong), q3 (right); h > 1.0: q2, q4 (right)
+    f = _frame([0.995, 0.999, 0.3, 0.4, 0.7, np.nan], [0.1, 0.2, 1.5, 0.3, 1.2, np.nan],
+               [True, False, False, True, True, False], answered=[True] * 5 + [False])
+    t = C.paper_conditions(f).set_index("condition")
+    ref = reference.CALIBRATION.set_index("condition")
+    got = {c: (t.loc[c, "n"], t.loc[c, "accuracy"]) for c in t.index}
+    expect = {"min token prob >= 0.99": (2, 0.5), "min token prob < 0.50": (2, 0.5), "answer entropy > 1.0": (2, 0.5)}
+    assert got == expect
+    assert t["paper_accuracy"].tolist() == pytest.approx((ref.loc[t.index, "accuracy"] / 100).tolist())
+    assert t["share"].tolist() == pytest.approx([0.4, 0.4, 0.4])  # of the 5 answered rows
+
+
+def test_is_monotone():
+    ok = pd.DataFrame({"bin": ["a", "b", "c"], "count": [3, 0, 2], "accuracy": [0.2, np.nan, 0.5]})
+    bad = pd.DataFrame({"bin": ["a", "b"], "count": [3, 2], "accuracy": [0.6, 0.5]})
+    assert C.is_monotone(ok)
+    assert not C.is_monotone(bad)
+
+
+# ---- scores and gate --------------------------------------------------------------------------
+
+def test_proxy_scores_perfect_and_reversed():
+    ok = [True, True, False, False]
+    good = _frame([0.99, 0.95, 0.6, 0.5], [0.1, 0.2, 0.8, 0.9], ok)
+    s = C.proxy_scores(good, 0.8, 0.5, n_boot=50).set_index("proxy")
+    assert s.loc["exp(LP_min)", "auroc"] == pytest.approx(1.0)
+    assert s.loc["H_max", "auroc"] == pytest.approx(1.0)
+    assert s.iloc[2]["auroc"] == pytest.approx(1.0)  # the gate escalates exactly the errors
+    assert s.loc["exp(LP_min)", "ece"] == pytest.approx(ece(good["p_min"], good["correct"]))
+    rev = _frame([0.5, 0.6, 0.95, 0.99], [0.9, 0.8, 0.2, 0.1], ok)
+    assert C.proxy_scores(rev, 0.8, 0.5, n_boot=50).loc[0, "auroc"] == pytest.approx(0.0)
+
+
+def test_proxy_scores_unanswered_counts_only_in_the_with_unanswered_column():
+    f = _frame([0.9, 0.9, 0.9, 0.0], [0.1, 0.1, 0.1, 0.0], [True, False, True, False],
+               answered=[True, True, True, False])
+    s = C.proxy_scores(f, 0.8, 0.5, n_boot=20).set_index("proxy")
+    assert s.loc["exp(LP_min)", "auroc"] == pytest.approx(0.5)  # ties among answered rows
+    assert s.loc["exp(LP_min)", "auroc_with_unanswered"] > 0.5  # the missing answer ranks as worst
+    assert s.loc["exp(LP_min)", "n_answered"] == 3
+
+
+def test_gate_split_counts_confident_errors():
+    f = _frame([0.99, 0.99, 0.5, 0.95, 0.0], [0.1, 0.1, 0.1, 0.9, 0.0], [True, False, False, True, False],
+               answered=[True, True, True, True, False])
+    g = C.gate_split(f, 0.8, 0.5)
+    assert g["answers"] == 5 and g["errors"] == 3
+    assert g["confident_errors"] == 1  # q1 only: q2 has low p, q4 has no answer
+    assert g["escalation_rate"] == pytest.approx(3 / 5)
+    assert g["accuracy_if_U0"] == pytest.approx(0.5)
+    assert g["accuracy_if_U1"] == pytest.approx(1 / 3)
+    assert g["unanswered"] == 1
+
+
+# ---- entropy estimates ------------------------------------------------------------------------
+
+def _gen() -> Generation:
+    """'so \\boxed{7}': one reasoning token and one answer token with a known 3-way distribution."""
+    ln = math.log
+    dist = [0.5, 0.3, 0.2]
+    exact = -sum(p * ln(p) for p in dist)
+    top = (("7", ln(0.5)), ("8", ln(0.3)), ("9", ln(0.2)))
+    toks = [TokenLogprob("so \\boxed{", ln(0.9), 0, (("so \\boxed{", ln(0.9)),), 0.4),
+            TokenLogprob("7", ln(0.5), 10, top, exact),
+            TokenLogprob("}", 0.0, 11, (("}", 0.0),), 0.0)]
+    return Generation("so \\boxed{7}", toks, 5, 3, "stop", 0.1, "exact")
+
+
+def test_entropy_estimates_exact_when_k_covers_support_and_lower_bound_otherwise():
+    g = _gen()
+    full = C.entropy_estimates([g], "number", k=3)
+    assert len(full) == 1 and full["token"].iloc[0] == "7"
+    assert full["estimate"].iloc[0] == pytest.approx(full["exact"].iloc[0])
+    one = C.entropy_estimates([g], "number", k=1)
+    # top-1 (0.5) plus one residual bucket (0.5): ln 2
+    assert one["estimate"].iloc[0] == pytest.approx(math.log(2))
+    assert one["error"].iloc[0] < 0
+    assert one["covered"].iloc[0] == pytest.approx(0.5)
+    every = C.entropy_estimates([g], "number", k=1, answer_only=False)
+    assert len(every) == 3 and every["is_answer"].tolist() == [False, True, False]
+    assert (every["error"] <= 1e-12).all()
+
+
+def test_entropy_estimates_adds_chosen_token_missing_from_top_k():
+    ln = math.log
+    tok = TokenLogprob("7", ln(0.1), 7, (("8", ln(0.6)), ("9", ln(0.3))), 0.9)
+    g = Generation("\\boxed{7}", [TokenLogprob("\\boxed{", 0.0, 0, (), 0.0), tok, TokenLogprob("}", 0.0, 8, (), 0.0)],
+                   1, 3, "stop", 0.0, "exact")
+    e = C.entropy_estimates([g], "number", k=2)
+    assert e["covered"].iloc[0] == pytest.approx(1.0)
+    assert e["estimate"].iloc[0] == pytest.approx(-sum(p * ln(p) for p in (0.6, 0.3, 0.1)))
+
+
+def test_entropy_estimates_without_exact_entropy_is_nan():
+    g = _gen()
+    g.tokens = [TokenLogprob(t.token, t.logprob, t.offset, t.top, None) for t in g.tokens]
+    e = C.entropy_estimates([g], "number", k=3)
+    assert e["exact"].isna().all() and e["estimate"].notna().all()
+    with pytest.raises(ValueError):
+        C.entropy_estimates([g], "number", k=0)
+
+
+def test_entropy_summary_counts_gate_flips():
+    g = _gen()
+    tokens = pd.concat([C.entropy_estimates([g], "number", k=k) for k in (1, 3)])
+    exact = tokens["exact"].iloc[0]
+    tau = (math.log(2) + exact) / 2  # between the k=1 estimate and the exact value
+    s = C.entropy_summary(tokens, tau).set_index("k")
+    assert s.loc[1, "gate_flips"] == 1 and s.loc[3, "gate_flips"] == 0
+    assert s.loc[3, "max_abs_error"] == pytest.approx(0.0, abs=1e-12)
+    assert s.loc[1, "h_max_max_abs_error"] == pytest.approx(exact - math.log(2))
+
+
+# ---- figures and sentences --------------------------------------------------------------------
+
+def test_figures_build():
+    import matplotlib.pyplot as plt
+
+    f = _frame([0.99, 0.6, 0.3, 0.95], [0.1, 0.7, 1.4, 0.2], [True, False, False, True],
+               answered=[True, True, True, False])
+    fig = C.plot_reliability(f, 0.8, 0.5)
+    assert len(fig.axes) == 4  # two panels, each with a twin axis
+    plt.close(fig)
+    tokens = pd.concat([C.entropy_estimates([_gen()], "number", k=k, answer_only=False) for k in (1, 3)])
+    fig = C.plot_entropy_estimate(tokens, C.entropy_summary(tokens, 0.5), 0.5, k=3)
+    assert len(fig.axes) == 2
+    plt.close(fig)
+
+
+def test_sentences_carry_computed_numbers_and_survive_empty_classes():
+    f = _frame([0.99, 0.95, 0.6, 0.5], [0.1, 0.2, 0.8, 0.9], [True, True, False, False])
+    scores = C.proxy_scores(f, 0.8, 0.5, n_boot=20)
+    assert "1.00" in C.describe_scores(scores, f)
+    assert "4 leader answers, 50% right" in C.describe_frame(f)
+    g = C.gate_split(f, 0.8, 0.5)
+    assert "0 of the 2" in C.describe_gate(g)
+    all_wrong = _frame([0.9, 0.8], [0.1, 0.2], [False, False])
+    s2 = C.proxy_scores(all_wrong, 0.8, 0.5, n_boot=20)
+    assert "n/a" in C.describe_scores(s2, all_wrong)
+    assert "cannot compare" in C.describe_paper(all_wrong, s2)
+    tables = {p: C.reliability(f, p) for p in ("p_min", "h_max")}
+    assert "paper 85.5%" in C.describe_reliability(f, tables, C.paper_conditions(f))

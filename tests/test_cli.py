@@ -1,0 +1,344 @@
+"""The command line: bad input gets one clear line and exit status 2, and secrets never reach disk or output.
+
+Runs ``lase_nb.cli.main([...])`` in-process against the wire servers of :mod:`tests.wire_servers`
+(real OpenAI / Gemini SDKs over HTTP on 127.0.0.1), plus one CLI subprocess and one papermill run
+of the quickstart notebook for the secret checks. Nothing here runs the embedded model.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+from lase_nb import cli
+from lase_nb.datasets import arithmetic_problems
+from lase_nb.prompts import SUPPORTER_SYSTEM
+from lase_nb.types import Problem
+from tests.wire_servers import GeminiWireServer, OpenAIWireServer, Reply
+
+ROOT = Path(__file__).resolve().parent.parent
+SENTINEL = "sk-SENTINEL-7f3a9c1e5b2d4680"
+GSENTINEL = "AIza-SENTINEL-0b1c2d3e4f5a6978"
+KEY_VARS = ("OPENAI_API_KEY", "OPENAI_COMPATIBLE_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY", "OPENAI_BASE_URL")
+
+
+# ------------------------------------------------------------------------------------------ helpers
+@pytest.fixture(autouse=True)
+def clean_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No real keys, no user cache, no figures written into the repository."""
+    for var in KEY_VARS:
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("LASE_CACHE", str(tmp_path / "default-cache.sqlite"))
+    monkeypatch.setenv("LASE_FIGURES_DIR", str(tmp_path / "figures"))
+
+
+def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    """``lase-nb ARGV`` in-process: (exit status, stdout, stderr)."""
+    rc = cli.main(list(argv))
+    cap = capsys.readouterr()
+    return rc, cap.out, cap.err
+
+
+def assert_one_line_error(rc: int, err: str, *needles: str) -> str:
+    """Exit status 2 and exactly one stderr line ``lase-nb: error: ...`` containing every needle."""
+    lines = err.strip("\n").splitlines()
+    assert rc == 2, f"exit status {rc}, stderr: {err!r}"
+    assert len(lines) == 1, f"expected one stderr line, got {len(lines)}: {err!r}"
+    assert lines[0].startswith("lase-nb: error: "), lines[0]
+    for n in needles:
+        assert n in lines[0], f"{n!r} not in {lines[0]!r}"
+    return lines[0]
+
+
+def oracle(problems: list[Problem], p_first: float = 0.3, p_revised: float = 0.99) -> Callable[..., Reply]:
+    """A responder that knows each problem's gold answer.
+
+    The leader's first answer is right but unsure (``p_first`` on every token), supporters write a
+    short note, a revision is right and sure: LASE with default thresholds makes 3 calls a problem.
+    """
+    golds = {p.question: p.gold for p in problems}
+
+    def responder(messages: list[dict[str, str]], params: dict[str, Any]) -> Reply:
+        system = messages[0]["content"] if messages[0]["role"] == "system" else ""
+        if system in SUPPORTER_SYSTEM.values():
+            return Reply("Check each step once more.", 0.9)
+        text = "\n".join(m["content"] for m in messages)
+        found = [q for q in golds if q in text]
+        if not found:
+            return Reply("I cannot tell.", 0.9)
+        gold = golds[max(found, key=len)]
+        revised = "from a reviewer" in messages[-1]["content"]
+        return Reply(f"Working it out step by step.\n\\boxed{{{gold}}}", p_revised if revised else p_first)
+
+    return responder
+
+
+def files_under(*roots: Path) -> list[Path]:
+    """Every regular file under the given files/folders (SQLite side files included)."""
+    out: list[Path] = []
+    for r in roots:
+        if r.is_file():
+            out.append(r)
+        elif r.is_dir():
+            out += [p for p in r.rglob("*") if p.is_file()]
+    return out
+
+
+def assert_no_secret(paths: list[Path], texts: list[str], *secrets: str) -> None:
+    """No file and no captured text contains a secret or an Authorization header value."""
+    assert paths, "nothing to check"
+    for p in paths:
+        data = p.read_bytes()
+        for s in secrets:
+            assert s.encode() not in data, f"{p} contains the API key"
+        assert b"Bearer " not in data, f"{p} contains an Authorization header value"
+    for t in texts:
+        for s in secrets:
+            assert s not in t, "captured output contains the API key"
+        assert "Bearer " not in t
+
+
+# ------------------------------------------------------------------------------------------ bad input
+def _gsm_file(tmp_path: Path, text: str) -> str:
+    p = tmp_path / "gsm.jsonl"
+    p.write_text(text, encoding="utf-8")
+    return str(p)
+
+
+BAD_RUNS: list[tuple[str, Callable[[Path], list[str]], tuple[str, ...]]] = [
+    ("unknown strategy", lambda t: ["--strategy", "vote-harder"], ("unknown strategy 'vote-harder'", "use one of")),
+    ("unknown backend", lambda t: ["--strategy", "lase", "--backend", "anthropic"],
+     ("unknown backend 'anthropic'", "use one of")),
+    ("unknown dataset", lambda t: ["--strategy", "lase", "--dataset", "gsm9k"], ("unknown data set 'gsm9k'", "gsm8k")),
+    ("tau_lp above 1", lambda t: ["--strategy", "lase", "--tau-lp", "1.5"], ("tau_lp must be in [0, 1]", "1.5")),
+    ("tau_lp below 0", lambda t: ["--strategy", "lase", "--tau-lp", "-0.1"], ("tau_lp must be in [0, 1]",)),
+    ("tau_h below 0", lambda t: ["--strategy", "lase", "--tau-h", "-1"], ("tau_h must be >= 0",)),
+    ("n zero", lambda t: ["--strategy", "lase", "--n", "0"], ("--n must be a positive number", "got 0")),
+    ("n negative", lambda t: ["--strategy", "mv", "--n", "-3"], ("--n must be a positive number",)),
+    ("samples zero", lambda t: ["--strategy", "mv", "--samples", "0"], ("n_samples must be >= 1",)),
+    ("max tokens zero", lambda t: ["--strategy", "lase", "--max-tokens", "0"], ("max_tokens must be >= 1",)),
+    ("window zero", lambda t: ["--strategy", "lase", "--window", "0"], ("--window must be >= 1",)),
+    ("down final", lambda t: ["--strategy", "down", "--down-final", "coin"], ("down_final must be",)),
+    ("gsm8k without a file", lambda t: ["--strategy", "lase", "--dataset", "gsm8k"], ("--data-path",)),
+    ("data file missing", lambda t: ["--strategy", "lase", "--dataset", "gsm8k", "--data-path", str(t / "nope.jsonl")],
+     ("no such file",)),
+    ("data file empty", lambda t: ["--strategy", "lase", "--dataset", "gsm8k", "--data-path", _gsm_file(t, "")],
+     ("gsm.jsonl", "file is empty")),
+    ("data file malformed JSON",
+     lambda t: ["--strategy", "lase", "--dataset", "gsm8k", "--data-path", _gsm_file(t, '{"question": "x",\n')],
+     ("gsm.jsonl", "invalid JSON")),
+    ("data row without answer",
+     lambda t: ["--strategy", "lase", "--dataset", "gsm8k",
+                "--data-path", _gsm_file(t, json.dumps({"question": "What is 1 + 1?"}) + "\n")],
+     ("gsm.jsonl", "'answer'", "missing")),
+    ("data row without final line",
+     lambda t: ["--strategy", "lase", "--dataset", "gsm8k",
+                "--data-path", _gsm_file(t, json.dumps({"question": "1 + 1?", "answer": "two"}) + "\n")],
+     ("gsm.jsonl", "#### N")),
+    ("arith with a data path", lambda t: ["--strategy", "lase", "--data-path", str(t)], ("takes no data path",)),
+    ("timeout on the local backend", lambda t: ["--strategy", "lase", "--timeout", "5"], ("apply to API backends",)),
+    ("concurrency zero",
+     lambda t: ["--strategy", "lase", "--backend", "openai", "--base-url", "http://127.0.0.1:9/v1", "--concurrency", "0"],
+     ("concurrency must be >= 1",)),
+    ("timeout zero",
+     lambda t: ["--strategy", "lase", "--backend", "openai", "--base-url", "http://127.0.0.1:9/v1", "--timeout", "0"],
+     ("timeout must be > 0",)),
+    ("max retries negative",
+     lambda t: ["--strategy", "lase", "--backend", "gemini", "--max-retries", "-1"], ("max_retries must be >= 0",)),
+    ("base url for the local backend",
+     lambda t: ["--strategy", "lase", "--base-url", "http://127.0.0.1:9/v1"], ("--base-url applies to API backends",)),
+    ("openai without a key", lambda t: ["--strategy", "lase", "--backend", "openai"], ("OPENAI_API_KEY", "set the environment")),
+    ("compatible server without a key",
+     lambda t: ["--strategy", "lase", "--backend", "openai", "--base-url", "https://llm.example.com/v1"],
+     ("OPENAI_COMPATIBLE_API_KEY",)),
+    ("gemini without a key", lambda t: ["--strategy", "lase", "--backend", "gemini"], ("GEMINI_API_KEY",)),
+    ("cache mode unknown",
+     lambda t: ["--strategy", "lase", "--backend", "openai", "--base-url", "http://127.0.0.1:9/v1", "--cache-mode", "x"],
+     ("unknown cache mode 'x'",)),
+    ("cache path is a folder",
+     lambda t: ["--strategy", "lase", "--backend", "openai", "--base-url", "http://127.0.0.1:9/v1", "--cache", str(t)],
+     ("cannot open the call cache", "--cache")),
+    ("out under a regular file",
+     lambda t: ["--strategy", "lase", "--backend", "openai", "--base-url", "http://127.0.0.1:9/v1",
+                "--out", str(_gsm_file(t, "x")) + "/run"],
+     ("cannot be written", "--out")),
+]
+
+
+@pytest.mark.parametrize("case", BAD_RUNS, ids=[c[0] for c in BAD_RUNS])
+def test_bad_run_input_is_one_line_exit_2_and_writes_nothing(case, tmp_path, capsys):
+    name, make_args, needles = case
+    out = tmp_path / "out" / "run1"
+    args = make_args(tmp_path)
+    if "--out" not in args:
+        args += ["--out", str(out)]
+    if "--cache" not in args:
+        args += ["--cache", str(tmp_path / "c.sqlite")]
+    before = sorted(p.name for p in tmp_path.iterdir())
+    rc, _, err = run_cli(capsys, "run", *args, "--quiet")
+    assert_one_line_error(rc, err, *needles)
+    assert not (tmp_path / "out").exists(), "a failed run left an output folder behind"
+    after = sorted(p.name for p in tmp_path.iterdir())
+    assert after == before, "bad input created files"
+
+
+def test_bad_input_leaves_an_existing_out_folder_untouched(tmp_path, capsys):
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "notes.txt").write_text("keep me")
+    rc, _, err = run_cli(capsys, "run", "--strategy", "lase", "--tau-h", "-2", "--out", str(out), "--quiet")
+    assert_one_line_error(rc, err, "tau_h")
+    assert sorted(p.name for p in out.iterdir()) == ["notes.txt"]
+
+
+def test_ask_without_key_is_one_line(capsys):
+    rc, _, err = run_cli(capsys, "ask", "What is 2 + 2?", "--backend", "gemini")
+    assert_one_line_error(rc, err, "GEMINI_API_KEY")
+    rc, _, err = run_cli(capsys, "ask", "What is 2 + 2?", "--backend", "openai")
+    assert_one_line_error(rc, err, "OPENAI_API_KEY")
+
+
+def test_sweep_of_a_folder_that_is_not_a_run(tmp_path, capsys):
+    rc, _, err = run_cli(capsys, "sweep", str(tmp_path))
+    assert_one_line_error(rc, err, "not a finished run", "lase-nb run")
+
+
+def test_gate_on_a_model_without_logprobs_is_named_and_leaves_no_output(tmp_path, capsys):
+    out = tmp_path / "out"
+    with OpenAIWireServer(faults=["nologprobs"] * 50) as srv:
+        rc, _, err = run_cli(capsys, "run", "--strategy", "lase", "--backend", "openai", "--base-url", srv.base_url,
+                             "--n", "3", "--out", str(out), "--cache", str(tmp_path / "c.sqlite"), "--quiet",
+                             "--max-retries", "0")
+        line = assert_one_line_error(rc, err, "returned no token log-probabilities", "gpt-4.1-mini",
+                                     "a strategy without a gate")
+        assert srv.request_count == 3  # the three leaders' first calls, then the gate stopped the run
+        assert not out.exists()
+        # a strategy without a gate runs fine on the same model
+        rc, stdout, err = run_cli(capsys, "run", "--strategy", "mv", "--samples", "2", "--backend", "openai",
+                                  "--base-url", srv.base_url, "--n", "3", "--out", str(out),
+                                  "--cache", str(tmp_path / "c.sqlite"), "--quiet")
+    assert rc == 0, err
+    assert (out / "manifest.json").exists() and len((out / "problems.jsonl").read_text().splitlines()) == 3
+    assert "log-probabilities" in line
+
+
+def test_backend_failure_mid_run_is_named_and_leaves_no_output(tmp_path, capsys):
+    out = tmp_path / "new" / "out"
+    with OpenAIWireServer(faults=["500"] * 10) as srv:
+        rc, _, err = run_cli(capsys, "run", "--strategy", "lase", "--backend", "openai", "--base-url", srv.base_url,
+                             "--n", "2", "--out", str(out), "--cache", str(tmp_path / "c.sqlite"), "--quiet",
+                             "--max-retries", "1", "--concurrency", "1")
+        assert_one_line_error(rc, err, "HTTP 500 after 1 retry", "openai")
+        assert srv.request_count == 2  # the first call and its one retry; the second call was never started
+    assert not (tmp_path / "new").exists(), "the folders the failed run created were not removed"
+
+
+# ------------------------------------------------------------------------------------------ a good run
+def test_run_and_sweep_over_the_openai_wire_server(tmp_path, capsys):
+    problems = arithmetic_problems(4)
+    out = tmp_path / "run"
+    with OpenAIWireServer(oracle(problems)) as srv:
+        rc, stdout, err = run_cli(capsys, "run", "--strategy", "lase", "--full-chain", "--backend", "openai",
+                                  "--base-url", srv.base_url, "--n", "4", "--out", str(out),
+                                  "--cache", str(tmp_path / "c.sqlite"), "--quiet")
+        assert rc == 0, err
+        assert srv.request_count == 4 * 7
+    rows = [json.loads(l) for l in (out / "problems.jsonl").read_text().splitlines()]
+    assert [r["problem_id"] for r in rows] == [p.id for p in problems]
+    assert all(r["correct"] and r["stop_stage"] == 1 for r in rows)
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["base_url"] == srv.base_url and manifest["n"] == 4
+    rc, stdout, err = run_cli(capsys, "sweep", str(out), "--tau-lp", "0.2", "0.9")
+    assert rc == 0, err
+    assert (out / "sweep.csv").exists()
+
+
+# ------------------------------------------------------------------------------------------ secrets
+def _run_args(srv_url: str, tmp_path: Path, backend: str, out: str, cache: str = "cache.sqlite") -> list[str]:
+    return ["run", "--strategy", "lase", "--backend", backend, "--base-url", srv_url, "--n", "3",
+            "--out", str(tmp_path / out), "--cache", str(tmp_path / cache), "--quiet"]
+
+
+def test_openai_key_never_reaches_disk_or_output(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("OPENAI_COMPATIBLE_API_KEY", SENTINEL)
+    monkeypatch.setenv("OPENAI_API_KEY", SENTINEL + "-official")  # must not even be sent
+    texts: list[str] = []
+    with OpenAIWireServer(oracle(arithmetic_problems(3)), api_key=SENTINEL) as srv:
+        rc, o, e = run_cli(capsys, "ask", "What is 2 + 2?", "--backend", "openai", "--base-url", srv.base_url,
+                           "--cache", str(tmp_path / "cache.sqlite"))
+        assert rc == 0, e
+        texts += [o, e]
+        rc, o, e = run_cli(capsys, *_run_args(srv.base_url, tmp_path, "openai", "out"))
+        assert rc == 0, e
+        texts += [o, e]
+        # the key was really in use: the server enforces it
+        assert {r.headers["authorization"] for r in srv.requests} == {f"Bearer {SENTINEL}"}
+    with OpenAIWireServer(oracle(arithmetic_problems(3))) as srv:
+        # a secret in the base URL's user-info (httpx sends it as Basic auth) is not recorded either
+        u = srv.base_url.replace("http://", f"http://user:{SENTINEL}@")
+        rc, o, e = run_cli(capsys, *_run_args(u, tmp_path, "openai", "out2", "cache2.sqlite"))
+        assert rc == 0, e
+        texts += [o, e]
+        assert srv.request_count == 9
+    with OpenAIWireServer(api_key="some-other-key") as srv:  # rejected key: the error must not show it
+        rc, o, e = run_cli(capsys, *_run_args(srv.base_url, tmp_path, "openai", "out3", "c401.sqlite"))
+        assert_one_line_error(rc, e, "HTTP 401")
+        texts += [o, e]
+    assert_no_secret(files_under(tmp_path), texts, SENTINEL)
+
+
+def test_gemini_key_never_reaches_disk_or_output(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("GEMINI_API_KEY", GSENTINEL)
+    texts: list[str] = []
+    with GeminiWireServer(oracle(arithmetic_problems(3)), api_key=GSENTINEL) as srv:
+        rc, o, e = run_cli(capsys, "ask", "What is 2 + 2?", "--backend", "gemini", "--base-url", srv.base_url,
+                           "--cache", str(tmp_path / "cache.sqlite"))
+        assert rc == 0, e
+        texts += [o, e]
+        rc, o, e = run_cli(capsys, *_run_args(srv.base_url, tmp_path, "gemini", "out"))
+        assert rc == 0, e
+        texts += [o, e]
+        assert {r.headers["x-goog-api-key"] for r in srv.requests} == {GSENTINEL}
+    with GeminiWireServer(api_key="some-other-key") as srv:
+        rc, o, e = run_cli(capsys, *_run_args(srv.base_url, tmp_path, "gemini", "out3", "c401.sqlite"),
+                           "--max-retries", "0")
+        assert_one_line_error(rc, e, "HTTP 401")
+        texts += [o, e]
+    assert_no_secret(files_under(tmp_path), texts, GSENTINEL)
+
+
+def test_key_not_in_a_cli_subprocess_output_even_with_sdk_debug_logging(tmp_path):
+    """A real ``python -m lase_nb run`` with the openai SDK's own debug logging switched on."""
+    env = {k: v for k, v in os.environ.items() if k not in KEY_VARS}
+    env.update(OPENAI_COMPATIBLE_API_KEY=SENTINEL, OPENAI_LOG="debug", PYTHONPATH=str(ROOT),
+               LASE_CACHE=str(tmp_path / "default.sqlite"), HF_HUB_OFFLINE="1")
+    with OpenAIWireServer(oracle(arithmetic_problems(2)), api_key=SENTINEL) as srv:
+        proc = subprocess.run([sys.executable, "-m", "lase_nb", *_run_args(srv.base_url, tmp_path, "openai", "out"),
+                               "--n", "2"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        assert srv.request_count == 6
+    assert "HTTP Request" in proc.stderr or "Request options" in proc.stderr  # the debug log really ran
+    assert_no_secret(files_under(tmp_path), [proc.stdout, proc.stderr], SENTINEL)
+
+
+def test_quickstart_notebook_with_a_key_does_not_store_it(tmp_path, monkeypatch):
+    import papermill as pm
+
+    from lase_nb.notebooks import NOTEBOOKS
+
+    monkeypatch.setenv("OPENAI_COMPATIBLE_API_KEY", SENTINEL)
+    out = tmp_path / "00_quickstart.ipynb"
+    with OpenAIWireServer(api_key=SENTINEL) as srv:
+        pm.execute_notebook(str(NOTEBOOKS / "00_quickstart.ipynb"), str(out),
+                            parameters={"backend": "openai", "base_url": srv.base_url, "interactive": False},
+                            cwd=str(NOTEBOOKS), kernel_name="python3", progress_bar=False)
+        assert srv.request_count == 1 and srv.requests[0].headers["authorization"] == f"Bearer {SENTINEL}"
+    text = out.read_text()
+    assert "\\\\boxed{4}" in text  # the server's reply reached the notebook
+    assert_no_secret(files_under(tmp_path), [text], SENTINEL)

@@ -1,0 +1,194 @@
+"""Failure-mode selectors on a hand-built full-chain run: confident errors, revision outcomes,
+the execution-failure heuristic, escalation and cost by level, unboxed answers, rendering."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import pytest  # noqa: E402
+
+from lase_nb import failures as F  # noqa: E402
+from lase_nb import reference  # noqa: E402
+from lase_nb.analysis import chains_from_stages  # noqa: E402
+from lase_nb.calibration import confidence_frame  # noqa: E402
+
+SUP = {1: "devil", 2: "collaborator"}
+# problem -> per stage (answer, correct, p_min, h_max); gold answers below
+CHAINS = {
+    "p1": [("3", False, 0.99, 0.05), ("4", True, 0.9, 0.1), ("4", True, 0.95, 0.1)],     # confident error, fixed
+    "p2": [("5", False, 0.6, 0.9), ("5", False, 0.7, 0.8), (None, False, None, None)],   # same wrong, then unboxed
+    "p3": [("7", True, 0.99, 0.01), ("8", False, 0.9, 0.2), ("7", True, 0.99, 0.01)],    # right, broke, right
+    "p4": [("2", False, 0.95, 0.3), ("6", False, 0.9, 0.3), ("9", False, 0.9, 0.3)],     # confident error, new wrong
+}
+GOLD = {"p1": "4", "p2": "10", "p3": "7", "p4": "12"}
+LEVEL = {"p1": 1, "p2": 2, "p3": 1, "p4": 2}
+NOTES = {("p1", 1): "The sum is wrong: 1 + 3 is 4.", ("p1", 2): "Looks fine.",
+         ("p2", 1): "The answer should be 10, not 5.", ("p2", 2): "Try again carefully.",
+         ("p3", 1): "Step one has a mistake.", ("p3", 2): "Good.",
+         ("p4", 1): "There is an error in step 2.", ("p4", 2): "Count 112 items."}
+
+
+def _run() -> SimpleNamespace:
+    stages, calls = [], []
+    for pid, chain in CHAINS.items():
+        for t, (ans, ok, p, h) in enumerate(chain):
+            stages.append({"problem_id": pid, "strategy": "lase", "stage": t, "supporter": SUP.get(t),
+                           "answer": ans, "correct": ok, "p_min": p, "h_max": h, "uncertain": False,
+                           "prompt_tokens": 100 * (t + 1), "completion_tokens": 20 * (t + 1)})
+            if t:
+                calls.append({"problem_id": pid, "role": SUP[t], "stage": t, "text": NOTES[(pid, t)],
+                              "answer": None, "leaked": int(pid == "p4" and t == 2), "finish_reason": "stop",
+                              "used": False})
+            text = f"work <b>$x</b> \\boxed{{{ans}}}" if ans else "rambling " * 30
+            calls.append({"problem_id": pid, "role": "leader", "stage": t, "text": text, "answer": ans,
+                          "p_min": p, "h_max": h, "leaked": 0,
+                          "finish_reason": "stop" if ans else "length", "used": t == 0})
+    problems = pd.DataFrame({"problem_id": list(CHAINS), "gold": [GOLD[k] for k in CHAINS],
+                             "level": [LEVEL[k] for k in CHAINS],
+                             "correct": [c[0][1] for c in CHAINS.values()]})
+    return SimpleNamespace(path="fake", manifest={"dataset": "arith", "n": 4, "seed": 0},
+                           stages=pd.DataFrame(stages), calls=pd.DataFrame(calls), problems=problems)
+
+
+def test_flags_error_word_list():
+    assert F.flags_error("This step is INCORRECT.")
+    assert F.flags_error("It should be 12.")
+    assert not F.flags_error("Looks fine to me.")
+    assert not F.flags_error(None) and not F.flags_error("")
+
+
+def test_mentions_whole_numbers_only():
+    assert F.mentions("so the total is 12.", "12")
+    assert not F.mentions("count 112 items", "12")
+    assert not F.mentions("it is 12.5", "12")
+    assert not F.mentions(None, "12") and not F.mentions("12", None)
+
+
+def test_confident_errors_and_what_the_chain_would_have_done():
+    ce = F.confident_errors(_run().stages, 0.8, 0.5)
+    assert list(ce["problem_id"]) == ["p1", "p4"]  # sorted by p_min, most confident first
+    assert ce.set_index("problem_id").loc["p1", "later_right"]
+    assert ce.set_index("problem_id").loc["p1", "final_correct"]
+    assert not ce.set_index("problem_id").loc["p4", "later_right"]
+    assert F.confident_errors(_run().stages, 0.999, 0.5).empty  # a stricter gate escalates both
+
+
+def test_revision_outcomes_labels():
+    o = F.revision_outcomes(_run()).set_index(["problem_id", "stage"])["outcome"].to_dict()
+    assert o == {("p1", 1): "fixed", ("p1", 2): "kept right",
+                 ("p2", 1): "same wrong answer", ("p2", 2): "no boxed answer",
+                 ("p3", 1): "broke: new wrong answer", ("p3", 2): "fixed",
+                 ("p4", 1): "new wrong answer", ("p4", 2): "new wrong answer"}
+
+
+def test_revision_outcomes_note_columns():
+    o = F.revision_outcomes(_run()).set_index(["problem_id", "stage"])
+    assert o.loc[("p2", 1), "note_has_gold"]  # "should be 10"
+    assert not o.loc[("p4", 2), "note_has_gold"]  # "112" is not 12
+    assert o.loc[("p1", 1), "note_flags_error"] and not o.loc[("p1", 2), "note_flags_error"]
+    assert o.loc[("p4", 2), "leaked"] == 1
+    assert o.loc[("p2", 2), "finish_reason"] == "length"
+
+
+def test_execution_failures_heuristic():
+    o = F.revision_outcomes(_run())
+    strict = F.execution_failures(o)
+    assert set(zip(strict["problem_id"], strict["stage"])) == {("p2", 1), ("p4", 1)}
+    loose = F.execution_failures(o, require_flag=False)
+    assert set(zip(loose["problem_id"], loose["stage"])) == {("p2", 1), ("p2", 2), ("p4", 1), ("p4", 2)}
+    counts = F.outcome_counts(o)
+    assert counts["count"].sum() == len(o)
+
+
+def test_escalation_by_level():
+    first = confidence_frame(_run(), stage=0)
+    e = F.escalation_by_level(first, 0.8, 0.5).set_index("level")
+    assert list(e.index) == ["1", "2", "all"]
+    assert e.loc["1", "escalation_rate"] == 0.0 and e.loc["1", "accuracy"] == 0.5
+    assert e.loc["2", "escalation_rate"] == 0.5  # p2 escalates, p4 does not
+    assert e.loc["all", "n"] == 4
+    assert e.loc["2", "esc_lo"] < 0.5 < e.loc["2", "esc_hi"]
+    with pytest.raises(Exception):
+        F.escalation_by_level(first.assign(level=np.nan), 0.8, 0.5)
+
+
+def test_cost_by_level_matches_replay_by_hand():
+    run = _run()
+    chains = chains_from_stages(run.stages)
+    c = F.cost_by_level(chains, run.problems.set_index("problem_id")["level"], 0.8, 0.5).set_index("level")
+    # level 2: p2 escalates; it is uncertain at stages 0-1 and unanswered at 2, so it runs to the end
+    # (360 total tokens); p4 stops at stage 0 (120). Solo: 120 each.
+    assert c.loc["2", "lase_tokens"] == pytest.approx((360 + 120) / 2)
+    assert c.loc["2", "multiplier"] == pytest.approx(240 / 120)
+    assert c.loc["1", "multiplier"] == pytest.approx(1.0)
+    assert c.loc["all", "escalation_rate"] == pytest.approx(0.25)
+
+
+def test_paper_escalation_reads_reference():
+    p = F.paper_escalation(0.9)
+    sw = reference.THRESHOLD_SWEEP
+    assert p["tau_lp"] == 0.9
+    assert p["escalation_rate"] == pytest.approx(sw.loc[sw["tau_lp"] == 0.9, "escalation_rate"].iloc[0] / 100)
+    ll = reference.LLAMA3_8B.set_index("method")["total_tokens"]
+    assert p["multiplier_llama3_8b"] == pytest.approx(ll["lase"] / ll["single"])
+    assert p["multiplier_llama3_8b"] > p["multiplier_gpt41mini"]
+
+
+def test_unparsed_by_stage():
+    u = F.unparsed_by_stage(_run()).set_index("stage")
+    assert u.loc[0, "unparsed"] == 0
+    assert u.loc[2, "unparsed"] == 1 and u.loc[2, "truncated"] == 1 and u.loc[2, "stopped"] == 0
+    assert u.loc[2, "unparsed_rate"] == pytest.approx(0.25)
+
+
+def test_render_exchange_escapes_and_clips():
+    run = _run()
+    h = F.render_exchange(run, "p2", 1, SimpleNamespace(question="Q <here>", gold="10"), max_chars=12)
+    assert "&lt;b&gt;" in h and "<b>$x" not in h  # model text is escaped
+    assert "Q &lt;here&gt;" in h and "gold answer: 10" in h
+    assert "more chars]" in h  # clipped
+    t = F.render_exchange(run, "p2", 1, fmt="text", max_chars=1000)
+    assert "The answer should be 10, not 5." in t and "devil (stage 1)" in t
+    with pytest.raises(ValueError):
+        F.render_exchange(run, "p2", 1, fmt="pdf")
+    a = F.render_answer(run, "p2", 2, fmt="text")
+    assert "no boxed answer" in a and "finish reason: length" in a
+
+
+def test_figures_and_sentences():
+    import matplotlib.pyplot as plt
+
+    run = _run()
+    first = confidence_frame(run, stage=0)
+    o = F.revision_outcomes(run)
+    esc = F.escalation_by_level(first, 0.8, 0.5)
+    cost = F.cost_by_level(chains_from_stages(run.stages), run.problems.set_index("problem_id")["level"], 0.8, 0.5)
+    unp = F.unparsed_by_stage(run)
+    for fig in (F.plot_confident_errors(first, 0.8, 0.5), F.plot_revision_outcomes(o),
+                F.plot_escalation(esc, cost, F.paper_escalation(0.8), 0.8, 0.5), F.plot_unparsed(unp, ["devil"])):
+        assert fig.axes
+        plt.close(fig)
+    text = F.describe_revisions(o, F.execution_failures(o))
+    assert text.startswith("**6 revisions started from a wrong or missing answer; 2 of them (33%)")
+    assert "2 of those" in text
+    u = F.describe_unparsed(unp)
+    assert u.startswith("**What it shows.** 0% of the first answers") and "1 ran out of tokens and 0 stopped" in u
+    assert "Confident errors" in F.describe_summary(
+        pd.Series({"confident_share_of_errors": 0.5}), o, esc, cost, unp)
+
+
+def test_load_runs_requires_named_runs(tmp_path):
+    from lase_nb.errors import DataError
+
+    (tmp_path / "single").mkdir()  # unfinished: no manifest
+    assert F.load_runs(tmp_path) == {}
+    with pytest.raises(DataError, match="lase-full"):
+        F.load_runs(tmp_path, require=["lase-full"])
+    with pytest.raises(DataError):
+        F.load_runs(tmp_path / "missing")

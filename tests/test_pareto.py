@@ -1,0 +1,274 @@
+"""Chapter-05 logic: the fast grid equals replay, the oracle bounds every gate, readings, splits, figures."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import pytest  # noqa: E402
+
+from lase_nb import pareto, reference  # noqa: E402
+from lase_nb.analysis import Chains, grid_metrics, replay, sweep  # noqa: E402
+from lase_nb.errors import ConfigError  # noqa: E402
+
+NAN = np.nan
+
+
+def hand_chains() -> Chains:
+    """Three problems x 3 stages with numbers small enough to replay by hand.
+
+    p0: confident and right at once (p=0.95, h=0.1).
+    p1: unsure (p=0.6) and wrong at stage 0; stage 1 has no answer; stage 2 is right.
+    p2: borderline (p=0.8 exactly, h=0.5 exactly) and right; stage 1 confident and wrong.
+    """
+    p = np.array([[0.95, 0.9, 0.9], [0.6, NAN, 0.99], [0.8, 0.97, 0.7]])
+    h = np.array([[0.1, 0.2, 0.2], [0.9, NAN, 0.05], [0.5, 0.1, 1.2]])
+    correct = np.array([[1, 1, 1], [0, 0, 1], [1, 0, 0]], bool)
+    answers = np.array([["4", "4", "4"], ["7", None, "9"], ["3", "5", "5"]], dtype=object)
+    prompt = np.array([[100, 300, 600], [100, 400, 800], [120, 300, 500]], float)
+    completion = np.array([[10, 40, 70], [20, 50, 90], [10, 30, 50]], float)
+    return Chains(np.array(["p0", "p1", "p2"], dtype=object), p, h, correct, answers, prompt, completion)
+
+
+# ---- the fast grid is the same computation as replay --------------------------------------------
+
+def test_hand_chains_replay_by_hand():
+    m = pareto.grid_metrics_fast(hand_chains(), [0.8], [0.5])
+    # p0 stops at 0 (right, 110); p1 runs to stage 2 (right, 890); p2 is certain at the boundary (right, 130)
+    assert m["accuracy"][0, 0] == pytest.approx(1.0)
+    assert m["avg_tokens"][0, 0] == pytest.approx((110 + 890 + 130) / 3)
+    assert m["escalation_rate"][0, 0] == pytest.approx(1 / 3)
+    m = pareto.grid_metrics_fast(hand_chains(), [0.81], [0.5])  # p2 now escalates and stops, wrong, at stage 1
+    assert m["accuracy"][0, 0] == pytest.approx(2 / 3)
+    assert m["avg_tokens"][0, 0] == pytest.approx((110 + 890 + 330) / 3)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("chunk", [7, 1 << 22])
+def test_fast_grid_equals_analysis_grid(seed, chunk):
+    c = pareto.synthetic_chains(n=57, n_stages=4, seed=seed, no_answer=0.2)
+    tl = np.r_[np.linspace(0, 1, 13), c.p_min[3, 0]]  # one threshold exactly on a recorded value
+    th = np.r_[np.linspace(0, 1.5, 11), c.h_max[5, 0], np.inf]
+    fast = pareto.grid_metrics_fast(c, tl, th, chunk_elems=chunk)
+    slow = grid_metrics(c, tl, th)
+    for k in ("accuracy", "avg_tokens", "escalation_rate"):
+        np.testing.assert_array_equal(fast[k], slow[k])
+
+
+def test_fast_grid_matches_replay_at_each_pair():
+    c = pareto.synthetic_chains(n=40, seed=3)
+    tl, th = np.array([0.0, 0.7, 0.93, 1.0]), np.array([0.0, 0.3, 2.0])
+    fast = pareto.grid_metrics_fast(c, tl, th)
+    for i, a in enumerate(tl):
+        for j, b in enumerate(th):
+            r = replay(c, a, b)
+            assert fast["accuracy"][i, j] == r["correct"].mean()
+            assert fast["avg_tokens"][i, j] == pytest.approx(r["total_tokens"].mean(), rel=1e-12)
+            assert fast["escalation_rate"][i, j] == (r["stop_stage"] > 0).mean()
+
+
+def test_fast_grid_single_stage_and_large_tokens():
+    c = pareto.synthetic_chains(n=10, n_stages=1)
+    m = pareto.grid_metrics_fast(c, [0.2, 0.9], [0.5])
+    assert (m["escalation_rate"] == 0).all() and (m["accuracy"] == c.correct[:, 0].mean()).all()
+    big = pareto.synthetic_chains(n=30, seed=4)
+    big.prompt_tokens = big.prompt_tokens * 10_000 + 0.5  # not integers, sums beyond float32's exact range
+    np.testing.assert_allclose(pareto.grid_metrics_fast(big, [0.5, 0.95], [0.3])["avg_tokens"],
+                               grid_metrics(big, [0.5, 0.95], [0.3])["avg_tokens"], rtol=1e-12)
+
+
+def test_sweep_fast_equals_sweep():
+    c = pareto.synthetic_chains(n=25, seed=5)
+    tl, th = np.linspace(0, 1, 6), np.linspace(0, 1, 4)
+    pd.testing.assert_frame_equal(pareto.sweep_fast(c, tl, th), sweep(c, tl, th))
+
+
+def test_fast_grid_rejects_bad_thresholds():
+    with pytest.raises(ConfigError):
+        pareto.grid_metrics_fast(hand_chains(), [1.5], [0.5])
+    with pytest.raises(ConfigError):
+        pareto.grid_metrics_fast(hand_chains(), [0.5], [-1.0])
+
+
+def test_threshold_axes_cover_recorded_entropy():
+    c = hand_chains()
+    tl, th = pareto.threshold_axes(c, 5)
+    assert tl[0] == 0 and tl[-1] == 1 and len(th) == 5
+    assert th[-1] >= np.nanmax(c.h_max) and th[-1] == pytest.approx(1.2)
+    with pytest.raises(ValueError):
+        pareto.threshold_axes(c, 1)
+
+
+# ---- fronts and the oracle -----------------------------------------------------------------------
+
+def test_front_is_not_dominated():
+    g = pareto.sweep_fast(pareto.synthetic_chains(n=80, seed=6), np.linspace(0, 1, 15), np.linspace(0, 1, 15))
+    f = pareto.front_of(g)
+    assert f["avg_tokens"].is_monotonic_increasing and f["accuracy"].is_monotonic_increasing
+    for _, r in f.iterrows():
+        better = (g["avg_tokens"] <= r["avg_tokens"]) & (g["accuracy"] > r["accuracy"])
+        assert not better.any()
+
+
+def test_oracle_frontier_by_hand():
+    o = pareto.oracle_frontier(hand_chains())
+    # only p1 can be fixed (wrong at 0, first right at stage 2: 890 tokens); p2 is already right at 0
+    assert list(o["escalated"]) == [0, 1]
+    assert list(o["accuracy"]) == pytest.approx([2 / 3, 1.0])
+    assert list(o["avg_tokens"]) == pytest.approx([(110 + 120 + 130) / 3, (110 + 890 + 130) / 3])
+
+
+@pytest.mark.parametrize("seed", [0, 7])
+def test_no_threshold_pair_beats_the_oracle(seed):
+    c = pareto.synthetic_chains(n=120, seed=seed)
+    g = pareto.sweep_fast(c, np.linspace(0, 1, 21), np.linspace(0, 2, 21))
+    o = pareto.oracle_frontier(c)
+    for _, r in g.iterrows():
+        reachable = o[o["avg_tokens"] <= r["avg_tokens"] + 1e-9]["accuracy"].max()
+        assert r["accuracy"] <= reachable + 1e-12
+    assert o["accuracy"].iloc[-1] == pytest.approx((c.correct.any(axis=1)).mean())
+
+
+def test_policy_points_have_intervals():
+    p = pareto.policy_points(hand_chains())
+    assert list(p["policy"]) == ["solo", "always-interact", "oracle gate"]
+    assert (p["acc_lo"] <= p["accuracy"]).all() and (p["accuracy"] <= p["acc_hi"]).all() and (p["n"] == 3).all()
+
+
+# ---- runs on disk ---------------------------------------------------------------------------------
+
+def _write_run(folder: Path, rows: list[dict]) -> None:
+    folder.mkdir(parents=True)
+    (folder / "problems.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (folder / "calls.jsonl").write_text("")
+    (folder / "stages.jsonl").write_text("")
+    (folder / "manifest.json").write_text("{}")
+
+
+def test_baselines_on_common_problems(tmp_path):
+    def mk(pid: str, ok: bool, tok: int) -> dict:
+        return {"problem_id": pid, "correct": ok, "total_tokens": tok, "completion_tokens": tok // 2}
+
+    _write_run(tmp_path / "mv", [mk("p0", True, 700), mk("p1", True, 900), mk("p9", False, 5000)])
+    _write_run(tmp_path / "mad", [mk("p0", False, 2000), mk("p1", True, 3000), mk("p2", True, 1000)])
+    ids = pareto.common_problems(tmp_path, ["mv", "mad", "missing"], ["p0", "p1", "p2"])
+    assert list(ids) == ["p0", "p1"]
+    b = pareto.baseline_points(tmp_path, ["mv", "mad", "missing"], ids).set_index("strategy")
+    assert list(b.index) == ["mv", "mad"]
+    assert b.loc["mv", "n"] == 2 and b.loc["mv", "n_run"] == 3
+    assert b.loc["mv", "accuracy"] == 1.0 and b.loc["mv", "avg_tokens"] == 800
+    assert b.loc["mad", "accuracy"] == 0.5 and b.loc["mad", "avg_tokens"] == 2500
+
+
+def test_recorded_gate_check_spots_a_mismatch():
+    c = hand_chains()
+    live = replay(c, 0.8, 0.5)[["problem_id", "stop_stage", "correct", "total_tokens"]]
+    ok = pareto.recorded_gate_check(c, live.iloc[::-1], 0.8, 0.5)  # row order does not matter
+    assert ok == {"n": 3, "stop_stage": 1.0, "correct": 1.0, "total_tokens": 1.0}
+    bad = pareto.recorded_gate_check(c, live, 0.81, 0.5)  # p2 escalates under these thresholds
+    assert bad["stop_stage"] == pytest.approx(2 / 3)
+
+
+# ---- the paper beside us, and what the sweep says -------------------------------------------------
+
+def test_paper_sweep_beside_uses_reference_and_replay():
+    c = pareto.synthetic_chains(n=50, seed=8)
+    t = pareto.paper_sweep_beside(c)
+    ref = reference.as_fraction(reference.THRESHOLD_SWEEP)
+    np.testing.assert_allclose(t["accuracy (paper)"], ref["accuracy"])
+    np.testing.assert_allclose(t["avg_tokens (paper)"], ref["avg_tokens"])
+    for _, r in t.iterrows():
+        assert r["accuracy (this run)"] == replay(c, r["tau_lp"], r["tau_h"])["correct"].mean()
+    h = pareto.tau_h_beside(c, 0.8)
+    assert list(h["tau_h"]) == list(reference.TAU_H_SWEEP["tau_h"]) and (h["tau_lp"] == 0.8).all()
+
+
+def test_knob_reading_of_the_paper_is_a_budget_knob():
+    ref = reference.as_fraction(reference.THRESHOLD_SWEEP)
+    r = pareto.knob_reading(ref["accuracy"], ref["avg_tokens"], ref["escalation_rate"], 500)
+    assert r.verdict == "budget knob"
+    assert r.token_ratio == pytest.approx(3100 / 1800) and r.esc_high == pytest.approx(0.428)
+
+
+@pytest.mark.parametrize("acc,tokens,esc,verdict", [
+    ([0.6, 0.5, 0.3], [300, 900, 2000], [0.1, 0.5, 0.9], "accuracy falls"),
+    ([0.3, 0.5, 0.6], [300, 900, 2000], [0.1, 0.5, 0.9], "accuracy rises"),
+    ([0.5, 0.5, 0.5], [300, 305, 310], [0.2, 0.21, 0.22], "inert"),
+    ([0.5, 0.51, 0.5], [300, 900, 2000], [0.1, 0.5, 0.9], "budget knob"),
+])
+def test_knob_reading_branches(acc, tokens, esc, verdict):
+    r = pareto.knob_reading(acc, tokens, esc, n=60)
+    assert r.verdict == verdict
+    assert f"{acc[0]:.1%}" in r.sentence and f"{acc[-1]:.1%}" in r.sentence
+
+
+# ---- choose on one half, check on the other --------------------------------------------------------
+
+def test_select_and_check_replays_the_choice_on_the_other_half():
+    from lase_nb.stats import split_halves
+
+    c = pareto.synthetic_chains(n=90, seed=9)
+    tl, th = np.linspace(0, 1, 11), np.linspace(0, 1.5, 7)
+    budget = 600.0
+    chk = pareto.select_and_check(c, tl, th, budget, seed=3)
+    a, b = split_halves(c.problem_ids, 3)
+    assert chk.n_a == a.sum() and chk.n_b == b.sum() and chk.n_a + chk.n_b == 90
+    assert chk.tokens_a <= budget
+    on_a, on_b = replay(c.subset(a), chk.tau_lp, chk.tau_h), replay(c.subset(b), chk.tau_lp, chk.tau_h)
+    assert chk.acc_a == on_a["correct"].mean() and chk.tokens_a == pytest.approx(on_a["total_tokens"].mean())
+    assert chk.acc_b == on_b["correct"].mean() and chk.tokens_b == pytest.approx(on_b["total_tokens"].mean())
+    best_a = pareto.sweep_fast(c.subset(a), tl, th)
+    assert chk.acc_a == best_a[best_a["avg_tokens"] <= budget]["accuracy"].max()
+    assert chk.best_b_acc >= chk.acc_b or chk.tokens_b > budget
+
+
+def test_split_checks_many_seeds():
+    c = pareto.synthetic_chains(n=60, seed=10)
+    many = pareto.split_checks(c, np.linspace(0, 1, 9), np.linspace(0, 1, 5), 700.0, range(12))
+    assert len(many) == 12 and set(many["seed"]) == set(range(12))
+    np.testing.assert_allclose(many["optimism"], many["acc_a"] - many["acc_b"])
+    assert pareto.split_checks(c, [0.5], [0.5], 1.0, range(3)).empty  # nothing fits a 1-token budget
+
+
+# ---- figures ---------------------------------------------------------------------------------------
+
+def test_figures_draw(tmp_path):
+    c = pareto.synthetic_chains(n=60, seed=11)
+    tl, th = pareto.threshold_axes(c, 9)
+    grid = pareto.sweep_fast(c, tl, th)
+    from lase_nb.widgets import operating_point
+
+    d = operating_point(c, 0.8, 0.5)
+    base = pd.DataFrame({"strategy": ["mv", "mad"], "n": [30, 30], "n_run": [30, 30], "accuracy": [0.7, 0.6],
+                         "avg_tokens": [1500.0, 5000.0], "avg_completion_tokens": [300.0, 900.0],
+                         "acc_lo": [0.5, 0.4], "acc_hi": [0.85, 0.77]})
+    cc = c.subset(np.arange(30))
+    common = {"grid": pareto.sweep_fast(cc, tl, th), "policies": pareto.policy_points(cc),
+              "oracle": pareto.oracle_frontier(cc), "baselines": base, "default": operating_point(cc, 0.8, 0.5)}
+    figs = [pareto.plot_frontier(grid, pareto.policy_points(c), pareto.oracle_frontier(c), d, common),
+            pareto.plot_frontier(grid, pareto.policy_points(c), pareto.oracle_frontier(c), d),
+            pareto.plot_escalation(tl, th, pareto.grid_metrics_fast(c, tl, th), (0.8, 0.5), reference.THRESHOLD_SWEEP),
+            pareto.plot_sweep_vs_paper(pareto.paper_sweep_beside(c))]
+    chk = pareto.select_and_check(c, tl, th, float(grid["avg_tokens"].median()))
+    figs.append(pareto.plot_split(c, tl, th, chk, pareto.split_checks(c, tl, th, chk.budget, range(5))))
+    assert len(figs[0].axes) == 3  # two panels and a colour bar
+    for i, f in enumerate(figs):
+        f.savefig(tmp_path / f"{i}.png")
+        plt.close(f)
+    assert len(list(tmp_path.glob("*.png"))) == 5
+
+
+def test_stage_effects_by_hand():
+    e = pareto.stage_effects(hand_chains()).set_index("stage")
+    assert list(e["accuracy"]) == pytest.approx([2 / 3, 1 / 3, 2 / 3])
+    assert list(e["no_answer"]) == pytest.approx([0, 1 / 3, 0])
+    assert list(e["fixed_vs_leader"]) == [0, 0, 1] and list(e["broken_vs_leader"]) == [0, 1, 1]
+    assert list(e["fixed_vs_previous"]) == [0, 0, 1] and list(e["broken_vs_previous"]) == [0, 1, 0]
+    assert e.loc[2, "avg_tokens"] == pytest.approx((670 + 890 + 550) / 3)

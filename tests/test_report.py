@@ -1,0 +1,331 @@
+"""Chapter logic of the pipeline and comparison notebooks, on small hand-built tables."""
+
+from __future__ import annotations
+
+import math
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import pytest  # noqa: E402
+
+from lase_nb import reference, report  # noqa: E402
+from lase_nb.analysis import Chains, chains_from_stages, replay  # noqa: E402
+from lase_nb.errors import DataError  # noqa: E402
+
+NAN = float("nan")
+
+
+def _call(pid, stage, role, reads=(), text="", answer=None, p=None, h=None, leaked=0, used=True,
+          strategy="lase", agent=None, prompt=100, completion=10):
+    return {"problem_id": pid, "strategy": strategy, "used": used, "role": role, "stage": stage,
+            "agent": agent or role, "prompt_tokens": prompt, "completion_tokens": completion, "latency_s": 0.1,
+            "cached": False, "finish_reason": "stop", "reads": list(reads), "text": text, "answer": answer,
+            "p_min": p, "h_max": h, "leaked": leaked}
+
+
+def lase_calls(pid="p1", stop=3):
+    """A full LASE chain: leader, then (supporter, revision) x 3, with one leaking collaborator."""
+    rows = [_call(pid, 0, "leader", text="3 + 4 = 7\n\\boxed{7}", answer="7", p=0.5, h=1.0)]
+    notes = {"devil": ("leader",), "collaborator": ("leader", "devil"), "expert": ("leader", "devil", "collaborator")}
+    for t, (role, reads) in enumerate(notes.items(), start=1):
+        leak = "the answer is \\boxed{8}" if role == "collaborator" else "check the sum <carefully>"
+        rows.append(_call(pid, t, role, reads, text=leak, leaked=int(role == "collaborator"), used=t <= stop))
+        rows.append(_call(pid, t, "leader", (role,), text=f"revision {t}\n\\boxed{{8}}", answer="8",
+                          p=0.95 if t >= 2 else 0.6, h=0.1, used=t <= stop))
+    return pd.DataFrame(rows)
+
+
+def stages_frame(rows):
+    """rows: (pid, stage, answer, correct, p_min, h_max, cum_prompt, cum_completion)."""
+    cols = ["problem_id", "stage", "answer", "correct", "p_min", "h_max", "prompt_tokens", "completion_tokens"]
+    df = pd.DataFrame(rows, columns=cols)
+    df["strategy"] = "lase"
+    df["supporter"] = df["stage"].map({0: None, 1: "devil", 2: "collaborator", 3: "expert"})
+    df["uncertain"] = False
+    return df
+
+
+@pytest.fixture
+def chain_stages():
+    # p1: unsure, sure at stage 2 (wrong -> right: a rescue); p2: sure at once, right;
+    # p3: never boxes after stage 0 (stops at the last stage, wrong); p4: unsure, right -> wrong at stage 1.
+    rows = [
+        ("p1", 0, "7", False, 0.5, 1.0, 100, 10), ("p1", 1, "8", True, 0.6, 0.1, 300, 30),
+        ("p1", 2, "8", True, 0.95, 0.1, 600, 50), ("p1", 3, "8", True, 0.99, 0.0, 900, 70),
+        ("p2", 0, "5", True, 0.99, 0.05, 100, 10), ("p2", 1, "5", True, 0.99, 0.05, 300, 30),
+        ("p2", 2, "5", True, 0.99, 0.05, 600, 50), ("p2", 3, "5", True, 0.99, 0.05, 900, 70),
+        ("p3", 0, "1", False, 0.3, 2.0, 100, 10), ("p3", 1, None, False, NAN, NAN, 300, 30),
+        ("p3", 2, None, False, NAN, NAN, 600, 50), ("p3", 3, None, False, NAN, NAN, 900, 70),
+        ("p4", 0, "4", True, 0.7, 0.2, 100, 10), ("p4", 1, "6", False, 0.9, 0.2, 300, 30),
+        ("p4", 2, "6", False, 0.9, 0.2, 600, 50), ("p4", 3, "6", False, 0.9, 0.2, 900, 70),
+    ]
+    return stages_frame(rows)
+
+
+# ------------------------------------------------------------------ transcripts
+
+
+def test_transcript_marks_leaks_stop_and_verdicts():
+    calls = lase_calls(stop=3)
+    entries = report.transcript_entries(calls, "p1", stop_stage=1, tau_lp=0.8, tau_h=0.5, gold="8")
+    assert [(e["stage"], e["role"]) for e in entries] == [
+        (0, "leader"), (1, "devil"), (1, "leader"), (2, "collaborator"), (2, "leader"), (3, "expert"), (3, "leader")]
+    assert [e["used"] for e in entries] == [True, True, True, False, False, False, False]
+    assert entries[0]["correct"] is False and entries[2]["correct"] is True
+    assert entries[0]["uncertain"] is True and entries[4]["uncertain"] is False
+    md = report.render_transcript(entries, fmt="markdown")
+    assert md.count("⟦LEAK") == 1 and "⟦LEAK \\boxed{8}⟧" in md  # the collaborator's box, not the leader's
+    assert md.count("recorded for replay only") == 4
+    assert md.index("Stage 0 · leader") < md.index("Stage 1 · devil's advocate") < md.index("Stage 1 · leader (revision)")
+    assert "U = 1: unsure" in md and "U = 0: confident, stop" in md
+    html = report.render_transcript(entries, fmt="html")
+    assert "&lt;carefully&gt;" in html and "<carefully>" not in html
+    assert html.count("<mark") == 1
+
+
+def test_transcript_clips_and_rejects_unknown_format():
+    calls = pd.DataFrame([_call("p", 0, "leader", text="x" * 50, answer=None)])
+    entries = report.transcript_entries(calls, "p")
+    assert "[40 more characters]" in report.render_transcript(entries, max_chars=10)
+    assert "answer: none boxed" in report.render_transcript(entries)
+    with pytest.raises(ValueError):
+        report.render_transcript(entries, fmt="latex")
+    with pytest.raises(DataError):
+        report.transcript_entries(calls, "missing")
+
+
+# ------------------------------------------------------------------ one chain and the batch
+
+
+def test_stage_table_stops_where_replay_stops(chain_stages):
+    chains = chains_from_stages(chain_stages)
+    stops = replay(chains, 0.8, 0.5).set_index("problem_id")["stop_stage"]
+    for pid in ("p1", "p2", "p3", "p4"):
+        t = report.stage_table(chain_stages, pid, 0.8, 0.5)
+        assert list(t["lase"]).index("stops here") == stops[pid]
+        assert (t["lase"].iloc[: stops[pid]] == "continues").all()
+        assert (t["lase"].iloc[stops[pid] + 1:] == "not reached").all()
+    t = report.stage_table(chain_stages, "p3", 0.8, 0.5)
+    assert t["uncertain"].all() and t["answer"].iloc[1] is None  # no boxed answer = unsure
+    assert list(t["total_tokens"]) == [110, 330, 650, 970]
+
+
+def test_pick_walkthrough_prefers_a_rescue(chain_stages):
+    chains = chains_from_stages(chain_stages)
+    assert report.pick_walkthrough(chains, 0.8, 0.5) == "p1"
+    # with the gate off nothing escalates: the first problem
+    assert report.pick_walkthrough(chains, 0.0, math.inf) == "p1"
+    no_rescue = chains.subset(np.isin(chains.problem_ids, ["p2", "p3", "p4"]))
+    assert report.pick_walkthrough(no_rescue, 0.8, 0.5) == "p4"  # two distinct answers beats none
+
+
+def test_stop_distribution_flips_and_stage_confidence(chain_stages):
+    chains = chains_from_stages(chain_stages)
+    dist = report.stop_distribution(chains, 0.8, 0.5)
+    assert list(dist["problems"]) == [1, 1, 1, 1]  # p2 at 0, p4 at 1, p1 at 2, p3 at 3
+    assert dist["problems"].sum() == len(chains.problem_ids)
+    assert dist.loc[2, "accuracy"] == 1.0 and dist.loc[3, "avg_total_tokens"] == 970
+    flips = report.outcome_flips(chains, 0.8, 0.5).set_index("outcome")["problems"]
+    assert flips["wrong -> right (rescued)"] == 1 and flips["right -> wrong (talked out of it)"] == 1
+    assert flips["right -> right"] == 1 and flips["wrong -> wrong"] == 1
+    per = report.stage_confidence(chains, 0.8, 0.5)
+    assert list(per["reached"]) == [1.0, 0.75, 0.5, 0.25]
+    assert per["boxed"].iloc[1] == 0.75 and per["accuracy"].iloc[0] == 0.5
+    assert per["changed"].iloc[1] == 0.75  # p1 7->8, p3 1->none, p4 4->6; p2 keeps 5
+
+
+def test_leak_table_counts_only_supporters():
+    calls = pd.concat([lase_calls("p1"), lase_calls("p2")])
+    t = report.leak_table(calls).set_index("role")
+    assert list(t.index) == ["devil", "collaborator", "expert"]
+    assert t.loc["collaborator", "calls_with_leak"] == 2 and t.loc["devil", "boxes_removed"] == 0
+    assert t.loc["collaborator", "leak_rate"] == 1.0
+    only_stage1 = report.leak_table(calls, stops={"p1": 1, "p2": 1})
+    assert only_stage1["calls_with_leak"].sum() == 0
+
+
+# ------------------------------------------------------------------ inclusions
+
+
+def mad_calls(pid="m1", drop_read=False):
+    rows = [_call(pid, 0, "debater", agent=f"agent{i}", strategy="mad") for i in range(3)]
+    for t in (1, 2):
+        for i in range(3):
+            reads = [f"agent{j}" for j in range(3) if j != i]
+            if drop_read and t == 2 and i == 0:
+                reads = reads[:1]
+            rows.append(_call(pid, t, "debater", reads, agent=f"agent{i}", strategy="mad"))
+    return pd.DataFrame(rows)
+
+
+def test_inclusions_match_the_formulas():
+    calls = pd.concat([lase_calls("p1"), mad_calls("m1")], ignore_index=True)
+    counts = report.inclusion_counts(calls, stops=None)
+    lase = counts.set_index("strategy").loc["lase"]
+    assert (lase["star"], lase["relay"], lase["counted"]) == (6, 3, 9)
+    assert counts.set_index("strategy").loc["mad", "counted"] == 12
+    s = report.inclusion_summary(counts, {"mad": {"n_agents": 3, "rounds": 2}}).set_index("strategy")
+    assert s.loc["mad", "bound"] == 12 and s.loc["mad", "obeys_formula"]
+    assert s.loc["lase", "star_bound_2kT"] == 6 and s.loc["lase", "star_within_2kT"]
+    # a stop at stage 1: one supporter consulted, two inclusions
+    early = report.inclusion_counts(lase_calls("p1"), stops={"p1": 1})
+    assert early["counted"].item() == 2 and early["star"].item() == 2 and early["calls"].item() == 3
+
+
+def test_inclusion_summary_flags_a_broken_topology():
+    counts = report.inclusion_counts(mad_calls("m1", drop_read=True))
+    s = report.inclusion_summary(counts, {"mad": {"n_agents": 3, "rounds": 2}})
+    assert not s["obeys_formula"].item()
+    assert report.inclusion_bounds("mad", {"n_agents": 5, "rounds": 3})["bound"] == 3 * 5 * 4
+    assert report.inclusion_bounds("lase-mv", {"lase_chains": 5})["star_bound"] == 30
+
+
+# ------------------------------------------------------------------ comparison
+
+
+def problems_frame(strategy, correct, ids=None, completion=10, prompt=100, **extra):
+    ids = ids or [f"q{i}" for i in range(len(correct))]
+    return pd.DataFrame({"problem_id": ids, "strategy": strategy, "correct": correct,
+                         "prompt_tokens": prompt, "completion_tokens": completion,
+                         "total_tokens": prompt + completion, **extra})
+
+
+def test_comparison_table_pairs_on_common_ids():
+    n = 10
+    single = problems_frame("single", [False] * 6 + [True] * 4)
+    mv = problems_frame("mv", [True] * 10, completion=70, prompt=700)
+    lase = problems_frame("lase", [True] * 10 + [False], ids=[f"q{i}" for i in range(11)], completion=20,
+                          stop_stage=[1] * 6 + [0] * 5)
+    t = report.comparison_table({"single": single, "mv": mv, "lase": lase}, n_boot=200)
+    assert list(t.index) == ["single", "mv", "lase"] and (t["n"] == n).all()  # q10 dropped
+    assert t.loc["lase", "accuracy"] == 1.0 and t.loc["single", "accuracy"] == 0.4
+    assert t.loc["lase", "wins_vs_single"] == 6 and t.loc["lase", "losses_vs_single"] == 0
+    assert t.loc["lase", "p_vs_single"] == pytest.approx(2 * 0.5 ** 6)
+    assert t.loc["lase", "p_vs_mv"] == 1.0 and np.isnan(t.loc["mv", "p_vs_mv"])
+    assert t.loc["mv", "multiplier_total"] == pytest.approx(7.0)
+    assert t.loc["lase", "multiplier_completion"] == pytest.approx(2.0)
+    assert t.loc["lase", "multiplier_total"] == pytest.approx(120 / 110)
+    assert t.loc["lase", "escalation_rate"] == pytest.approx(0.6)
+    assert t.loc["single", "acc_lo"] < 0.4 < t.loc["single", "acc_hi"]
+    with pytest.raises(DataError):
+        report.comparison_table({"a": single, "b": problems_frame("b", [True], ids=["zzz"])})
+    shown = report.comparison_display(t, report.paper_reference())
+    assert shown.loc["lase", "vs single: +wins/-losses"] == "+6/-0"
+    assert shown.loc["single", "accuracy % [95% CI]"].startswith("40.0 [")
+
+
+def test_escalation_rate_variants():
+    assert report.escalation_rate(problems_frame("down", [True, False], x_debated=[True, False])) == 0.5
+    lmv = problems_frame("lase-mv", [True, True], x_escalated=[1, 4], x_chain_answers=[["1"] * 5, ["2"] * 5])
+    assert report.escalation_rate(lmv) == pytest.approx(0.5)
+    assert np.isnan(report.escalation_rate(problems_frame("mv", [True])))
+
+
+def test_paper_reference_comes_from_the_reference_module():
+    p = report.paper_reference("Gemini-2.0-Flash", "MATH-500")
+    t1 = reference.TABLE1.set_index(["model", "dataset", "method"])
+    assert p.loc["lase", "paper accuracy %"] == t1.loc[("Gemini-2.0-Flash", "MATH-500", "lase"), "accuracy"]
+    assert p.loc["mv", "paper avg tokens"] == t1.loc[("Gemini-2.0-Flash", "MATH-500", "mv"), "avg_tokens"]
+    assert p.loc["mad", "paper multiplier, all datasets"] == \
+        reference.TOKEN_MULTIPLIERS.set_index("method").loc["mad", "token_multiplier"]
+    assert pd.isna(p.loc["moa", "paper accuracy %"]) and "MoA" in p.loc["moa", "paper, other settings"]
+    with pytest.raises(ValueError, match="no row"):
+        report.paper_reference("GPT-5", "MATH-500")
+
+
+def test_claims_table_signs():
+    t = report.comparison_table({
+        "single": problems_frame("single", [True] * 5 + [False] * 5),
+        "mv": problems_frame("mv", [True] * 7 + [False] * 3, prompt=700, completion=70),
+        "lase": problems_frame("lase", [True] * 4 + [False] * 6, completion=20),
+    }, n_boot=100)
+    c = report.claims_table(t, report.paper_reference()).set_index("claim")["holds here"]
+    assert not c["LASE is more accurate than the single agent"]
+    assert not c["LASE matches or beats MV(7)"]
+    assert c["LASE costs a small multiple of the single agent, MV about 7x"]
+
+
+# ------------------------------------------------------------------ compute-matched view
+
+
+def mv_run():
+    """Two problems, 3 samples each; p_a: 5, 6, 6 (gold 6); p_b: 1, 2, None with p 0.2/0.9 (gold 2)."""
+    rows = []
+    for pid, answers, ps in (("p_a", ["5", "6", "6"], [0.9, 0.5, 0.5]), ("p_b", ["1", "2", None], [0.2, 0.9, None])):
+        for i, (a, p) in enumerate(zip(answers, ps)):
+            rows.append(_call(pid, 0, "sample", answer=a, p=p, agent=f"sample{i}", strategy="mv",
+                              prompt=100, completion=10 * (i + 1)))
+    calls = pd.DataFrame(rows).iloc[::-1]  # order in the table must not matter
+    probs = pd.DataFrame({"problem_id": ["p_a", "p_b"], "gold": ["6", "2"], "correct": [True, True]})
+    return calls, probs
+
+
+def test_mv_subsample_votes_over_the_first_k_samples():
+    calls, probs = mv_run()
+    per = report.mv_subsample(calls, probs).set_index(["problem_id", "k"])
+    assert per.loc[("p_a", 1), "answer"] == "5" and not per.loc[("p_a", 1), "correct"]
+    assert per.loc[("p_a", 2), "answer"] == "5"  # 1-1 tie: the surer sample (0.9) wins
+    assert per.loc[("p_a", 3), "answer"] == "6"
+    assert per.loc[("p_b", 2), "answer"] == "2"  # tie broken by confidence 0.9 > 0.2
+    assert per.loc[("p_a", 2), "completion_tokens"] == 30 and per.loc[("p_a", 3), "total_tokens"] == 360
+    curve = report.mv_curve(per.reset_index())
+    assert list(curve["accuracy"]) == [0.0, 0.5, 1.0]
+    assert list(report.mv_curve(per.reset_index(), ["p_b"])["accuracy"]) == [0.0, 1.0, 1.0]
+    rows = report.mv_sample_rows(calls, probs)
+    assert rows.groupby("problem_id")["correct"].sum().to_dict() == {"p_a": 2, "p_b": 1}
+
+
+def test_compute_matched_respects_the_budget(chain_stages):
+    chains = chains_from_stages(chain_stages)
+    grid = report.lase_grid(chains, [0.0, 0.8, 1.0], [0.5, math.inf])
+    assert grid.loc[1, "escalation_rate"] == 0.0 and grid.loc[1, "avg_total_tokens"] == 110  # gate off
+    assert grid.loc[0, "escalation_rate"] == 0.5  # entropies 1.0 (p1), 2.0 (p3) > 0.5 escalate even at tau_lp = 0
+    mv = pd.DataFrame({"k": [1, 2, 3], "accuracy": [0.2, 0.4, 0.6], "avg_total_tokens": [100.0, 500.0, 2000.0]})
+    m = report.compute_matched(mv, grid).set_index("k")
+    assert np.isnan(m.loc[1, "lase_accuracy"])  # nothing costs <= 100
+    assert m.loc[2, "lase_tokens"] <= 500 and m.loc[2, "tau_lp"] == 0.0
+    assert m.loc[3, "lase_accuracy"] == grid["accuracy"].max()
+
+
+def test_chain_outcomes_and_seed_table(chain_stages):
+    chains = chains_from_stages(chain_stages)
+    r = replay(chains, 0.8, 0.5)
+    again = report.chain_outcomes(chains, r["stop_stage"].to_numpy())
+    pd.testing.assert_frame_equal(r.reset_index(drop=True), again[r.columns].reset_index(drop=True), check_dtype=False)
+    last = report.chain_outcomes(chains, chains.n_stages - 1)
+    assert (last["stop_stage"] == 3).all() and list(last["correct"]) == [True, True, False, False]
+    samples = pd.DataFrame({"problem_id": ["p1", "p1", "p3"], "correct": [False, True, False]})
+    seeds = report.seed_table(chains, r["stop_stage"].to_numpy(), samples)["problems"].tolist()
+    assert seeds == [2, 1, 1, 1]  # p1 and p3 escalate wrong; only p1 ever right; p1's samples hold a right one
+
+
+# ------------------------------------------------------------------ figures and roles
+
+
+def test_figures_draw(chain_stages):
+    chains = chains_from_stages(chain_stages)
+    t = report.stage_table(chain_stages, "p3", 0.8, 0.5)
+    figs = [report.plot_stage_walk(t, 0.8, 0.5),
+            report.plot_batch(report.stop_distribution(chains, 0.8, 0.5), report.stage_confidence(chains, 0.8, 0.5)),
+            report.plot_inclusions(report.inclusion_summary(report.inclusion_counts(lase_calls()))),
+            report.plot_accuracy_vs_tokens(
+                report.comparison_table({"single": problems_frame("single", [True, False]),
+                                         "lase": problems_frame("lase", [True, True])}, n_boot=50),
+                report.paper_reference(), mv=pd.DataFrame({"k": [1, 2], "accuracy": [0.5, 0.5],
+                                                           "avg_total_tokens": [110, 220]}),
+                grid=report.lase_grid(chains, [0.5, 0.9], [0.5]))]
+    for f in figs:
+        assert f.axes
+        plt.close(f)
+
+
+def test_role_table_shows_the_prompts_module():
+    from lase_nb import prompts
+    t = report.role_table()
+    assert len(t) == 4 and t["instruction"].iloc[1] == prompts.SUPPORTER_SYSTEM["devil"]
+    assert report.label("mv", {"n_samples": 5}) == "MV(5)" and report.label("mad") == "MAD(3x2)"
