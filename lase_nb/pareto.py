@@ -602,9 +602,10 @@ def plot_escalation(tau_lp: np.ndarray, tau_h: np.ndarray, metrics: dict[str, np
     return fig
 
 
-def plot_sweep_vs_paper(table: pd.DataFrame, ours_label: str = "this run"):
+def plot_sweep_vs_paper(table: pd.DataFrame, ours_label: str = "this run", n: int | None = None):
     """Table 5 beside ours, drawn against tau_lp: accuracy change from the first row (points), tokens
-    relative to the first row, and escalation rate. Changes, not levels, carry the paper's reading."""
+    relative to the first row, and escalation rate. Changes, not levels, carry the paper's reading.
+    With ``n`` (our problem count) a grey band marks +-1 problem, the resolution of our accuracy."""
     import matplotlib.pyplot as plt
     from matplotlib.ticker import PercentFormatter
 
@@ -628,8 +629,10 @@ def plot_sweep_vs_paper(table: pd.DataFrame, ours_label: str = "this run"):
             ax.set_ylabel(f"x tokens at {first}")
         else:
             ax.axhline(0, color="black", lw=1)
+            if n:
+                ax.axhspan(-100 / n, 100 / n, color="0.6", alpha=0.25, lw=0, label=f"+-1 of our {n} problems")
             ax.set_ylabel("points")
-            lim = max(3.0, float(np.nanmax(np.abs(ax.get_ylim()))))
+            lim = 1.12 * max(3.0, float(np.nanmax(np.abs(ax.get_ylim()))))
             ax.set_ylim(-lim, lim)
     axes[0].legend(loc="lower left", fontsize="small")
     fig.suptitle("The paper's threshold sweep (Table 5) beside ours", fontweight="bold", fontsize="x-large", y=1.02)

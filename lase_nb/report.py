@@ -38,7 +38,7 @@ from .traces import Run, call_rows, load_run, problem_rows, stage_rows
 
 __all__ = [
     "STRATEGY_ORDER", "RUN_DIRS", "ROLE_TITLES", "label", "load_runs", "run_from_results", "problems_for_run",
-    "role_table", "transcript_entries", "render_transcript", "stage_table", "pick_walkthrough",
+    "role_table", "transcript_entries", "render_transcript", "stage_table", "pick_walkthrough", "pick_unboxed",
     "stop_distribution", "stage_confidence", "outcome_flips", "leak_table", "chain_outcomes",
     "inclusion_counts", "inclusion_bounds", "inclusion_summary", "escalation_rate", "comparison_table",
     "paper_reference", "comparison_display", "mv_subsample", "mv_curve", "mv_sample_rows", "lase_grid",
@@ -146,6 +146,7 @@ def transcript_entries(calls: pd.DataFrame, problem_id: str, *, stop_stage: int 
     if rows.empty:
         raise DataError(f"no calls for problem {problem_id!r}")
     rows = rows.sort_values("stage", kind="stable")
+    last_stage = int(rows["stage"].max())
     out = []
     for _, r in rows.iterrows():
         answer, p, h = _answer(r.get("answer")), _num(r.get("p_min")), _num(r.get("h_max"))
@@ -155,7 +156,7 @@ def transcript_entries(calls: pd.DataFrame, problem_id: str, *, stop_stage: int 
              "completion_tokens": int(r["completion_tokens"]), "prompt_tokens": int(r["prompt_tokens"]),
              "truncated": r.get("finish_reason") == "length", "leaked": int(r.get("leaked", 0) or 0),
              "answer": answer if is_answerer else None, "p_min": p, "h_max": h,
-             "correct": None, "uncertain": None,
+             "correct": None, "uncertain": None, "last": int(r["stage"]) == last_stage,
              "used": bool(r["stage"] <= stop_stage) if stop_stage is not None else bool(r.get("used", True))}
         if is_answerer and gold is not None:
             e["correct"] = grade(answer, gold, kind)
@@ -200,7 +201,11 @@ def _summary_line(e: Mapping[str, Any]) -> str:
         if e["p_min"] is not None:
             bits.append(f"exp(LP_min) = {e['p_min']:.3f}, H_max = {e['h_max']:.3f} nats")
         if e["uncertain"] is not None:
-            bits.append("U = 1: unsure, ask the next supporter" if e["uncertain"] else "U = 0: confident, stop")
+            if not e["uncertain"]:
+                bits.append("U = 0: confident, stop")
+            else:
+                bits.append("U = 1: unsure, but no supporter is left: stop" if e.get("last")
+                            else "U = 1: unsure, ask the next supporter")
     elif e["leaked"]:
         bits.append(f"LEAK: wrote \\boxed{{}} {e['leaked']}x, replaced by '{WITHHELD}' before the leader saw it")
     return " · ".join(bits)
@@ -279,6 +284,14 @@ def pick_walkthrough(chains: Chains, tau_lp: float, tau_h: float) -> str:
         if best_key is None or key > best_key:
             best, best_key = i, key
     return str(chains.problem_ids[best])
+
+
+def pick_unboxed(chains: Chains, tau_lp: float, tau_h: float) -> str | None:
+    """The first problem LASE escalates whose revisions never box an answer (None if there is none)."""
+    stop = stop_stages(chains, tau_lp, tau_h)
+    unboxed = np.isnan(chains.p_min[:, 1:]).all(axis=1)
+    hits = np.flatnonzero((stop > 0) & unboxed)
+    return str(chains.problem_ids[hits[0]]) if len(hits) else None
 
 
 def stop_distribution(chains: Chains, tau_lp: float, tau_h: float) -> pd.DataFrame:
@@ -709,10 +722,10 @@ def claims_table(table: pd.DataFrame, paper: pd.DataFrame) -> pd.DataFrame:
         add("LASE matches or beats MV(7)", f"{pd_:+.1f} pp", f"{d:+.1f} pp", bool(d >= 0), table.loc["lase", "p_vs_mv"])
     if {"lase", "mv", "single"} <= have:
         m = reference.TOKEN_MULTIPLIERS.set_index("method")["token_multiplier"]
-        add("LASE costs a small multiple of the single agent, MV about 7x",
+        add("LASE costs less than half of MV(7) (x single-agent tokens)",
             f"LASE {m['lase']:.1f}x, MV {m['mv']:.1f}x",
             f"LASE {table.loc['lase', 'multiplier_total']:.1f}x, MV {table.loc['mv', 'multiplier_total']:.1f}x",
-            bool(table.loc["lase", "multiplier_total"] < table.loc["mv", "multiplier_total"]))
+            bool(table.loc["lase", "multiplier_total"] < 0.5 * table.loc["mv", "multiplier_total"]))
     if {"mad", "mv"} <= have:
         d, pd_ = acc("mad") - acc("mv"), pacc("mad") - pacc("mv")
         m = reference.TOKEN_MULTIPLIERS.set_index("method")["token_multiplier"]
@@ -818,7 +831,7 @@ def plot_inclusions(summary: pd.DataFrame, labels: Mapping[str, str] | None = No
     import matplotlib.pyplot as plt
 
     labels = labels or {}
-    fig, ax = plt.subplots(figsize=(max(6.5, 1.6 * len(summary) + 3), 4.5))
+    fig, ax = plt.subplots(figsize=(max(8.0, 1.6 * len(summary) + 4), 4.5))
     x = np.arange(len(summary))
     ax.bar(x - 0.2, summary["mean_counted"], 0.4, color="C0", label="counted, mean per problem")
     ax.bar(x + 0.2, summary["max_counted"], 0.4, color="C1", label="counted, max over problems")

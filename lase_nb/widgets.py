@@ -94,7 +94,7 @@ class FrontierView:
         self.ax = self.fig.add_subplot()
         draw_frontier(self.ax, grid, policy_points(chains), oracle_frontier(chains), baselines)
         self.ax.set_title("Move the sliders: the star is LASE at those thresholds")
-        self.ax.legend(loc="lower right", fontsize="x-small")
+        self.ax.legend(loc="best", fontsize="x-small")
         (self.marker,) = self.ax.plot([], [], "*", ms=24, color=CHOSEN_COLOR, mec="black", mew=1.3, zorder=10,
                                       animated=True, label="LASE at the sliders' thresholds")
         self._background = None

@@ -176,8 +176,10 @@ display(Markdown(
     f"({'right' if stop_row['correct'] else 'wrong'}), having spent {int(stop_row['total_tokens'])} tokens "
     f"(prompt + completion; {int(stop_row['completion_tokens'])} completion only) against "
     f"{int(solo_row['total_tokens'])} for the leader alone. "
-    + (f"Of the {len(walk) - 1} revisions in the full chain, {int(walk['p_min'].iloc[1:].isna().sum())} "
-       "ended without a boxed answer, which the gate treats as unsure." if len(walk) > 1 else "")))
+    + (f"Of the {len(walk) - 1} revisions in this full chain, {int(walk['p_min'].iloc[1:].isna().sum())} "
+       f"ended without a boxed answer (which the gate treats as unsure); over all problems "
+       f"{100 * np.mean(~np.isnan(chains.p_min[:, 1:])):.0f}% of revisions are boxed, so the rule's preference for "
+       f"chains whose answer changes may pick an unusually tidy one." if len(walk) > 1 else "")))
 
 # %% [markdown]
 # The transcript behind the figure. Each call shows what it read, its token count, and for the
@@ -191,7 +193,22 @@ entries = report.transcript_entries(run.calls, pid, stop_stage=stop, tau_lp=tau_
 display(Markdown(report.render_transcript(entries, max_chars=600)))
 
 # %% [markdown]
-# The exact messages the devil's advocate received in that chain (the collaborator and the
+# For contrast, the first escalated chain (by problem id) whose revisions never box an answer,
+# if there is one: the typical failure of a small model (texts clipped harder).
+
+# %%
+typical = report.pick_unboxed(chains, tau_lp, tau_h)
+if typical is not None and typical != pid:
+    t_gold = problems[typical].gold if typical in problems else None
+    t_stop = int(replay(chains, tau_lp, tau_h).set_index("problem_id").loc[typical, "stop_stage"])
+    print(f"problem {typical}:", problems[typical].prompt_text() if typical in problems else "", f"(gold {t_gold})")
+    display(Markdown(report.render_transcript(report.transcript_entries(
+        run.calls, typical, stop_stage=t_stop, tau_lp=tau_lp, tau_h=tau_h, gold=t_gold, kind=kind), max_chars=250)))
+else:
+    print("no escalated chain without boxed revisions in this run")
+
+# %% [markdown]
+# The exact messages the devil's advocate received in the first chain (the collaborator and the
 # expert get the same layout, plus the critique and the hints):
 
 # %%

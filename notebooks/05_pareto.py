@@ -201,9 +201,9 @@ paper_points
 
 # %% [markdown]
 # **Caveats.** The tokens count prompt and completion (the paper does not say which it counts).
-# With a few dozen problems one problem moves accuracy by several points, wider than most of the
-# differences between dots: read the error bars before reading the ranking. The oracle is not a
-# method, it is a bound: it needs the gold answer.
+# One problem moves accuracy by one over the number of problems, and the baselines ran on fewer
+# problems than the full chain: read the error bars before reading the ranking. The oracle is not
+# a method, it is a bound: it needs the gold answer.
 
 # %% [markdown]
 # ## 5.3 Where LASE escalates
@@ -253,7 +253,7 @@ print(f"paper: {t5.attrs['model']}, {t5.attrs['dataset']}; this run: {m.get('mod
 t5
 
 # %%
-fig = pareto.plot_sweep_vs_paper(t5)
+fig = pareto.plot_sweep_vs_paper(t5, n=n)
 plots.savefig(fig, "pareto_sweep_vs_paper");
 
 # %%
@@ -303,8 +303,9 @@ display(Markdown(
     f"extractable answer (against {effects['no_answer'].iloc[0]:.0%} at stage 0)."))
 
 # %% [markdown]
-# **Caveat.** Five pairs on a few dozen problems: one problem is a step of several points, so a
-# flat line and a gentle slope are hard to tell apart here. The paper's sweep covered all of MATH-500.
+# **Caveat.** Five threshold pairs on one small data set. The grey band in the left panel is one
+# problem either way: differences inside it are noise, and a flat line and a gentle slope are hard
+# to tell apart. The paper's sweep covered all of MATH-500, with a far stronger model.
 
 # %% [markdown]
 # ## 5.5 Choosing thresholds for a budget, honestly
@@ -346,9 +347,10 @@ display(Markdown(
     f"on average when it does)."))
 
 # %% [markdown]
-# **Caveat.** Each half holds only a few dozen problems, so the selection mostly chases noise;
-# report the held-out number, and with a new model record enough problems for the halves to
-# agree. The budget holds on average per problem, not for every problem.
+# **Caveat.** The spread between splits is the honest error bar of a threshold choice made on
+# this many problems: when it is several points, the selection mostly chases noise. Report the
+# held-out number, and with a new model record enough problems for the halves to agree. The
+# budget holds on average per problem, not for every problem.
 
 # %% [markdown]
 # ## 5.6 Try it yourself

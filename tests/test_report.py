@@ -82,7 +82,10 @@ def test_transcript_marks_leaks_stop_and_verdicts():
     assert md.count("⟦LEAK") == 1 and "⟦LEAK \\boxed{8}⟧" in md  # the collaborator's box, not the leader's
     assert md.count("recorded for replay only") == 4
     assert md.index("Stage 0 · leader") < md.index("Stage 1 · devil's advocate") < md.index("Stage 1 · leader (revision)")
-    assert "U = 1: unsure" in md and "U = 0: confident, stop" in md
+    assert "U = 1: unsure, ask the next supporter" in md and "U = 0: confident, stop" in md
+    unsure_last = report.transcript_entries(calls.assign(p_min=0.1), "p1", tau_lp=0.8, tau_h=0.5)
+    assert "no supporter is left: stop" in report.render_transcript(unsure_last[-1:])
+    assert "no supporter is left" not in report.render_transcript(unsure_last[:-1])
     html = report.render_transcript(entries, fmt="html")
     assert "&lt;carefully&gt;" in html and "<carefully>" not in html
     assert html.count("<mark") == 1
@@ -122,6 +125,8 @@ def test_pick_walkthrough_prefers_a_rescue(chain_stages):
     assert report.pick_walkthrough(chains, 0.0, math.inf) == "p1"
     no_rescue = chains.subset(np.isin(chains.problem_ids, ["p2", "p3", "p4"]))
     assert report.pick_walkthrough(no_rescue, 0.8, 0.5) == "p4"  # two distinct answers beats none
+    assert report.pick_unboxed(chains, 0.8, 0.5) == "p3"
+    assert report.pick_unboxed(chains, 0.0, math.inf) is None  # nothing escalates
 
 
 def test_stop_distribution_flips_and_stage_confidence(chain_stages):
@@ -247,7 +252,7 @@ def test_claims_table_signs():
     c = report.claims_table(t, report.paper_reference()).set_index("claim")["holds here"]
     assert not c["LASE is more accurate than the single agent"]
     assert not c["LASE matches or beats MV(7)"]
-    assert c["LASE costs a small multiple of the single agent, MV about 7x"]
+    assert c["LASE costs less than half of MV(7) (x single-agent tokens)"]
 
 
 # ------------------------------------------------------------------ compute-matched view
