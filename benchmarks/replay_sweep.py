@@ -3,10 +3,9 @@
     python benchmarks/replay_sweep.py [--problems 1000] [--stages 4] [--grid 100] [--repeats 5]
 
 A synthetic full-chain recording (``pareto.synthetic_chains``: 1,000 problems x 4 stages by
-default) is replayed on a 100 x 100 grid of (tau_lp, tau_h), once with the chunked evaluator the
-chapter uses (``pareto.grid_metrics_fast``) and once with ``analysis.grid_metrics`` for
-comparison; both must agree exactly. Peak memory is measured with tracemalloc in a separate
-call. Then the slider panel is built and its callback timed: replay at the new thresholds,
+default) is replayed on a 100 x 100 grid of (tau_lp, tau_h) with ``analysis.grid_metrics`` (the
+tests check it equals replay at every pair). Peak memory is measured with tracemalloc in a
+separate call. Then the slider panel is built and its callback timed: replay at the new thresholds,
 marker moved, PNG encoded, table row and sentence rewritten. The best of ``--repeats`` runs is
 kept for the grid (a shared machine adds noise); the median for the slider.
 Targets: grid < 1 s, update < 50 ms.
@@ -65,19 +64,12 @@ def main() -> None:
     print(f"recording: {args.problems} problems x {args.stages} stages; grid {args.grid} x {args.grid} "
           f"= {args.grid ** 2:,} threshold pairs ({cells / 1e6:.0f} M problem-stage-pair cells)")
 
-    fast_s, fast = best_time(lambda: pareto.grid_metrics_fast(chains, tl, th), args.repeats)
-    ref_s, ref = best_time(lambda: analysis.grid_metrics(chains, tl, th), max(1, args.repeats // 2))
-    same = all(np.array_equal(fast[k], ref[k]) for k in fast)
-    fast_mb = peak_mb(lambda: pareto.grid_metrics_fast(chains, tl, th))
-    ref_mb = peak_mb(lambda: analysis.grid_metrics(chains, tl, th))
-    print(f"whole grid, pareto.grid_metrics_fast: {fast_s:.3f} s, peak {fast_mb:.0f} MB")
-    print(f"whole grid, analysis.grid_metrics:    {ref_s:.3f} s, peak {ref_mb:.0f} MB "
-          f"({ref_s / fast_s:.1f}x slower); identical results: {same}")
-    if not same:
-        raise SystemExit("the two grid evaluators disagree")
+    fast_s, _ = best_time(lambda: analysis.grid_metrics(chains, tl, th), args.repeats)
+    fast_mb = peak_mb(lambda: analysis.grid_metrics(chains, tl, th))
+    print(f"whole grid, analysis.grid_metrics: {fast_s:.3f} s, peak {fast_mb:.0f} MB")
 
     t0 = time.perf_counter()
-    grid = pareto.sweep_fast(chains, *pareto.threshold_axes(chains, 41))
+    grid = analysis.sweep(chains, *pareto.threshold_axes(chains, 41))
     controls = widgets.threshold_sliders(chains, 0.8, 0.5, grid=grid)
     build_s = time.perf_counter() - t0
     rng = np.random.default_rng(0)

@@ -111,17 +111,54 @@ def replay(chains: Chains, tau_lp: float, tau_h: float) -> pd.DataFrame:
     })
 
 
-def grid_metrics(chains: Chains, tau_lp: Sequence[float], tau_h: Sequence[float]) -> dict[str, np.ndarray]:
-    """Accuracy, mean tokens and escalation rate on a full (tau_lp x tau_h) grid, vectorised."""
-    tl = np.asarray(tau_lp, dtype=float)[:, None]
-    th = np.asarray(tau_h, dtype=float)[None, :]
-    stop = stop_stages(chains, tl, th)  # (a, b, n)
-    correct = np.take_along_axis(np.broadcast_to(chains.correct, stop.shape + (chains.n_stages,)),
-                                 stop[..., None], axis=-1)[..., 0]
-    tokens = np.take_along_axis(np.broadcast_to(chains.total_tokens, stop.shape + (chains.n_stages,)),
-                                stop[..., None], axis=-1)[..., 0]
-    return {"accuracy": correct.mean(-1), "avg_tokens": tokens.mean(-1),
-            "escalation_rate": (stop > 0).mean(-1)}
+def grid_metrics(chains: Chains, tau_lp: Sequence[float], tau_h: Sequence[float],
+                 chunk_elems: int = 1 << 22) -> dict[str, np.ndarray]:
+    """Accuracy, mean tokens and escalation rate on a full (tau_lp x tau_h) grid, vectorised.
+
+    The same numbers as applying :func:`replay` at every pair (a test checks it), computed
+    without a stop index, in bounded memory (``benchmarks/replay_sweep.py``):
+
+    - *telescoping*: the value at the stopping stage is the stage-0 value plus the change made by
+      each later stage that is reached, and stage ``s`` is reached iff ``U`` held at every earlier
+      stage (a running AND). So no stop index and no gather are needed, and the last stage's
+      ``U`` is never evaluated. The sums over problems become one matrix-vector product.
+    - *chunking*: the (tau_lp x tau_h x problems x stages) mask is built a few tau_lp rows at a
+      time, at most ``chunk_elems`` booleans, instead of all at once.
+
+    Correct counts and token counts are integers, so the float sums are exact and equal points
+    tie exactly (which :func:`lase_nb.stats.choose_thresholds` relies on).
+    """
+    tl = np.asarray(tau_lp, dtype=float).ravel()
+    th = np.asarray(tau_h, dtype=float).ravel()
+    n, s = chains.p_min.shape
+    if n == 0:
+        raise DataError("no problems in these chains")
+    correct = chains.correct.astype(float)
+    tokens = chains.total_tokens.astype(float)
+    base = np.array([correct[:, 0].sum(), tokens[:, 0].sum(), 0.0])
+    totals = np.empty((len(tl), len(th), 3))
+    if s == 1:
+        uncertain_mask(chains.p_min, chains.h_max, tl[:, None, None], th[None, :, None])  # validates
+        totals[:] = base
+    else:
+        # weights per (problem, reached stage j+1): change in correct, change in tokens, escalated?
+        esc = np.zeros((n, s - 1))
+        esc[:, 0] = 1.0
+        w = np.stack([np.diff(correct, axis=1).ravel(), np.diff(tokens, axis=1).ravel(), esc.ravel()], axis=1)
+        # float32 sums are exact while every partial sum is an integer below 2**24
+        exact32 = bool(np.all(w == np.round(w)) and np.abs(w).sum(axis=0).max() < 2 ** 24)
+        wt = w.astype(np.float32 if exact32 else np.float64)
+        p, h = chains.p_min[:, :-1], chains.h_max[:, :-1]
+        rows = max(1, chunk_elems // max(1, len(th) * n * (s - 1)))
+        for a0 in range(0, len(tl), rows):
+            t = tl[a0:a0 + rows]
+            reached = uncertain_mask(p, h, t[:, None, None, None], th[None, :, None, None])
+            for j in range(1, s - 1):  # running AND over stages (faster than ufunc.accumulate here)
+                reached[..., j] &= reached[..., j - 1]
+            flat = reached.reshape(len(t) * len(th), n * (s - 1)).view(np.uint8).astype(wt.dtype)
+            totals[a0:a0 + len(t)] = (flat @ wt).reshape(len(t), len(th), 3) + base
+    return {"accuracy": totals[..., 0] / n, "avg_tokens": totals[..., 1] / n,
+            "escalation_rate": totals[..., 2] / n}
 
 
 def sweep(chains: Chains, tau_lp: Sequence[float], tau_h: Sequence[float]) -> pd.DataFrame:

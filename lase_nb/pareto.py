@@ -1,12 +1,9 @@
 """The accuracy-vs-tokens frontier of LASE thresholds (chapter 05), computed by replay.
 
 Everything here works on :class:`lase_nb.analysis.Chains`, one full-chain recording, and
-makes no model call. The uncertainty rule is evaluated only by
-:func:`lase_nb.confidence.uncertain_mask`; this module only reorganises the arithmetic around
-it so that a 100 x 100 threshold grid over 1,000 problems takes a fraction of a second.
+makes no model call; threshold grids come from :func:`lase_nb.analysis.sweep`.
 
-Contents: a chunked grid evaluator (:func:`grid_metrics_fast`, :func:`sweep_fast`), the oracle
-frontier, baseline points from other runs, the paper's threshold sweep beside ours with a
+Contents: the oracle frontier, baseline points from other runs, the paper's threshold sweep beside ours with a
 data-driven reading of it, select-on-one-half / check-on-the-other, and the chapter's figures.
 """
 
@@ -21,13 +18,12 @@ import numpy as np
 import pandas as pd
 
 from . import reference
-from .analysis import Chains, fixed_policies, pareto_front
-from .confidence import uncertain_mask
+from .analysis import Chains, fixed_policies, pareto_front, sweep
 from .errors import DataError
 from .stats import choose_thresholds, split_halves, wilson_interval
 
 __all__ = [
-    "threshold_axes", "grid_metrics_fast", "sweep_fast", "front_of", "oracle_frontier", "stage_effects",
+    "threshold_axes", "front_of", "oracle_frontier", "stage_effects",
     "policy_points", "common_problems", "baseline_points", "recorded_gate_check", "paper_sweep_beside",
     "tau_h_beside", "knob_reading", "SplitCheck", "select_and_check", "split_checks",
     "synthetic_chains", "draw_frontier", "plot_frontier", "plot_escalation", "plot_sweep_vs_paper",
@@ -67,67 +63,6 @@ def threshold_axes(chains: Chains, grid_size: int) -> tuple[np.ndarray, np.ndarr
     h = chains.h_max[np.isfinite(chains.h_max)]
     top = max(0.5, math.ceil(10 * float(h.max()) - 1e-9) / 10) if h.size else 2.0
     return np.linspace(0.0, 1.0, grid_size), np.linspace(0.0, top, grid_size)
-
-
-def grid_metrics_fast(chains: Chains, tau_lp: Sequence[float], tau_h: Sequence[float],
-                      chunk_elems: int = 1 << 22) -> dict[str, np.ndarray]:
-    """Same result as :func:`lase_nb.analysis.grid_metrics`, faster and in bounded memory.
-
-    On 1,000 problems x 4 stages and a 100 x 100 grid: about 2x faster and a fifth of the peak
-    memory (``benchmarks/replay_sweep.py``).
-
-    Two changes, neither touching the rule itself (still :func:`uncertain_mask`):
-
-    - *telescoping*: the value at the stopping stage is the stage-0 value plus the change made by
-      each later stage that is reached, and stage ``s`` is reached iff ``U`` held at every earlier
-      stage (a running AND). So no stop index and no gather are needed, and the last stage's
-      ``U`` is never evaluated. The sums over problems become one matrix-vector product.
-    - *chunking*: the (tau_lp x tau_h x problems x stages) mask is built a few tau_lp rows at a
-      time, at most ``chunk_elems`` booleans, instead of all at once.
-
-    Correct counts and token counts are integers, so the float sums are exact and equal points
-    tie exactly (which :func:`lase_nb.stats.choose_thresholds` relies on).
-    """
-    tl = np.asarray(tau_lp, dtype=float).ravel()
-    th = np.asarray(tau_h, dtype=float).ravel()
-    n, s = chains.p_min.shape
-    if n == 0:
-        raise DataError("no problems in these chains")
-    correct = chains.correct.astype(float)
-    tokens = chains.total_tokens.astype(float)
-    base = np.array([correct[:, 0].sum(), tokens[:, 0].sum(), 0.0])
-    totals = np.empty((len(tl), len(th), 3))
-    if s == 1:
-        uncertain_mask(chains.p_min, chains.h_max, tl[:, None, None], th[None, :, None])  # validates
-        totals[:] = base
-    else:
-        # weights per (problem, reached stage j+1): change in correct, change in tokens, escalated?
-        esc = np.zeros((n, s - 1))
-        esc[:, 0] = 1.0
-        w = np.stack([np.diff(correct, axis=1).ravel(), np.diff(tokens, axis=1).ravel(), esc.ravel()], axis=1)
-        # float32 sums are exact while every partial sum is an integer below 2**24
-        exact32 = bool(np.all(w == np.round(w)) and np.abs(w).sum(axis=0).max() < 2 ** 24)
-        wt = w.astype(np.float32 if exact32 else np.float64)
-        p, h = chains.p_min[:, :-1], chains.h_max[:, :-1]
-        rows = max(1, chunk_elems // max(1, len(th) * n * (s - 1)))
-        for a0 in range(0, len(tl), rows):
-            t = tl[a0:a0 + rows]
-            reached = uncertain_mask(p, h, t[:, None, None, None], th[None, :, None, None])
-            for j in range(1, s - 1):  # running AND over stages (faster than ufunc.accumulate here)
-                reached[..., j] &= reached[..., j - 1]
-            flat = reached.reshape(len(t) * len(th), n * (s - 1)).view(np.uint8).astype(wt.dtype)
-            totals[a0:a0 + len(t)] = (flat @ wt).reshape(len(t), len(th), 3) + base
-    return {"accuracy": totals[..., 0] / n, "avg_tokens": totals[..., 1] / n,
-            "escalation_rate": totals[..., 2] / n}
-
-
-def sweep_fast(chains: Chains, tau_lp: Sequence[float], tau_h: Sequence[float]) -> pd.DataFrame:
-    """:func:`lase_nb.analysis.sweep`'s table (one row per threshold pair) from :func:`grid_metrics_fast`."""
-    m = grid_metrics_fast(chains, tau_lp, tau_h)
-    a, b = np.meshgrid(np.asarray(tau_lp, float), np.asarray(tau_h, float), indexing="ij")
-    return pd.DataFrame({"tau_lp": a.ravel(), "tau_h": b.ravel(), "accuracy": m["accuracy"].ravel(),
-                         "avg_tokens": m["avg_tokens"].ravel(),
-                         "escalation_rate": m["escalation_rate"].ravel()})
 
 
 def front_of(table: pd.DataFrame) -> pd.DataFrame:
@@ -257,7 +192,7 @@ def recorded_gate_check(chains: Chains, problems: pd.DataFrame, tau_lp: float, t
 def paper_sweep_beside(chains: Chains) -> pd.DataFrame:
     """Our replay at the paper's Table-5 threshold pairs, with the paper's numbers alongside (fractions)."""
     ref = reference.THRESHOLD_SWEEP
-    ours = pd.concat([sweep_fast(chains, [a], [b]) for a, b in zip(ref["tau_lp"], ref["tau_h"])],
+    ours = pd.concat([sweep(chains, [a], [b]) for a, b in zip(ref["tau_lp"], ref["tau_h"])],
                      ignore_index=True)
     out = reference.beside(ours, ref, on=["tau_lp", "tau_h"])
     out.attrs.update(note=ref.attrs.get("note", ""), model=ref.attrs.get("model"),
@@ -269,7 +204,7 @@ def tau_h_beside(chains: Chains, tau_lp: float) -> pd.DataFrame:
     """Our accuracy, tokens and escalation at the paper's tau_h values (tau_lp held at ``tau_lp``),
     beside the paper's accuracies (their tau_lp is not restated in METHOD.md)."""
     ref = reference.TAU_H_SWEEP
-    ours = sweep_fast(chains, [tau_lp], ref["tau_h"].to_numpy())
+    ours = sweep(chains, [tau_lp], ref["tau_h"].to_numpy())
     ours = ours.rename(columns={c: f"{c} (this run)" for c in ("avg_tokens", "escalation_rate")})
     return reference.beside(ours, ref, on=["tau_h"])
 
@@ -352,7 +287,7 @@ class SplitCheck:
 
 def _half_sweeps(chains: Chains, tau_lp: np.ndarray, tau_h: np.ndarray, seed: int):
     a, b = split_halves(chains.problem_ids, seed)
-    return a, b, sweep_fast(chains.subset(a), tau_lp, tau_h), sweep_fast(chains.subset(b), tau_lp, tau_h)
+    return a, b, sweep(chains.subset(a), tau_lp, tau_h), sweep(chains.subset(b), tau_lp, tau_h)
 
 
 def select_and_check(chains: Chains, tau_lp: Sequence[float], tau_h: Sequence[float], budget: float,

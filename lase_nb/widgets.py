@@ -23,8 +23,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .analysis import Chains, replay
-from .pareto import (CHOSEN_COLOR, draw_frontier, oracle_frontier, policy_points, sweep_fast,
+from .analysis import Chains, replay, sweep
+from .pareto import (CHOSEN_COLOR, draw_frontier, oracle_frontier, policy_points,
                      threshold_axes)
 
 __all__ = ["operating_point", "point_sentence", "point_row_html", "FrontierView", "ThresholdControls",
@@ -87,7 +87,7 @@ class FrontierView:
 
         self.chains = chains
         if grid is None:
-            grid = sweep_fast(chains, *threshold_axes(chains, grid_size))
+            grid = sweep(chains, *threshold_axes(chains, grid_size))
         self.grid = grid
         self.fig = Figure(figsize=figsize, dpi=dpi)  # not registered with pyplot: never shown twice
         FigureCanvasAgg(self.fig)

@@ -56,7 +56,7 @@ import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 
-from lase_nb import pareto, plots, reference, widgets
+from lase_nb import analysis, pareto, plots, reference, widgets
 from lase_nb.analysis import chains_from_stages
 from lase_nb.traces import load_run
 
@@ -98,8 +98,8 @@ print(f"replay at the recorded thresholds (tau_lp={rec.get('tau_lp')}, tau_h={re
 # %%
 tl, th = pareto.threshold_axes(chains, grid_size)
 t0 = time.perf_counter()
-metrics = pareto.grid_metrics_fast(chains, tl, th)
-grid = pareto.sweep_fast(chains, tl, th)
+metrics = analysis.grid_metrics(chains, tl, th)
+grid = analysis.sweep(chains, tl, th)
 print(f"{len(grid):,} threshold pairs x {n} problems replayed in {time.perf_counter() - t0:.3f} s, no model call")
 default = widgets.operating_point(chains, tau_lp, tau_h)
 solo_tokens = float(chains.total_tokens[:, 0].mean())
@@ -129,7 +129,7 @@ oracle = pareto.oracle_frontier(chains)
 common = None
 if len(baselines):
     cc = chains.subset(in_common)
-    common = {"grid": pareto.sweep_fast(cc, tl, th), "policies": pareto.policy_points(cc),
+    common = {"grid": analysis.sweep(cc, tl, th), "policies": pareto.policy_points(cc),
               "default": widgets.operating_point(cc, tau_lp, tau_h),
               "oracle": pareto.oracle_frontier(cc), "baselines": baselines}
 fig = pareto.plot_frontier(grid, policies, oracle, default, common)
@@ -220,8 +220,8 @@ plots.savefig(fig, "pareto_escalation");
 # %%
 p0, h0 = chains.p_min[:, 0], chains.h_max[:, 0]
 esc = metrics["escalation_rate"]
-along_lp = pareto.grid_metrics_fast(chains, tl, [tau_h])["escalation_rate"][:, 0]  # tau_h held at its default
-along_h = pareto.grid_metrics_fast(chains, [tau_lp], th)["escalation_rate"][0]
+along_lp = analysis.grid_metrics(chains, tl, [tau_h])["escalation_rate"][:, 0]  # tau_h held at its default
+along_h = analysis.grid_metrics(chains, [tau_lp], th)["escalation_rate"][0]
 display(Markdown(
     f"**What it shows.** The leader's first answers have $\\exp(LP_{{min}})$ from {np.nanmin(p0):.2f} to "
     f"{np.nanmax(p0):.2f} (median {np.nanmedian(p0):.2f}) and $H_{{max}}$ from {np.nanmin(h0):.2f} to "

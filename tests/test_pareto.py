@@ -14,8 +14,8 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
-from lase_nb import pareto, reference  # noqa: E402
-from lase_nb.analysis import Chains, grid_metrics, replay, sweep  # noqa: E402
+from lase_nb import analysis, pareto, reference  # noqa: E402
+from lase_nb.analysis import Chains, replay  # noqa: E402
 from lase_nb.errors import ConfigError  # noqa: E402
 
 NAN = np.nan
@@ -37,35 +37,47 @@ def hand_chains() -> Chains:
     return Chains(np.array(["p0", "p1", "p2"], dtype=object), p, h, correct, answers, prompt, completion)
 
 
-# ---- the fast grid is the same computation as replay --------------------------------------------
+# ---- the grid is the same computation as replay --------------------------------------------------
+
+def replay_grid(c: Chains, tl, th) -> dict[str, np.ndarray]:
+    """Reference: :func:`replay` at every threshold pair, one at a time."""
+    out = {k: np.empty((len(tl), len(th))) for k in ("accuracy", "avg_tokens", "escalation_rate")}
+    for i, a in enumerate(tl):
+        for j, b in enumerate(th):
+            r = replay(c, a, b)
+            out["accuracy"][i, j] = r["correct"].mean()
+            out["avg_tokens"][i, j] = r["total_tokens"].mean()
+            out["escalation_rate"][i, j] = (r["stop_stage"] > 0).mean()
+    return out
+
 
 def test_hand_chains_replay_by_hand():
-    m = pareto.grid_metrics_fast(hand_chains(), [0.8], [0.5])
+    m = analysis.grid_metrics(hand_chains(), [0.8], [0.5])
     # p0 stops at 0 (right, 110); p1 runs to stage 2 (right, 890); p2 is certain at the boundary (right, 130)
     assert m["accuracy"][0, 0] == pytest.approx(1.0)
     assert m["avg_tokens"][0, 0] == pytest.approx((110 + 890 + 130) / 3)
     assert m["escalation_rate"][0, 0] == pytest.approx(1 / 3)
-    m = pareto.grid_metrics_fast(hand_chains(), [0.81], [0.5])  # p2 now escalates and stops, wrong, at stage 1
+    m = analysis.grid_metrics(hand_chains(), [0.81], [0.5])  # p2 now escalates and stops, wrong, at stage 1
     assert m["accuracy"][0, 0] == pytest.approx(2 / 3)
     assert m["avg_tokens"][0, 0] == pytest.approx((110 + 890 + 330) / 3)
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 @pytest.mark.parametrize("chunk", [7, 1 << 22])
-def test_fast_grid_equals_analysis_grid(seed, chunk):
+def test_grid_equals_replay_grid(seed, chunk):
     c = pareto.synthetic_chains(n=57, n_stages=4, seed=seed, no_answer=0.2)
     tl = np.r_[np.linspace(0, 1, 13), c.p_min[3, 0]]  # one threshold exactly on a recorded value
     th = np.r_[np.linspace(0, 1.5, 11), c.h_max[5, 0], np.inf]
-    fast = pareto.grid_metrics_fast(c, tl, th, chunk_elems=chunk)
-    slow = grid_metrics(c, tl, th)
+    fast = analysis.grid_metrics(c, tl, th, chunk_elems=chunk)
+    slow = replay_grid(c, tl, th)
     for k in ("accuracy", "avg_tokens", "escalation_rate"):
-        np.testing.assert_array_equal(fast[k], slow[k])
+        np.testing.assert_allclose(fast[k], slow[k], rtol=1e-12)
 
 
-def test_fast_grid_matches_replay_at_each_pair():
+def test_grid_matches_replay_at_each_pair():
     c = pareto.synthetic_chains(n=40, seed=3)
     tl, th = np.array([0.0, 0.7, 0.93, 1.0]), np.array([0.0, 0.3, 2.0])
-    fast = pareto.grid_metrics_fast(c, tl, th)
+    fast = analysis.grid_metrics(c, tl, th)
     for i, a in enumerate(tl):
         for j, b in enumerate(th):
             r = replay(c, a, b)
@@ -74,27 +86,29 @@ def test_fast_grid_matches_replay_at_each_pair():
             assert fast["escalation_rate"][i, j] == (r["stop_stage"] > 0).mean()
 
 
-def test_fast_grid_single_stage_and_large_tokens():
+def test_grid_single_stage_and_large_tokens():
     c = pareto.synthetic_chains(n=10, n_stages=1)
-    m = pareto.grid_metrics_fast(c, [0.2, 0.9], [0.5])
+    m = analysis.grid_metrics(c, [0.2, 0.9], [0.5])
     assert (m["escalation_rate"] == 0).all() and (m["accuracy"] == c.correct[:, 0].mean()).all()
     big = pareto.synthetic_chains(n=30, seed=4)
     big.prompt_tokens = big.prompt_tokens * 10_000 + 0.5  # not integers, sums beyond float32's exact range
-    np.testing.assert_allclose(pareto.grid_metrics_fast(big, [0.5, 0.95], [0.3])["avg_tokens"],
-                               grid_metrics(big, [0.5, 0.95], [0.3])["avg_tokens"], rtol=1e-12)
+    np.testing.assert_allclose(analysis.grid_metrics(big, [0.5, 0.95], [0.3])["avg_tokens"],
+                               replay_grid(big, [0.5, 0.95], [0.3])["avg_tokens"], rtol=1e-12)
 
 
-def test_sweep_fast_equals_sweep():
+def test_sweep_rows_follow_the_grid():
     c = pareto.synthetic_chains(n=25, seed=5)
     tl, th = np.linspace(0, 1, 6), np.linspace(0, 1, 4)
-    pd.testing.assert_frame_equal(pareto.sweep_fast(c, tl, th), sweep(c, tl, th))
+    s, m = analysis.sweep(c, tl, th), analysis.grid_metrics(c, tl, th)
+    row = s[(s.tau_lp == tl[2]) & (s.tau_h == th[3])].iloc[0]
+    assert row.accuracy == m["accuracy"][2, 3] and row.avg_tokens == m["avg_tokens"][2, 3]
 
 
-def test_fast_grid_rejects_bad_thresholds():
+def test_grid_rejects_bad_thresholds():
     with pytest.raises(ConfigError):
-        pareto.grid_metrics_fast(hand_chains(), [1.5], [0.5])
+        analysis.grid_metrics(hand_chains(), [1.5], [0.5])
     with pytest.raises(ConfigError):
-        pareto.grid_metrics_fast(hand_chains(), [0.5], [-1.0])
+        analysis.grid_metrics(hand_chains(), [0.5], [-1.0])
 
 
 def test_threshold_axes_cover_recorded_entropy():
@@ -109,7 +123,7 @@ def test_threshold_axes_cover_recorded_entropy():
 # ---- fronts and the oracle -----------------------------------------------------------------------
 
 def test_front_is_not_dominated():
-    g = pareto.sweep_fast(pareto.synthetic_chains(n=80, seed=6), np.linspace(0, 1, 15), np.linspace(0, 1, 15))
+    g = analysis.sweep(pareto.synthetic_chains(n=80, seed=6), np.linspace(0, 1, 15), np.linspace(0, 1, 15))
     f = pareto.front_of(g)
     assert f["avg_tokens"].is_monotonic_increasing and f["accuracy"].is_monotonic_increasing
     for _, r in f.iterrows():
@@ -128,7 +142,7 @@ def test_oracle_frontier_by_hand():
 @pytest.mark.parametrize("seed", [0, 7])
 def test_no_threshold_pair_beats_the_oracle(seed):
     c = pareto.synthetic_chains(n=120, seed=seed)
-    g = pareto.sweep_fast(c, np.linspace(0, 1, 21), np.linspace(0, 2, 21))
+    g = analysis.sweep(c, np.linspace(0, 1, 21), np.linspace(0, 2, 21))
     o = pareto.oracle_frontier(c)
     for _, r in g.iterrows():
         reachable = o[o["avg_tokens"] <= r["avg_tokens"] + 1e-9]["accuracy"].max()
@@ -224,7 +238,7 @@ def test_select_and_check_replays_the_choice_on_the_other_half():
     on_a, on_b = replay(c.subset(a), chk.tau_lp, chk.tau_h), replay(c.subset(b), chk.tau_lp, chk.tau_h)
     assert chk.acc_a == on_a["correct"].mean() and chk.tokens_a == pytest.approx(on_a["total_tokens"].mean())
     assert chk.acc_b == on_b["correct"].mean() and chk.tokens_b == pytest.approx(on_b["total_tokens"].mean())
-    best_a = pareto.sweep_fast(c.subset(a), tl, th)
+    best_a = analysis.sweep(c.subset(a), tl, th)
     assert chk.acc_a == best_a[best_a["avg_tokens"] <= budget]["accuracy"].max()
     assert chk.best_b_acc >= chk.acc_b or chk.tokens_b > budget
 
@@ -242,7 +256,7 @@ def test_split_checks_many_seeds():
 def test_figures_draw(tmp_path):
     c = pareto.synthetic_chains(n=60, seed=11)
     tl, th = pareto.threshold_axes(c, 9)
-    grid = pareto.sweep_fast(c, tl, th)
+    grid = analysis.sweep(c, tl, th)
     from lase_nb.widgets import operating_point
 
     d = operating_point(c, 0.8, 0.5)
@@ -250,11 +264,11 @@ def test_figures_draw(tmp_path):
                          "avg_tokens": [1500.0, 5000.0], "avg_completion_tokens": [300.0, 900.0],
                          "acc_lo": [0.5, 0.4], "acc_hi": [0.85, 0.77]})
     cc = c.subset(np.arange(30))
-    common = {"grid": pareto.sweep_fast(cc, tl, th), "policies": pareto.policy_points(cc),
+    common = {"grid": analysis.sweep(cc, tl, th), "policies": pareto.policy_points(cc),
               "oracle": pareto.oracle_frontier(cc), "baselines": base, "default": operating_point(cc, 0.8, 0.5)}
     figs = [pareto.plot_frontier(grid, pareto.policy_points(c), pareto.oracle_frontier(c), d, common),
             pareto.plot_frontier(grid, pareto.policy_points(c), pareto.oracle_frontier(c), d),
-            pareto.plot_escalation(tl, th, pareto.grid_metrics_fast(c, tl, th), (0.8, 0.5), reference.THRESHOLD_SWEEP),
+            pareto.plot_escalation(tl, th, analysis.grid_metrics(c, tl, th), (0.8, 0.5), reference.THRESHOLD_SWEEP),
             pareto.plot_sweep_vs_paper(pareto.paper_sweep_beside(c))]
     chk = pareto.select_and_check(c, tl, th, float(grid["avg_tokens"].median()))
     figs.append(pareto.plot_split(c, tl, th, chk, pareto.split_checks(c, tl, th, chk.budget, range(5))))
