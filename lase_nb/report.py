@@ -42,7 +42,7 @@ __all__ = [
     "stop_distribution", "stage_confidence", "outcome_flips", "leak_table", "chain_outcomes",
     "inclusion_counts", "inclusion_bounds", "inclusion_summary", "escalation_rate", "comparison_table",
     "paper_reference", "comparison_display", "mv_subsample", "mv_curve", "mv_sample_rows", "lase_grid",
-    "compute_matched", "seed_table", "claims_table", "plot_stage_walk", "plot_batch", "plot_inclusions",
+    "compute_matched", "seed_table", "claims_table", "split_by_coverage", "plot_stage_walk", "plot_batch", "plot_inclusions",
     "plot_accuracy_vs_tokens",
 ]
 
@@ -698,61 +698,79 @@ def mv_sample_rows(calls: pd.DataFrame, problems: pd.DataFrame, kind: str = "num
                          "correct": [grade(_answer(a), gold[p], kind) for a, p in zip(calls["answer"], calls["problem_id"])]})
 
 
-def claims_table(table: pd.DataFrame, paper: pd.DataFrame) -> pd.DataFrame:
+def claims_table(table: pd.DataFrame, paper: pd.DataFrame, about: Iterable[str] | None = None) -> pd.DataFrame:
     """The paper's claims, its numbers, ours, and whether the direction holds in this run.
 
     ``table`` is :func:`comparison_table`'s output, ``paper`` :func:`paper_reference`'s. Accuracy
     differences are in percentage points; a claim "holds here" when our difference has the
-    paper's sign (the McNemar p-value says whether ours could be chance).
+    paper's sign (the McNemar p-value says whether ours could be chance). ``about`` keeps only
+    the claims about those strategies (column ``about``); ``n`` is the number of paired problems.
     """
     acc = lambda s: 100 * table.loc[s, "accuracy"]  # noqa: E731
     pacc = lambda s: float(paper.loc[s, "paper accuracy %"])  # noqa: E731
     have = set(table.index)
     rows = []
 
-    def add(claim, paper_val, ours, holds, p=np.nan):
-        rows.append({"claim": claim, "paper": paper_val, "this run": ours, "holds here": holds, "McNemar p": p})
+    def add(subject, claim, paper_val, ours, holds, p=np.nan):
+        rows.append({"claim": claim, "paper": paper_val, "this run": ours, "holds here": holds, "McNemar p": p,
+                     "about": subject, "n": int(table["n"].iloc[0])})
 
     if {"lase", "single"} <= have:
         d, pd_ = acc("lase") - acc("single"), pacc("lase") - pacc("single")
-        add("LASE is more accurate than the single agent", f"{pd_:+.1f} pp", f"{d:+.1f} pp", bool(d > 0),
+        add("lase", "LASE is more accurate than the single agent", f"{pd_:+.1f} pp", f"{d:+.1f} pp", bool(d > 0),
             table.loc["lase", "p_vs_single"])
     if {"lase", "mv"} <= have:
         d, pd_ = acc("lase") - acc("mv"), pacc("lase") - pacc("mv")
-        add("LASE matches or beats MV(7)", f"{pd_:+.1f} pp", f"{d:+.1f} pp", bool(d >= 0), table.loc["lase", "p_vs_mv"])
+        add("lase", "LASE matches or beats MV(7)", f"{pd_:+.1f} pp", f"{d:+.1f} pp", bool(d >= 0),
+            table.loc["lase", "p_vs_mv"])
     if {"lase", "mv", "single"} <= have:
         m = reference.TOKEN_MULTIPLIERS.set_index("method")["token_multiplier"]
-        add("LASE costs less than half of MV(7) (x single-agent tokens)",
+        add("lase", "LASE costs less than half of MV(7) (x single-agent tokens)",
             f"LASE {m['lase']:.1f}x, MV {m['mv']:.1f}x",
             f"LASE {table.loc['lase', 'multiplier_total']:.1f}x, MV {table.loc['mv', 'multiplier_total']:.1f}x",
             bool(table.loc["lase", "multiplier_total"] < 0.5 * table.loc["mv", "multiplier_total"]))
     if {"mad", "mv"} <= have:
         d, pd_ = acc("mad") - acc("mv"), pacc("mad") - pacc("mv")
         m = reference.TOKEN_MULTIPLIERS.set_index("method")["token_multiplier"]
-        add("MAD costs the most of single/MV/MAD/LASE and is no better than MV", f"{pd_:+.1f} pp at {m['mad']:.1f}x",
-            f"{d:+.1f} pp at {table.loc['mad', 'multiplier_total']:.1f}x",
+        add("mad", "MAD costs the most of single/MV/MAD/LASE and is no better than MV",
+            f"{pd_:+.1f} pp at {m['mad']:.1f}x", f"{d:+.1f} pp at {table.loc['mad', 'multiplier_total']:.1f}x",
             bool(d <= 0 and table.loc["mad", "multiplier_total"]
-                 >= table.loc[[m for m in reference.METHODS if m in have], "multiplier_total"].max() - 1e-9),
+                 >= table.loc[[x for x in reference.METHODS if x in have], "multiplier_total"].max() - 1e-9),
             table.loc["mad", "p_vs_mv"])
     if {"lase-mv", "mv"} <= have:
         lmv = reference.LASE_MV.set_index("method")["accuracy"]
         d = acc("lase-mv") - acc("mv")
-        add("LASE+MV(5) beats MV(7)", f"{lmv['lase+mv'] - lmv['mv']:+.1f} pp", f"{d:+.1f} pp", bool(d > 0),
-            table.loc["lase-mv", "p_vs_mv"])
+        ltok = reference.LASE_MV.set_index("method")["avg_tokens"]
+        add("lase-mv", "LASE+MV beats MV(7) at similar tokens",
+            f"{lmv['lase+mv'] - lmv['mv']:+.1f} pp, {ltok['lase+mv'] / ltok['mv']:.2f}x MV's tokens",
+            f"{d:+.1f} pp, {table.loc['lase-mv', 'avg_total_tokens'] / table.loc['mv', 'avg_total_tokens']:.2f}x MV's tokens",
+            bool(d > 0), table.loc["lase-mv", "p_vs_mv"])
     if {"moa", "lase"} <= have:
         moa = reference.MOA_VS_LASE.set_index("method")
         d = acc("lase") - acc("moa")
         ratio = table.loc["moa", "total_tokens"] / table.loc["lase", "total_tokens"]
-        add("LASE beats MoA with fewer tokens",
+        add("moa", "LASE beats MoA with fewer tokens",
             f"{moa.loc['lase', 'accuracy'] - moa.loc['moa', 'accuracy']:+.1f} pp, MoA "
             f"{moa.loc['moa', 'total_tokens'] / moa.loc['lase', 'total_tokens']:.1f}x the tokens",
             f"{d:+.1f} pp, MoA {ratio:.1f}x the tokens", bool(d >= 0 and ratio > 1))
     if {"lase-shuffled", "lase"} <= have:
         sh = reference.SHUFFLED_SUMMARY
         d = acc("lase-shuffled") - acc("lase")
-        add("Shuffling the supporters' order changes accuracy little (here: by < 5 pp)", f"{sh['mean'] - sh['original']:+.1f} pp",
-            f"{d:+.1f} pp", bool(abs(d) <= 5.0))
-    return pd.DataFrame(rows)
+        add("lase-shuffled", "Shuffling the supporters' order changes accuracy little (here: by < 5 pp)",
+            f"{sh['mean'] - sh['original']:+.1f} pp", f"{d:+.1f} pp", bool(abs(d) <= 5.0))
+    out = pd.DataFrame(rows, columns=["claim", "paper", "this run", "holds here", "McNemar p", "about", "n"])
+    return out if about is None else out[out["about"].isin(set(about))].reset_index(drop=True)
+
+
+def split_by_coverage(tables: Mapping[str, pd.DataFrame], ratio: float = 0.8) -> tuple[list[str], list[str]]:
+    """Strategies with about as many problems as the typical run (``main``) and those recorded on far fewer.
+
+    A strategy is short when its problem count is below ``ratio`` times the median count; comparing
+    everything on the common ids would otherwise shrink the whole table to the shortest run.
+    """
+    counts = {s: int(t["problem_id"].nunique()) for s, t in tables.items()}
+    cut = ratio * float(np.median(list(counts.values())))
+    return [s for s in tables if counts[s] >= cut], [s for s in tables if counts[s] < cut]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -123,7 +123,8 @@ if missing:
 # ## 4.1 One table, the same problems
 #
 # All strategies are compared **on the problems every one of them answered** (the baselines
-# were recorded on the first problems of the LASE recording's set). Accuracy has a 95% percentile
+# were recorded on the first problems of the LASE recording's set; a run made on far fewer
+# problems gets its own small table, so that it does not shrink this one). Accuracy has a 95% percentile
 # bootstrap interval. Tokens are per problem, **completion only** (what the models wrote) and
 # **prompt + completion** (what an API bills; it counts every pasted context again). The
 # McNemar tests pair the strategies problem by problem: `+wins/-losses` are the problems this
@@ -138,7 +139,8 @@ lase_now = replay(chains, tau_lp, tau_h)
 tables = {"single": None, "mv": None, "mad": None, "moa": None, "down": None, "lase": lase_now,
           "lase-full": report.chain_outcomes(chains, chains.n_stages - 1), "lase-mv": None, "lase-shuffled": None}
 tables = {s: (t if t is not None else runs[s].problems) for s, t in tables.items() if t is not None or s in runs}
-table = report.comparison_table(tables, seed=seed, n_boot=n_boot)
+main, short = report.split_by_coverage(tables)  # a run on far fewer problems gets its own table below
+table = report.comparison_table({s: tables[s] for s in main}, seed=seed, n_boot=n_boot)
 paper = report.paper_reference(paper_model, paper_dataset)
 labels = {s: report.label(s, configs.get(s, configs.get("lase"))) for s in table.index}
 shown = report.comparison_display(table, paper, configs)
@@ -147,6 +149,23 @@ display(shown[["method", "accuracy % [95% CI]", "paper accuracy %", "escalated %
 shown[["method", "avg tokens (completion)", "avg tokens (prompt+completion)", "total tokens (prompt+completion)",
        "x single (completion)", "x single (prompt+completion)", "paper avg tokens", "paper multiplier",
        "paper multiplier, all datasets"]]
+
+# %% [markdown]
+# A strategy recorded on far fewer problems than the others (if any) is compared on its own
+# problems only, beside the single agent, MV and LASE, so that it does not shrink the main table:
+
+# %%
+short_tables = {}
+for s in short:
+    sub = {k: tables[k] for k in ("single", "mv", "lase", s) if k in tables}
+    short_tables[s] = report.comparison_table(sub, seed=seed, n_boot=n_boot)
+    print(f"{report.label(s, configs.get(s))}: recorded on {tables[s]['problem_id'].nunique()} problems; "
+          f"compared on the {int(short_tables[s]['n'].iloc[0])} it shares with the others")
+    display(report.comparison_display(short_tables[s], paper, configs)[
+        ["method", "accuracy % [95% CI]", "avg tokens (prompt+completion)", "x single (prompt+completion)",
+         "McNemar p vs single", "McNemar p vs MV"]])
+if not short:
+    print("every strategy was recorded on (about) the same problems")
 
 # %% [markdown]
 # The paper columns are **the paper's numbers**: the Table 1 row chosen by the parameters
@@ -192,7 +211,7 @@ display(Markdown(text))
 # is optimistic**.
 
 # %%
-ids = sorted(set.intersection(*(set(t["problem_id"]) for t in tables.values())))
+ids = sorted(set.intersection(*(set(tables[s]["problem_id"]) for s in main)))
 mv_k = None
 if "mv" in runs:
     mv_per = report.mv_subsample(runs["mv"].calls, runs["mv"].problems, kind=kind)
@@ -236,7 +255,8 @@ reference.paper_column(reference.LASE_MV)
 # paper's sign. The McNemar p-value says whether ours could be chance.
 
 # %%
-claims = report.claims_table(table, paper)
+claims = pd.concat([report.claims_table(table, paper)]
+                   + [report.claims_table(t, paper, about=[s]) for s, t in short_tables.items()], ignore_index=True)
 claims
 
 # %%
@@ -294,7 +314,7 @@ if interactive:
     import ipywidgets as widgets
 
     def explore(tau_lp=tau_lp, tau_h=tau_h):
-        t = dict(tables, lase=replay(chains, tau_lp, tau_h))
+        t = dict({s: tables[s] for s in main}, lase=replay(chains, tau_lp, tau_h))
         print(report.comparison_display(report.comparison_table(t, seed=seed, n_boot=500), None, configs)
               .loc[["single", "lase"] + (["mv"] if "mv" in t else [])].T.to_string())
 

@@ -255,6 +255,20 @@ def test_claims_table_signs():
     assert c["LASE costs less than half of MV(7) (x single-agent tokens)"]
 
 
+def test_claims_filter_and_coverage_split():
+    big = [f"q{i}" for i in range(10)]
+    tables = {"single": problems_frame("single", [True] * 10, ids=big),
+              "mv": problems_frame("mv", [True] * 10, ids=big, prompt=700, completion=70),
+              "lase": problems_frame("lase", [True] * 10, ids=big),
+              "lase-mv": problems_frame("lase-mv", [True, False], ids=big[:2], prompt=600, completion=60)}
+    main, short = report.split_by_coverage(tables)
+    assert main == ["single", "mv", "lase"] and short == ["lase-mv"]
+    sub = report.comparison_table({k: tables[k] for k in ("single", "mv", "lase", "lase-mv")}, n_boot=50)
+    c = report.claims_table(sub, report.paper_reference(), about=["lase-mv"])
+    assert list(c["about"]) == ["lase-mv"] and c["n"].item() == 2 and not c["holds here"].item()
+    assert "0.86x MV's tokens" in c["this run"].item()  # 660 / 770
+
+
 # ------------------------------------------------------------------ compute-matched view
 
 
