@@ -373,11 +373,9 @@ def _reliability_panel(ax, table: pd.DataFrame, proxy: str, tau: float | None) -
     bars = ax.bar(x, table["count"], color=np.where(na, "0.6", "C0"), alpha=0.4, width=0.8,
                   label="answers in bin (left axis)")
     ax.set_ylabel("answers in bin")
-    ax.set_xticks(x, table["bin"], rotation=30, ha="right")
-    ax.set_xlabel(PROXIES[proxy][0] + "\n(left = less confident)")
-    for xi, c in zip(x, table["count"]):  # counts written at the foot of each bar
-        ax.annotate(f"n={int(c)}", (xi, 0), xytext=(0, 3), textcoords="offset points", ha="center",
-                    va="bottom", fontsize="small", color="0.25")
+    ax.set_xticks(x, [f"{b.replace(', ', ',')}\nn={int(c)}" for b, c in zip(table["bin"], table["count"])],
+                  fontsize="small")
+    ax.set_xlabel(PROXIES[proxy][0] + "  (left = less confident)")
     ax.set_ylim(0, max(1, table["count"].max()) * 1.15)
     ax2 = ax.twinx()
     ax2.grid(False)
@@ -427,7 +425,9 @@ def plot_reliability(frame: pd.DataFrame, tau_lp: float | None = None, tau_h: fl
     gate threshold as a dotted line. Returns the figure."""
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 2, figsize=(15, 6.2))
+    import textwrap
+
+    fig, axes = plt.subplots(1, 2, figsize=(16, 6.2))
     tables = {"p_min": reliability(frame, "p_min", p_bins, tau_lp),
               "h_max": reliability(frame, "h_max", h_bins, tau_h)}
     handles: dict[str, Any] = {}
@@ -436,8 +436,8 @@ def plot_reliability(frame: pd.DataFrame, tau_lp: float | None = None, tau_h: fl
             handles.setdefault(h.get_label(), h)
         ax.set_title(proxy.replace("p_min", "exp(LP_min)").replace("h_max", "H_max") + " vs correctness")
     n, acc = len(frame), frame["correct"].mean()
-    fig.suptitle(title or f"Reliability of the confidence proxies ({n} answers, accuracy {acc:.0%})",
-                 fontweight="bold")
+    fig.suptitle(textwrap.fill(title or f"Reliability of the confidence proxies ({n} answers, accuracy {acc:.0%})",
+                               100), fontweight="bold")
     fig.tight_layout(rect=(0, 0.1, 1, 1))
     fig.legend(list(handles.values()), list(handles), loc="lower center", ncol=3, fontsize="small")
     return fig
@@ -562,6 +562,8 @@ def describe_scores(scores: pd.DataFrame, frame: pd.DataFrame) -> str:
         out += "AUROC needs both right and wrong boxed answers; this sample lacks one kind. "
     elif min(los) <= 0.5:
         out += "An interval that contains 0.5 means the proxy cannot be told from a coin flip on this sample. "
+    elif min(los) < 0.55:
+        out += "Both intervals stay above 0.5, if only just: the proxies carry a weak but real signal. "
     else:
         out += "Both intervals stay above 0.5: the proxies carry real signal. "
     a = frame[frame["answered"]]

@@ -184,14 +184,19 @@ def _outcome(prev_ok: bool, prev_ans: str | None, ok: bool, ans: str | None) -> 
     return FROM_WRONG[1] if prev_ans is not None and ans == prev_ans else FROM_WRONG[2]
 
 
-def revision_outcomes(run: Any) -> pd.DataFrame:
+def revision_outcomes(run: Any, problems: dict[str, Any] | None = None) -> pd.DataFrame:
     """One row per revision (stage t >= 1) of a full-chain LASE run: the note and what followed.
 
     Columns: problem_id, stage, supporter, note (the supporter's raw text), note_flags_error
-    (:func:`flags_error`), note_has_gold (the gold answer appears in the note as a whole word: the
-    note all but handed over the answer), leaked (boxed answers the supporter wrote, which the
-    leader saw withheld), prev_answer, prev_correct, answer, correct, outcome (see
+    (:func:`flags_error`), note_has_gold, revision_has_gold, leaked (boxed answers the supporter
+    wrote, which the leader saw withheld), prev_answer, prev_correct, answer, correct, outcome (see
     :data:`FROM_WRONG`, :data:`FROM_RIGHT`), finish_reason of the revision.
+
+    ``note_has_gold``: the gold answer appears in the note as a whole word while it appears
+    neither in the question (when ``problems`` maps ids to problems) nor in the attempt the note
+    answered, so the note brought it in: it all but handed over the answer.
+    ``revision_has_gold``: the same test on the leader's revised text (against the question
+    only): the leader wrote the right number, boxed or not.
     """
     st, calls = run.stages, run.calls
     if st.empty:
@@ -205,16 +210,22 @@ def revision_outcomes(run: Any) -> pd.DataFrame:
     rows = []
     for pid, g in st.groupby("problem_id", sort=False):
         g = g.reset_index(drop=True)
+        gold = golds.get(str(pid))
+        question = getattr((problems or {}).get(str(pid)), "question", None)
+        in_question = mentions(question, gold)
         for t in range(1, len(g)):
             prev, cur = g.iloc[t - 1], g.iloc[t]
             key = (pid, int(cur["stage"]))
             note = sup["text"].get(key) if key in sup.index else None
+            attempt = lead["text"].get((pid, int(prev["stage"]))) if (pid, int(prev["stage"])) in lead.index else None
+            revision = lead["text"].get(key) if key in lead.index else None
             prev_ans, ans = _norm(prev["answer"]), _norm(cur["answer"])
             prev_ok, ok = bool(prev["correct"]) and prev_ans is not None, bool(cur["correct"]) and ans is not None
             rows.append({
                 "problem_id": pid, "stage": int(cur["stage"]), "supporter": cur.get("supporter"),
                 "note": note, "note_flags_error": flags_error(note),
-                "note_has_gold": mentions(note, golds.get(str(pid))),
+                "note_has_gold": mentions(note, gold) and not in_question and not mentions(attempt, gold),
+                "revision_has_gold": mentions(revision, gold) and not in_question,
                 "leaked": int(sup["leaked"].get(key, 0)) if key in sup.index else 0,
                 "prev_answer": prev_ans, "prev_correct": prev_ok, "answer": ans, "correct": ok,
                 "outcome": _outcome(prev_ok, prev_ans, ok, ans),
@@ -432,12 +443,13 @@ def plot_confident_errors(frame: pd.DataFrame, tau_lp: float, tau_h: float):
         ax.add_patch(Rectangle((x0, y0), w, h, color="C1", alpha=0.13, lw=0,
                                label="U = 1: LASE escalates" if i == 0 else None))
     ok = f["correct"].to_numpy(bool)
-    ax.scatter(f.loc[ok, "p_min"], f.loc[ok, "h_max"], s=45, color="C2", edgecolor="k", lw=0.4, label="right")
-    ax.scatter(f.loc[~ok, "p_min"], f.loc[~ok, "h_max"], s=45, color="C3", marker="X", edgecolor="k", lw=0.4,
-               label="wrong")
     ce = ~ok & ~f["U"].to_numpy(bool)
-    ax.scatter(f.loc[ce, "p_min"], f.loc[ce, "h_max"], s=180, facecolor="none", edgecolor="k", lw=1.5,
-               label=f"confident error ({int(ce.sum())})")
+    ax.scatter(f.loc[ce, "p_min"], f.loc[ce, "h_max"], s=110, facecolor="none", edgecolor="0.25", lw=0.9,
+               zorder=2, label=f"confident error ({int(ce.sum())})")
+    ax.scatter(f.loc[~ok, "p_min"], f.loc[~ok, "h_max"], s=40, color="C3", marker="X", edgecolor="k", lw=0.3,
+               zorder=3, label=f"wrong ({int((~ok).sum())})")
+    ax.scatter(f.loc[ok, "p_min"], f.loc[ok, "h_max"], s=55, color="C2", edgecolor="k", lw=0.6, zorder=4,
+               label=f"right ({int(ok.sum())})")
     ax.axvline(tau_lp, color="k", ls=":", lw=1)
     ax.axhline(tau_h, color="k", ls=":", lw=1)
     ax.set(xlim=(xmin, 1.005), ylim=(-0.02, ymax), xlabel="exp(LP_min)  (lowest answer-token probability)",
@@ -446,7 +458,7 @@ def plot_confident_errors(frame: pd.DataFrame, tau_lp: float, tau_h: float):
     if n_na:
         ax.text(0.99, 0.98, f"+{n_na} without a boxed answer (U = 1)", transform=ax.transAxes, ha="right",
                 va="top", fontsize="small")
-    ax.legend(loc="center left", fontsize="small")
+    ax.legend(loc="lower left", fontsize="small")
     fig.tight_layout()
     return fig
 
@@ -468,8 +480,9 @@ def plot_revision_outcomes(outcomes: pd.DataFrame):
         for lab in labels:
             vals = np.array([((sub["stage"] == s) & (sub["outcome"] == lab)).sum() for s in stages], float)
             ax.bar(names, vals, bottom=bottom, color=colours[lab], label=lab, edgecolor="white")
+            top = max(1.0, float(outcomes.groupby("stage").size().max()))
             for i, v in enumerate(vals):
-                if v:
+                if v >= 0.06 * top:  # label only segments tall enough to hold it
                     ax.text(i, bottom[i] + v / 2, str(int(v)), ha="center", va="center", fontsize="small")
             bottom += vals
         ax.set(title=title, xlabel="stage: supporter whose note the leader read", ylabel="revisions")
@@ -539,7 +552,7 @@ def plot_unparsed(table: pd.DataFrame, supporters: Sequence[str] = ()):
                 label="95% Wilson CI of the total")
     ax.set(ylim=(0, 1.05), ylabel="share of leader answers with no \\boxed{}", xlabel="stage",
            title="Answers that never get boxed")
-    ax.legend(fontsize="small", loc="upper left")
+    ax.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.15), ncol=3)
     fig.tight_layout()
     return fig
 
@@ -576,8 +589,10 @@ def describe_revisions(outcomes: pd.DataFrame, fails: pd.DataFrame) -> str:
             f"of those were followed by a revision that was still wrong "
             f"({int((fails['outcome'] == FROM_WRONG[3]).sum())} with no boxed answer): these are the candidate "
             f"execution failures (a word-list heuristic, not a judgement of the note). "
-            f"{int(fails['note_has_gold'].sum())} of their notes contained the gold answer. Supporters wrote "
-            f"{int(outcomes['leaked'].sum())} boxed answers, withheld from the leader.")
+            f"In {int(fails['note_has_gold'].sum())} of them the note brought in the gold answer, and in "
+            f"{int(fails['revision_has_gold'].sum())} the leader's own revision wrote the gold answer without boxing "
+            f"it as its final answer. Supporters wrote {int(outcomes['leaked'].sum())} boxed answers, withheld "
+            f"from the leader.")
     return out
 
 
@@ -625,6 +640,7 @@ def describe_summary(split: pd.Series, outcomes: pd.DataFrame, esc: pd.DataFrame
     rest = unp.iloc[1:]
     unb = rest["unparsed"].sum() / rest["answers"].sum() if len(rest) and rest["answers"].sum() else np.nan
     wrong_rev = fw[~fw["correct"]]
+    lv, lc = esc[esc["level"] != "all"], cost[cost["level"] != "all"]
     unboxed_share = (wrong_rev["outcome"] == FROM_WRONG[3]).mean() if len(wrong_rev) else np.nan
     return "\n".join([
         f"- **Confident errors** are built into the design: the gate cannot see them. Here they are "
@@ -633,9 +649,11 @@ def describe_summary(split: pd.Series, outcomes: pd.DataFrame, esc: pd.DataFrame
         f"even after notes that flag an error; our selection of such cases is a word-list heuristic, shown with "
         f"its transcripts so you can judge it.",
         f"- **Weak models** pay more for LASE: the paper's Llama-3-8B spent a larger token multiple than "
-        f"GPT-4.1-mini. Our small model, escalating {_pct(esc.iloc[-1]['escalation_rate'])} of the problems, spends "
-        f"{cost.iloc[-1]['multiplier']:.1f}x the solo tokens; whether difficulty alone raises its escalation rate "
-        f"is in the level figure.",
+        f"GPT-4.1-mini. Our small model escalates {_pct(esc.iloc[-1]['escalation_rate'])} of the problems and spends "
+        f"{cost.iloc[-1]['multiplier']:.1f}x the solo tokens; by level, escalation goes from "
+        f"{_pct(lv['escalation_rate'].iloc[0])} to {_pct(lv['escalation_rate'].iloc[-1])} and the multiplier from "
+        f"{lc['multiplier'].iloc[0]:.1f}x to {lc['multiplier'].iloc[-1]:.1f}x as solo accuracy goes from "
+        f"{_pct(lv['accuracy'].iloc[0])} to {_pct(lv['accuracy'].iloc[-1])}.",
         f"- **Unboxed revisions**: {_pct(unb)} of the revisions carry no boxed answer, "
         f"{_pct(unboxed_share)} of the failed revisions from a wrong answer end that way. They count as wrong, "
         f"and we report them as their own number.",

@@ -99,7 +99,7 @@ else:
     run = load_run(Path(traces) / "lase-full")
     frame = calibration.confidence_frame(run, stage=0)
     m = run.manifest
-    source = f"recorded: {m['backend']}:{m['model']}, {m['dataset']}, {len(frame)} problems ({run.path.name})"
+    source = f"recorded: {m['backend']}:{str(m['model']).split(' (')[0]}, {m['dataset']}, {len(frame)} problems"
 print(source)
 frame.head()
 

@@ -109,32 +109,35 @@ for r in ce.head(n_examples).itertuples():
 #   see `lase_nb.failures.ERROR_WORDS`);
 # - the revision is still wrong, or has no boxed answer.
 #
-# **This reads words, not reasoning**: a note can say "incorrect" about the wrong step. The
-# stronger signal, when it occurs, is a note that contains the gold answer outright
-# (`note_has_gold`): the supporter all but handed over the answer and the leader still failed.
+# **This reads words, not reasoning**: a note can say "incorrect" about the wrong step. Two
+# stronger signals, when they occur: the note brings in the gold answer, which neither the
+# question nor the attempt contained (`note_has_gold`: the supporter all but handed it over), and
+# the leader's revision writes the gold answer somewhere yet does not end with it boxed
+# (`revision_has_gold`: it had the answer and failed to deliver it).
 # All revisions come from the full-chain recording, so stages the gate would have skipped count too.
 
 # %%
-outcomes = failures.revision_outcomes(lase)
+outcomes = failures.revision_outcomes(lase, problems)
 fig = failures.plot_revision_outcomes(outcomes)
 plots.savefig(fig, "failure_revisions")
 plt.show()
 failures.outcome_counts(outcomes).pivot_table(index=["before", "stage", "supporter"], columns="outcome",
-                                              values="count", fill_value=0)
+                                              values="count", aggfunc="sum", fill_value=0).astype(int)
 
 # %%
-fails = failures.execution_failures(outcomes)
+fails = failures.execution_failures(outcomes).sort_values(
+    ["note_has_gold", "revision_has_gold", "stage"], ascending=[False, False, True], kind="stable")
 display(Markdown(failures.describe_revisions(outcomes, fails)))
-fails[["problem_id", "stage", "supporter", "note_has_gold", "prev_answer", "answer", "outcome"]].head(10)
+fails[["problem_id", "stage", "supporter", "note_has_gold", "revision_has_gold", "prev_answer", "answer",
+       "outcome"]].head(10)
 
 # %% [markdown]
 # Transcript excerpts (the notes are shown as the supporter wrote them; any boxed answer in them
-# was replaced by "[answer withheld]" before the leader read it). Notes containing the gold answer
-# come first.
+# was replaced by "[answer withheld]" before the leader read it). Exchanges with the stronger
+# signals come first.
 
 # %%
-show = fails.sort_values(["note_has_gold", "stage"], ascending=[False, True], kind="stable") \
-    .drop_duplicates("problem_id").head(n_examples)
+show = fails.drop_duplicates("problem_id").head(n_examples)
 for r in show.itertuples():
     display(HTML(failures.render_exchange(lase, r.problem_id, r.stage, problems.get(r.problem_id), max_chars)))
 

@@ -96,6 +96,20 @@ def test_revision_outcomes_note_columns():
     assert o.loc[("p2", 2), "finish_reason"] == "length"
 
 
+def test_gold_signals_exclude_numbers_already_in_question_or_attempt():
+    run = _run()
+    o = F.revision_outcomes(run).set_index(["problem_id", "stage"])
+    assert o.loc[("p1", 1), "revision_has_gold"]  # the revision boxed 4, the gold
+    assert not o.loc[("p2", 2), "revision_has_gold"]  # rambling, no number
+    assert o.loc[("p1", 1), "note_has_gold"]  # "1 + 3 is 4": the attempt (boxed 3) had no 4
+    asked = {"p2": SimpleNamespace(question="Add 10 and 0.")}  # the gold 10 is in the question
+    o2 = F.revision_outcomes(run, asked).set_index(["problem_id", "stage"])
+    assert not o2.loc[("p2", 1), "note_has_gold"]
+    run.calls.loc[(run.calls["problem_id"] == "p2") & (run.calls["role"] == "leader") & (run.calls["stage"] == 0),
+                  "text"] = "maybe 10? \\boxed{5}"  # the attempt already said 10
+    assert not F.revision_outcomes(run).set_index(["problem_id", "stage"]).loc[("p2", 1), "note_has_gold"]
+
+
 def test_execution_failures_heuristic():
     o = F.revision_outcomes(_run())
     strict = F.execution_failures(o)
