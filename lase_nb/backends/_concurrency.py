@@ -5,7 +5,7 @@ from __future__ import annotations
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from typing import Callable, NoReturn, Sequence, TypeVar
 
-from ..errors import BackendError, LaseError
+from ..errors import BackendError, ConfigError, LaseError
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -71,3 +71,15 @@ def _reraise(e: Exception, i: int, n: int, label: str) -> NoReturn:
     if isinstance(e, LaseError):
         raise e
     raise BackendError(f"{where} failed: {type(e).__name__}: {e}") from e
+
+
+def check_call_limits(backend: str, model: str, concurrency: int, timeout: float, max_retries: int) -> None:
+    """The API backends' shared argument checks, each failure a ConfigError naming the fix."""
+    if not model:
+        raise ConfigError(f"{backend} needs a model name (--model)")
+    if concurrency < 1:
+        raise ConfigError(f"concurrency must be >= 1, got {concurrency}")
+    if not timeout or timeout <= 0:
+        raise ConfigError(f"timeout must be > 0 seconds, got {timeout}")
+    if max_retries < 0:
+        raise ConfigError(f"max_retries must be >= 0, got {max_retries}")

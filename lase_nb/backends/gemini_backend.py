@@ -33,7 +33,7 @@ from typing import Any, Sequence
 
 from ..errors import BackendError, ConfigError, MissingAPIKey
 from ..types import ENTROPY_NONE, ENTROPY_TOPK_RESIDUAL, Generation, GenParams, Message, TokenLogprob
-from ._concurrency import run_ordered
+from ._concurrency import check_call_limits, run_ordered
 from .base import ResultHook, public_url
 
 #: Largest ``logprobs`` (top-k) requested from Gemini.
@@ -111,14 +111,7 @@ class GeminiBackend:
         *,
         retry_initial_delay: float = 1.0,
     ) -> None:
-        if not model:
-            raise ConfigError("GeminiBackend needs a model name")
-        if concurrency < 1:
-            raise ConfigError(f"concurrency must be >= 1, got {concurrency}")
-        if not timeout or timeout <= 0:
-            raise ConfigError(f"timeout must be > 0 seconds, got {timeout}")
-        if max_retries < 0:
-            raise ConfigError(f"max_retries must be >= 0, got {max_retries}")
+        check_call_limits("GeminiBackend", model, concurrency, timeout, max_retries)
         if retry_initial_delay < 0:
             raise ConfigError(f"retry_initial_delay must be >= 0, got {retry_initial_delay}")
         from google import genai  # imported here so that the package imports without API extras

@@ -38,7 +38,7 @@ from urllib.parse import urlparse
 
 from ..errors import BackendError, ConfigError, MissingAPIKey
 from ..types import ENTROPY_NONE, ENTROPY_TOPK_RESIDUAL, Generation, GenParams, Message, TokenLogprob
-from ._concurrency import run_ordered
+from ._concurrency import check_call_limits, run_ordered
 from .base import ResultHook, public_url
 
 #: OpenAI accepts at most this many ``top_logprobs``.
@@ -125,14 +125,7 @@ class OpenAIBackend:
         timeout: float = 60,
         max_retries: int = 4,
     ) -> None:
-        if not model:
-            raise ConfigError("OpenAIBackend needs a model name")
-        if concurrency < 1:
-            raise ConfigError(f"concurrency must be >= 1, got {concurrency}")
-        if not timeout or timeout <= 0:
-            raise ConfigError(f"timeout must be > 0 seconds, got {timeout}")
-        if max_retries < 0:
-            raise ConfigError(f"max_retries must be >= 0, got {max_retries}")
+        check_call_limits("OpenAIBackend", model, concurrency, timeout, max_retries)
         import openai  # imported here so that the package imports without API extras
 
         key = resolve_api_key(base_url, api_key)
