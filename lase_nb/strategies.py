@@ -381,26 +381,30 @@ def lase_shuffled(problem: Problem, cfg: StrategyConfig) -> Episode:
     return (yield from lase(problem, replace(cfg, shuffle_supporters=True), name="lase-shuffled"))
 
 
+def gather(episodes: list[Episode]) -> Generator[list[Call], list[Generation], list[ProblemResult]]:
+    """Step several episodes together: each round yields all their pending calls as one batch."""
+    results: list[ProblemResult | None] = [None] * len(episodes)
+    pending = {j: next(ep) for j, ep in enumerate(episodes)}
+    while pending:
+        order = sorted(pending)
+        gens = yield [c for j in order for c in pending[j]]
+        pos, still = 0, {}
+        for j in order:
+            n = len(pending[j])
+            try:
+                still[j] = episodes[j].send(gens[pos:pos + n])
+            except StopIteration as done:
+                results[j] = done.value
+            pos += n
+        pending = still
+    return results  # type: ignore[return-value]
+
+
 def lase_mv(problem: Problem, cfg: StrategyConfig) -> Episode:
     """LASE+MV: ``lase_chains`` independent LASE chains (sampled leaders), majority vote over outputs."""
     chains = [lase(problem, replace(cfg, full_chain=False), sample=j, temperature=cfg.temperature,
                    name="lase") for j in range(cfg.lase_chains)]
-    results: list[ProblemResult | None] = [None] * len(chains)
-    pending = {j: next(ch) for j, ch in enumerate(chains)}
-    while pending:
-        order = sorted(pending)
-        batch = [c for j in order for c in pending[j]]
-        gens = yield batch
-        pos = 0
-        new_pending = {}
-        for j in order:
-            n = len(pending[j])
-            try:
-                new_pending[j] = chains[j].send(gens[pos:pos + n])
-            except StopIteration as stop:
-                results[j] = stop.value
-            pos += n
-        pending = new_pending
+    results = yield from gather(chains)
     recs = []
     for j, r in enumerate(results):
         for c in r.calls:  # recording_calls is empty: chains run without full_chain

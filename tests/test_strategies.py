@@ -189,3 +189,19 @@ def test_replay_equals_live_run(local_engine):
             assert r.answer == row.answer or (r.answer is None and pd.isna(row.answer))
             assert r.correct == row.correct
             assert r.prompt_tokens == row.prompt_tokens and r.completion_tokens == row.completion_tokens
+
+
+def test_lase_mv_runs_chains_together_and_votes():
+    answers = {0: "\\boxed{4}", 1: "\\boxed{5}", 2: "\\boxed{4}"}
+
+    def responder(messages, params):
+        if role_of(messages) == "leader":  # chain j is sample j: confident, answers differ by chain
+            return Reply(answers[params["seed"] or 0], 0.99)
+        return Reply("\\boxed{4}", 0.99)
+
+    with OpenAIWireServer(responder=responder) as srv:
+        (res,) = run_problems("lase-mv", [PROBLEM], engine_for(srv), StrategyConfig(lase_chains=3),
+                              progress=False)
+        assert srv.request_count == 3  # one confident leader call per chain, sent as one batch
+    assert res.extra["chain_answers"] == ["4", "5", "4"] and res.answer == "4" and res.correct
+    assert {c.agent for c in res.calls} == {"chain0.leader", "chain1.leader", "chain2.leader"}
