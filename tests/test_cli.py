@@ -12,14 +12,14 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
 import pytest
 
 from lase_nb import cli
 from lase_nb.datasets import arithmetic_problems
-from lase_nb.prompts import SUPPORTER_SYSTEM
 from lase_nb.types import Problem
+from tests.responders import oracle
 from tests.wire_servers import GeminiWireServer, OpenAIWireServer, Reply
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -54,29 +54,6 @@ def assert_one_line_error(rc: int, err: str, *needles: str) -> str:
     for n in needles:
         assert n in lines[0], f"{n!r} not in {lines[0]!r}"
     return lines[0]
-
-
-def oracle(problems: list[Problem], p_first: float = 0.3, p_revised: float = 0.99) -> Callable[..., Reply]:
-    """A responder that knows each problem's gold answer.
-
-    The leader's first answer is right but unsure (``p_first`` on every token), supporters write a
-    short note, a revision is right and sure: LASE with default thresholds makes 3 calls a problem.
-    """
-    golds = {p.question: p.gold for p in problems}
-
-    def responder(messages: list[dict[str, str]], params: dict[str, Any]) -> Reply:
-        system = messages[0]["content"] if messages[0]["role"] == "system" else ""
-        if system in SUPPORTER_SYSTEM.values():
-            return Reply("Check each step once more.", 0.9)
-        text = "\n".join(m["content"] for m in messages)
-        found = [q for q in golds if q in text]
-        if not found:
-            return Reply("I cannot tell.", 0.9)
-        gold = golds[max(found, key=len)]
-        revised = "from a reviewer" in messages[-1]["content"]
-        return Reply(f"Working it out step by step.\n\\boxed{{{gold}}}", p_revised if revised else p_first)
-
-    return responder
 
 
 def files_under(*roots: Path) -> list[Path]:

@@ -15,7 +15,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable
 
 import pytest
 
@@ -26,10 +26,10 @@ from lase_nb.cache import CallCache
 from lase_nb.datasets import arithmetic_problems
 from lase_nb.engine import Engine
 from lase_nb.errors import BackendError, LogprobsUnavailable
-from lase_nb.prompts import SUPPORTER_SYSTEM
 from lase_nb.runner import run_problems
 from lase_nb.strategies import ProblemResult, StrategyConfig
 from lase_nb.types import Generation, Problem
+from tests.responders import oracle
 from tests.wire_servers import GeminiWireServer, OpenAIWireServer, Reply, start_subprocess
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -42,26 +42,6 @@ SERVERS = {"openai": OpenAIWireServer, "gemini": GeminiWireServer}
 
 
 # ------------------------------------------------------------------------------------------ helpers
-def oracle(problems: Iterable[Problem], p_first: float = 0.3, p_revised: float = 0.99) -> Callable[..., Reply]:
-    """A responder that knows the gold answers: the leader's first answer is right but unsure,
-    supporters write a note, a revision is right and sure (so LASE stops after one supporter)."""
-    golds = {p.question: p.gold for p in problems}
-
-    def responder(messages: list[dict[str, str]], params: dict[str, Any]) -> Reply:
-        system = messages[0]["content"] if messages[0]["role"] == "system" else ""
-        if system in SUPPORTER_SYSTEM.values():
-            return Reply("Check each step once more.", 0.9)
-        text = "\n".join(m["content"] for m in messages)
-        found = [q for q in golds if q in text]
-        if not found:
-            return Reply("I cannot tell.", 0.9)
-        revised = "from a reviewer" in messages[-1]["content"]
-        return Reply(f"Working it out step by step.\n\\boxed{{{golds[max(found, key=len)]}}}",
-                     p_revised if revised else p_first)
-
-    return responder
-
-
 class FaultsAfter:
     """Wraps a responder: once it has answered ``k`` requests, queue ``faults`` on the server.
 
