@@ -8,7 +8,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import shlex
 import sys
 from dataclasses import asdict, replace
