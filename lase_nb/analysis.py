@@ -19,17 +19,22 @@ from .errors import DataError
 
 
 def summarize(problems: pd.DataFrame) -> pd.DataFrame:
-    """Per strategy: problems, accuracy, unparsed share, average and total tokens (both kinds)."""
+    """Per strategy: problems, accuracy (with the extraction step, and strict), unparsed share,
+    average and total tokens (both kinds), calls, and the share of calls that hit their token cap."""
     g = problems.groupby("strategy", sort=False)
     out = pd.DataFrame({
         "problems": g.size(),
         "accuracy": g["correct"].mean(),
+        "accuracy_strict": (g["correct_strict"].mean() if "correct_strict" in problems
+                            else g["correct"].mean()),
         "unparsed": 1 - g["parsed"].mean(),
         "avg_completion_tokens": g["completion_tokens"].mean(),
         "avg_total_tokens": g["total_tokens"].mean(),
         "total_tokens": g["total_tokens"].sum(),
         "avg_calls": g["n_calls"].mean(),
     })
+    if "cap_hits" in problems:
+        out["cap_hit_rate"] = g["cap_hits"].sum() / g["n_calls"].sum()
     if "stop_stage" in problems and problems["stop_stage"].notna().any():
         out["escalation_rate"] = g["stop_stage"].apply(lambda s: (s > 0).mean() if s.notna().all() else np.nan)
     return out
@@ -170,23 +175,38 @@ def sweep(chains: Chains, tau_lp: Sequence[float], tau_h: Sequence[float]) -> pd
                          "escalation_rate": m["escalation_rate"].ravel()})
 
 
-def fixed_policies(chains: Chains) -> pd.DataFrame:
-    """Leader-only (pi_solo), always-interact (pi_full) and the oracle gate, from the same recording.
+def cap_hits(calls: pd.DataFrame) -> pd.DataFrame:
+    """Per strategy and role: calls, how many stopped at their token cap, and the rate."""
+    hit = calls["finish_reason"].eq("length")
+    g = calls.assign(hit_cap=hit).groupby(["strategy", "role"], sort=False)["hit_cap"]
+    return pd.DataFrame({"calls": g.size(), "cap_hits": g.sum(), "rate": g.mean()}).reset_index()
 
-    The oracle escalates exactly the problems where the full chain ends right and the solo
-    answer was wrong: an upper bound no confidence gate can beat at its cost.
+
+def oracle_stops(chains: Chains) -> np.ndarray:
+    """THE oracle: stop at the first stage whose answer is right (stage 0 if none is).
+
+    It knows which answers are right and escalates a wrongly answered problem exactly as far as
+    its first right stage (tokens are cumulative, so that is the cheapest right stop): no
+    stopping rule reaches a higher accuracy, and none reaches it for fewer tokens.
     """
+    c = chains.correct
+    return np.where(c.any(axis=1), c.argmax(axis=1), 0)
+
+
+def fixed_policies(chains: Chains) -> pd.DataFrame:
+    """Leader-only (pi_solo), always-interact (pi_full) and the oracle (:func:`oracle_stops`),
+    from the same recording."""
     last = chains.n_stages - 1
-    oracle_esc = ~chains.correct[:, 0] & chains.correct[:, last]
+    rows = np.arange(len(chains.problem_ids))
+    stop = oracle_stops(chains)
     tok = chains.total_tokens
     return pd.DataFrame([
         {"policy": "solo", "accuracy": chains.correct[:, 0].mean(), "avg_tokens": tok[:, 0].mean(),
          "escalation_rate": 0.0},
         {"policy": "always-interact", "accuracy": chains.correct[:, last].mean(),
          "avg_tokens": tok[:, last].mean(), "escalation_rate": 1.0},
-        {"policy": "oracle gate", "accuracy": (chains.correct[:, 0] | oracle_esc).mean(),
-         "avg_tokens": np.where(oracle_esc, tok[:, last], tok[:, 0]).mean(),
-         "escalation_rate": oracle_esc.mean()},
+        {"policy": "oracle", "accuracy": chains.correct[rows, stop].mean(),
+         "avg_tokens": tok[rows, stop].mean(), "escalation_rate": (stop > 0).mean()},
     ])
 
 

@@ -52,6 +52,11 @@ def _open_cache(args):
                           f"pass --cache with a writable SQLite file path") from None
 
 
+def _examples(args) -> int:
+    """Worked examples per prompt: as given, else 2 for the local model and 0 for API backends."""
+    return args.examples if args.examples is not None else (2 if args.backend == "local" else 0)
+
+
 def cmd_ask(args) -> int:
     from .confidence import measure
     from .engine import Call
@@ -60,7 +65,8 @@ def cmd_ask(args) -> int:
     problem = Problem("ask", args.question, gold="", kind=args.kind)
     engine = _engine(args, cache=not args.no_cache)
     params = GenParams(max_tokens=args.max_tokens, top_logprobs=args.top_logprobs)
-    (gen,) = engine.run([Call("solver", 0, solver_messages(problem), params)])
+    examples = _examples(args)
+    (gen,) = engine.run([Call("solver", 0, solver_messages(problem, examples=examples), params)])
     conf = measure(gen, problem.kind)
     print(gen.text.strip())
     print("-" * 60)
@@ -77,8 +83,12 @@ def cmd_ask(args) -> int:
 
 def _strategy_config(args):
     from .strategies import StrategyConfig
+    examples = _examples(args)
     cfg = StrategyConfig(tau_lp=args.tau_lp, tau_h=args.tau_h, full_chain=args.full_chain,
-                         seed=args.seed, max_tokens=args.max_tokens, down_final=args.down_final)
+                         seed=args.seed, max_tokens=args.max_tokens,
+                         supporter_max_tokens=args.supporter_max_tokens, down_final=args.down_final,
+                         down_gate=args.down_gate, rounds=args.rounds, examples=examples,
+                         extract_answers=not args.no_extract, top_logprobs=args.top_logprobs)
     if args.samples is not None:
         cfg = replace(cfg, n_samples=args.samples, lase_chains=args.samples)
     return cfg.validate()
@@ -182,6 +192,10 @@ def cmd_notebooks(args) -> int:
     return 0
 
 
+EXAMPLES_HELP = ("worked examples per prompt, recorded in the manifest (default: 2 for the local "
+                 "model, which needs them to box its answers; 0 for API backends, as in the papers)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     from .strategies import StrategyConfig
     d = StrategyConfig()
@@ -193,7 +207,8 @@ def build_parser() -> argparse.ArgumentParser:
     _backend_args(a)
     a.add_argument("--kind", default="number", choices=["number", "math", "choice"])
     a.add_argument("--max-tokens", type=int, default=192)
-    a.add_argument("--top-logprobs", type=int, default=5)
+    a.add_argument("--top-logprobs", type=int, default=d.top_logprobs)
+    a.add_argument("--examples", type=int, default=None, choices=[0, 1, 2], help=EXAMPLES_HELP)
     a.add_argument("--no-cache", action="store_true", help="always call the model")
     a.add_argument("--cache", default=None, help="cache file (default $LASE_CACHE or ~/.cache/lase_nb)")
     a.add_argument("--cache-mode", default="use", help=CACHE_HELP)
@@ -212,7 +227,21 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--tau-h", type=float, default=d.tau_h, help="gate: max answer-token entropy (nats)")
     r.add_argument("--samples", type=int, default=None, help="N for mv (default 7) and lase-mv (default 5)")
     r.add_argument("--down-final", default=d.down_final, help="DOWN final answer: vote or judge")
-    r.add_argument("--max-tokens", type=int, default=d.max_tokens)
+    r.add_argument("--down-gate", default=d.down_gate, choices=["mean-prob", "answer-span"],
+                   help="DOWN's gate: its own mean token probability of the whole first response "
+                        "(default), or LASE's answer-span gate (a labelled variant, 'down-answer-span')")
+    r.add_argument("--rounds", type=int, default=d.rounds,
+                   help=f"MAD / DOWN rounds in all, the first being the independent answers: MAD makes "
+                        f"agents x rounds calls ({d.n_agents} x {d.rounds} = {d.n_agents * d.rounds}, "
+                        f"Du et al.'s reference setting)")
+    r.add_argument("--examples", type=int, default=None, choices=[0, 1, 2], help=EXAMPLES_HELP)
+    r.add_argument("--no-extract", action="store_true",
+                   help="no answer-extraction step: a leader response without \\boxed{} stays unanswered")
+    r.add_argument("--top-logprobs", type=int, default=d.top_logprobs,
+                   help="top-k alternatives per token for the entropy estimate of API backends")
+    r.add_argument("--max-tokens", type=int, default=d.max_tokens, help="token cap of leader calls")
+    r.add_argument("--supporter-max-tokens", type=int, default=d.supporter_max_tokens,
+                   help="token cap of supporter calls")
     r.add_argument("--window", type=int, default=32, help="problems in flight at once")
     r.add_argument("--cache", default=None, help="cache file (default $LASE_CACHE or ~/.cache/lase_nb)")
     r.add_argument("--cache-mode", default="use", help=CACHE_HELP)

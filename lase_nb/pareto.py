@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from . import reference
-from .analysis import Chains, fixed_policies, pareto_front, sweep
+from .analysis import Chains, fixed_policies, oracle_stops, pareto_front, sweep
 from .errors import DataError
 from .stats import choose_thresholds, split_halves, wilson_interval
 
@@ -82,8 +82,8 @@ def oracle_frontier(chains: Chains) -> pd.DataFrame:
     """
     n = len(chains.problem_ids)
     c, tok = chains.correct, chains.total_tokens
-    fixable = ~c[:, 0] & c.any(axis=1)
-    first = c.argmax(axis=1)
+    first = oracle_stops(chains)
+    fixable = ~c[:, 0] & (first > 0)
     extra = np.sort((tok[np.arange(n), first] - tok[:, 0])[fixable])
     k = np.arange(len(extra) + 1)
     return pd.DataFrame({"escalated": k, "accuracy": (c[:, 0].sum() + k) / n,
@@ -122,7 +122,7 @@ def _with_ci(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def policy_points(chains: Chains) -> pd.DataFrame:
-    """Solo, always-interact and the oracle gate (:func:`lase_nb.analysis.fixed_policies`) with n and 95% CIs."""
+    """Solo, always-interact and the oracle (:func:`lase_nb.analysis.fixed_policies`) with n and 95% CIs."""
     return _with_ci(fixed_policies(chains).assign(n=len(chains.problem_ids)))
 
 
@@ -429,7 +429,7 @@ def draw_frontier(ax, grid: pd.DataFrame, policies: pd.DataFrame, oracle: pd.Dat
             zorder=3)
     end = oracle.iloc[-1]  # a ring at the oracle's best point keeps it visible when the staircase is one step
     ax.plot([end["avg_tokens"]], [end["accuracy"]], ls="--", color=ORACLE_COLOR, lw=2.2, marker="o", ms=20,
-            mfc="none", mew=2.2, zorder=7, label="oracle gate: knows which answers are right (upper bound)")
+            mfc="none", mew=2.2, zorder=7, label="oracle: stops at the first right stage (upper bound)")
     pts = [policies[policies["policy"].isin(["solo", "always-interact"])].rename(columns={"policy": "strategy"})]
     if baselines is not None and len(baselines):
         pts.append(baselines)

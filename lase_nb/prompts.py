@@ -1,10 +1,11 @@
-"""Every instruction the models see, in one place (our own wording of METHOD.md section 3).
+"""Every instruction the models see, in one place (our own wording of the LASE paper's roles; see chapter 03).
 
 Four roles share one model: the leader (the only one allowed to write ``\\boxed{}``), the
 devil's advocate, the collaborator and the senior expert. Baselines (majority vote, debate,
 mixture-of-agents, DOWN) reuse the solver prompt so that every strategy starts from the same
-single-agent behaviour. Small models need worked examples to box their answers (DESIGN.md),
-so the solver sees two short worked examples as earlier chat turns, chosen by problem kind.
+single-agent behaviour. Small models need worked examples to box their answers, so by default the solver sees two
+short worked examples as earlier chat turns, chosen by problem kind; ``examples=0`` gives the
+papers' zero-shot prompts (the command line's default for API backends).
 """
 
 from __future__ import annotations
@@ -38,27 +39,61 @@ WORKED_EXAMPLES: dict[str, list[tuple[str, str]]] = {
     ],
 }
 
-#: Instructions for the three supporters, in the order LASE calls them.
-SUPPORTER_SYSTEM: dict[str, str] = {
+#: What each supporter is for, in the order LASE calls them (our wording of the paper's intents).
+SUPPORTER_ROLE: dict[str, str] = {
     "devil": (
-        "You are a devil's advocate reviewing someone else's solution. Point out its weakest "
-        "step, any hidden assumption, and any case it may have missed. Only report real problems: "
-        "if a step is correct, say so. Do not solve the problem yourself and do not state a final "
-        "answer; never write \\boxed{}."
+        "You are a devil's advocate. Your job is to attack someone else's solution, not to approve "
+        "it. Find its weakest step and say why it might fail; name any hidden assumption and any "
+        "case it ignores; ask for a justification of every step whose reason is not written "
+        "down. Recompute each calculation yourself. Never just say the solution looks correct, "
+        "and never invent a mistake that is not there: if a step survives your check, say what "
+        "you checked and move on to the next risk."
     ),
     "collaborator": (
-        "You are a helpful collaborator. You see a problem, a current attempt and a critique of it. "
-        "Suggest a hint or a better strategy that would help the solver get it right. Give hints "
-        "only: do not state the final answer and never write \\boxed{}."
+        "You are a collaborator. Help the solver get this problem right: suggest a hint, a "
+        "check, or a better way to organise the work. Hints only: you do not solve it for them."
     ),
     "expert": (
-        "You are a senior expert. You see a problem, a current attempt, a critique and hints. "
-        "Name the key concept the attempt is missing and explain why its reasoning may be flawed. "
-        "Do not state the final answer and never write \\boxed{}."
+        "You are a senior expert. Name the key idea the attempt is missing or misusing and "
+        "explain why its reasoning may be flawed, as a teacher would. Explain; do not solve."
     ),
 }
+#: The part of every supporter instruction that keeps the answer with the leader.
+SUPPORTER_RULES = ("Do not state the final answer and never write \\boxed{}; only the solver "
+                   "may give the answer.")
 SUPPORTERS: tuple[str, ...] = ("devil", "collaborator", "expert")
 SUPPORTER_TITLES = {"devil": "Critique", "collaborator": "Hints", "expert": "Expert note"}
+SUPPORTER_TASKS = {"devil": "Write your critique.", "collaborator": "Write your hints.",
+                   "expert": "Write your expert note."}
+
+
+def supporter_system(role: str, critique: bool = False, hints: bool = False) -> str:
+    """A supporter's instruction, describing exactly the inputs this call shows it.
+
+    In the paper's order the collaborator also sees the devil's critique and the expert sees
+    the critique and the hints; with a shuffled order a supporter may see fewer notes, and its
+    instruction says so instead of promising inputs it does not get.
+    """
+    seen = ["the problem", "the solver's current attempt"]
+    if critique:
+        seen.append("a critique of it")
+    if hints:
+        seen.append("hints from a collaborator")
+    listing = ", ".join(seen[:-1]) + " and " + seen[-1]
+    return f"{SUPPORTER_ROLE[role]} You are shown {listing}. {SUPPORTER_RULES}"
+
+
+#: Back-compatible view: each supporter's instruction as it reads in the paper's order.
+SUPPORTER_SYSTEM: dict[str, str] = {
+    "devil": supporter_system("devil"),
+    "collaborator": supporter_system("collaborator", critique=True),
+    "expert": supporter_system("expert", critique=True, hints=True),
+}
+
+#: The answer-extraction step: asked only when a leader's response has no extractable answer.
+EXTRACT_REQUEST = "Your reply ended without a final answer. Write only the final answer inside \\boxed{}."
+#: Where a backend that can prefill (the local model) starts the extraction reply.
+EXTRACT_PREFIX = "Final answer: \\boxed{"
 
 REVISE_REQUEST = (
     "{title} from a reviewer:\n{note}\n\n"
@@ -74,7 +109,7 @@ PEERS_REQUEST = (
 
 PEERS_WITH_CONFIDENCE_REQUEST = (
     "Here are the answers of other agents to the same problem, each with the agent's confidence "
-    "(the probability its model gave to its own answer):\n\n{peers}\n\n"
+    "(the average probability its model gave to the tokens of its response):\n\n{peers}\n\n"
     "Weigh their reasoning and their confidence, check your own, and give an updated solution. "
     "End with the final answer alone inside \\boxed{{}}."
 )
@@ -91,23 +126,30 @@ JUDGE_SYSTEM = (
 )
 
 
-def _examples(kind: str) -> list[Message]:
+#: Worked examples per prompt by default (the embedded model needs them to box its answers; the
+#: papers' agents are zero-shot, so the command line turns them off for API backends).
+DEFAULT_EXAMPLES = 2
+
+
+def _examples(kind: str, n: int = DEFAULT_EXAMPLES) -> list[Message]:
     turns: list[Message] = []
-    for user, assistant in WORKED_EXAMPLES.get(kind, WORKED_EXAMPLES["number"]):
+    for user, assistant in WORKED_EXAMPLES.get(kind, WORKED_EXAMPLES["number"])[:n]:
         turns += [{"role": "user", "content": user}, {"role": "assistant", "content": assistant}]
     return turns
 
 
-def solver_messages(problem: Problem, system: str = SOLVER_SYSTEM) -> list[Message]:
-    """The single-agent prompt: instruction, two worked examples, the problem."""
-    return [{"role": "system", "content": system}, *_examples(problem.kind),
+def solver_messages(problem: Problem, system: str = SOLVER_SYSTEM,
+                    examples: int = DEFAULT_EXAMPLES) -> list[Message]:
+    """The single-agent prompt: instruction, ``examples`` worked examples (0-2), the problem."""
+    return [{"role": "system", "content": system}, *_examples(problem.kind, examples),
             {"role": "user", "content": problem.prompt_text()}]
 
 
-def revise_messages(problem: Problem, attempt: str, role: str, note: str) -> list[Message]:
+def revise_messages(problem: Problem, attempt: str, role: str, note: str,
+                    examples: int = DEFAULT_EXAMPLES) -> list[Message]:
     """The leader sees its own attempt and one supporter's note, and answers again."""
     request = REVISE_REQUEST.format(title=SUPPORTER_TITLES[role], note=note)
-    return [*solver_messages(problem), {"role": "assistant", "content": attempt},
+    return [*solver_messages(problem, examples=examples), {"role": "assistant", "content": attempt},
             {"role": "user", "content": request}]
 
 
@@ -119,14 +161,15 @@ def supporter_messages(problem: Problem, role: str, attempt: str,
         parts.append(f"Critique:\n{critique}")
     if hints is not None:
         parts.append(f"Hints:\n{hints}")
-    parts.append({"devil": "Write your critique.", "collaborator": "Write your hints.",
-                  "expert": "Write your expert note."}[role])
-    return [{"role": "system", "content": SUPPORTER_SYSTEM[role]},
+    parts.append(SUPPORTER_TASKS[role])
+    system = supporter_system(role, critique=critique is not None, hints=hints is not None)
+    return [{"role": "system", "content": system},
             {"role": "user", "content": "\n\n".join(parts)}]
 
 
 def peers_messages(problem: Problem, own: str, peers: list[str],
-                   confidences: list[float | None] | None = None) -> list[Message]:
+                   confidences: list[float | None] | None = None,
+                   examples: int = DEFAULT_EXAMPLES) -> list[Message]:
     """A debater sees its previous answer and its peers' answers (with confidences for DOWN)."""
     if confidences is None:
         listing = "\n\n".join(f"Agent {i + 1}:\n{p}" for i, p in enumerate(peers))
@@ -136,12 +179,23 @@ def peers_messages(problem: Problem, own: str, peers: list[str],
             f"Agent {i + 1} (confidence {'unknown' if c is None else f'{c:.2f}'}):\n{p}"
             for i, (p, c) in enumerate(zip(peers, confidences)))
         request = PEERS_WITH_CONFIDENCE_REQUEST.format(peers=listing)
-    return [*solver_messages(problem), {"role": "assistant", "content": own},
+    return [*solver_messages(problem, examples=examples), {"role": "assistant", "content": own},
             {"role": "user", "content": request}]
 
 
-def aggregate_messages(problem: Problem, candidates: list[str], system: str = AGGREGATE_SYSTEM) -> list[Message]:
+def aggregate_messages(problem: Problem, candidates: list[str], system: str = AGGREGATE_SYSTEM,
+                       examples: int = DEFAULT_EXAMPLES) -> list[Message]:
     """Mixture-of-Agents aggregator (and DOWN's judge): the problem plus candidate solutions."""
     listing = "\n\n".join(f"Candidate {i + 1}:\n{c}" for i, c in enumerate(candidates))
-    return [{"role": "system", "content": system}, *_examples(problem.kind),
+    return [{"role": "system", "content": system}, *_examples(problem.kind, examples),
             {"role": "user", "content": f"{problem.prompt_text()}\n\nCandidate solutions:\n\n{listing}"}]
+
+
+def extract_messages(messages: list[Message], response: str) -> list[Message]:
+    """The answer-extraction step: the leader's call, its reply, and a request for the answer alone.
+
+    Backends that can prefill an assistant turn (the local model) start the reply with
+    :data:`EXTRACT_PREFIX` (passed as ``GenParams.prefix``); API backends see the request alone.
+    """
+    return [*messages, {"role": "assistant", "content": response},
+            {"role": "user", "content": EXTRACT_REQUEST}]

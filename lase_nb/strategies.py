@@ -23,6 +23,9 @@ from .types import Generation, GenParams, Problem
 
 Episode = Generator[list[Call], list[Generation], "ProblemResult"]
 
+#: Role of the answer-extraction step's calls (see :func:`_answer`).
+EXTRACT_ROLE = "extract"
+
 
 @dataclass(frozen=True)
 class StrategyConfig:
@@ -36,15 +39,19 @@ class StrategyConfig:
     n_samples: int = 7  # majority vote
     lase_chains: int = 5  # LASE+MV
     n_agents: int = 3  # MAD, DOWN
-    rounds: int = 2  # MAD / DOWN reading rounds
+    rounds: int = 2  # MAD / DOWN: rounds in all, the first being the independent answers
     moa_layers: int = 2
     moa_proposers: int = 3
-    down_threshold: float = 0.8  # DOWN: accept the first answer when its confidence >= this
+    down_threshold: float = 0.8  # DOWN: debate when the first response's confidence is <= this
+    down_gate: str = "mean-prob"  # DOWN's own score; "answer-span" = LASE's gate (a labelled variant)
     down_final: str = "vote"  # DOWN: "vote" or "judge"
     temperature: float = 0.7  # for independent samples (MV, debaters, proposers, LASE+MV chains)
-    max_tokens: int = 128
-    supporter_max_tokens: int = 80
-    top_logprobs: int = 5
+    max_tokens: int = 384  # leader / solver calls (sized so revisions rarely hit it, see chapter 03)
+    supporter_max_tokens: int = 256
+    extract_max_tokens: int = 24  # the answer-extraction step writes the answer alone
+    extract_answers: bool = True  # leader: ask for the answer alone when a response has none
+    examples: int = prompts.DEFAULT_EXAMPLES  # worked examples per prompt (0 = the papers' zero-shot)
+    top_logprobs: int = 20
     seed: int = 0
 
     def validate(self) -> "StrategyConfig":
@@ -57,9 +64,19 @@ class StrategyConfig:
             (self.rounds >= 1, f"rounds must be >= 1, got {self.rounds}"),
             (self.moa_layers >= 1 and self.moa_proposers >= 1, "moa_layers and moa_proposers must be >= 1"),
             (0.0 <= self.down_threshold <= 1.0, f"down_threshold must be in [0, 1], got {self.down_threshold}"),
+            (self.down_gate in DOWN_GATES,
+             f"down_gate must be one of {', '.join(DOWN_GATES)}, got {self.down_gate!r}"),
+            (0 <= self.examples <= len(prompts.WORKED_EXAMPLES["number"]),
+             f"examples must be 0, 1 or 2 worked examples per prompt, got {self.examples}"),
+            (self.top_logprobs >= 1 or math.isinf(self.tau_h),
+             f"top_logprobs={self.top_logprobs} leaves API backends no alternatives to estimate the "
+             "entropy from, so every H_max would be unknown and every problem would escalate; use "
+             "top_logprobs >= 1 (20 is the usual maximum) or turn the entropy gate off with tau_h=inf"),
+            (self.top_logprobs >= 0, f"top_logprobs must be >= 0, got {self.top_logprobs}"),
             (self.down_final in ("vote", "judge"), f"down_final must be 'vote' or 'judge', got {self.down_final!r}"),
             (self.temperature >= 0.0, f"temperature must be >= 0, got {self.temperature}"),
-            (self.max_tokens >= 1 and self.supporter_max_tokens >= 1, "max_tokens must be >= 1"),
+            (min(self.max_tokens, self.supporter_max_tokens, self.extract_max_tokens) >= 1,
+             "max_tokens, supporter_max_tokens and extract_max_tokens must be >= 1"),
             (sorted(self.supporter_order) == sorted(prompts.SUPPORTERS),
              f"supporter_order must be a permutation of {prompts.SUPPORTERS}"),
         ]
@@ -71,6 +88,15 @@ class StrategyConfig:
     def params(self, *, sample: int = 0, temperature: float = 0.0, supporter: bool = False) -> GenParams:
         return GenParams(temperature=temperature, sample=sample, top_logprobs=self.top_logprobs,
                          max_tokens=self.supporter_max_tokens if supporter else self.max_tokens)
+
+    def extract_params(self, sample: int = 0) -> GenParams:
+        """The answer-extraction step: greedy, short, prefilled with the answer's opening."""
+        return GenParams(temperature=0.0, sample=sample, top_logprobs=self.top_logprobs,
+                         max_tokens=self.extract_max_tokens, prefix=prompts.EXTRACT_PREFIX)
+
+
+#: DOWN's gates: its own whole-response mean token probability, or LASE's answer-span p_min.
+DOWN_GATES = ("mean-prob", "answer-span")
 
 
 @dataclass
@@ -91,6 +117,12 @@ class CallRecord:
     p_min: float | None = None
     h_max: float | None = None
     leaked: int = 0  # boxed answers removed from a supporter's message
+    mean_prob: float | None = None  # DOWN's score: mean token probability of the whole response
+
+    @property
+    def hit_cap(self) -> bool:
+        """Whether the call stopped at its ``max_tokens`` cap (finish reason ``length``)."""
+        return self.finish_reason == "length"
 
 
 @dataclass
@@ -106,6 +138,9 @@ class StageRecord:
     uncertain: bool
     prompt_tokens: int  # cumulative, all calls up to and including this stage
     completion_tokens: int
+    answer_strict: str | None = None  # the answer in the leader's own response (no extraction step)
+    correct_strict: bool = False
+    extracted: bool = False  # the answer came from the extraction step
 
 
 @dataclass
@@ -119,6 +154,12 @@ class ProblemResult:
     stop_stage: int | None = None
     recording_calls: list[CallRecord] = field(default_factory=list)  # full-chain calls past the stop
     extra: dict[str, Any] = field(default_factory=dict)
+    answer_strict: str | None = None  # strict grading: the extraction step's answers not counted
+    correct_strict: bool = False
+
+    def __post_init__(self) -> None:
+        if not any(c.role == EXTRACT_ROLE for c in self.calls):  # nothing was extracted: the same
+            self.answer_strict, self.correct_strict = self.answer, self.correct
 
     @property
     def parsed(self) -> bool:
@@ -156,6 +197,13 @@ def _confidence(gen: Generation, kind: str, required: bool) -> Confidence:
         return Confidence(ex.text if ex else None, None, None, 0, "none")
 
 
+def mean_token_prob(gen: Generation) -> float | None:
+    """DOWN's confidence: the mean token probability over the whole response, (1/|r|) sum_i P(t_i)."""
+    if not gen.tokens:
+        return None
+    return sum(math.exp(t.logprob) for t in gen.tokens) / len(gen.tokens)
+
+
 def _record(call: Call, gen: Generation, conf: Confidence | None = None, leaked: int = 0) -> CallRecord:
     return CallRecord(
         role=call.role, stage=call.stage, agent=call.agent, prompt_tokens=gen.prompt_tokens,
@@ -163,7 +211,7 @@ def _record(call: Call, gen: Generation, conf: Confidence | None = None, leaked:
         finish_reason=gen.finish_reason, reads=call.reads, text=gen.text,
         answer=conf.answer if conf else None,
         p_min=None if conf is None or conf.lp_min is None else math.exp(conf.lp_min),
-        h_max=conf.h_max if conf else None, leaked=leaked)
+        h_max=conf.h_max if conf else None, leaked=leaked, mean_prob=mean_token_prob(gen))
 
 
 def majority_vote(answers: list[str | None], kind: str, scores: list[float | None] | None = None) -> str | None:
@@ -198,18 +246,39 @@ def _finish(problem: Problem, name: str, answer: str | None, calls: list[CallRec
 # ---------------------------------------------------------------- strategies
 
 
+def _answer(problem: Problem, cfg: StrategyConfig, call: Call, gen: Generation, *, required: bool,
+            sample: int = 0) -> Generator[list[Call], list[Generation], tuple[Confidence, Confidence, list[CallRecord]]]:
+    """A leader's answer, with the answer-extraction step when its response has none.
+
+    Returns ``(confidence, strict confidence, records)``: the first is measured on the
+    extraction step's answer tokens when the step ran (and gates LASE), the second on the
+    response alone (strict grading). The step is its own call, counted and recorded.
+    """
+    conf = _confidence(gen, problem.kind, required)
+    recs = [_record(call, gen, conf)]
+    if conf.answer is not None or not cfg.extract_answers:
+        return conf, conf, recs
+    xcall = Call(EXTRACT_ROLE, call.stage, prompts.extract_messages(call.messages, gen.text),
+                 cfg.extract_params(sample), agent=call.agent)
+    (xgen,) = yield [xcall]
+    xconf = _confidence(xgen, problem.kind, required)
+    recs.append(_record(xcall, xgen, xconf))
+    return xconf, conf, recs
+
+
 def single(problem: Problem, cfg: StrategyConfig) -> Episode:
-    """The leader's first answer, greedy."""
-    call = Call("solver", 0, prompts.solver_messages(problem), cfg.params())
+    """The leader's first answer, greedy (with the answer-extraction step when it has none)."""
+    call = Call("solver", 0, prompts.solver_messages(problem, examples=cfg.examples), cfg.params())
     (gen,) = yield [call]
-    conf = _confidence(gen, problem.kind, required=False)
-    return _finish(problem, "single", conf.answer, [_record(call, gen, conf)])
+    conf, strict, recs = yield from _answer(problem, cfg, call, gen, required=False)
+    return _finish(problem, "single", conf.answer, recs, answer_strict=strict.answer,
+                   correct_strict=grade(strict.answer, problem.gold, problem.kind))
 
 
 def _samples(problem: Problem, cfg: StrategyConfig, n: int, role: str,
              prefix: str | None = None, start: int = 0) -> list[Call]:
     """``n`` independent sampled answers to the solver prompt (sample indices ``start..``)."""
-    return [Call(role, 0, prompts.solver_messages(problem),
+    return [Call(role, 0, prompts.solver_messages(problem, examples=cfg.examples),
                  cfg.params(sample=i, temperature=cfg.temperature), agent=f"{prefix or role}{i}")
             for i in range(start, start + n)]
 
@@ -232,23 +301,29 @@ def _debate_round(problem: Problem, cfg: StrategyConfig, texts: list[str], stage
     for i in range(n):
         others = [j for j in range(n) if j != i]
         msgs = prompts.peers_messages(problem, texts[i], [texts[j] for j in others],
-                                      None if confidences is None else [confidences[j] for j in others])
+                                      None if confidences is None else [confidences[j] for j in others],
+                                      examples=cfg.examples)
         calls.append(Call("debater", stage, msgs, cfg.params(sample=i, temperature=cfg.temperature),
                           agent=f"agent{i}", reads=tuple(f"agent{j}" for j in others)))
     return calls
 
 
 def mad(problem: Problem, cfg: StrategyConfig) -> Episode:
-    """Multi-agent debate (Du et al.): ``n_agents`` answer, ``rounds`` of all-to-all reading, vote."""
+    """Multi-agent debate (Du et al.): ``n_agents`` x ``rounds`` calls, majority vote over the last round.
+
+    Round 1 is the agents' independent answers; each later round every agent reads the others'
+    latest responses and answers again. The defaults (3 agents, 2 rounds = 6 calls) are Du et
+    al.'s reference code as the LASE paper ran it.
+    """
     calls = _samples(problem, cfg, cfg.n_agents, "debater", prefix="agent")
     gens = yield calls
-    recs = []
-    for t in range(cfg.rounds + 1):
+    recs: list[CallRecord] = []
+    for t in range(1, cfg.rounds + 1):
         confs = [_confidence(g, problem.kind, required=False) for g in gens]
         recs += [_record(c, g, k) for c, g, k in zip(calls, gens, confs)]
         if t == cfg.rounds:
             break
-        calls = _debate_round(problem, cfg, [g.text for g in gens], t + 1)
+        calls = _debate_round(problem, cfg, [g.text for g in gens], t)
         gens = yield calls
     answer = majority_vote([k.answer for k in confs], problem.kind, [r.p_min for r in recs[-len(confs):]])
     return _finish(problem, "mad", answer, recs)
@@ -263,54 +338,69 @@ def moa(problem: Problem, cfg: StrategyConfig) -> Episode:
             calls = _samples(problem, cfg, cfg.moa_proposers, "proposer")
         else:
             prev = [f"proposer{i}" for i in range(len(texts))]
-            calls = [Call("proposer", layer, prompts.aggregate_messages(problem, texts),
+            calls = [Call("proposer", layer, prompts.aggregate_messages(problem, texts, examples=cfg.examples),
                           cfg.params(sample=i, temperature=cfg.temperature), agent=f"proposer{i}",
                           reads=tuple(prev)) for i in range(cfg.moa_proposers)]
         gens = yield calls
         recs += [_record(c, g, _confidence(g, problem.kind, required=False)) for c, g in zip(calls, gens)]
         texts = [g.text for g in gens]
-    agg = Call("aggregator", cfg.moa_layers, prompts.aggregate_messages(problem, texts), cfg.params(),
-               agent="aggregator", reads=tuple(f"proposer{i}" for i in range(len(texts))))
+    agg = Call("aggregator", cfg.moa_layers, prompts.aggregate_messages(problem, texts, examples=cfg.examples),
+               cfg.params(), agent="aggregator", reads=tuple(f"proposer{i}" for i in range(len(texts))))
     (gen,) = yield [agg]
     conf = _confidence(gen, problem.kind, required=False)
     recs.append(_record(agg, gen, conf))
     return _finish(problem, "moa", conf.answer, recs)
 
 
+def down_score(rec: CallRecord, gate: str) -> float | None:
+    """The confidence DOWN gates on and shows to peers: its own whole-response mean token
+    probability (``"mean-prob"``), or, as a labelled variant, LASE's answer-span ``p_min``."""
+    return rec.mean_prob if gate == "mean-prob" else rec.p_min
+
+
 def down(problem: Problem, cfg: StrategyConfig) -> Episode:
-    """DOWN: accept a confident first answer; otherwise debate with confidences, then vote or judge."""
-    first = Call("debater", 0, prompts.solver_messages(problem), cfg.params(), agent="agent0")
+    """DOWN (Eo et al.): accept the first response when its confidence is above ``down_threshold``.
+
+    Otherwise ``n_agents`` agents debate for ``rounds`` rounds in all (the first agent's response
+    is round 1's first answer), each reading the others' responses with their confidence scores,
+    and the last round is settled by majority vote or a judge. There is no early stop on
+    consensus. The score is DOWN's own, the mean token probability over the whole first response
+    (``down_gate="mean-prob"``); ``"answer-span"`` swaps in LASE's gate for comparison.
+    """
+    name = "down" if cfg.down_gate == "mean-prob" else f"down-{cfg.down_gate}"
+    first = Call("debater", 0, prompts.solver_messages(problem, examples=cfg.examples), cfg.params(), agent="agent0")
     (g0,) = yield [first]
     c0 = _confidence(g0, problem.kind, required=True)
     recs = [_record(first, g0, c0)]
-    p0 = recs[0].p_min
-    if c0.answer is not None and p0 is not None and p0 >= cfg.down_threshold:
-        return _finish(problem, "down", c0.answer, recs, stop_stage=0, extra={"debated": False})
+    score = down_score(recs[0], cfg.down_gate)
+    if score is not None and score > cfg.down_threshold:
+        return _finish(problem, name, c0.answer, recs, stop_stage=0,
+                       extra={"debated": False, "score": score})
     others = _samples(problem, cfg, cfg.n_agents - 1, "debater", prefix="agent", start=1)
     gens = [g0, *(yield others)]
     confs = [c0, *(_confidence(g, problem.kind, required=True) for g in gens[1:])]
     recs += [_record(c, g, k) for c, g, k in zip(others, gens[1:], confs[1:])]
     latest = recs[:]
-    for t in range(1, cfg.rounds + 1):
-        answers = [k.answer for k in confs]
-        if None not in answers and len({normalize_answer(a, problem.kind) for a in answers}) == 1:
-            break  # consensus: no further round needed
-        calls = _debate_round(problem, cfg, [g.text for g in gens], t, [r.p_min for r in latest])
+    for t in range(1, cfg.rounds):
+        calls = _debate_round(problem, cfg, [g.text for g in gens], t,
+                              [down_score(r, cfg.down_gate) for r in latest])
         gens = yield calls
         confs = [_confidence(g, problem.kind, required=True) for g in gens]
         latest = [_record(c, g, k) for c, g, k in zip(calls, gens, confs)]
         recs += latest
     if cfg.down_final == "judge":
-        judge = Call("judge", cfg.rounds + 1,
-                     prompts.aggregate_messages(problem, [g.text for g in gens], prompts.JUDGE_SYSTEM),
+        judge = Call("judge", cfg.rounds,
+                     prompts.aggregate_messages(problem, [g.text for g in gens], prompts.JUDGE_SYSTEM,
+                                                examples=cfg.examples),
                      cfg.params(), agent="judge", reads=tuple(r.agent for r in latest))
         (gj,) = yield [judge]
         cj = _confidence(gj, problem.kind, required=False)
         recs.append(_record(judge, gj, cj))
         answer = cj.answer
     else:
-        answer = majority_vote([k.answer for k in confs], problem.kind, [r.p_min for r in latest])
-    return _finish(problem, "down", answer, recs, extra={"debated": True})
+        answer = majority_vote([k.answer for k in confs], problem.kind,
+                               [down_score(r, cfg.down_gate) for r in latest])
+    return _finish(problem, name, answer, recs, extra={"debated": True, "score": score})
 
 
 def _supporter_order(problem: Problem, cfg: StrategyConfig) -> tuple[str, ...]:
@@ -327,13 +417,14 @@ def lase(problem: Problem, cfg: StrategyConfig, *, sample: int = 0,
 
     With ``cfg.full_chain`` every stage runs whatever the gate says, and ``stages`` records the
     leader's state after each one, so :func:`lase_nb.analysis.replay` can apply any thresholds.
+    A leader response without an extractable answer gets the answer-extraction step
+    (``cfg.extract_answers``), and the gate reads that answer's tokens.
     """
     params = cfg.params(sample=sample, temperature=temperature)
     sparams = cfg.params(sample=sample, temperature=temperature, supporter=True)
-    call = Call("leader", 0, prompts.solver_messages(problem), params)
+    call = Call("leader", 0, prompts.solver_messages(problem, examples=cfg.examples), params)
     (gen,) = yield [call]
-    conf = _confidence(gen, problem.kind, required=True)
-    recs = [_record(call, gen, conf)]
+    conf, strict, recs = yield from _answer(problem, cfg, call, gen, required=True, sample=sample)
     attempt = gen.text
     notes: dict[str, str] = {}
 
@@ -341,7 +432,10 @@ def lase(problem: Problem, cfg: StrategyConfig, *, sample: int = 0,
         r = recs[-1]
         return StageRecord(t, supporter, r.answer, grade(r.answer, problem.gold, problem.kind),
                            r.p_min, r.h_max, is_uncertain(conf, cfg.tau_lp, cfg.tau_h),
-                           sum(c.prompt_tokens for c in recs), sum(c.completion_tokens for c in recs))
+                           sum(c.prompt_tokens for c in recs), sum(c.completion_tokens for c in recs),
+                           answer_strict=strict.answer,
+                           correct_strict=grade(strict.answer, problem.gold, problem.kind),
+                           extracted=r.role == EXTRACT_ROLE)
 
     stages = [stage_record(0, None)]
     stop = 0 if not stages[0].uncertain else None
@@ -358,11 +452,11 @@ def lase(problem: Problem, cfg: StrategyConfig, *, sample: int = 0,
         note, leaked = strip_boxed(sgen.text)
         recs.append(_record(scall, sgen, leaked=leaked))
         notes[role] = note
-        lcall = Call("leader", t, prompts.revise_messages(problem, attempt, role, note), params,
-                     reads=(role,))
+        lcall = Call("leader", t, prompts.revise_messages(problem, attempt, role, note, examples=cfg.examples),
+                     params, reads=(role,))
         (gen,) = yield [lcall]
-        conf = _confidence(gen, problem.kind, required=True)
-        recs.append(_record(lcall, gen, conf))
+        conf, strict, new = yield from _answer(problem, cfg, lcall, gen, required=True, sample=sample)
+        recs += new
         attempt = gen.text
         stages.append(stage_record(t, role))
         if stop is None and not stages[-1].uncertain:
@@ -373,7 +467,8 @@ def lase(problem: Problem, cfg: StrategyConfig, *, sample: int = 0,
     return ProblemResult(problem.id, name, final.answer, final.correct,
                          [c for c in recs if c.stage <= stop], stages=stages, stop_stage=stop,
                          recording_calls=[c for c in recs if c.stage > stop],
-                         extra={"escalated": stop > 0, "order": list(_supporter_order(problem, cfg))})
+                         extra={"escalated": stop > 0, "order": list(_supporter_order(problem, cfg))},
+                         answer_strict=final.answer_strict, correct_strict=final.correct_strict)
 
 
 def lase_shuffled(problem: Problem, cfg: StrategyConfig) -> Episode:
@@ -412,7 +507,10 @@ def lase_mv(problem: Problem, cfg: StrategyConfig) -> Episode:
             recs.append(c)
     answer = majority_vote([r.answer for r in results], problem.kind,
                            [r.stages[r.stop_stage].p_min for r in results])
-    return _finish(problem, "lase-mv", answer, recs,
+    strict = majority_vote([r.answer_strict for r in results], problem.kind,
+                           [r.stages[r.stop_stage].p_min for r in results])
+    return _finish(problem, "lase-mv", answer, recs, answer_strict=strict,
+                   correct_strict=grade(strict, problem.gold, problem.kind),
                    extra={"chain_answers": [r.answer for r in results],
                           "escalated": sum(bool(r.extra["escalated"]) for r in results)})
 

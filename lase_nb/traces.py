@@ -34,10 +34,12 @@ def problem_rows(results: Sequence[ProblemResult], problems: Sequence[Problem]) 
         p = by_id[r.problem_id]
         rows.append({
             "problem_id": r.problem_id, "strategy": r.strategy, "answer": r.answer, "gold": p.gold,
-            "correct": bool(r.correct), "parsed": r.parsed, "prompt_tokens": r.prompt_tokens,
+            "correct": bool(r.correct), "parsed": r.parsed, "answer_strict": r.answer_strict,
+            "correct_strict": bool(r.correct_strict), "prompt_tokens": r.prompt_tokens,
             "completion_tokens": r.completion_tokens, "total_tokens": r.prompt_tokens + r.completion_tokens,
             "n_calls": len(r.calls), "stop_stage": r.stop_stage, "inclusions": r.inclusions,
-            "leaks": r.leaks, "level": p.meta.get("level"), **{f"x_{k}": v for k, v in r.extra.items()},
+            "leaks": r.leaks, "cap_hits": sum(c.hit_cap for c in r.calls),
+            "level": p.meta.get("level"), **{f"x_{k}": v for k, v in r.extra.items()},
         })
     return rows
 
@@ -49,13 +51,28 @@ def call_rows(results: Sequence[ProblemResult]) -> list[dict[str, Any]]:
             for c in calls:
                 d = asdict(c)
                 d["reads"] = list(c.reads)
-                rows.append({"problem_id": r.problem_id, "strategy": r.strategy, "used": used, **d})
+                rows.append({"problem_id": r.problem_id, "strategy": r.strategy, "used": used,
+                             **d, "hit_cap": c.hit_cap})
     return rows
 
 
 def stage_rows(results: Sequence[ProblemResult]) -> list[dict[str, Any]]:
     return [{"problem_id": r.problem_id, "strategy": r.strategy, **asdict(s)}
             for r in results for s in r.stages]
+
+
+def cap_hit_rates(results: Sequence[ProblemResult]) -> dict[str, dict[str, float]]:
+    """Per role: calls made, how many stopped at their ``max_tokens`` cap, and the share.
+
+    Counts every call the run made, including full-chain calls past the stop (recording_calls).
+    """
+    made: dict[str, list[int]] = {}
+    for r in results:
+        for c in (*r.calls, *r.recording_calls):
+            n = made.setdefault(c.role, [0, 0])
+            n[0] += 1
+            n[1] += c.hit_cap
+    return {role: {"calls": n, "cap_hits": k, "rate": round(k / n, 4)} for role, (n, k) in made.items()}
 
 
 def provenance(**fields: Any) -> dict[str, Any]:
@@ -109,8 +126,11 @@ def _jsonl(rows: list[dict[str, Any]]) -> str:
 
 def write_run(out: str | Path, results: Sequence[ProblemResult], problems: Sequence[Problem],
               manifest: dict[str, Any]) -> Path:
-    """Write the three tables and then the manifest (last, so its presence means complete)."""
+    """Write the three tables and then the manifest (last, so its presence means complete).
+
+    The manifest gains ``cap_hits``: per role, how many calls stopped at their token cap."""
     out = check_writable(out)
+    manifest = {**manifest, "cap_hits": cap_hit_rates(results)}
     (out / "manifest.json").unlink(missing_ok=True)
     _atomic_write(out / "problems.jsonl", _jsonl(problem_rows(results, problems)))
     _atomic_write(out / "calls.jsonl", _jsonl(call_rows(results)))

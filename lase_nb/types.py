@@ -16,19 +16,27 @@ ENTROPY_NONE = "none"  # no logprobs at all
 
 @dataclass(frozen=True)
 class GenParams:
-    """Sampling parameters of one call. ``sample`` indexes independent samples of the same call."""
+    """Sampling parameters of one call. ``sample`` indexes independent samples of the same call.
+
+    ``prefix`` is text a backend that can prefill writes at the start of the assistant's reply
+    and continues from (the local model); the Generation's text then starts with it (its tokens
+    were not generated, so they carry no logprobs). API backends send the messages without it.
+    """
 
     temperature: float = 0.0
     max_tokens: int = 256
     top_p: float = 1.0
     logprobs: bool = True
-    top_logprobs: int = 5
+    top_logprobs: int = 20
     sample: int = 0
     stop: tuple[str, ...] = ()
+    prefix: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["stop"] = list(self.stop)
+        if not self.prefix:  # keeps cache keys of calls without a prefix as they were
+            del d["prefix"]
         return d
 
 

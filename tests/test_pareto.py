@@ -152,7 +152,7 @@ def test_no_threshold_pair_beats_the_oracle(seed):
 
 def test_policy_points_have_intervals():
     p = pareto.policy_points(hand_chains())
-    assert list(p["policy"]) == ["solo", "always-interact", "oracle gate"]
+    assert list(p["policy"]) == ["solo", "always-interact", "oracle"]
     assert (p["acc_lo"] <= p["accuracy"]).all() and (p["accuracy"] <= p["acc_hi"]).all() and (p["n"] == 3).all()
 
 

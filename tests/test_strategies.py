@@ -14,7 +14,8 @@ from lase_nb.runner import run_problems
 from lase_nb.strategies import STRATEGIES, StrategyConfig, majority_vote
 from lase_nb.traces import stage_rows
 from lase_nb.types import Problem
-from tests.wire_servers import OpenAIWireServer, Reply
+from lase_nb import prompts
+from tests.wire_servers import OpenAIWireServer, Reply, fixed
 
 import pandas as pd
 
@@ -23,8 +24,8 @@ PROBLEM = Problem("p1", "What is 2 + 2?", gold="4")
 
 def role_of(messages) -> str:
     system = messages[0]["content"] if messages[0]["role"] == "system" else ""
-    for key, role in (("devil's advocate", "devil"), ("collaborator", "collaborator"),
-                      ("senior expert", "expert"), ("judge", "judge"), ("candidate solutions", "aggregator")):
+    for key, role in (("devil's advocate", "devil"), ("senior expert", "expert"),
+                      ("collaborator", "collaborator"), ("judge", "judge"), ("candidate solutions", "aggregator")):
         if key in system:
             return role
     return "revision" if "from a reviewer" in messages[-1]["content"] else "leader"
@@ -102,9 +103,17 @@ def test_mad_counts_all_to_all_inclusions_and_votes():
     with OpenAIWireServer() as srv:
         (res,) = run_problems("mad", [PROBLEM], engine_for(srv), StrategyConfig(n_agents=4, rounds=3),
                               progress=False)
-        assert srv.request_count == 4 * (3 + 1)
-    assert res.inclusions == 3 * 4 * 3  # T n (n - 1)
+        assert srv.request_count == 4 * 3  # n agents x rounds, the first round independent
+    assert res.inclusions == 2 * 4 * 3  # (T - 1) reading rounds x n (n - 1)
     assert res.answer == "4" and res.correct
+
+
+def test_mad_default_is_du_et_al_three_agents_two_rounds_six_calls():
+    with OpenAIWireServer() as srv:
+        (res,) = run_problems("mad", [PROBLEM], engine_for(srv), StrategyConfig(), progress=False)
+        assert srv.request_count == 6
+    assert len(res.calls) == 6 and [c.stage for c in res.calls] == [0, 0, 0, 1, 1, 1]
+    assert res.inclusions == 3 * 2
 
 
 def test_down_accepts_confident_answer_and_debates_otherwise():
@@ -122,9 +131,76 @@ def test_down_accepts_confident_answer_and_debates_otherwise():
     with OpenAIWireServer(responder=responder) as srv:
         (res,) = run_problems("down", [PROBLEM], engine_for(srv), StrategyConfig(down_threshold=0.9),
                               progress=False)
-        assert srv.request_count == 3 + 3  # first answer, two more agents, one round to consensus
+        assert srv.request_count == 3 + 3  # round 1: three answers; round 2: each reads the others
         assert any("confidence 0.50" in r.body["messages"][-1]["content"] for r in srv.requests)
     assert res.extra["debated"] and res.answer == "4"
+
+
+def test_down_has_no_consensus_stop():
+    with OpenAIWireServer(responder=fixed("\\boxed{4}", 0.5)) as srv:
+        (res,) = run_problems("down", [PROBLEM], engine_for(srv), StrategyConfig(down_threshold=0.9),
+                              progress=False)
+        assert srv.request_count == 6  # all three agree after round 1, and round 2 still runs
+    assert res.extra["debated"]
+
+
+def _span_vs_response(index: int, token: str) -> float:
+    """Answer-span tokens (the digit) are sure; the reasoning tokens before them are not."""
+    return 0.99 if token.strip() == "4" else 0.3
+
+
+def test_down_gates_on_the_whole_response_not_the_answer_span():
+    text = "I add the two numbers and get \\boxed{4}"
+    with OpenAIWireServer(responder=fixed(text, _span_vs_response)) as srv:
+        (res,) = run_problems("down", [PROBLEM], engine_for(srv), StrategyConfig(down_threshold=0.8),
+                              progress=False)
+        assert srv.request_count == 6  # mean token probability ~0.4 <= 0.8: DOWN debates
+    first = res.calls[0]
+    assert first.p_min > 0.9 and first.mean_prob < 0.5
+    assert res.extra["debated"] and res.strategy == "down"
+    with OpenAIWireServer(responder=fixed(text, _span_vs_response)) as srv:
+        (res,) = run_problems("down", [PROBLEM], engine_for(srv),
+                              StrategyConfig(down_threshold=0.8, down_gate="answer-span"), progress=False)
+        assert srv.request_count == 1  # LASE's answer-span gate (a labelled variant) accepts
+    assert res.strategy == "down-answer-span" and not res.extra["debated"]
+
+
+def test_extraction_step_fires_only_on_unextractable_leader_responses():
+    def responder(messages, params):
+        if messages[-1]["content"] == prompts.EXTRACT_REQUEST:
+            return Reply("\\boxed{4}", 0.6)
+        return Reply("two plus two makes four" if role_of(messages) == "leader" else "\\boxed{4}", 0.99)
+
+    with OpenAIWireServer(responder=responder) as srv:
+        (res,) = run_problems("single", [PROBLEM], engine_for(srv), StrategyConfig(), progress=False)
+        assert srv.request_count == 2
+    solver, extract = res.calls
+    assert extract.role == "extract" and extract.completion_tokens > 0
+    assert res.completion_tokens == solver.completion_tokens + extract.completion_tokens
+    assert res.answer == "4" and res.correct and res.answer_strict is None and not res.correct_strict
+    with OpenAIWireServer(responder=responder) as srv:  # LASE gates on the extracted answer's tokens
+        (res,) = run_problems("lase", [PROBLEM], engine_for(srv), StrategyConfig(full_chain=True), progress=False)
+    s0 = res.stages[0]
+    assert s0.extracted and s0.answer == "4" and s0.p_min == pytest.approx(0.6, abs=1e-6) and s0.uncertain
+    assert sum(c.role == "extract" for c in [*res.calls, *res.recording_calls]) == 1  # revisions boxed theirs
+    with OpenAIWireServer(responder=fixed("\\boxed{4}", 0.99)) as srv:  # nothing to extract: no step
+        (res,) = run_problems("single", [PROBLEM], engine_for(srv), StrategyConfig(), progress=False)
+        assert srv.request_count == 1
+    with OpenAIWireServer(responder=responder) as srv:  # switched off: strict, one call
+        (res,) = run_problems("single", [PROBLEM], engine_for(srv), StrategyConfig(extract_answers=False),
+                              progress=False)
+        assert srv.request_count == 1 and res.answer is None
+
+
+def test_cap_hits_are_counted_per_role():
+    from lase_nb.traces import cap_hit_rates, call_rows, problem_rows
+    with OpenAIWireServer(responder=fixed("one two three four five six seven eight nine ten \\boxed{4}")) as srv:
+        (res,) = run_problems("single", [PROBLEM], engine_for(srv), StrategyConfig(max_tokens=3), progress=False)
+    assert res.calls[0].finish_reason == "length" and res.calls[0].hit_cap
+    rates = cap_hit_rates([res])
+    assert rates["solver"] == {"calls": 1, "cap_hits": 1, "rate": 1.0}
+    assert problem_rows([res], [PROBLEM])[0]["cap_hits"] >= 1
+    assert call_rows([res])[0]["hit_cap"] is True
 
 
 def test_majority_vote_groups_equivalents_and_breaks_ties_deterministically():
@@ -140,6 +216,13 @@ def test_bad_config_is_named():
         StrategyConfig(tau_lp=1.5).validate()
     with pytest.raises(ConfigError, match="n_samples"):
         StrategyConfig(n_samples=0).validate()
+    with pytest.raises(ConfigError, match="top_logprobs=0"):
+        StrategyConfig(top_logprobs=0).validate()
+    StrategyConfig(top_logprobs=0, tau_h=float("inf")).validate()  # entropy gate off: allowed
+    with pytest.raises(ConfigError, match="down_gate"):
+        StrategyConfig(down_gate="vibes").validate()
+    with pytest.raises(ConfigError, match="examples"):
+        StrategyConfig(examples=5).validate()
     with pytest.raises(ConfigError, match="unknown strategy"):
         run_problems("vote-harder", [PROBLEM], None, progress=False)
 

@@ -15,7 +15,8 @@ What a :class:`~lase_nb.types.Generation` from this backend means:
   whatever temperature/top-p the token was *sampled* with. The confidence gate therefore scores
   what the model believes, not the sampling knob; this matches vLLM's default ("raw logprobs").
 * ``entropy`` is the exact full-vocabulary entropy in nats (``entropy_estimator="exact"``).
-* ``text == "".join(t.token for t in tokens)`` always holds and ``offset`` is the character
+* ``text == params.prefix + "".join(t.token for t in tokens)`` always holds (``prefix`` is
+  empty unless the call prefills the reply, see :class:`~lase_nb.types.GenParams`) and ``offset`` is the character
   (code point) offset of the token in ``text``. Tokens are detokenised incrementally; a token
   that ends inside a multi-byte character gets ``""`` and the token completing the character
   carries it. The EOS token is neither in ``text`` nor in ``tokens``; when a stop string is hit,
@@ -394,15 +395,15 @@ class LocalBackend:
                         on_result(r.index, results[r.index])
         return [g for g in results if g is not None]
 
-    def encode_prompt(self, messages: Sequence[Message]) -> list[int]:
-        """Token ids of the chat-templated prompt (generation prompt appended)."""
+    def encode_prompt(self, messages: Sequence[Message], prefix: str = "") -> list[int]:
+        """Token ids of the chat-templated prompt (generation prompt appended, then ``prefix``)."""
         try:
             text = self._tok.apply_chat_template(
                 [dict(m) for m in messages], tokenize=False, add_generation_prompt=True
             )
         except Exception as exc:  # template errors are user errors (bad roles, ...)
             raise ConfigError(f"the chat template of {self.model!r} rejected the messages: {exc}") from exc
-        return list(self._tok(text, add_special_tokens=False)["input_ids"])
+        return list(self._tok(text + prefix, add_special_tokens=False)["input_ids"])
 
     # -- internals --------------------------------------------------------------------------
 
@@ -428,7 +429,7 @@ class LocalBackend:
             raise ConfigError(f"top_p must be in (0, 1] (got {params.top_p})")
         if params.top_logprobs < 0:
             raise ConfigError(f"top_logprobs must be >= 0 (got {params.top_logprobs})")
-        prompt = self.encode_prompt(messages)
+        prompt = self.encode_prompt(messages, params.prefix)
         if len(prompt) >= self._max_positions:
             raise ConfigError(
                 f"the prompt has {len(prompt)} tokens; {self.model!r} reads at most {self._max_positions}"
@@ -587,13 +588,14 @@ class LocalBackend:
 
     def _to_generation(self, r: _Row) -> Generation:
         tokens: list[TokenLogprob] | None = None
+        shift = len(r.params.prefix)  # a prefilled prefix starts the text; offsets follow it
         if r.params.logprobs:
             tokens = [
-                TokenLogprob(piece, lp, off, top, h)
+                TokenLogprob(piece, lp, off + shift, top, h)
                 for piece, lp, off, top, h in zip(r.pieces, r.logprobs, r.offsets, r.tops, r.entropies)
             ]
         return Generation(
-            text=r.text,
+            text=r.params.prefix + r.text,
             tokens=tokens,
             prompt_tokens=len(r.prompt_ids),
             completion_tokens=r.produced,
