@@ -195,3 +195,19 @@ def test_incremental_detokenisation_of_multibyte_text(backend) -> None:
     assert row.text == text == "".join(row.pieces)
     assert "" in row.pieces  # this tokenizer splits some of these characters across tokens
     assert row.offsets == [sum(len(p) for p in row.pieces[:i]) for i in range(len(row.pieces))]
+
+
+@pytest.mark.slow
+def test_prefix_prefills_the_reply_and_the_answer_tokens_follow_it(backend) -> None:
+    """The answer-extraction step: the reply starts with the prefix, the model continues it."""
+    from lase_nb.confidence import measure
+    from lase_nb.prompts import EXTRACT_PREFIX
+    params = GenParams(max_tokens=12, top_logprobs=3, prefix=EXTRACT_PREFIX)
+    g = backend.generate(SHOTS + [QUESTION], params)
+    assert g.text.startswith(EXTRACT_PREFIX) and g.tokens
+    assert g.text == EXTRACT_PREFIX + "".join(t.token for t in g.tokens)
+    assert g.tokens[0].offset == len(EXTRACT_PREFIX)
+    assert g.prompt_tokens == len(backend.encode_prompt(SHOTS + [QUESTION], EXTRACT_PREFIX))
+    conf = measure(g, "number")
+    assert conf.answer is not None and conf.n_answer_tokens >= 1  # gated on generated tokens only
+    assert conf.span[0] >= len(EXTRACT_PREFIX)
