@@ -15,7 +15,7 @@ import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
 from lase_nb import analysis, comparison, pipeline, plots, reference, stats, transcripts  # noqa: E402
-from lase_nb.analysis import Chains, chains_from_stages, replay  # noqa: E402
+from lase_nb.analysis import chains_from_stages, replay  # noqa: E402
 from lase_nb.errors import DataError  # noqa: E402
 
 NAN = float("nan")
