@@ -2,7 +2,7 @@
 
     python benchmarks/replay_sweep.py [--problems 1000] [--stages 4] [--grid 100] [--repeats 5]
 
-A synthetic full-chain recording (``pareto.synthetic_chains``: 1,000 problems x 4 stages by
+A synthetic full-chain recording (``tests.synthetic.synthetic_chains``: 1,000 problems x 4 stages by
 default) is replayed on a 100 x 100 grid of (tau_lp, tau_h) with ``analysis.grid_metrics`` (the
 tests check it equals replay at every pair). Peak memory is measured with tracemalloc in a
 separate call. Then the slider panel is built and its callback timed: replay at the new thresholds,
@@ -27,7 +27,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np  # noqa: E402
 
-from lase_nb import analysis, pareto, widgets  # noqa: E402
+from lase_nb import analysis, pareto, sliders  # noqa: E402
+from tests.synthetic import synthetic_chains  # noqa: E402
 
 
 def best_time(fn, repeats: int) -> tuple[float, object]:
@@ -58,7 +59,7 @@ def main() -> None:
     ap.add_argument("--updates", type=int, default=40, help="slider moves to time")
     args = ap.parse_args()
 
-    chains = pareto.synthetic_chains(args.problems, args.stages, seed=0)
+    chains = synthetic_chains(args.problems, args.stages, seed=0)
     tl, th = np.linspace(0, 1, args.grid), np.linspace(0, 2, args.grid)
     cells = args.grid ** 2 * args.problems * args.stages
     print(f"recording: {args.problems} problems x {args.stages} stages; grid {args.grid} x {args.grid} "
@@ -70,7 +71,7 @@ def main() -> None:
 
     t0 = time.perf_counter()
     grid = analysis.sweep(chains, *pareto.threshold_axes(chains, 41))
-    controls = widgets.threshold_sliders(chains, 0.8, 0.5, grid=grid)
+    controls = sliders.threshold_sliders(chains, 0.8, 0.5, grid=grid)
     build_s = time.perf_counter() - t0
     rng = np.random.default_rng(0)
     total, compute = [], []
@@ -81,7 +82,7 @@ def main() -> None:
         slider.value = value  # fires the callback exactly as a browser would
         total.append(time.perf_counter() - t0)
         t0 = time.perf_counter()
-        widgets.operating_point(chains, controls.tau_lp.value, controls.tau_h.value)
+        analysis.operating_point(chains, controls.tau_lp.value, controls.tau_h.value)
         compute.append(time.perf_counter() - t0)
     update_ms = 1000 * statistics.median(total)
     print(f"slider panel built in {build_s:.2f} s; one slider update (replay + marker + PNG + table row): "

@@ -1,6 +1,10 @@
 """Analysis of recorded runs: summaries, counterfactual replay of LASE thresholds, sweeps, fronts.
 
-Replay rests on one fact (METHOD.md section 3): early stopping only truncates the chain, so a
+The one place for the replay concepts every chapter uses: :func:`stop_stages` (the gate),
+:func:`outcomes_at` / :func:`replay` (the problems table at a stop), :func:`operating_point`
+(one threshold pair) and :func:`sweep` / :func:`grid_metrics` (a grid of pairs).
+
+Replay rests on one fact: early stopping only truncates the chain, so a
 full-chain recording tells what LASE would output and spend for any (tau_lp, tau_h) with no
 further model call.
 """
@@ -20,7 +24,10 @@ from .errors import DataError
 
 def summarize(problems: pd.DataFrame) -> pd.DataFrame:
     """Per strategy: problems, accuracy (with the extraction step, and strict), unparsed share,
-    average and total tokens (both kinds), calls, and the share of calls that hit their token cap."""
+    average and total tokens (both kinds), calls, and the share of calls that hit their token cap.
+
+    ``avg_tokens`` counts prompt + completion, as in every table of the package.
+    """
     g = problems.groupby("strategy", sort=False)
     out = pd.DataFrame({
         "problems": g.size(),
@@ -29,7 +36,7 @@ def summarize(problems: pd.DataFrame) -> pd.DataFrame:
                             else g["correct"].mean()),
         "unparsed": 1 - g["parsed"].mean(),
         "avg_completion_tokens": g["completion_tokens"].mean(),
-        "avg_total_tokens": g["total_tokens"].mean(),
+        "avg_tokens": g["total_tokens"].mean(),
         "total_tokens": g["total_tokens"].sum(),
         "avg_calls": g["n_calls"].mean(),
     })
@@ -38,6 +45,18 @@ def summarize(problems: pd.DataFrame) -> pd.DataFrame:
     if "stop_stage" in problems and problems["stop_stage"].notna().any():
         out["escalation_rate"] = g["stop_stage"].apply(lambda s: (s > 0).mean() if s.notna().all() else np.nan)
     return out
+
+
+def escalation_rate(problems: pd.DataFrame) -> float:
+    """Share of problems (or of LASE+MV chains) that went past the first answer; NaN if not gated."""
+    if "stop_stage" in problems and problems["stop_stage"].notna().all() and len(problems):
+        return float((problems["stop_stage"] > 0).mean())
+    if "x_debated" in problems and problems["x_debated"].notna().all():
+        return float(problems["x_debated"].astype(bool).mean())
+    if "x_escalated" in problems and "x_chain_answers" in problems:
+        chains = problems["x_chain_answers"].map(len).sum()
+        return float(problems["x_escalated"].sum() / chains) if chains else np.nan
+    return np.nan
 
 
 @dataclass
@@ -104,16 +123,44 @@ def stop_stages(chains: Chains, tau_lp: float | np.ndarray, tau_h: float | np.nd
     return certain.argmax(axis=-1)
 
 
+def outcomes_at(chains: Chains, stop: np.ndarray | int) -> pd.DataFrame:
+    """The problems table of chains stopped at ``stop``: one stage per problem, or one for all.
+
+    Columns: problem_id, stop_stage, answer, correct, prompt_tokens, completion_tokens,
+    total_tokens (cumulative up to the stop). ``stop = chains.n_stages - 1`` is always-interact.
+    """
+    idx = np.arange(len(chains.problem_ids))
+    s = np.broadcast_to(np.asarray(stop, dtype=int), idx.shape)
+    return pd.DataFrame({
+        "problem_id": chains.problem_ids, "stop_stage": s, "answer": chains.answers[idx, s],
+        "correct": chains.correct[idx, s], "prompt_tokens": chains.prompt_tokens[idx, s],
+        "completion_tokens": chains.completion_tokens[idx, s], "total_tokens": chains.total_tokens[idx, s],
+    })
+
+
 def replay(chains: Chains, tau_lp: float, tau_h: float) -> pd.DataFrame:
     """What LASE would have output and spent per problem at these thresholds (no model calls)."""
-    stop = stop_stages(chains, tau_lp, tau_h)
-    rows = np.arange(len(stop))
-    return pd.DataFrame({
-        "problem_id": chains.problem_ids, "stop_stage": stop, "answer": chains.answers[rows, stop],
-        "correct": chains.correct[rows, stop], "prompt_tokens": chains.prompt_tokens[rows, stop],
-        "completion_tokens": chains.completion_tokens[rows, stop],
-        "total_tokens": chains.total_tokens[rows, stop],
-    })
+    return outcomes_at(chains, stop_stages(chains, tau_lp, tau_h))
+
+
+def operating_point(chains: Chains, tau_lp: float, tau_h: float) -> pd.Series:
+    """One row of :func:`sweep`, by replay, with stop-stage counts: what the sliders show.
+
+    Index: tau_lp, tau_h, n, accuracy, n_correct, avg_tokens (prompt + completion),
+    avg_completion_tokens, escalation_rate, then ``stop_0 .. stop_{S-1}`` (problems stopping at
+    each stage; stage 0 = the leader alone).
+    """
+    r = replay(chains, tau_lp, tau_h)
+    stop = r["stop_stage"].to_numpy()
+    counts = np.bincount(stop, minlength=chains.n_stages)
+    return pd.Series({
+        "tau_lp": float(tau_lp), "tau_h": float(tau_h), "n": len(r),
+        "accuracy": float(r["correct"].mean()), "n_correct": int(r["correct"].sum()),
+        "avg_tokens": float(r["total_tokens"].mean()),
+        "avg_completion_tokens": float(r["completion_tokens"].mean()),
+        "escalation_rate": float((stop > 0).mean()),
+        **{f"stop_{s}": int(c) for s, c in enumerate(counts)},
+    }, dtype=object)
 
 
 def grid_metrics(chains: Chains, tau_lp: Sequence[float], tau_h: Sequence[float],

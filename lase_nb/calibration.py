@@ -1,4 +1,4 @@
-"""Calibration of the confidence proxies (METHOD.md section 2): do exp(LP_min) and H_max predict errors?
+"""Chapter 02 (notebooks/02_calibration): do exp(LP_min) and H_max predict errors?
 
 The chapter's logic, as pure functions on tidy tables:
 
@@ -26,6 +26,7 @@ from . import reference
 from .confidence import topk_entropy, uncertain_mask
 from .errors import DataError
 from .stats import NO_ANSWER, auroc_with_ci, ece, reliability_table, wilson_interval
+from .transcripts import ANSWERER_ROLES
 from .types import Generation
 
 __all__ = [
@@ -126,7 +127,7 @@ def confidence_frame(source: Any, stage: int | None = 0, problems: Sequence[Any]
             calls = source.calls
             if calls.empty:
                 raise DataError(f"run {source.path} has neither stages nor calls")
-            lead = calls[calls["role"].isin(["leader", "solver"]) & (calls["stage"] == 0)]
+            lead = calls[calls["role"].isin(ANSWERER_ROLES) & (calls["stage"] == 0)]
             if lead.empty:  # e.g. majority vote: no single leader answer to calibrate
                 raise DataError(f"run {source.path} ({source.manifest.get('strategy')}) has no leader "
                                 f"answers; use a lase (--full-chain) or single run")

@@ -1,6 +1,8 @@
 """Command line: ``lase-nb ask | run | sweep | notebooks`` (also ``python -m lase_nb``).
 
 Errors a user can fix print one line (``lase-nb: error: ...``) and exit with status 2.
+Strategy, data set and backend names accept hyphens or underscores (``lase_mv`` = ``lase-mv``,
+``mmlu-pro`` = ``mmlu_pro``); the CLI prints them with hyphens (:mod:`lase_nb.names`).
 """
 
 from __future__ import annotations
@@ -28,6 +30,25 @@ def _backend_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--timeout", type=float, default=None, help="API backends: seconds per HTTP attempt (default 60)")
     p.add_argument("--max-retries", type=int, default=None,
                    help="API backends: retries per call on 429/5xx, timeouts, dropped connections (default 4)")
+
+
+def _canonical_names(args) -> None:
+    """Replace the typed strategy, data set and backend names by their registry keys (either spelling)."""
+    from .backends import BACKENDS
+    from .names import resolve
+    if getattr(args, "strategy", None) is not None:
+        from .strategies import STRATEGIES
+        args.strategy = resolve(args.strategy, STRATEGIES, "strategy")
+    if getattr(args, "dataset", None) is not None:
+        from .datasets import DATASETS
+        args.dataset = resolve(args.dataset, DATASETS, "data set")
+    if getattr(args, "backend", None) is not None:
+        args.backend = resolve(args.backend, BACKENDS, "backend")
+
+
+def _names(known) -> str:
+    from .names import display
+    return ", ".join(display(k) for k in known)
 
 
 def _engine(args, cache: bool = True):
@@ -62,6 +83,7 @@ def cmd_ask(args) -> int:
     from .engine import Call
     from .prompts import solver_messages
     from .types import GenParams, Problem
+    _canonical_names(args)
     problem = Problem("ask", args.question, gold="", kind=args.kind)
     engine = _engine(args, cache=not args.no_cache)
     params = GenParams(max_tokens=args.max_tokens, top_logprobs=args.top_logprobs)
@@ -100,6 +122,7 @@ def cmd_run(args) -> int:
     from .runner import run_problems
     from .strategies import GATED, get_strategy
     # Validate everything the user typed before anything is created on disk.
+    _canonical_names(args)
     get_strategy(args.strategy)
     cfg = _strategy_config(args)
     if args.n is not None and args.n <= 0:
@@ -197,7 +220,8 @@ EXAMPLES_HELP = ("worked examples per prompt, recorded in the manifest (default:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from .strategies import StrategyConfig
+    from .datasets import DATASETS
+    from .strategies import STRATEGIES, StrategyConfig
     d = StrategyConfig()
     ap = argparse.ArgumentParser(prog="lase-nb", description="Confidence-gated multi-agent reasoning (LASE).")
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -215,9 +239,9 @@ def build_parser() -> argparse.ArgumentParser:
     a.set_defaults(func=cmd_ask)
 
     r = sub.add_parser("run", help="run a strategy on a data set; write tidy tables and a manifest")
-    r.add_argument("--strategy", required=True, help="single, mv, mad, moa, down, lase, lase-shuffled, lase-mv")
+    r.add_argument("--strategy", required=True, help=f"{_names(STRATEGIES)} (hyphens or underscores)")
     _backend_args(r)
-    r.add_argument("--dataset", default="arith", help="arith (default, generated), math500, gsm8k, ...")
+    r.add_argument("--dataset", default="arith", help=f"arith (default, generated); {_names(list(DATASETS)[1:])}")
     r.add_argument("--data-path", default=None, help="file/folder for the paper's data sets")
     r.add_argument("--n", type=int, default=None, help="number of problems")
     r.add_argument("--seed", type=int, default=0)

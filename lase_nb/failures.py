@@ -1,4 +1,4 @@
-"""Failure modes of confidence-gated debate, selected from recorded traces (METHOD.md section 6).
+"""Chapter 06 (notebooks/06_failure_modes): failure modes of confidence-gated debate, from recorded traces.
 
 - :func:`confident_errors`: wrong leader answers with U = 0, which LASE accepts without a second look;
 - :func:`revision_outcomes` / :func:`execution_failures`: what the leader did with a supporter's
@@ -9,14 +9,16 @@
   costs, as problems get harder (problem level as a stand-in for a weaker model);
 - :func:`unparsed_by_stage`: leader answers that never got boxed, and why (ran out of tokens or
   stopped without a box);
-- :func:`render_exchange`: one attempt -> note -> revision exchange as readable HTML or text.
+- :func:`render_exchange` / :func:`render_answer`: one attempt -> note -> revision exchange, or one
+  answer, drawn by the package's one transcript renderer (:mod:`lase_nb.transcripts`).
+
+Runs are loaded by :func:`lase_nb.runs.load_runs`; the strategies' table is
+:func:`lase_nb.stats.comparison_table`, as in chapter 04.
 """
 
 from __future__ import annotations
 
-import html
 import re
-from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
@@ -26,11 +28,10 @@ from . import reference
 from .confidence import uncertain_mask
 from .errors import DataError
 from .stats import wilson_interval
+from .transcripts import ANSWERER_ROLES, answer_or_none, render_transcript, transcript_entries
 
 __all__ = [
     "ERROR_WORDS",
-    "load_runs",
-    "run_problems_by_id",
     "with_gate",
     "confident_errors",
     "flags_error",
@@ -68,42 +69,6 @@ FROM_RIGHT = ("kept right", "broke: new wrong answer", "broke: no boxed answer")
 
 # ---------------------------------------------------------------------------------------------
 # loading
-
-
-def load_runs(folder: str | Path, names: Sequence[str] | None = None,
-              require: Sequence[str] = ()) -> dict[str, Any]:
-    """The finished runs under ``folder`` (one subfolder per strategy), by name; unfinished or
-    missing ones are skipped, except those named in ``require`` (a missing one raises
-    :class:`~lase_nb.errors.DataError`). ``names`` restricts and orders them."""
-    from .traces import load_run
-
-    folder = Path(folder)
-    if names is not None:
-        cands = list(names)
-    elif folder.is_dir():
-        cands = sorted(p.name for p in folder.iterdir() if p.is_dir())
-    else:
-        raise DataError(f"no folder of recorded runs at {folder.resolve()}; record them with "
-                        f"`bash data/traces/record.sh` or pass the folder as `traces`")
-    runs = {n: load_run(folder / n) for n in cands if (folder / n / "manifest.json").exists()}
-    for n in require:
-        if n not in runs:
-            raise DataError(f"no finished run {folder / n}; record it with `bash data/traces/record.sh` "
-                            f"(or `lase-nb run --strategy lase --full-chain --out {folder / n}`)")
-    return runs
-
-
-def run_problems_by_id(run: Any) -> dict[str, Any]:
-    """The run's problems (question, gold, level) rebuilt from its manifest, by id; ``{}`` if the
-    data set cannot be loaded again here (e.g. a user file that is not present)."""
-    from .datasets import load_dataset
-
-    m = run.manifest
-    try:
-        probs = load_dataset(m.get("dataset", "arith"), m.get("data_path"), m.get("n"), m.get("seed", 0))
-    except Exception:  # noqa: BLE001 - text is a nicety; the tables do not need it
-        return {}
-    return {p.id: p for p in probs}
 
 
 def with_gate(frame: pd.DataFrame, tau_lp: float, tau_h: float) -> pd.DataFrame:
@@ -165,13 +130,6 @@ def mentions(text: str | None, answer: str | None) -> bool:
     return re.search(rf"(?<![\w.]){re.escape(str(answer).strip())}(?![\w]|\.\d)", str(text)) is not None
 
 
-def _norm(a: Any) -> str | None:
-    if a is None or (isinstance(a, float) and np.isnan(a)):
-        return None
-    s = str(a).strip()
-    return None if s in ("", "nan", "None") else s
-
-
 def _outcome(prev_ok: bool, prev_ans: str | None, ok: bool, ans: str | None) -> str:
     if prev_ok:
         if ok:
@@ -203,7 +161,7 @@ def revision_outcomes(run: Any, problems: dict[str, Any] | None = None) -> pd.Da
         raise DataError(f"{run.path} has no LASE stages; record with --strategy lase --full-chain")
     st = st.sort_values(["problem_id", "stage"], kind="stable")
     lead = calls[calls["role"] == "leader"].drop_duplicates(["problem_id", "stage"]).set_index(["problem_id", "stage"])
-    sup = calls[~calls["role"].isin(["leader", "solver"])].drop_duplicates(["problem_id", "stage"]) \
+    sup = calls[~calls["role"].isin(list(ANSWERER_ROLES))].drop_duplicates(["problem_id", "stage"]) \
         .set_index(["problem_id", "stage"])
     golds = dict(zip(run.problems["problem_id"].astype(str), run.problems["gold"].astype(str))) \
         if "gold" in run.problems else {}
@@ -219,7 +177,7 @@ def revision_outcomes(run: Any, problems: dict[str, Any] | None = None) -> pd.Da
             note = sup["text"].get(key) if key in sup.index else None
             attempt = lead["text"].get((pid, int(prev["stage"]))) if (pid, int(prev["stage"])) in lead.index else None
             revision = lead["text"].get(key) if key in lead.index else None
-            prev_ans, ans = _norm(prev["answer"]), _norm(cur["answer"])
+            prev_ans, ans = answer_or_none(prev["answer"]), answer_or_none(cur["answer"])
             prev_ok, ok = bool(prev["correct"]) and prev_ans is not None, bool(cur["correct"]) and ans is not None
             rows.append({
                 "problem_id": pid, "stage": int(cur["stage"]), "supporter": cur.get("supporter"),
@@ -326,10 +284,10 @@ def paper_escalation(tau_lp: float | None = None) -> dict[str, float]:
 def unparsed_by_stage(run: Any) -> pd.DataFrame:
     """Per stage of a LASE run: leader answers, share with no boxed answer, and how those ended:
     ``truncated`` (hit max_tokens) or ``stopped`` (ended on its own without a box)."""
-    lead = run.calls[run.calls["role"].isin(["leader", "solver"])].drop_duplicates(["problem_id", "stage"])
+    lead = run.calls[run.calls["role"].isin(list(ANSWERER_ROLES))].drop_duplicates(["problem_id", "stage"])
     rows = []
     for t, g in lead.groupby("stage", sort=True):
-        none = g["answer"].map(_norm).isna()
+        none = g["answer"].map(answer_or_none).isna()
         n, k = len(g), int(none.sum())
         lo, hi = wilson_interval(k, n)
         rows.append({"stage": int(t), "answers": n, "unparsed": k, "unparsed_rate": k / n, "ci_lo": lo,
@@ -342,85 +300,36 @@ def unparsed_by_stage(run: Any) -> pd.DataFrame:
 # rendering transcripts
 
 
-def _clip(text: str | None, max_chars: int) -> str:
-    if text is None or (isinstance(text, float) and np.isnan(text)):
-        return "(no text)"
-    text = str(text).strip()
-    return text if len(text) <= max_chars else text[:max_chars].rstrip() + f" [... {len(text) - max_chars} more chars]"
-
-
-def _call_text(calls: pd.DataFrame, pid: str, stage: int, leader: bool) -> str | None:
-    is_lead = calls["role"].isin(["leader", "solver"])
-    m = (calls["problem_id"] == pid) & (calls["stage"] == stage) & (is_lead if leader else ~is_lead)
-    hit = calls.loc[m, "text"]
-    return None if hit.empty else hit.iloc[0]
-
-
-def _block(title: str, body: str, fmt: str, colour: str = "#f4f4f4") -> str:
-    if fmt == "text":
-        return f"--- {title} ---\n{body}\n"
-    return (f"<div style='margin:4px 0'><b>{html.escape(title)}</b>"
-            f"<pre style='white-space:pre-wrap;background:{colour};padding:6px;margin:2px 0;"
-            f"font-size:90%'>{html.escape(body)}</pre></div>")
-
-
-def _header(pid: str, problem: Any, fmt: str) -> str:
-    q = getattr(problem, "question", None)
+def _stage_entries(run: Any, problem_id: str, keep, problem: Any) -> list[dict[str, Any]]:
+    """Transcript entries of ``problem_id`` that ``keep(entry)`` selects, graded as the stages table says."""
     gold = getattr(problem, "gold", None)
-    line = f"{pid}" + (f" (gold answer: {gold})" if gold is not None else "")
-    if fmt == "text":
-        return f"=== {line} ===\n" + (f"{q}\n" if q else "")
-    return f"<h4 style='margin:8px 0 2px'>{html.escape(line)}</h4>" + (f"<p>{html.escape(q)}</p>" if q else "")
+    entries = [e for e in transcript_entries(run.calls, problem_id, stop_stage=10 ** 9, gold=gold,
+                                             kind=getattr(problem, "kind", "number")) if keep(e)]
+    st = run.stages[run.stages["problem_id"] == problem_id].set_index("stage")["correct"]
+    for e in entries:
+        if e["role"] in ANSWERER_ROLES and e["stage"] in st.index:
+            e["correct"] = bool(st[e["stage"]]) and e["answer"] is not None
+    return entries
 
 
 def render_exchange(run: Any, problem_id: str, stage: int, problem: Any = None, max_chars: int = 500,
                     fmt: str = "html") -> str:
-    """One attempt -> supporter note -> revision exchange of a LASE run, as HTML (default) or text.
+    """One attempt -> supporter note -> revision exchange of a LASE run, drawn by
+    :func:`lase_nb.transcripts.render_transcript` (``fmt``: "html", "markdown" or "text").
 
     Shows the problem (if ``problem`` is given), the leader's attempt before ``stage``, the
     supporter's note at ``stage`` and the leader's revision, each clipped to ``max_chars``.
-    HTML escapes the model's text, so dollar signs and backslashes appear as written.
     """
-    if fmt not in ("html", "text"):
-        raise ValueError(f"fmt must be 'html' or 'text'; got {fmt!r}")
-    calls = run.calls
-    st = run.stages
-    row = st[(st["problem_id"] == problem_id) & (st["stage"] == stage)]
-    prev = st[(st["problem_id"] == problem_id) & (st["stage"] == stage - 1)]
-    role = row["supporter"].iloc[0] if len(row) else "supporter"
-    parts = [_header(problem_id, problem, fmt)]
-    pa = _norm(prev["answer"].iloc[0]) if len(prev) else None
-    parts.append(_block(f"leader, stage {stage - 1} (answer: {pa or 'none'})",
-                        _clip(_call_text(calls, problem_id, stage - 1, True), max_chars), fmt))
-    parts.append(_block(f"{role} (stage {stage})", _clip(_call_text(calls, problem_id, stage, False), max_chars),
-                        fmt, "#fff4e0"))
-    a = _norm(row["answer"].iloc[0]) if len(row) else None
-    ok = bool(row["correct"].iloc[0]) if len(row) else False
-    parts.append(_block(f"leader revises, stage {stage} (answer: {a or 'none'}, {'right' if ok else 'wrong'})",
-                        _clip(_call_text(calls, problem_id, stage, True), max_chars), fmt, "#e8f0ff"))
-    return ("\n" if fmt == "text" else "").join(parts)
+    keep = lambda e: e["stage"] == stage or (e["stage"] == stage - 1 and e["role"] in ANSWERER_ROLES)  # noqa: E731
+    return render_transcript(_stage_entries(run, problem_id, keep, problem), fmt, max_chars, problem)
 
 
 def render_answer(run: Any, problem_id: str, stage: int = 0, problem: Any = None, max_chars: int = 500,
-                  fmt: str = "html", note: str = "") -> str:
-    """One leader answer (problem, response, answer, confidence) as HTML or text."""
-    st = run.stages
-    row = st[(st["problem_id"] == problem_id) & (st["stage"] == stage)]
-    calls = run.calls
-    if len(row):
-        r = row.iloc[0]
-        ans, p, h = _norm(r["answer"]), r["p_min"], r["h_max"]
-    else:
-        c = calls[(calls["problem_id"] == problem_id) & (calls["stage"] == stage)].iloc[0]
-        ans, p, h = _norm(c["answer"]), c["p_min"], c["h_max"]
-    conf = ("no boxed answer" if ans is None else
-            f"answer {ans}, exp(LP_min) = {float(p):.3f}, H_max = {float(h):.3f} nats")
-    text = _call_text(calls, problem_id, stage, True)
-    fin = calls[(calls["problem_id"] == problem_id) & (calls["stage"] == stage) & calls["role"].isin(["leader", "solver"])]
-    if len(fin):
-        conf += f", finish reason: {fin['finish_reason'].iloc[0]}"
-    return _header(problem_id, problem, fmt) + _block(f"leader, stage {stage}: {conf}{note}",
-                                                      _clip(text, max_chars), fmt)
+                  fmt: str = "html") -> str:
+    """One leader answer (problem, response, answer, confidence, finish reason), drawn by
+    :func:`lase_nb.transcripts.render_transcript`."""
+    keep = lambda e: e["stage"] == stage and e["role"] in ANSWERER_ROLES  # noqa: E731
+    return render_transcript(_stage_entries(run, problem_id, keep, problem), fmt, max_chars, problem)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""The accuracy-vs-tokens frontier of LASE thresholds (chapter 05), computed by replay.
+"""Chapter 05 (notebooks/05_pareto): the accuracy-vs-tokens frontier of LASE thresholds, by replay.
 
 Everything here works on :class:`lase_nb.analysis.Chains`, one full-chain recording, and
 makes no model call; threshold grids come from :func:`lase_nb.analysis.sweep`.
@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -20,32 +19,17 @@ import pandas as pd
 from . import reference
 from .analysis import Chains, fixed_policies, oracle_stops, pareto_front, sweep
 from .errors import DataError
+from .plots import CHOSEN_COLOR, FRONT_COLOR, ORACLE_COLOR, style
 from .stats import choose_thresholds, split_halves, wilson_interval
+from .traces import Run
 
 __all__ = [
     "threshold_axes", "front_of", "oracle_frontier", "stage_effects",
-    "policy_points", "common_problems", "baseline_points", "recorded_gate_check", "paper_sweep_beside",
+    "policy_points", "baseline_points", "recorded_gate_check", "paper_sweep_beside",
     "tau_h_beside", "knob_reading", "SplitCheck", "select_and_check", "split_checks",
-    "synthetic_chains", "draw_frontier", "plot_frontier", "plot_escalation", "plot_sweep_vs_paper",
+    "draw_frontier", "plot_frontier", "plot_escalation", "plot_sweep_vs_paper",
     "plot_split",
 ]
-
-#: Colours and markers of the fixed policies and baselines, shared by every figure of the chapter.
-STYLE = {
-    "solo": dict(color="#0072B2", marker="s", label="leader alone", short="leader alone"),
-    "always-interact": dict(color="#D55E00", marker="D", label="always interact (full chain)",
-                            short="always interact"),
-    "mv": dict(color="#009E73", marker="^", label="majority vote", short="majority vote"),
-    "mad": dict(color="#CC79A7", marker="v", label="MAD (3 agents x 2 rounds)", short="MAD"),
-    "single": dict(color="#56B4E9", marker="o", label="single agent", short="single"),
-    "moa": dict(color="#E69F00", marker="P", label="mixture of agents", short="MoA"),
-    "down": dict(color="#999999", marker="X", label="DOWN", short="DOWN"),
-    "lase-mv": dict(color="#F0E442", marker="h", label="LASE + MV", short="LASE+MV"),
-}
-FRONT_COLOR = "#222222"
-ORACLE_COLOR = "#B2182B"
-CHOSEN_COLOR = "#E69F00"
-
 
 # ---------------------------------------------------------------------------------------------
 # The grid, fast
@@ -126,34 +110,17 @@ def policy_points(chains: Chains) -> pd.DataFrame:
     return _with_ci(fixed_policies(chains).assign(n=len(chains.problem_ids)))
 
 
-def common_problems(traces: str | Path, names: Sequence[str], problem_ids: Sequence[str]) -> np.ndarray:
-    """The ids of ``problem_ids`` that every finished run ``traces/<name>`` also answered (in their order)."""
-    from .traces import load_run
-
-    keep = {str(i) for i in problem_ids}
-    for name in names:
-        folder = Path(traces) / name
-        if (folder / "manifest.json").exists():
-            keep &= set(load_run(folder).problems["problem_id"].astype(str))
-    return np.array([i for i in map(str, problem_ids) if i in keep], dtype=object)
-
-
-def baseline_points(traces: str | Path, names: Sequence[str], problem_ids: Sequence[str]) -> pd.DataFrame:
+def baseline_points(runs: Mapping[str, Run], problem_ids: Sequence[str]) -> pd.DataFrame:
     """Accuracy and average tokens of other strategies' runs, on the problems they share with ``problem_ids``.
 
-    ``traces/<name>`` must be a finished run folder; missing ones are skipped (a row is only
-    made for runs that exist). Columns: strategy, n (common problems), n_run (problems in the
-    run), accuracy, avg_tokens (prompt + completion), avg_completion_tokens, acc_lo, acc_hi.
+    ``runs`` are finished runs by strategy (:func:`lase_nb.runs.load_runs`); a run sharing no
+    problem gets no row. Columns: strategy, n (common problems), n_run (problems in the run),
+    accuracy, avg_tokens (prompt + completion), avg_completion_tokens, acc_lo, acc_hi (Wilson).
     """
-    from .traces import load_run
-
     keep = set(map(str, problem_ids))
     rows = []
-    for name in names:
-        folder = Path(traces) / name
-        if not (folder / "manifest.json").exists():
-            continue
-        probs = load_run(folder).problems
+    for name, run in runs.items():
+        probs = run.problems
         common = probs[probs["problem_id"].astype(str).isin(keep)]
         if common.empty:
             continue
@@ -202,7 +169,7 @@ def paper_sweep_beside(chains: Chains) -> pd.DataFrame:
 
 def tau_h_beside(chains: Chains, tau_lp: float) -> pd.DataFrame:
     """Our accuracy, tokens and escalation at the paper's tau_h values (tau_lp held at ``tau_lp``),
-    beside the paper's accuracies (their tau_lp is not restated in METHOD.md)."""
+    beside the paper's accuracies (the paper does not restate their tau_lp)."""
     ref = reference.TAU_H_SWEEP
     ours = sweep(chains, [tau_lp], ref["tau_h"].to_numpy())
     ours = ours.rename(columns={c: f"{c} (this run)" for c in ("avg_tokens", "escalation_rate")})
@@ -334,38 +301,6 @@ def split_checks(chains: Chains, tau_lp: Sequence[float], tau_h: Sequence[float]
 
 
 # ---------------------------------------------------------------------------------------------
-# Synthetic recordings (benchmarks and tests)
-# ---------------------------------------------------------------------------------------------
-
-def synthetic_chains(n: int = 1000, n_stages: int = 4, seed: int = 0, no_answer: float = 0.1) -> Chains:
-    """A plausible full-chain recording without a model: calibrated-ish confidence, cumulative tokens.
-
-    Stage 0 is right with probability ``p_min ** 2``; each later stage keeps the answer or
-    re-answers with a chance of fixing it; a share ``no_answer`` of later stages has no
-    extractable answer (NaN confidence, wrong). Tokens are integers.
-    """
-    rng = np.random.default_rng(seed)
-    p = rng.beta(6, 1.2, (n, n_stages))
-    h = np.clip(rng.gamma(1.5, 0.25, (n, n_stages)) * (1.2 - p), 0, None)
-    correct = np.empty((n, n_stages), bool)
-    correct[:, 0] = rng.random(n) < p[:, 0] ** 2
-    for t in range(1, n_stages):
-        redo = rng.random(n) < 0.5
-        correct[:, t] = np.where(redo, rng.random(n) < 0.5 * p[:, t], correct[:, t - 1])
-    missing = rng.random((n, n_stages)) < no_answer
-    missing[:, 0] = False
-    p[missing], h[missing] = np.nan, np.nan
-    correct[missing] = False
-    answers = np.where(correct, "right", "wrong").astype(object)
-    answers[missing] = None
-    prompt = np.cumsum(np.column_stack([rng.integers(150, 250, n)] +
-                                       [rng.integers(500, 900, n) for _ in range(n_stages - 1)]), axis=1)
-    completion = np.cumsum(rng.integers(20, 300, (n, n_stages)), axis=1)
-    return Chains(np.array([f"syn-{i:05d}" for i in range(n)], dtype=object), p, h, correct, answers,
-                  prompt.astype(float), completion.astype(float))
-
-
-# ---------------------------------------------------------------------------------------------
 # Figures
 # ---------------------------------------------------------------------------------------------
 
@@ -437,7 +372,7 @@ def draw_frontier(ax, grid: pd.DataFrame, policies: pd.DataFrame, oracle: pd.Dat
     xmin, xmax = pts["avg_tokens"].min(), pts["avg_tokens"].max()
     mid = np.sqrt(min(xmin, grid["avg_tokens"].min()) * max(xmax, grid["avg_tokens"].max()))  # log-scale middle
     for _, r in pts.iterrows():
-        st = STYLE.get(r["strategy"], dict(color="black", marker="o", label=r["strategy"], short=r["strategy"]))
+        st = style(r["strategy"])
         yerr = [[r["accuracy"] - r["acc_lo"]], [r["acc_hi"] - r["accuracy"]]]
         ax.errorbar([r["avg_tokens"]], [r["accuracy"]], yerr=yerr, fmt=st["marker"], color=st["color"], ms=12,
                     mec="white", mew=1.2, capsize=5, elinewidth=1.8, zorder=8, label="_nolegend_")
@@ -551,11 +486,11 @@ def plot_sweep_vs_paper(table: pd.DataFrame, ours_label: str = "this run", n: in
     for ax, col, title, kind in [(axes[0], "accuracy", f"Accuracy change from {first}", "diff"),
                                  (axes[1], "avg_tokens", f"Tokens relative to {first}", "ratio"),
                                  (axes[2], "escalation_rate", "Escalation rate", "level")]:
-        for label, name, style in [(ours_label, ours_label, dict(color="#0072B2", marker="o")),
+        for label, name, look in [(ours_label, ours_label, dict(color="#0072B2", marker="o")),
                                    ("paper", paper_name, dict(color="#D55E00", marker="s", ls="--"))]:
             y = table[f"{col} ({label})"].astype(float)
             y = (y - y.iloc[0]) * 100 if kind == "diff" else y / y.iloc[0] if kind == "ratio" else y
-            ax.plot(x, y, lw=2.2, ms=9, label=name, **style)
+            ax.plot(x, y, lw=2.2, ms=9, label=name, **look)
         ax.set(title=title, xlabel=f"tau_lp  (tau_h = {table['tau_h'].iloc[0]:g})")
         if kind == "level":
             ax.yaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))

@@ -1,4 +1,7 @@
-"""One house style for every chapter's figures, and one place that writes them to disk.
+"""One house style for every chapter's figures, one look per strategy, and one place that writes figures.
+
+:data:`STYLE` gives each strategy (and each fixed policy) ONE colour and marker, used by every
+chapter module (:func:`style`), and :func:`label` its readable name with the sizes that matter.
 
 Usage in a notebook::
 
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any, Mapping
 
 import numpy as np
 
@@ -23,6 +27,47 @@ import numpy as np
 FIGURES_ENV = "LASE_FIGURES_DIR"
 #: Seaborn palette of the house style (distinguishable for colour-blind readers).
 PALETTE = "colorblind"
+
+#: LASE's colour; the marker of LASE at chosen thresholds (a star) wears it in every chapter.
+CHOSEN_COLOR = "#E69F00"
+#: The Pareto front of a threshold grid, and the oracle gate (chapter 05).
+FRONT_COLOR = "#222222"
+ORACLE_COLOR = "#B2182B"
+
+#: One colour and marker per strategy or fixed policy, the same in every figure (Okabe-Ito colours).
+#: ``label`` is the long name, ``short`` the one drawn beside a point. "lase-full" (LASE forced
+#: through every stage) is the always-interact policy and looks like it.
+STYLE: dict[str, dict[str, str]] = {
+    "single": dict(color="#56B4E9", marker="o", label="single agent", short="single"),
+    "solo": dict(color="#0072B2", marker="s", label="leader alone", short="leader alone"),
+    "mv": dict(color="#009E73", marker="^", label="majority vote", short="majority vote"),
+    "mad": dict(color="#CC79A7", marker="v", label="MAD (3 agents x 2 rounds)", short="MAD"),
+    "moa": dict(color="#8C510A", marker="P", label="mixture of agents", short="MoA"),
+    "down": dict(color="#999999", marker="X", label="DOWN", short="DOWN"),
+    "lase": dict(color=CHOSEN_COLOR, marker="*", label="LASE", short="LASE"),
+    "always-interact": dict(color="#D55E00", marker="D", label="always interact (full chain)",
+                            short="always interact"),
+    "lase-mv": dict(color="#F0E442", marker="h", label="LASE + MV", short="LASE+MV"),
+    "lase-shuffled": dict(color="#882255", marker="p", label="LASE, shuffled order", short="LASE shuffled"),
+}
+STYLE["lase-full"] = STYLE["always-interact"]
+
+
+def style(strategy: str) -> dict[str, str]:
+    """The colour, marker and names of a strategy (black dots, named as given, for unknown ones)."""
+    return STYLE.get(strategy, dict(color="black", marker="o", label=strategy, short=strategy))
+
+
+def label(strategy: str, config: Mapping[str, Any] | None = None) -> str:
+    """A readable name with the sizes that matter: ``MV(7)``, ``MAD(3x2)``, ``LASE+MV(5)``..."""
+    c = dict(config or {})
+    n, t = c.get("n_agents", 3), c.get("rounds", 2)
+    return {
+        "single": "single agent", "mv": f"MV({c.get('n_samples', 7)})", "mad": f"MAD({n}x{t})",
+        "moa": f"MoA({c.get('moa_layers', 2)}x{c.get('moa_proposers', 3)})", "down": "DOWN",
+        "lase": "LASE", "lase-full": "LASE, every stage", "lase-mv": f"LASE+MV({c.get('lase_chains', 5)})",
+        "lase-shuffled": "LASE, shuffled order",
+    }.get(strategy, strategy)
 
 
 def set_style(context: str = "notebook", font_scale: float = 1.15) -> None:

@@ -1,12 +1,15 @@
-"""Statistics for measured runs: reliability bins, AUROC, ECE, bootstrap CIs, paired tests, budgets.
+"""Statistics for measured runs: reliability bins, AUROC, ECE, intervals, paired tests, budgets.
 
 Pure functions on numpy arrays and pandas tables, seeded wherever they resample. Accuracy and
 rates are fractions in [0, 1] here (the paper prints percents; see :mod:`lase_nb.reference`).
+An accuracy (or any share of problems) gets one interval everywhere: Wilson's
+(:func:`wilson_interval`); the bootstrap is for statistics without a closed form (AUROC, paired
+differences).
 """
 
 from __future__ import annotations
 
-from typing import Callable, Literal, Sequence
+from typing import Callable, Literal, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -20,8 +23,7 @@ __all__ = [
     "ece",
     "bootstrap_ci",
     "paired_test",
-    "accuracy_table",
-    "budget_matched",
+    "comparison_table",
     "choose_thresholds",
     "split_halves",
 ]
@@ -243,82 +245,92 @@ def paired_test(correct_a: np.ndarray, correct_b: np.ndarray, n_boot: int = 2000
             "diff": d, "diff_lo": lo, "diff_hi": hi, "b": b, "c": c, "p_value": p}
 
 
-def accuracy_table(df: pd.DataFrame, by: str = "strategy", correct: str = "correct",
-                   tokens: str = "total_tokens", baseline: str | None = "single", seed: int = 0,
-                   n_boot: int = 2000, level: float = 0.95, problem_id: str = "problem_id") -> pd.DataFrame:
-    """Per group (first-seen order): accuracy with bootstrap CI, tokens, and a paired test vs baseline.
+def _ref_columns(ok: np.ndarray, ref_ok: np.ndarray | None, tag: str) -> dict[str, float]:
+    if ref_ok is None:
+        return {f"wins_vs_{tag}": np.nan, f"losses_vs_{tag}": np.nan, f"p_vs_{tag}": np.nan}
+    wins, losses, p = _mcnemar(ok, ref_ok)
+    return {f"wins_vs_{tag}": wins, f"losses_vs_{tag}": losses, f"p_vs_{tag}": p}
 
-    Columns: n, accuracy, acc_lo, acc_hi, avg_tokens, total_tokens, token_multiplier (avg tokens
-    / the baseline group's avg tokens), and, when the baseline group is present, n_paired and
-    p_value_vs_baseline (exact McNemar on the problems both groups answered, matched by
-    ``problem_id``; NaN on the baseline row). Missing baseline: those columns are NaN.
+
+def comparison_table(runs: Mapping[str, pd.DataFrame] | pd.DataFrame, baseline: str | None = "single",
+                     vote: str | None = "mv", level: float = 0.95) -> pd.DataFrame:
+    """Every strategy on the problems ALL of them answered: the one comparison table (chapters 04, 06).
+
+    ``runs`` maps a strategy to its problems table, or is one long table with a ``strategy``
+    column (first-seen order). Each needs problem_id, correct and total_tokens, one row per
+    problem; completion_tokens and stop_stage / x_debated (for the escalation rate) are optional.
+
+    Columns: n (common problems), accuracy with a Wilson interval (acc_lo, acc_hi: the package's
+    one interval for an accuracy), avg_tokens and total_tokens (prompt + completion),
+    avg_completion_tokens and total_completion_tokens, token_multiplier and
+    completion_multiplier (avg tokens / the ``baseline`` row's), escalation_rate, and for each of
+    ``baseline`` and ``vote`` an exact McNemar test: wins_vs_<name> (this right, that wrong),
+    losses_vs_<name>, p_vs_<name> (NaN on its own row, or where that strategy is absent).
     """
-    for col in (by, correct, tokens):
-        if col not in df:
-            raise ValueError(f"column {col!r} missing; have {list(df.columns)}")
-    has_base = baseline is not None and (df[by] == baseline).any()
-    if has_base and problem_id not in df:
-        raise ValueError(f"column {problem_id!r} is needed to pair groups with the baseline")
-    if has_base and df.duplicated([by, problem_id]).any():
-        raise ValueError(f"duplicate ({by}, {problem_id}) rows: one graded answer per problem per group")
+    from .analysis import escalation_rate
+    from .errors import DataError
+
+    if isinstance(runs, pd.DataFrame):
+        if "strategy" not in runs:
+            raise ValueError(f"column 'strategy' missing; have {list(runs.columns)}")
+        runs = {name: g for name, g in runs.groupby("strategy", sort=False)}
+    if not runs:
+        raise DataError("no runs to compare")
+    for name, df in runs.items():
+        for col in ("problem_id", "correct", "total_tokens"):
+            if col not in df:
+                raise ValueError(f"{name}: column {col!r} missing; have {list(df.columns)}")
+        if df["problem_id"].duplicated().any():
+            raise ValueError(f"{name}: duplicate problem_id rows; one graded answer per problem per strategy")
+    common = set.intersection(*(set(df["problem_id"]) for df in runs.values()))
+    if not common:
+        raise DataError("the runs share no problem ids; record them on the same data set, n and seed")
+    ids = sorted(common)
+    aligned = {s: df.set_index("problem_id").loc[ids] for s, df in runs.items()}
+    correct = {s: _bool_array(df["correct"], "correct") for s, df in aligned.items()}
+    refs = [r for r in dict.fromkeys([baseline, vote]) if r is not None]
     rows = {}
-    for name, g in df.groupby(by, sort=False):
-        est, lo, hi = bootstrap_ci(_bool_array(g[correct], correct).astype(float),
-                                   n_boot=n_boot, seed=seed, level=level)
-        rows[name] = {"n": len(g), "accuracy": est, "acc_lo": lo, "acc_hi": hi,
-                      "avg_tokens": float(g[tokens].mean()), "total_tokens": float(g[tokens].sum())}
+    for s, df in aligned.items():
+        ok = correct[s]
+        lo, hi = wilson_interval(int(ok.sum()), len(ok), level)
+        comp = df["completion_tokens"] if "completion_tokens" in df else pd.Series(np.nan, index=df.index)
+        row = {"n": len(ids), "accuracy": float(ok.mean()), "acc_lo": lo, "acc_hi": hi,
+               "avg_tokens": float(df["total_tokens"].mean()), "total_tokens": float(df["total_tokens"].sum()),
+               "avg_completion_tokens": float(comp.mean()), "total_completion_tokens": float(comp.sum(min_count=1)),
+               "escalation_rate": escalation_rate(df.reset_index())}
+        for r in refs:
+            row.update(_ref_columns(ok, correct[r] if r in correct and r != s else None, r))
+        rows[s] = row
     out = pd.DataFrame.from_dict(rows, orient="index")
-    out.index.name = by
-    out["token_multiplier"] = out["avg_tokens"] / out.loc[baseline, "avg_tokens"] if has_base else np.nan
-    out["n_paired"] = np.nan
-    out["p_value_vs_baseline"] = np.nan
-    if has_base:
-        base = df.loc[df[by] == baseline, [problem_id, correct]]
-        for name, g in df.groupby(by, sort=False):
-            if name == baseline:
-                continue
-            m = g[[problem_id, correct]].merge(base, on=problem_id, suffixes=("", "_base"))
-            _, _, p = _mcnemar(_bool_array(m[correct], correct), _bool_array(m[f"{correct}_base"], correct))
-            out.loc[name, ["n_paired", "p_value_vs_baseline"]] = [len(m), p]
+    out.index.name = "strategy"
+    for col, name in (("avg_tokens", "token_multiplier"), ("avg_completion_tokens", "completion_multiplier")):
+        out[name] = out[col] / out.loc[baseline, col] if baseline in out.index else np.nan
     return out
 
 
-def budget_matched(points: pd.DataFrame, budget: float, cost: str = "avg_tokens",
-                   acc: str = "accuracy") -> pd.Series:
-    """The row with the best accuracy at cost <= budget (ties: the cheaper, then the first).
+def choose_thresholds(points: pd.DataFrame, budget: float, cost: str = "avg_tokens",
+                      acc: str = "accuracy") -> pd.Series:
+    """The most accurate row of ``points`` costing at most ``budget`` (inclusive).
 
-    For compute-matched comparisons: "what does each method reach with this many tokens?".
-    Raises ``ValueError`` if no row fits the budget.
+    The one budget-matched pick of the package: thresholds from a sweep (:func:`lase_nb.analysis.sweep`),
+    or any table of operating points. One tie-break everywhere: higher accuracy, then lower
+    cost, then (in a sweep) the higher tau_lp, then the first row. A table with a ``tau_lp``
+    column is a sweep and must also carry tau_h and escalation_rate. Raises ``ValueError``
+    naming the cheapest row when none fits.
     """
-    for col in (cost, acc):
-        if col not in points:
-            raise ValueError(f"column {col!r} missing; have {list(points.columns)}")
+    need = [cost, acc] + (["tau_lp", "tau_h", "escalation_rate"] if "tau_lp" in points else [])
+    missing = [c for c in need if c not in points]
+    if missing:
+        raise ValueError(f"table lacks columns {missing}; expected {need}")
+    if points.empty:
+        raise ValueError("the table is empty")
     fit = points[points[cost] <= budget]
     if fit.empty:
-        raise ValueError(f"no row costs <= {budget:g} {cost}; the cheapest costs {points[cost].min():g}")
-    return fit.sort_values([acc, cost], ascending=[False, True], kind="stable").iloc[0]
-
-
-def choose_thresholds(grid: pd.DataFrame, budget: float) -> pd.Series:
-    """From a threshold sweep, the highest-accuracy (tau_lp, tau_h) row with avg_tokens <= budget.
-
-    ``grid`` needs tau_lp, tau_h, accuracy, avg_tokens, escalation_rate (as
-    :func:`lase_nb.analysis.sweep` writes). Ties: fewer tokens, then the higher tau_lp.
-    Raises ``ValueError`` naming the cheapest row if none fits the budget.
-    """
-    need = ["tau_lp", "tau_h", "accuracy", "avg_tokens", "escalation_rate"]
-    missing = [c for c in need if c not in grid]
-    if missing:
-        raise ValueError(f"sweep table lacks columns {missing}; expected {need}")
-    fit = grid[grid["avg_tokens"] <= budget]
-    if fit.empty:
-        if grid.empty:
-            raise ValueError("the sweep table is empty")
-        cheap = grid.loc[grid["avg_tokens"].idxmin()]
-        raise ValueError(f"no threshold pair fits a budget of {budget:g} avg tokens; the cheapest is "
-                         f"{cheap['avg_tokens']:g} (tau_lp={cheap['tau_lp']:g}, tau_h={cheap['tau_h']:g})")
-    return fit.sort_values(["accuracy", "avg_tokens", "tau_lp"], ascending=[False, True, False],
-                           kind="stable").iloc[0]
+        cheap = points.loc[points[cost].idxmin()]
+        where = f" (tau_lp={cheap['tau_lp']:g}, tau_h={cheap['tau_h']:g})" if "tau_lp" in points else ""
+        raise ValueError(f"no row costs <= {budget:g} {cost}; the cheapest costs {cheap[cost]:g}{where}")
+    keys = [acc, cost] + (["tau_lp"] if "tau_lp" in points else [])
+    return fit.sort_values(keys, ascending=[False, True, False][:len(keys)], kind="stable").iloc[0]
 
 
 def split_halves(ids: Sequence[str], seed: int = 0) -> tuple[np.ndarray, np.ndarray]:

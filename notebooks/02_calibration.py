@@ -36,6 +36,9 @@
 # no model except in the short live step of section 2.5. Set `live=True` to measure the leader on
 # your own backend and data set instead, e.g.
 # `papermill 02_calibration.ipynb out.ipynb -p live True -p backend openai -p model gpt-4.1-mini`.
+#
+# The chapter's logic lives in `lase_nb/calibration.py` (reliability, AUROC and ECE come from
+# `lase_nb/stats.py`, whose one interval for an accuracy, Wilson's, every chapter uses).
 
 # %% tags=["parameters"]
 backend = "local"  # local | openai | gemini (used by the live steps)

@@ -35,9 +35,12 @@
 # **You need** chapter 1 (the gate $U$, the star topology) and chapter 2 helps (what the
 # confidence numbers mean). By default the chapter reads **recorded traces** of the embedded
 # model (SmolLM2-135M) on the project's arithmetic problems: every stage of every chain was
-# recorded once, so any thresholds can be replayed with no model call (METHOD.md, section 3).
+# recorded once, so any thresholds can be replayed with no model call.
 # With `live=True` it runs LASE itself on `n_problems` problems with the backend you choose,
 # e.g. `papermill 03_lase_pipeline.ipynb out.ipynb -p live True -p backend openai -p model gpt-4.1-mini`.
+#
+# The chapter's logic lives in `lase_nb/pipeline.py`; transcripts are drawn by
+# `lase_nb/transcripts.py`, runs loaded by `lase_nb/runs.py` and replay done by `lase_nb/analysis.py`.
 
 # %% tags=["parameters"]
 backend = "local"  # local | openai | gemini (live runs only)
@@ -52,6 +55,7 @@ tau_lp = 0.8  # gate: exp(LP_min) below this is uncertain
 tau_h = 0.5  # gate: H_max (nats) above this is uncertain
 max_tokens = None  # live runs: leader token limit (None: library default)
 seed = 0
+run_episode = True  # section 3.3: run one LASE episode now with `backend` (at most 7 calls, cached)
 interactive = True  # False under papermill: no widgets
 
 # %%
@@ -63,7 +67,7 @@ import numpy as np
 import pandas as pd
 from IPython.display import HTML, Markdown, display
 
-from lase_nb import plots, prompts, reference, report
+from lase_nb import pipeline, plots, prompts, reference, runs as run_store, transcripts
 from lase_nb.analysis import chains_from_stages, fixed_policies, replay
 
 plots.set_style()
@@ -92,18 +96,18 @@ if live:
     if max_tokens:
         cfg = replace(cfg, max_tokens=max_tokens, supporter_max_tokens=min(max_tokens, cfg.supporter_max_tokens))
     results = run_problems("lase", problem_list, engine, cfg, progress=False)
-    run = report.run_from_results(results, problem_list, {
+    run = run_store.run_from_results(results, problem_list, {
         "backend": engine.backend.name, "model": engine.backend.model, "dataset": dataset, "n": len(problem_list),
         "seed": seed, "config": asdict(cfg)})
     problems = {p.id: p for p in problem_list}
     print(f"live run: {engine.stats.model_calls} model calls, {engine.stats.cache_hits} from the cache")
 else:
-    runs, missing = report.load_runs(traces, ["lase", "mad"])
+    runs = run_store.load_runs(traces, ["lase", "mad"])
     if "lase" not in runs:
         raise FileNotFoundError(f"no finished full-chain LASE run under {traces}/lase-full; record it with "
                                 f"`bash data/traces/record.sh` or set live=True")
     run = runs["lase"]
-    problems = report.problems_for_run(run.manifest, data_path)
+    problems = run_store.problems_from_manifest(run.manifest, data_path)
 chains = chains_from_stages(run.stages)
 kind = next(iter(problems.values())).kind if problems else "number"
 print(f"{run.manifest.get('backend')}:{run.manifest.get('model')} on {run.manifest.get('dataset')}, "
@@ -120,7 +124,7 @@ print(f"{run.manifest.get('backend')}:{run.manifest.get('model')} on {run.manife
 # removes it (replacing it by a placeholder) and counts it.
 
 # %%
-report.role_table()
+pipeline.role_table()
 
 # %% [markdown]
 # The leader's prompt is the single-agent prompt of chapter 0: an instruction, two worked
@@ -135,12 +139,12 @@ print(prompts.REVISE_REQUEST)
 #
 # We pick the problem to walk through **by rule, not by hand**: among those LASE escalates at the
 # chosen thresholds, a rescue (solo wrong, LASE right) if there is one, else the one whose boxed
-# answer changes most often, else the deepest (`report.pick_walkthrough`).
+# answer changes most often, else the deepest (`pipeline.pick_walkthrough`).
 
 # %%
-pid = report.pick_walkthrough(chains, tau_lp, tau_h)
+pid = pipeline.pick_walkthrough(chains, tau_lp, tau_h)
 problem = problems.get(pid)
-walk = report.stage_table(run.stages, pid, tau_lp, tau_h)
+walk = pipeline.stage_table(run.stages, pid, tau_lp, tau_h)
 stop = int(np.flatnonzero(walk["lase"].to_numpy() == "stops here")[0])
 gold = problem.gold if problem else str(run.problems.set_index("problem_id").loc[pid, "gold"])
 print(f"problem {pid}:", problem.prompt_text() if problem else "(question text unavailable)")
@@ -148,7 +152,7 @@ print(f"gold answer: {gold}")
 walk
 
 # %%
-fig = report.plot_stage_walk(walk, tau_lp, tau_h, title=f"Problem {pid}: the leader after each stage "
+fig = pipeline.plot_stage_walk(walk, tau_lp, tau_h, title=f"Problem {pid}: the leader after each stage "
                              "(green = right, red = wrong)")
 plots.savefig(fig, "pipeline_stage_walk")
 plt.show()
@@ -188,21 +192,21 @@ display(Markdown(
 # LASE's stop were recorded only so that other thresholds can be replayed. Long texts are clipped.
 
 # %%
-entries = report.transcript_entries(run.calls, pid, stop_stage=stop, tau_lp=tau_lp, tau_h=tau_h, gold=gold,
-                                    kind=kind)
-display(Markdown(report.render_transcript(entries, max_chars=600)))
+entries = transcripts.transcript_entries(run.calls, pid, stop_stage=stop, tau_lp=tau_lp, tau_h=tau_h, gold=gold,
+                                         kind=kind)
+display(Markdown(transcripts.render_transcript(entries, max_chars=600)))
 
 # %% [markdown]
 # For contrast, the first escalated chain (by problem id) whose revisions never box an answer,
 # if there is one: the typical failure of a small model (texts clipped harder).
 
 # %%
-typical = report.pick_unboxed(chains, tau_lp, tau_h)
+typical = pipeline.pick_unboxed(chains, tau_lp, tau_h)
 if typical is not None and typical != pid:
     t_gold = problems[typical].gold if typical in problems else None
     t_stop = int(replay(chains, tau_lp, tau_h).set_index("problem_id").loc[typical, "stop_stage"])
     print(f"problem {typical}:", problems[typical].prompt_text() if typical in problems else "", f"(gold {t_gold})")
-    display(Markdown(report.render_transcript(report.transcript_entries(
+    display(Markdown(transcripts.render_transcript(transcripts.transcript_entries(
         run.calls, typical, stop_stage=t_stop, tau_lp=tau_lp, tau_h=tau_h, gold=t_gold, kind=kind), max_chars=250)))
 else:
     print("no escalated chain without boxed revisions in this run")
@@ -218,26 +222,91 @@ if problem is not None:
         print(f"[{m['role']}]\n{m['content']}\n")
 
 # %% [markdown]
-# ## 3.3 The batch: where LASE stops, what it costs, what it changes
+# ## 3.3 One LASE episode, written out
+#
+# The tables above come from `lase_nb.strategies.lase`. **The method itself is a short loop**, written
+# here from scratch with the package's prompt builders (`lase_nb.prompts`) and its engine (one call
+# primitive for any backend): the leader answers; while its answer is uncertain ($U = 1$: no boxed
+# answer, $\exp(LP_{min}) < \tau_{lp}$ or $H_{max} > \tau_h$), the next supporter writes a note (any
+# boxed answer in it is withheld) and the leader revises. It stops at the first confident answer,
+# or after the last supporter.
+
+# %%
+from lase_nb.answers import strip_boxed
+from lase_nb.confidence import measure
+from lase_nb.engine import Call
+
+
+def lase_from_scratch(problem, engine, cfg):
+    """One LASE episode: (stop stage, final answer, tokens spent: prompt + completion)."""
+    lead, sup = cfg.params(), cfg.params(supporter=True)
+    (gen,) = engine.run([Call("leader", 0, prompts.solver_messages(problem), lead)])
+    spent, notes = gen.prompt_tokens + gen.completion_tokens, {}
+    for t, role in enumerate(cfg.supporter_order, start=1):
+        conf = measure(gen, problem.kind)
+        if conf.answer is not None and conf.p_min >= cfg.tau_lp and conf.h_max <= cfg.tau_h:
+            return t - 1, conf.answer, spent  # U = 0: confident, stop here
+        critique = notes.get("devil") if role in ("collaborator", "expert") else None
+        hints = notes.get("collaborator") if role == "expert" else None
+        (note,) = engine.run([Call(role, t, prompts.supporter_messages(problem, role, gen.text, critique, hints), sup)])
+        notes[role], _ = strip_boxed(note.text)  # a supporter may not hand over an answer
+        (gen,) = engine.run([Call("leader", t, prompts.revise_messages(problem, gen.text, role, notes[role]), lead)])
+        spent += note.prompt_tokens + note.completion_tokens + gen.prompt_tokens + gen.completion_tokens
+    return len(cfg.supporter_order), measure(gen, problem.kind).answer, spent  # no supporter left
+
+
+# %% [markdown]
+# Run it on the walk-through problem, then let the package run LASE on the same problem with the
+# same engine. They must agree on where LASE stops, what it answers and what it spends, and **the
+# package must make no model call of its own**: every call it needs is already in the call cache,
+# because our loop made exactly the same calls (same messages, same sampling parameters).
+
+# %%
+if run_episode and problem is not None:
+    from lase_nb.runner import run_problems
+    from lase_nb.strategies import StrategyConfig
+
+    if not live:
+        from lase_nb.backends import make_backend
+        from lase_nb.cache import CallCache
+        from lase_nb.engine import Engine
+
+        engine = Engine(make_backend(backend, model, base_url), CallCache())
+    cfg1 = StrategyConfig(tau_lp=tau_lp, tau_h=tau_h, seed=seed)
+    if max_tokens:
+        cfg1 = replace(cfg1, max_tokens=max_tokens, supporter_max_tokens=min(max_tokens, cfg1.supporter_max_tokens))
+    ours = lase_from_scratch(problem, engine, cfg1)
+    calls_before = engine.stats.model_calls
+    (package,) = run_problems("lase", [problem], engine, cfg1, progress=False)
+    assert ours == (package.stop_stage, package.answer, package.prompt_tokens + package.completion_tokens), \
+        (ours, package.stop_stage, package.answer)
+    assert engine.stats.model_calls == calls_before, "the package made a call our loop did not"
+    print(f"problem {problem.id}: our loop stops at stage {ours[0]} with answer {ours[1]} after {ours[2]} tokens; "
+          f"lase_nb.strategies.lase agrees, with 0 new model calls")
+else:
+    print("episode skipped (run_episode=False, or the problem text is not available here)")
+
+# %% [markdown]
+# ## 3.4 The batch: where LASE stops, what it costs, what it changes
 #
 # Replaying the gate on every recorded chain gives LASE's behaviour on the whole batch at the
 # chosen thresholds, with no model call.
 
 # %%
-dist = report.stop_distribution(chains, tau_lp, tau_h)
-per_stage = report.stage_confidence(chains, tau_lp, tau_h)
+dist = pipeline.stop_distribution(chains, tau_lp, tau_h)
+per_stage = pipeline.stage_confidence(chains, tau_lp, tau_h)
 lase = replay(chains, tau_lp, tau_h)
 policies = fixed_policies(chains)
 display(dist)
 display(per_stage)
 
 # %%
-fig = report.plot_batch(dist, per_stage)
+fig = pipeline.plot_batch(dist, per_stage)
 plots.savefig(fig, "pipeline_batch")
 plt.show()
 
 # %%
-flips = report.outcome_flips(chains, tau_lp, tau_h).set_index("outcome")
+flips = pipeline.outcome_flips(chains, tau_lp, tau_h).set_index("outcome")
 esc = float((lase["stop_stage"] > 0).mean())
 solo_acc, full_acc = policies.set_index("policy").loc[["solo", "always-interact"], "accuracy"]
 solo_tok, full_tok = policies.set_index("policy").loc[["solo", "always-interact"], "avg_tokens"]
@@ -273,13 +342,13 @@ if boxed_later < boxed_first - 0.1:
 display(Markdown(text))
 
 # %% [markdown]
-# ## 3.4 Supporters that give the answer away
+# ## 3.5 Supporters that give the answer away
 #
 # Every supporter call whose text contained `\boxed{}` is counted here, over all recorded calls
 # (a leak is a property of the transcript, whether or not LASE at these thresholds made the call).
 
 # %%
-leaks = report.leak_table(run.calls)
+leaks = pipeline.leak_table(run.calls)
 leaks
 
 # %%
@@ -290,7 +359,7 @@ display(Markdown(
     f"The paper does not report a leak rate; it only states the rule."))
 
 # %% [markdown]
-# ## 3.5 Who reads whom: inclusions counted from the transcripts
+# ## 3.6 Who reads whom: inclusions counted from the transcripts
 #
 # An *inclusion* is one agent's message pasted into another agent's context. Every call records
 # the agents it read (`reads`), so we count them rather than trusting the formula. For LASE we
@@ -302,17 +371,17 @@ display(Markdown(
 
 # %%
 stops = dict(zip(lase["problem_id"], lase["stop_stage"]))
-counts = [report.inclusion_counts(run.calls, stops)]
+counts = [pipeline.inclusion_counts(run.calls, stops)]
 configs = {"lase": run.manifest.get("config", {})}
 if not live and "mad" in runs:
-    counts.append(report.inclusion_counts(runs["mad"].calls))
+    counts.append(pipeline.inclusion_counts(runs["mad"].calls))
     configs["mad"] = runs["mad"].manifest.get("config", {})
 counts = pd.concat(counts, ignore_index=True)
-inclusions = report.inclusion_summary(counts, configs)
+inclusions = pipeline.inclusion_summary(counts, configs)
 inclusions
 
 # %%
-fig = report.plot_inclusions(inclusions, {s: report.label(s, configs.get(s)) for s in configs})
+fig = pipeline.plot_inclusions(inclusions, {s: plots.label(s, configs.get(s)) for s in configs})
 plots.savefig(fig, "pipeline_inclusions")
 plt.show()
 
@@ -341,11 +410,11 @@ if interactive:
     import ipywidgets as widgets
 
     def explore(tau_lp=tau_lp, tau_h=tau_h):
-        d = report.stop_distribution(chains, tau_lp, tau_h)
+        d = pipeline.stop_distribution(chains, tau_lp, tau_h)
         r = replay(chains, tau_lp, tau_h)
         print(f"escalated {100 * (r['stop_stage'] > 0).mean():.0f}%, accuracy {100 * r['correct'].mean():.1f}%, "
               f"avg tokens {r['total_tokens'].mean():.0f}")
-        report.plot_batch(d, report.stage_confidence(chains, tau_lp, tau_h))
+        pipeline.plot_batch(d, pipeline.stage_confidence(chains, tau_lp, tau_h))
         plt.show()
 
     widgets.interact(explore, tau_lp=widgets.FloatSlider(value=tau_lp, min=0.0, max=1.0, step=0.05),

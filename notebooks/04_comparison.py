@@ -25,7 +25,7 @@
 # 1. How the strategies differ in what they call and who reads whom: single agent, majority vote
 #    (MV, 7 samples), multi-agent debate (MAD, 3 agents x 2 rounds), mixture-of-agents (MoA),
 #    DOWN, LASE, LASE+MV (5 chains) and LASE with a shuffled supporter order.
-# 2. How to read a comparison honestly: bootstrap intervals, exact McNemar tests on paired
+# 2. How to read a comparison honestly: Wilson intervals, exact McNemar tests on paired
 #    problems, tokens as completion only and as prompt + completion, and multipliers vs the
 #    single agent.
 # 3. How to compare at **equal compute**: majority vote over the first k of the recorded samples
@@ -36,6 +36,10 @@
 # (SmolLM2-135M) on the project's arithmetic problems; LASE itself is replayed from its full-chain
 # recording at the chosen thresholds (no model call). With `live=True` every strategy is run (through
 # the call cache) on `n_problems` problems with the backend you choose.
+#
+# The chapter's logic lives in `lase_nb/comparison.py`; the comparison table is
+# `lase_nb.stats.comparison_table` (chapter 6 uses the same one), replay is `lase_nb/analysis.py`,
+# and every strategy keeps one colour and marker from `lase_nb/plots.py`.
 
 # %% tags=["parameters"]
 backend = "local"  # local | openai | gemini (live runs only)
@@ -51,7 +55,6 @@ tau_h = 0.5  # LASE gate: H_max (nats) above this is uncertain
 paper_model = "GPT-4.1-mini"  # the row of the paper Table 1 shown beside ours
 paper_dataset = "GSM-Symbolic"  # closest paper set to grade-school arithmetic
 max_tokens = None  # live runs: answer token limit (None: library default)
-n_boot = 2000  # bootstrap resamples for the accuracy intervals
 seed = 0
 interactive = True  # False under papermill: no widgets
 
@@ -63,8 +66,8 @@ import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 
-from lase_nb import plots, reference, report
-from lase_nb.analysis import chains_from_stages, replay
+from lase_nb import analysis, comparison, pipeline, plots, reference, runs as run_store, stats
+from lase_nb.analysis import chains_from_stages, outcomes_at, replay
 from lase_nb.confidence import uncertain_mask
 
 plots.set_style()
@@ -98,19 +101,20 @@ if live:
     for s in ["lase", *BASELINES]:
         c = replace(cfg, full_chain=s == "lase")
         res = run_problems(s, problem_list, engine, c, progress=False)
-        runs[s] = report.run_from_results(res, problem_list, {"backend": engine.backend.name, "model": engine.backend.model,
+        runs[s] = run_store.run_from_results(res, problem_list, {"backend": engine.backend.name, "model": engine.backend.model,
                                                               "dataset": dataset, "config": asdict(c)})
     missing = []
     print(f"live: {engine.stats.model_calls} model calls, {engine.stats.cache_hits} answered from the cache")
 else:
-    runs, missing = report.load_runs(traces, ["lase", *BASELINES])
+    runs = run_store.load_runs(traces, ["lase", *BASELINES])
+    missing = [s for s in ["lase", *BASELINES] if s not in runs]
     if "lase" not in runs:
         raise FileNotFoundError(f"no full-chain LASE run under {traces}/lase-full; record the traces with "
                                 f"`bash data/traces/record.sh`, or set live=True")
 configs = {s: r.manifest.get("config", {}) for s, r in runs.items()}
-problems = {p.id: p for p in problem_list} if live else report.problems_for_run(runs["lase"].manifest, data_path)
+problems = {p.id: p for p in problem_list} if live else run_store.problems_from_manifest(runs["lase"].manifest, data_path)
 kind = next(iter(problems.values())).kind if problems else "number"
-overview = pd.DataFrame([{"strategy": s, "method": report.label(s, configs[s]), "problems": len(r.problems),
+overview = pd.DataFrame([{"strategy": s, "method": plots.label(s, configs[s]), "problems": len(r.problems),
                           "calls": len(r.calls), "model": f"{r.manifest.get('backend')}:{r.manifest.get('model')}",
                           "run thresholds": f"({configs[s].get('tau_lp')}, {configs[s].get('tau_h')})"
                           if s in ("lase-mv", "lase-shuffled", "down") else ""}
@@ -124,8 +128,8 @@ if missing:
 #
 # All strategies are compared **on the problems every one of them answered** (the baselines
 # were recorded on the first problems of the LASE recording's set; a run made on far fewer
-# problems gets its own small table, so that it does not shrink this one). Accuracy has a 95% percentile
-# bootstrap interval. Tokens are per problem, **completion only** (what the models wrote) and
+# problems gets its own small table, so that it does not shrink this one). Accuracy has a 95% Wilson
+# interval (the one interval the package uses for an accuracy, in every chapter). Tokens are per problem, **completion only** (what the models wrote) and
 # **prompt + completion** (what an API bills; it counts every pasted context again). The
 # McNemar tests pair the strategies problem by problem: `+wins/-losses` are the problems this
 # strategy got right and the single agent wrong, and the reverse; only they carry information.
@@ -137,13 +141,13 @@ if missing:
 chains = chains_from_stages(runs["lase"].stages)
 lase_now = replay(chains, tau_lp, tau_h)
 tables = {"single": None, "mv": None, "mad": None, "moa": None, "down": None, "lase": lase_now,
-          "lase-full": report.chain_outcomes(chains, chains.n_stages - 1), "lase-mv": None, "lase-shuffled": None}
+          "lase-full": outcomes_at(chains, chains.n_stages - 1), "lase-mv": None, "lase-shuffled": None}
 tables = {s: (t if t is not None else runs[s].problems) for s, t in tables.items() if t is not None or s in runs}
-main, short = report.split_by_coverage(tables)  # a run on far fewer problems gets its own table below
-table = report.comparison_table({s: tables[s] for s in main}, seed=seed, n_boot=n_boot)
-paper = report.paper_reference(paper_model, paper_dataset)
-labels = {s: report.label(s, configs.get(s, configs.get("lase"))) for s in table.index}
-shown = report.comparison_display(table, paper, configs)
+main, short = comparison.split_by_coverage(tables)  # a run on far fewer problems gets its own table below
+table = stats.comparison_table({s: tables[s] for s in main})
+paper = comparison.paper_reference(paper_model, paper_dataset)
+labels = {s: plots.label(s, configs.get(s, configs.get("lase"))) for s in table.index}
+shown = comparison.comparison_display(table, paper, configs)
 display(shown[["method", "accuracy % [95% CI]", "paper accuracy %", "escalated %", "vs single: +wins/-losses",
                "McNemar p vs single", "McNemar p vs MV"]])
 shown[["method", "avg tokens (completion)", "avg tokens (prompt+completion)", "total tokens (prompt+completion)",
@@ -158,10 +162,10 @@ shown[["method", "avg tokens (completion)", "avg tokens (prompt+completion)", "t
 short_tables = {}
 for s in short:
     sub = {k: tables[k] for k in ("single", "mv", "lase", s) if k in tables}
-    short_tables[s] = report.comparison_table(sub, seed=seed, n_boot=n_boot)
-    print(f"{report.label(s, configs.get(s))}: recorded on {tables[s]['problem_id'].nunique()} problems; "
+    short_tables[s] = stats.comparison_table(sub)
+    print(f"{plots.label(s, configs.get(s))}: recorded on {tables[s]['problem_id'].nunique()} problems; "
           f"compared on the {int(short_tables[s]['n'].iloc[0])} it shares with the others")
-    display(report.comparison_display(short_tables[s], paper, configs)[
+    display(comparison.comparison_display(short_tables[s], paper, configs)[
         ["method", "accuracy % [95% CI]", "avg tokens (prompt+completion)", "x single (prompt+completion)",
          "McNemar p vs single", "McNemar p vs MV"]])
 if not short:
@@ -178,7 +182,7 @@ print(f"paper columns: {paper.attrs['row']} (Table 1), from {paper.attrs['source
 paper[["paper, other settings"]].dropna()
 
 # %%
-fig = report.plot_accuracy_vs_tokens(table, paper, labels=labels)
+fig = comparison.plot_accuracy_vs_tokens(table, paper, labels=labels)
 plots.savefig(fig, "comparison_accuracy_tokens")
 plt.show()
 
@@ -188,13 +192,13 @@ l, sg = table.loc["lase"], table.loc["single"]
 text = (f"**What it shows.** On {int(l['n'])} common problems the most accurate strategy is "
         f"**{labels[best]}** ({100 * table.loc[best, 'accuracy']:.1f}%). The single agent gets "
         f"{100 * sg['accuracy']:.1f}% [{100 * sg['acc_lo']:.1f}, {100 * sg['acc_hi']:.1f}] with "
-        f"{sg['avg_total_tokens']:.0f} tokens per problem (prompt + completion); LASE gets {100 * l['accuracy']:.1f}% "
-        f"[{100 * l['acc_lo']:.1f}, {100 * l['acc_hi']:.1f}] at {l['multiplier_total']:.1f}x those tokens "
-        f"({l['multiplier_completion']:.1f}x counting completions only), escalating {100 * l['escalation_rate']:.0f}% "
+        f"{sg['avg_tokens']:.0f} tokens per problem (prompt + completion); LASE gets {100 * l['accuracy']:.1f}% "
+        f"[{100 * l['acc_lo']:.1f}, {100 * l['acc_hi']:.1f}] at {l['token_multiplier']:.1f}x those tokens "
+        f"({l['completion_multiplier']:.1f}x counting completions only), escalating {100 * l['escalation_rate']:.0f}% "
         f"of the problems, McNemar p = {l['p_vs_single']:.2f} vs the single agent.")
 if "mv" in table.index:
     mv = table.loc["mv"]
-    text += (f" MV(7) gets {100 * mv['accuracy']:.1f}% at {mv['multiplier_total']:.1f}x; LASE vs MV: "
+    text += (f" MV(7) gets {100 * mv['accuracy']:.1f}% at {mv['token_multiplier']:.1f}x; LASE vs MV: "
              f"{100 * (l['accuracy'] - mv['accuracy']):+.1f} points, p = {l['p_vs_mv']:.2f}.")
 text += (f" The intervals are wide: with {int(l['n'])} problems one problem moves accuracy by "
          f"{100 / l['n']:.1f} points.")
@@ -214,19 +218,19 @@ display(Markdown(text))
 ids = sorted(set.intersection(*(set(tables[s]["problem_id"]) for s in main)))
 mv_k = None
 if "mv" in runs:
-    mv_per = report.mv_subsample(runs["mv"].calls, runs["mv"].problems, kind=kind)
+    mv_per = comparison.mv_subsample(runs["mv"].calls, runs["mv"].problems, kind=kind)
     full_k = mv_per[mv_per["k"] == mv_per["k"].max()].set_index("problem_id")["correct"]
     recorded = runs["mv"].problems.set_index("problem_id")["correct"].loc[full_k.index]
     print(f"check: the vote over all {mv_per['k'].max()} samples reproduces the recorded MV result on "
           f"{int((full_k == recorded).sum())} of {len(full_k)} problems")
-    mv_k = report.mv_curve(mv_per, ids)
-grid = report.lase_grid(chains.subset(np.isin(chains.problem_ids, ids)),
-                        [0.0, 0.3, 0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95, 0.99, 1.0], [0.1, 0.25, 0.5, 1.0, 2.0, np.inf])
-matched = report.compute_matched(mv_k, grid) if mv_k is not None else pd.DataFrame()
+    mv_k = comparison.mv_curve(mv_per, ids)
+grid = analysis.sweep(chains.subset(np.isin(chains.problem_ids, ids)),
+                      [0.0, 0.3, 0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95, 0.99, 1.0], [0.1, 0.25, 0.5, 1.0, 2.0, np.inf])
+matched = comparison.compute_matched(mv_k, grid) if mv_k is not None else pd.DataFrame()
 matched
 
 # %%
-fig = report.plot_accuracy_vs_tokens(table, None, mv=mv_k, grid=grid, labels=labels)
+fig = comparison.plot_accuracy_vs_tokens(table, None, mv=mv_k, grid=grid, labels=labels)
 fig.axes[0].set_title("Accuracy vs tokens, with MV(k) and LASE at other thresholds")
 plots.savefig(fig, "comparison_compute_matched")
 plt.show()
@@ -239,11 +243,11 @@ if len(matched):
     display(Markdown(
         f"**What it shows.** At the {len(ok)} MV budgets that some LASE threshold fits, the best LASE pick is "
         f"ahead of MV(k) at {ahead}, behind at {behind} and level at {len(ok) - ahead - behind}. "
-        f"One MV sample costs about {mv_k['avg_total_tokens'].iloc[0]:.0f} tokens, "
-        f"{mv_k['avg_total_tokens'].iloc[-1]:.0f} for all {int(mv_k['k'].iloc[-1])}; MV's accuracy goes from "
+        f"One MV sample costs about {mv_k['avg_tokens'].iloc[0]:.0f} tokens, "
+        f"{mv_k['avg_tokens'].iloc[-1]:.0f} for all {int(mv_k['k'].iloc[-1])}; MV's accuracy goes from "
         f"{100 * mv_k['accuracy'].iloc[0]:.1f}% (k = 1) to {100 * mv_k['accuracy'].iloc[-1]:.1f}% "
-        f"(k = {int(mv_k['k'].iloc[-1])}). LASE's thresholds span {grid['avg_total_tokens'].min():.0f} to "
-        f"{grid['avg_total_tokens'].max():.0f} tokens and {100 * grid['accuracy'].min():.1f}% to "
+        f"(k = {int(mv_k['k'].iloc[-1])}). LASE's thresholds span {grid['avg_tokens'].min():.0f} to "
+        f"{grid['avg_tokens'].max():.0f} tokens and {100 * grid['accuracy'].min():.1f}% to "
         f"{100 * grid['accuracy'].max():.1f}%. The paper's equal-budget comparison is LASE+MV(5) vs MV(7) "
         f"({reference.LASE_MV.attrs['model']}, {reference.LASE_MV.attrs['dataset']}; table below)."))
 reference.paper_column(reference.LASE_MV)
@@ -255,15 +259,15 @@ reference.paper_column(reference.LASE_MV)
 # paper's sign. The McNemar p-value says whether ours could be chance.
 
 # %%
-claims = pd.concat([report.claims_table(table, paper)]
-                   + [report.claims_table(t, paper, about=[s]) for s, t in short_tables.items()], ignore_index=True)
+claims = pd.concat([comparison.claims_table(table, paper)]
+                   + [comparison.claims_table(t, paper, about=[s]) for s, t in short_tables.items()], ignore_index=True)
 claims
 
 # %%
 stop = lase_now["stop_stage"].to_numpy()
-per_stage = report.stage_confidence(chains, tau_lp, tau_h)
-samples = report.mv_sample_rows(runs["mv"].calls, runs["mv"].problems, kind) if "mv" in runs else None
-seeds = report.seed_table(chains, stop, samples)
+per_stage = pipeline.stage_confidence(chains, tau_lp, tau_h)
+samples = comparison.mv_sample_rows(runs["mv"].calls, runs["mv"].problems, kind) if "mv" in runs else None
+seeds = comparison.seed_table(chains, stop, samples)
 seeds
 
 # %%
@@ -315,7 +319,7 @@ if interactive:
 
     def explore(tau_lp=tau_lp, tau_h=tau_h):
         t = dict({s: tables[s] for s in main}, lase=replay(chains, tau_lp, tau_h))
-        print(report.comparison_display(report.comparison_table(t, seed=seed, n_boot=500), None, configs)
+        print(comparison.comparison_display(stats.comparison_table(t), None, configs)
               .loc[["single", "lase"] + (["mv"] if "mv" in t else [])].T.to_string())
 
     widgets.interact(explore, tau_lp=widgets.FloatSlider(value=tau_lp, min=0.0, max=1.0, step=0.05),

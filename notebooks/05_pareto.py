@@ -37,6 +37,10 @@
 # the traces recorded with the embedded model (SmolLM2-135M-Instruct) on the arithmetic set; point
 # `traces` at your own recording (`lase-nb run --strategy lase --full-chain --out <folder>/lase-full`,
 # plus `--strategy mv` and `--strategy mad` runs beside it) to redo everything for your model.
+#
+# The chapter's logic lives in `lase_nb/pareto.py` (frontier, sweeps, held-out choice) and
+# `lase_nb/sliders.py` (the sliders); replay is `lase_nb/analysis.py`, and the strategies' colours
+# come from `lase_nb/plots.py`.
 
 # %% tags=["parameters"]
 traces = "../data/traces/arith-smollm2"  # folder with lase-full/ (a --full-chain LASE run), mv/, mad/
@@ -56,8 +60,9 @@ import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 
-from lase_nb import analysis, pareto, plots, reference, widgets
+from lase_nb import analysis, pareto, plots, reference, sliders
 from lase_nb.analysis import chains_from_stages
+from lase_nb.runs import common_ids, load_runs
 from lase_nb.traces import load_run
 
 plots.set_style()
@@ -91,6 +96,31 @@ print(f"replay at the recorded thresholds (tau_lp={rec.get('tau_lp')}, tau_h={re
       f"same tokens {agree['total_tokens']:.0%}")
 
 # %% [markdown]
+# **The gate and the replay, written out.** Over the recorded arrays (problems x stages) a stage
+# is *certain* when it has an answer with $\exp(LP_{min}) \ge \tau_{lp}$ and $H_{max} \le \tau_h$
+# (a missing answer, NaN, never is). LASE stops at the first certain stage, or at the last when no
+# supporter is left, and outputs and spends what the recording shows at that stage. From scratch,
+# then checked against the package's `analysis.replay`:
+
+# %%
+def replay_from_scratch(chains, tau_lp, tau_h):
+    """Stop stage, grade and tokens (prompt + completion) per problem, at (tau_lp, tau_h)."""
+    with np.errstate(invalid="ignore"):  # NaN (no answer) compares False: never certain
+        certain = (chains.p_min >= tau_lp) & (chains.h_max <= tau_h)
+    certain[:, -1] = True  # no supporter left: the last stage always stops
+    stop = certain.argmax(axis=1)  # the first certain stage
+    rows = np.arange(len(stop))
+    return stop, chains.correct[rows, stop], chains.total_tokens[rows, stop]
+
+
+stop, correct, tokens = replay_from_scratch(chains, tau_lp, tau_h)
+package = analysis.replay(chains, tau_lp, tau_h)
+assert np.array_equal(stop, package["stop_stage"]) and np.array_equal(correct, package["correct"])
+assert np.array_equal(tokens, package["total_tokens"])
+print(f"from scratch at tau_lp={tau_lp}, tau_h={tau_h}: accuracy {correct.mean():.1%}, {tokens.mean():,.0f} tokens "
+      f"per problem, {(stop > 0).mean():.0%} escalated; analysis.replay agrees on all {n} problems")
+
+# %% [markdown]
 # Now the whole grid: `grid_size` values of $\tau_{lp}$ in $[0, 1]$ times `grid_size` values of
 # $\tau_h$ from 0 nats to just above the largest recorded $H_{max}$ (beyond it the entropy gate
 # never fires). Every pair costs one replay; the grid is evaluated as one vectorised computation.
@@ -101,9 +131,9 @@ t0 = time.perf_counter()
 metrics = analysis.grid_metrics(chains, tl, th)
 grid = analysis.sweep(chains, tl, th)
 print(f"{len(grid):,} threshold pairs x {n} problems replayed in {time.perf_counter() - t0:.3f} s, no model call")
-default = widgets.operating_point(chains, tau_lp, tau_h)
+default = analysis.operating_point(chains, tau_lp, tau_h)
 solo_tokens = float(chains.total_tokens[:, 0].mean())
-print(widgets.point_sentence(default, solo_tokens))
+print(sliders.point_sentence(default, solo_tokens))
 
 # %% [markdown]
 # ## 5.2 The frontier
@@ -121,16 +151,17 @@ print(widgets.point_sentence(default, solo_tokens))
 # intervals.
 
 # %%
-common_ids = pareto.common_problems(traces, baseline_names, chains.problem_ids)
-in_common = np.isin(chains.problem_ids.astype(str), common_ids)
-baselines = pareto.baseline_points(traces, baseline_names, common_ids)
+baseline_runs = load_runs(traces, baseline_names)
+shared = common_ids(baseline_runs, chains.problem_ids)
+in_common = np.isin(chains.problem_ids.astype(str), shared)
+baselines = pareto.baseline_points(baseline_runs, shared)
 policies = pareto.policy_points(chains)
 oracle = pareto.oracle_frontier(chains)
 common = None
 if len(baselines):
     cc = chains.subset(in_common)
     common = {"grid": analysis.sweep(cc, tl, th), "policies": pareto.policy_points(cc),
-              "default": widgets.operating_point(cc, tau_lp, tau_h),
+              "default": analysis.operating_point(cc, tau_lp, tau_h),
               "oracle": pareto.oracle_frontier(cc), "baselines": baselines}
 fig = pareto.plot_frontier(grid, policies, oracle, default, common)
 plots.savefig(fig, "pareto_frontier");
@@ -182,7 +213,7 @@ if len(front) == 1:
 for _, b in baselines.iterrows():
     lase_c = common["grid"]
     fit = lase_c[lase_c["avg_tokens"] <= b["avg_tokens"]]["accuracy"].max()
-    lines.append(f"- {pareto.STYLE[b['strategy']]['label']} on the {b['n']} common problems: {b['accuracy']:.1%} at "
+    lines.append(f"- {plots.style(b['strategy'])['label']} on the {b['n']} common problems: {b['accuracy']:.1%} at "
                  f"{b['avg_tokens']:,.0f} tokens; the best threshold pair within that budget on the same problems "
                  f"scores {fit:.1%}.")
 display(Markdown("**What it shows.**\n\n" + "\n".join(lines)))
@@ -358,11 +389,11 @@ display(Markdown(
 # In a live Jupyter session the sliders below move the star on the frontier: every movement
 # replays the recording at the new thresholds (no model call) and updates the figure, the table
 # row and the sentence under it. Under papermill (`interactive = False`) no widget is made; the
-# same function, `widgets.operating_point`, gave the default point above.
+# same function, `analysis.operating_point`, gave the default point above.
 
 # %%
 if interactive:
-    controls = widgets.threshold_sliders(chains, tau_lp, tau_h, grid=grid)
+    controls = sliders.threshold_sliders(chains, tau_lp, tau_h, grid=grid)
     display(controls.box)
 
 # %% [markdown]

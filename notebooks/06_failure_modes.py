@@ -33,6 +33,10 @@
 #
 # **You need** chapters 02 (the gate) and 03 (the pipeline). No model is called: everything comes
 # from the recorded runs in `traces` (the full-chain LASE run, plus the baselines when present).
+#
+# The chapter's logic lives in `lase_nb/failures.py`; runs are loaded by `lase_nb/runs.py`,
+# transcripts drawn by `lase_nb/transcripts.py`, and the strategies' table is
+# `lase_nb.stats.comparison_table`, as in chapter 4.
 
 # %% tags=["parameters"]
 traces = "../data/traces/arith-smollm2"  # folder of recorded runs; needs <traces>/lase-full
@@ -40,7 +44,6 @@ tau_lp = 0.8  # gate threshold on exp(LP_min)
 tau_h = 0.5  # gate threshold on H_max (nats)
 n_examples = 2  # transcript examples shown per failure mode
 max_chars = 450  # each message is clipped to this many characters
-seed = 0  # bootstrap of the baseline comparison
 interactive = True  # False under papermill: no widgets are created
 
 # %%
@@ -52,13 +55,14 @@ from IPython.display import HTML, Markdown, display
 
 from lase_nb import calibration, failures, plots, reference, stats
 from lase_nb.analysis import chains_from_stages, summarize
+from lase_nb.runs import load_runs, problems_from_manifest
 
 plots.set_style()
 pd.set_option("display.precision", 3)
 pd.set_option("display.max_colwidth", 80)
-runs = failures.load_runs(traces, require=["lase-full"])
+runs = load_runs(traces, require=["lase-full"])
 lase = runs["lase-full"]
-problems = failures.run_problems_by_id(lase)
+problems = problems_from_manifest(lase.manifest)
 first = calibration.confidence_frame(lase, stage=0)
 m = lase.manifest
 print(f"{m['backend']}:{m['model']} on {m['dataset']}, {len(first)} problems, full chain recorded; "
@@ -174,23 +178,22 @@ print(reference.LLAMA3_8B_NOTE)
 # %% [markdown]
 # **Symmetric debate without a correct seed.** Chapter 01 predicts that debate among agents with no
 # correct seed to amplify can fall below a single agent. When the baseline runs are present, their
-# accuracies (bootstrap 95% intervals, exact McNemar test against the single agent on the same
+# accuracies (95% Wilson intervals, as in chapter 4; exact McNemar test against the single agent on the same
 # problems):
 
 # %%
 present = [n for n in ("single", "mv", "mad", "down", "lase-full") if n in runs]
 if len(present) > 1:
-    base = pd.concat([runs[n].problems.assign(strategy=n) for n in present])
-    common = set.intersection(*(set(runs[n].problems["problem_id"]) for n in present))
-    table = stats.accuracy_table(base[base["problem_id"].isin(common)], seed=seed)
-    display(table[["n", "accuracy", "acc_lo", "acc_hi", "avg_tokens", "token_multiplier", "p_value_vs_baseline"]])
+    table = stats.comparison_table({n: runs[n].problems for n in present})
+    common = int(table["n"].iloc[0])
+    display(table[["n", "accuracy", "acc_lo", "acc_hi", "avg_tokens", "token_multiplier", "p_vs_single"]])
     if "mad" in table.index and "single" in table.index:
         d = table.loc["mad", "accuracy"] - table.loc["single", "accuracy"]
         mc = runs["mad"].manifest.get("config", {})
         display(Markdown(
-            f"On the {len(common)} problems every run answered, MAD ({mc.get('n_agents')} agents, "
+            f"On the {common} problems every run answered, MAD ({mc.get('n_agents')} agents, "
             f"{mc.get('rounds')} rounds of all-to-all reading) scores {table.loc['mad', 'accuracy']:.0%} against the single agent's "
-            f"{table.loc['single', 'accuracy']:.0%} ({d:+.0%}, McNemar p = {table.loc['mad', 'p_value_vs_baseline']:.2f}) "
+            f"{table.loc['single', 'accuracy']:.0%} ({d:+.0%}, McNemar p = {table.loc['mad', 'p_vs_single']:.2f}) "
             f"at {table.loc['mad', 'token_multiplier']:.1f}x the tokens."))
 else:
     print("No baseline runs next to lase-full; record them with data/traces/record.sh.")

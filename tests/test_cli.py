@@ -93,6 +93,10 @@ BAD_RUNS: list[tuple[str, Callable[[Path], list[str]], tuple[str, ...]]] = [
     ("unknown backend", lambda t: ["--strategy", "lase", "--backend", "anthropic"],
      ("unknown backend 'anthropic'", "use one of")),
     ("unknown dataset", lambda t: ["--strategy", "lase", "--dataset", "gsm9k"], ("unknown data set 'gsm9k'", "gsm8k")),
+    ("unknown names are listed with hyphens", lambda t: ["--strategy", "lase", "--dataset", "gsm9k"],
+     ("gsm-symbolic", "mmlu-pro")),
+    ("underscored strategy, hyphenated data set: names accepted",
+     lambda t: ["--strategy", "LASE_MV", "--dataset", "gsm-symbolic"], ("--data-path",)),
     ("tau_lp above 1", lambda t: ["--strategy", "lase", "--tau-lp", "1.5"], ("tau_lp must be in [0, 1]", "1.5")),
     ("tau_lp below 0", lambda t: ["--strategy", "lase", "--tau-lp", "-0.1"], ("tau_lp must be in [0, 1]",)),
     ("tau_h below 0", lambda t: ["--strategy", "lase", "--tau-h", "-1"], ("tau_h must be >= 0",)),
@@ -319,3 +323,18 @@ def test_quickstart_notebook_with_a_key_does_not_store_it(tmp_path, monkeypatch)
     text = out.read_text()
     assert "\\\\boxed{4}" in text  # the server's reply reached the notebook
     assert_no_secret(files_under(tmp_path), [text], SENTINEL)
+
+
+def test_names_accept_either_separator_and_print_hyphens():
+    from lase_nb.backends import BACKENDS
+    from lase_nb.datasets import DATASETS
+    from lase_nb.errors import ConfigError
+    from lase_nb.names import display, resolve
+    from lase_nb.strategies import STRATEGIES
+
+    assert resolve("lase_mv", STRATEGIES, "strategy") == resolve("lase-mv", STRATEGIES, "strategy") == "lase-mv"
+    assert resolve("mmlu-pro", DATASETS, "data set") == resolve("mmlu_pro", DATASETS, "data set") == "mmlu_pro"
+    assert resolve("OpenAI", BACKENDS, "backend") == "openai"
+    assert display("mmlu_pro") == "mmlu-pro" and display("lase-mv") == "lase-mv"
+    with pytest.raises(ConfigError, match="unknown strategy 'lase_x'; use one of single, .*lase-mv"):
+        resolve("lase_x", STRATEGIES, "strategy")

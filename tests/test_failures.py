@@ -166,13 +166,13 @@ def test_render_exchange_escapes_and_clips():
     h = F.render_exchange(run, "p2", 1, SimpleNamespace(question="Q <here>", gold="10"), max_chars=12)
     assert "&lt;b&gt;" in h and "<b>$x" not in h  # model text is escaped
     assert "Q &lt;here&gt;" in h and "gold answer: 10" in h
-    assert "more chars]" in h  # clipped
+    assert "more characters]" in h  # clipped
     t = F.render_exchange(run, "p2", 1, fmt="text", max_chars=1000)
-    assert "The answer should be 10, not 5." in t and "devil (stage 1)" in t
+    assert "The answer should be 10, not 5." in t and "Stage 1 · devil's advocate" in t
     with pytest.raises(ValueError):
         F.render_exchange(run, "p2", 1, fmt="pdf")
     a = F.render_answer(run, "p2", 2, fmt="text")
-    assert "no boxed answer" in a and "finish reason: length" in a
+    assert "none boxed" in a and "finish reason: length" in a
 
 
 def test_figures_and_sentences():
@@ -199,10 +199,13 @@ def test_figures_and_sentences():
 
 def test_load_runs_requires_named_runs(tmp_path):
     from lase_nb.errors import DataError
+    from lase_nb.runs import load_runs
 
     (tmp_path / "single").mkdir()  # unfinished: no manifest
-    assert F.load_runs(tmp_path) == {}
+    assert load_runs(tmp_path) == {}
     with pytest.raises(DataError, match="lase-full"):
-        F.load_runs(tmp_path, require=["lase-full"])
+        load_runs(tmp_path, require=["lase-full"])
+    with pytest.raises(DataError, match="lase-full"):  # "lase" is read from the full-chain folder
+        load_runs(tmp_path, require=["lase"])
     with pytest.raises(DataError):
-        F.load_runs(tmp_path / "missing")
+        load_runs(tmp_path / "missing")

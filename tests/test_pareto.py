@@ -15,6 +15,8 @@ import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
 from lase_nb import analysis, pareto, reference  # noqa: E402
+from lase_nb.runs import common_ids, load_runs  # noqa: E402
+from tests.synthetic import synthetic_chains  # noqa: E402
 from lase_nb.analysis import Chains, replay  # noqa: E402
 from lase_nb.errors import ConfigError  # noqa: E402
 
@@ -65,7 +67,7 @@ def test_hand_chains_replay_by_hand():
 @pytest.mark.parametrize("seed", [0, 1, 2])
 @pytest.mark.parametrize("chunk", [7, 1 << 22])
 def test_grid_equals_replay_grid(seed, chunk):
-    c = pareto.synthetic_chains(n=57, n_stages=4, seed=seed, no_answer=0.2)
+    c = synthetic_chains(n=57, n_stages=4, seed=seed, no_answer=0.2)
     tl = np.r_[np.linspace(0, 1, 13), c.p_min[3, 0]]  # one threshold exactly on a recorded value
     th = np.r_[np.linspace(0, 1.5, 11), c.h_max[5, 0], np.inf]
     fast = analysis.grid_metrics(c, tl, th, chunk_elems=chunk)
@@ -75,7 +77,7 @@ def test_grid_equals_replay_grid(seed, chunk):
 
 
 def test_grid_matches_replay_at_each_pair():
-    c = pareto.synthetic_chains(n=40, seed=3)
+    c = synthetic_chains(n=40, seed=3)
     tl, th = np.array([0.0, 0.7, 0.93, 1.0]), np.array([0.0, 0.3, 2.0])
     fast = analysis.grid_metrics(c, tl, th)
     for i, a in enumerate(tl):
@@ -87,17 +89,17 @@ def test_grid_matches_replay_at_each_pair():
 
 
 def test_grid_single_stage_and_large_tokens():
-    c = pareto.synthetic_chains(n=10, n_stages=1)
+    c = synthetic_chains(n=10, n_stages=1)
     m = analysis.grid_metrics(c, [0.2, 0.9], [0.5])
     assert (m["escalation_rate"] == 0).all() and (m["accuracy"] == c.correct[:, 0].mean()).all()
-    big = pareto.synthetic_chains(n=30, seed=4)
+    big = synthetic_chains(n=30, seed=4)
     big.prompt_tokens = big.prompt_tokens * 10_000 + 0.5  # not integers, sums beyond float32's exact range
     np.testing.assert_allclose(analysis.grid_metrics(big, [0.5, 0.95], [0.3])["avg_tokens"],
                                replay_grid(big, [0.5, 0.95], [0.3])["avg_tokens"], rtol=1e-12)
 
 
 def test_sweep_rows_follow_the_grid():
-    c = pareto.synthetic_chains(n=25, seed=5)
+    c = synthetic_chains(n=25, seed=5)
     tl, th = np.linspace(0, 1, 6), np.linspace(0, 1, 4)
     s, m = analysis.sweep(c, tl, th), analysis.grid_metrics(c, tl, th)
     row = s[(s.tau_lp == tl[2]) & (s.tau_h == th[3])].iloc[0]
@@ -123,7 +125,7 @@ def test_threshold_axes_cover_recorded_entropy():
 # ---- fronts and the oracle -----------------------------------------------------------------------
 
 def test_front_is_not_dominated():
-    g = analysis.sweep(pareto.synthetic_chains(n=80, seed=6), np.linspace(0, 1, 15), np.linspace(0, 1, 15))
+    g = analysis.sweep(synthetic_chains(n=80, seed=6), np.linspace(0, 1, 15), np.linspace(0, 1, 15))
     f = pareto.front_of(g)
     assert f["avg_tokens"].is_monotonic_increasing and f["accuracy"].is_monotonic_increasing
     for _, r in f.iterrows():
@@ -141,7 +143,7 @@ def test_oracle_frontier_by_hand():
 
 @pytest.mark.parametrize("seed", [0, 7])
 def test_no_threshold_pair_beats_the_oracle(seed):
-    c = pareto.synthetic_chains(n=120, seed=seed)
+    c = synthetic_chains(n=120, seed=seed)
     g = analysis.sweep(c, np.linspace(0, 1, 21), np.linspace(0, 2, 21))
     o = pareto.oracle_frontier(c)
     for _, r in g.iterrows():
@@ -172,9 +174,10 @@ def test_baselines_on_common_problems(tmp_path):
 
     _write_run(tmp_path / "mv", [mk("p0", True, 700), mk("p1", True, 900), mk("p9", False, 5000)])
     _write_run(tmp_path / "mad", [mk("p0", False, 2000), mk("p1", True, 3000), mk("p2", True, 1000)])
-    ids = pareto.common_problems(tmp_path, ["mv", "mad", "missing"], ["p0", "p1", "p2"])
+    runs = load_runs(tmp_path, ["mv", "mad", "missing"])
+    ids = common_ids(runs, ["p0", "p1", "p2"])
     assert list(ids) == ["p0", "p1"]
-    b = pareto.baseline_points(tmp_path, ["mv", "mad", "missing"], ids).set_index("strategy")
+    b = pareto.baseline_points(runs, ids).set_index("strategy")
     assert list(b.index) == ["mv", "mad"]
     assert b.loc["mv", "n"] == 2 and b.loc["mv", "n_run"] == 3
     assert b.loc["mv", "accuracy"] == 1.0 and b.loc["mv", "avg_tokens"] == 800
@@ -193,7 +196,7 @@ def test_recorded_gate_check_spots_a_mismatch():
 # ---- the paper beside us, and what the sweep says -------------------------------------------------
 
 def test_paper_sweep_beside_uses_reference_and_replay():
-    c = pareto.synthetic_chains(n=50, seed=8)
+    c = synthetic_chains(n=50, seed=8)
     t = pareto.paper_sweep_beside(c)
     ref = reference.as_fraction(reference.THRESHOLD_SWEEP)
     np.testing.assert_allclose(t["accuracy (paper)"], ref["accuracy"])
@@ -228,7 +231,7 @@ def test_knob_reading_branches(acc, tokens, esc, verdict):
 def test_select_and_check_replays_the_choice_on_the_other_half():
     from lase_nb.stats import split_halves
 
-    c = pareto.synthetic_chains(n=90, seed=9)
+    c = synthetic_chains(n=90, seed=9)
     tl, th = np.linspace(0, 1, 11), np.linspace(0, 1.5, 7)
     budget = 600.0
     chk = pareto.select_and_check(c, tl, th, budget, seed=3)
@@ -244,7 +247,7 @@ def test_select_and_check_replays_the_choice_on_the_other_half():
 
 
 def test_split_checks_many_seeds():
-    c = pareto.synthetic_chains(n=60, seed=10)
+    c = synthetic_chains(n=60, seed=10)
     many = pareto.split_checks(c, np.linspace(0, 1, 9), np.linspace(0, 1, 5), 700.0, range(12))
     assert len(many) == 12 and set(many["seed"]) == set(range(12))
     np.testing.assert_allclose(many["optimism"], many["acc_a"] - many["acc_b"])
@@ -254,10 +257,10 @@ def test_split_checks_many_seeds():
 # ---- figures ---------------------------------------------------------------------------------------
 
 def test_figures_draw(tmp_path):
-    c = pareto.synthetic_chains(n=60, seed=11)
+    c = synthetic_chains(n=60, seed=11)
     tl, th = pareto.threshold_axes(c, 9)
     grid = analysis.sweep(c, tl, th)
-    from lase_nb.widgets import operating_point
+    from lase_nb.analysis import operating_point
 
     d = operating_point(c, 0.8, 0.5)
     base = pd.DataFrame({"strategy": ["mv", "mad"], "n": [30, 30], "n_run": [30, 30], "accuracy": [0.7, 0.6],

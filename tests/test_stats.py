@@ -9,12 +9,11 @@ import pandas as pd
 import pytest
 
 from lase_nb.stats import (
-    accuracy_table,
     auroc_for_errors,
     auroc_with_ci,
     bootstrap_ci,
-    budget_matched,
     choose_thresholds,
+    comparison_table,
     ece,
     paired_test,
     reliability_table,
@@ -223,49 +222,49 @@ def _runs() -> pd.DataFrame:
     })
 
 
-def test_accuracy_table_columns_multiplier_and_pvalue():
+def test_comparison_table_columns_multiplier_and_pvalue():
     df = _runs()
-    t = accuracy_table(df, n_boot=500)
+    t = comparison_table(df)
     assert list(t.index) == ["single", "lase"]
     assert t.loc["lase", "token_multiplier"] == pytest.approx(2.5)
     assert t.loc["single", "token_multiplier"] == 1.0
     assert t.loc["single", "accuracy"] == pytest.approx(2 / 12)
     assert t.loc["lase", "total_tokens"] == 3000
-    assert math.isnan(t.loc["single", "p_value_vs_baseline"])
-    assert t.loc["lase", "p_value_vs_baseline"] == pytest.approx(2 * 0.5 ** 10)
-    assert t.loc["lase", "n_paired"] == 12
+    assert math.isnan(t.loc["single", "p_vs_single"])
+    assert t.loc["lase", "p_vs_single"] == pytest.approx(2 * 0.5 ** 10)
+    assert t.loc["lase", "n"] == 12  # paired on the common problems
     assert (t["acc_lo"] <= t["accuracy"]).all() and (t["accuracy"] <= t["acc_hi"]).all()
 
 
-def test_accuracy_table_pairs_by_problem_id_not_row_order():
+def test_comparison_table_pairs_by_problem_id_not_row_order():
     df = _runs()
     shuffled = df.sample(frac=1.0, random_state=0)
-    t1, t2 = accuracy_table(df, n_boot=200), accuracy_table(shuffled, n_boot=200)
-    assert t1.loc["lase", "p_value_vs_baseline"] == t2.loc["lase", "p_value_vs_baseline"]
+    t1, t2 = comparison_table(df), comparison_table(shuffled)
+    assert t1.loc["lase", "p_vs_single"] == t2.loc["lase", "p_vs_single"]
 
 
-def test_accuracy_table_without_baseline_and_errors():
+def test_comparison_table_without_baseline_and_errors():
     df = _runs()
-    t = accuracy_table(df, baseline="mv", n_boot=200)
-    assert t["token_multiplier"].isna().all() and t["p_value_vs_baseline"].isna().all()
-    t = accuracy_table(df, baseline=None, n_boot=200)
-    assert t["p_value_vs_baseline"].isna().all()
+    t = comparison_table(df, baseline="mv")
+    assert t["token_multiplier"].isna().all() and t["p_vs_mv"].isna().all()
+    t = comparison_table(df, baseline=None, vote=None)
+    assert not any(c.startswith("p_vs_") for c in t.columns)
     with pytest.raises(ValueError, match="duplicate"):
-        accuracy_table(pd.concat([df, df.iloc[:1]]), n_boot=200)
+        comparison_table(pd.concat([df, df.iloc[:1]]))
     with pytest.raises(ValueError, match="total_tokens"):
-        accuracy_table(df.drop(columns="total_tokens"))
+        comparison_table(df.drop(columns="total_tokens"))
 
 
 # ---- budgets and thresholds -------------------------------------------------------------------
 
-def test_budget_matched():
+def test_choose_thresholds():
     pts = pd.DataFrame({"name": ["a", "b", "c", "d"], "avg_tokens": [100, 200, 150, 400],
                         "accuracy": [0.5, 0.7, 0.7, 0.9]})
-    assert budget_matched(pts, 250)["name"] == "c"  # tie at 0.7: the cheaper
-    assert budget_matched(pts, 400)["name"] == "d"
-    assert budget_matched(pts, 100)["name"] == "a"
+    assert choose_thresholds(pts, 250)["name"] == "c"  # tie at 0.7: the cheaper
+    assert choose_thresholds(pts, 400)["name"] == "d"
+    assert choose_thresholds(pts, 100)["name"] == "a"
     with pytest.raises(ValueError, match="cheapest"):
-        budget_matched(pts, 50)
+        choose_thresholds(pts, 50)
 
 
 def _grid() -> pd.DataFrame:

@@ -1,10 +1,11 @@
-"""Threshold sliders for a live notebook, wrapping pure replay functions.
+"""Chapter 05 (notebooks/05_pareto): threshold sliders for a live notebook, wrapping pure replay.
 
 The pieces, from the inside out:
 
-- :func:`operating_point`: what LASE outputs and spends at one (tau_lp, tau_h), by replay of a
-  full-chain recording (no model call). The notebook calls it once with its parameters, so a
-  papermill run never depends on a widget.
+- :func:`lase_nb.analysis.operating_point`: what LASE outputs and spends at one (tau_lp, tau_h),
+  by replay of a full-chain recording (no model call). The notebook calls it once with its
+  parameters, so a papermill run never depends on a widget.
+- :func:`point_sentence` / :func:`point_row_html`: an operating point in words and as a table row.
 - :class:`FrontierView`: the frontier figure with a movable marker. :meth:`FrontierView.update`
   moves the marker to an operating point; :meth:`FrontierView.png` renders it,
   redrawing only the marker over a cached background.
@@ -20,35 +21,14 @@ import io
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
-from .analysis import Chains, replay, sweep
-from .pareto import (CHOSEN_COLOR, draw_frontier, oracle_frontier, policy_points,
-                     threshold_axes)
+from .analysis import Chains, operating_point, sweep
+from .pareto import draw_frontier, oracle_frontier, policy_points, threshold_axes
+from .plots import CHOSEN_COLOR
 
-__all__ = ["operating_point", "point_sentence", "point_row_html", "FrontierView", "ThresholdControls",
+__all__ = ["point_sentence", "point_row_html", "FrontierView", "ThresholdControls",
            "threshold_sliders"]
-
-
-def operating_point(chains: Chains, tau_lp: float, tau_h: float) -> pd.Series:
-    """Accuracy, average tokens, escalation rate and stop-stage counts at (tau_lp, tau_h), by replay.
-
-    Index: tau_lp, tau_h, n, accuracy, n_correct, avg_tokens (prompt + completion),
-    avg_completion_tokens, escalation_rate, then ``stop_0 .. stop_{S-1}`` (problems stopping at
-    each stage; stage 0 = the leader alone).
-    """
-    r = replay(chains, tau_lp, tau_h)
-    stop = r["stop_stage"].to_numpy()
-    counts = np.bincount(stop, minlength=chains.n_stages)
-    return pd.Series({
-        "tau_lp": float(tau_lp), "tau_h": float(tau_h), "n": len(r),
-        "accuracy": float(r["correct"].mean()), "n_correct": int(r["correct"].sum()),
-        "avg_tokens": float(r["total_tokens"].mean()),
-        "avg_completion_tokens": float(r["completion_tokens"].mean()),
-        "escalation_rate": float((stop > 0).mean()),
-        **{f"stop_{s}": int(c) for s, c in enumerate(counts)},
-    }, dtype=object)
 
 
 def point_sentence(point: pd.Series, solo_tokens: float | None = None) -> str:

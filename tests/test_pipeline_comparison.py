@@ -1,4 +1,5 @@
-"""Chapter logic of the pipeline and comparison notebooks, on small hand-built tables."""
+"""Chapter logic of the pipeline (03) and comparison (04) notebooks, and the shared transcript
+renderer and comparison table, on small hand-built tables."""
 
 from __future__ import annotations
 
@@ -13,8 +14,8 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
-from lase_nb import reference, report  # noqa: E402
-from lase_nb.analysis import Chains, chains_from_stages, replay  # noqa: E402
+from lase_nb import analysis, comparison, pipeline, plots, reference, stats, transcripts  # noqa: E402
+from lase_nb.analysis import chains_from_stages, replay  # noqa: E402
 from lase_nb.errors import DataError  # noqa: E402
 
 NAN = float("nan")
@@ -72,34 +73,34 @@ def chain_stages():
 
 def test_transcript_marks_leaks_stop_and_verdicts():
     calls = lase_calls(stop=3)
-    entries = report.transcript_entries(calls, "p1", stop_stage=1, tau_lp=0.8, tau_h=0.5, gold="8")
+    entries = transcripts.transcript_entries(calls, "p1", stop_stage=1, tau_lp=0.8, tau_h=0.5, gold="8")
     assert [(e["stage"], e["role"]) for e in entries] == [
         (0, "leader"), (1, "devil"), (1, "leader"), (2, "collaborator"), (2, "leader"), (3, "expert"), (3, "leader")]
     assert [e["used"] for e in entries] == [True, True, True, False, False, False, False]
     assert entries[0]["correct"] is False and entries[2]["correct"] is True
     assert entries[0]["uncertain"] is True and entries[4]["uncertain"] is False
-    md = report.render_transcript(entries, fmt="markdown")
+    md = transcripts.render_transcript(entries, fmt="markdown")
     assert md.count("⟦LEAK") == 1 and "⟦LEAK \\boxed{8}⟧" in md  # the collaborator's box, not the leader's
     assert md.count("recorded for replay only") == 4
     assert md.index("Stage 0 · leader") < md.index("Stage 1 · devil's advocate") < md.index("Stage 1 · leader (revision)")
     assert "U = 1: unsure, ask the next supporter" in md and "U = 0: confident, stop" in md
-    unsure_last = report.transcript_entries(calls.assign(p_min=0.1), "p1", tau_lp=0.8, tau_h=0.5)
-    assert "no supporter is left: stop" in report.render_transcript(unsure_last[-1:])
-    assert "no supporter is left" not in report.render_transcript(unsure_last[:-1])
-    html = report.render_transcript(entries, fmt="html")
+    unsure_last = transcripts.transcript_entries(calls.assign(p_min=0.1), "p1", tau_lp=0.8, tau_h=0.5)
+    assert "no supporter is left: stop" in transcripts.render_transcript(unsure_last[-1:])
+    assert "no supporter is left" not in transcripts.render_transcript(unsure_last[:-1])
+    html = transcripts.render_transcript(entries, fmt="html")
     assert "&lt;carefully&gt;" in html and "<carefully>" not in html
     assert html.count("<mark") == 1
 
 
 def test_transcript_clips_and_rejects_unknown_format():
     calls = pd.DataFrame([_call("p", 0, "leader", text="x" * 50, answer=None)])
-    entries = report.transcript_entries(calls, "p")
-    assert "[40 more characters]" in report.render_transcript(entries, max_chars=10)
-    assert "answer: none boxed" in report.render_transcript(entries)
+    entries = transcripts.transcript_entries(calls, "p")
+    assert "[40 more characters]" in transcripts.render_transcript(entries, max_chars=10)
+    assert "answer: none boxed" in transcripts.render_transcript(entries)
     with pytest.raises(ValueError):
-        report.render_transcript(entries, fmt="latex")
+        transcripts.render_transcript(entries, fmt="latex")
     with pytest.raises(DataError):
-        report.transcript_entries(calls, "missing")
+        transcripts.transcript_entries(calls, "missing")
 
 
 # ------------------------------------------------------------------ one chain and the batch
@@ -109,36 +110,36 @@ def test_stage_table_stops_where_replay_stops(chain_stages):
     chains = chains_from_stages(chain_stages)
     stops = replay(chains, 0.8, 0.5).set_index("problem_id")["stop_stage"]
     for pid in ("p1", "p2", "p3", "p4"):
-        t = report.stage_table(chain_stages, pid, 0.8, 0.5)
+        t = pipeline.stage_table(chain_stages, pid, 0.8, 0.5)
         assert list(t["lase"]).index("stops here") == stops[pid]
         assert (t["lase"].iloc[: stops[pid]] == "continues").all()
         assert (t["lase"].iloc[stops[pid] + 1:] == "not reached").all()
-    t = report.stage_table(chain_stages, "p3", 0.8, 0.5)
+    t = pipeline.stage_table(chain_stages, "p3", 0.8, 0.5)
     assert t["uncertain"].all() and t["answer"].iloc[1] is None  # no boxed answer = unsure
     assert list(t["total_tokens"]) == [110, 330, 650, 970]
 
 
 def test_pick_walkthrough_prefers_a_rescue(chain_stages):
     chains = chains_from_stages(chain_stages)
-    assert report.pick_walkthrough(chains, 0.8, 0.5) == "p1"
+    assert pipeline.pick_walkthrough(chains, 0.8, 0.5) == "p1"
     # with the gate off nothing escalates: the first problem
-    assert report.pick_walkthrough(chains, 0.0, math.inf) == "p1"
+    assert pipeline.pick_walkthrough(chains, 0.0, math.inf) == "p1"
     no_rescue = chains.subset(np.isin(chains.problem_ids, ["p2", "p3", "p4"]))
-    assert report.pick_walkthrough(no_rescue, 0.8, 0.5) == "p4"  # two distinct answers beats none
-    assert report.pick_unboxed(chains, 0.8, 0.5) == "p3"
-    assert report.pick_unboxed(chains, 0.0, math.inf) is None  # nothing escalates
+    assert pipeline.pick_walkthrough(no_rescue, 0.8, 0.5) == "p4"  # two distinct answers beats none
+    assert pipeline.pick_unboxed(chains, 0.8, 0.5) == "p3"
+    assert pipeline.pick_unboxed(chains, 0.0, math.inf) is None  # nothing escalates
 
 
 def test_stop_distribution_flips_and_stage_confidence(chain_stages):
     chains = chains_from_stages(chain_stages)
-    dist = report.stop_distribution(chains, 0.8, 0.5)
+    dist = pipeline.stop_distribution(chains, 0.8, 0.5)
     assert list(dist["problems"]) == [1, 1, 1, 1]  # p2 at 0, p4 at 1, p1 at 2, p3 at 3
     assert dist["problems"].sum() == len(chains.problem_ids)
-    assert dist.loc[2, "accuracy"] == 1.0 and dist.loc[3, "avg_total_tokens"] == 970
-    flips = report.outcome_flips(chains, 0.8, 0.5).set_index("outcome")["problems"]
+    assert dist.loc[2, "accuracy"] == 1.0 and dist.loc[3, "avg_tokens"] == 970
+    flips = pipeline.outcome_flips(chains, 0.8, 0.5).set_index("outcome")["problems"]
     assert flips["wrong -> right (rescued)"] == 1 and flips["right -> wrong (talked out of it)"] == 1
     assert flips["right -> right"] == 1 and flips["wrong -> wrong"] == 1
-    per = report.stage_confidence(chains, 0.8, 0.5)
+    per = pipeline.stage_confidence(chains, 0.8, 0.5)
     assert list(per["reached"]) == [1.0, 0.75, 0.5, 0.25]
     assert per["boxed"].iloc[1] == 0.75 and per["accuracy"].iloc[0] == 0.5
     assert per["changed"].iloc[1] == 0.75  # p1 7->8, p3 1->none, p4 4->6; p2 keeps 5
@@ -146,11 +147,11 @@ def test_stop_distribution_flips_and_stage_confidence(chain_stages):
 
 def test_leak_table_counts_only_supporters():
     calls = pd.concat([lase_calls("p1"), lase_calls("p2")])
-    t = report.leak_table(calls).set_index("role")
+    t = pipeline.leak_table(calls).set_index("role")
     assert list(t.index) == ["devil", "collaborator", "expert"]
     assert t.loc["collaborator", "calls_with_leak"] == 2 and t.loc["devil", "boxes_removed"] == 0
     assert t.loc["collaborator", "leak_rate"] == 1.0
-    only_stage1 = report.leak_table(calls, stops={"p1": 1, "p2": 1})
+    only_stage1 = pipeline.leak_table(calls, stops={"p1": 1, "p2": 1})
     assert only_stage1["calls_with_leak"].sum() == 0
 
 
@@ -170,24 +171,24 @@ def mad_calls(pid="m1", drop_read=False):
 
 def test_inclusions_match_the_formulas():
     calls = pd.concat([lase_calls("p1"), mad_calls("m1")], ignore_index=True)
-    counts = report.inclusion_counts(calls, stops=None)
+    counts = pipeline.inclusion_counts(calls, stops=None)
     lase = counts.set_index("strategy").loc["lase"]
     assert (lase["star"], lase["relay"], lase["counted"]) == (6, 3, 9)
     assert counts.set_index("strategy").loc["mad", "counted"] == 12
-    s = report.inclusion_summary(counts, {"mad": {"n_agents": 3, "rounds": 2}}).set_index("strategy")
+    s = pipeline.inclusion_summary(counts, {"mad": {"n_agents": 3, "rounds": 2}}).set_index("strategy")
     assert s.loc["mad", "bound"] == 12 and s.loc["mad", "obeys_formula"]
     assert s.loc["lase", "star_bound_2kT"] == 6 and s.loc["lase", "star_within_2kT"]
     # a stop at stage 1: one supporter consulted, two inclusions
-    early = report.inclusion_counts(lase_calls("p1"), stops={"p1": 1})
+    early = pipeline.inclusion_counts(lase_calls("p1"), stops={"p1": 1})
     assert early["counted"].item() == 2 and early["star"].item() == 2 and early["calls"].item() == 3
 
 
 def test_inclusion_summary_flags_a_broken_topology():
-    counts = report.inclusion_counts(mad_calls("m1", drop_read=True))
-    s = report.inclusion_summary(counts, {"mad": {"n_agents": 3, "rounds": 2}})
+    counts = pipeline.inclusion_counts(mad_calls("m1", drop_read=True))
+    s = pipeline.inclusion_summary(counts, {"mad": {"n_agents": 3, "rounds": 2}})
     assert not s["obeys_formula"].item()
-    assert report.inclusion_bounds("mad", {"n_agents": 5, "rounds": 3})["bound"] == 3 * 5 * 4
-    assert report.inclusion_bounds("lase-mv", {"lase_chains": 5})["star_bound"] == 30
+    assert pipeline.inclusion_bounds("mad", {"n_agents": 5, "rounds": 3})["bound"] == 3 * 5 * 4
+    assert pipeline.inclusion_bounds("lase-mv", {"lase_chains": 5})["star_bound"] == 30
 
 
 # ------------------------------------------------------------------ comparison
@@ -206,33 +207,33 @@ def test_comparison_table_pairs_on_common_ids():
     mv = problems_frame("mv", [True] * 10, completion=70, prompt=700)
     lase = problems_frame("lase", [True] * 10 + [False], ids=[f"q{i}" for i in range(11)], completion=20,
                           stop_stage=[1] * 6 + [0] * 5)
-    t = report.comparison_table({"single": single, "mv": mv, "lase": lase}, n_boot=200)
+    t = stats.comparison_table({"single": single, "mv": mv, "lase": lase})
     assert list(t.index) == ["single", "mv", "lase"] and (t["n"] == n).all()  # q10 dropped
     assert t.loc["lase", "accuracy"] == 1.0 and t.loc["single", "accuracy"] == 0.4
     assert t.loc["lase", "wins_vs_single"] == 6 and t.loc["lase", "losses_vs_single"] == 0
     assert t.loc["lase", "p_vs_single"] == pytest.approx(2 * 0.5 ** 6)
     assert t.loc["lase", "p_vs_mv"] == 1.0 and np.isnan(t.loc["mv", "p_vs_mv"])
-    assert t.loc["mv", "multiplier_total"] == pytest.approx(7.0)
-    assert t.loc["lase", "multiplier_completion"] == pytest.approx(2.0)
-    assert t.loc["lase", "multiplier_total"] == pytest.approx(120 / 110)
+    assert t.loc["mv", "token_multiplier"] == pytest.approx(7.0)
+    assert t.loc["lase", "completion_multiplier"] == pytest.approx(2.0)
+    assert t.loc["lase", "token_multiplier"] == pytest.approx(120 / 110)
     assert t.loc["lase", "escalation_rate"] == pytest.approx(0.6)
     assert t.loc["single", "acc_lo"] < 0.4 < t.loc["single", "acc_hi"]
     with pytest.raises(DataError):
-        report.comparison_table({"a": single, "b": problems_frame("b", [True], ids=["zzz"])})
-    shown = report.comparison_display(t, report.paper_reference())
+        stats.comparison_table({"a": single, "b": problems_frame("b", [True], ids=["zzz"])})
+    shown = comparison.comparison_display(t, comparison.paper_reference())
     assert shown.loc["lase", "vs single: +wins/-losses"] == "+6/-0"
     assert shown.loc["single", "accuracy % [95% CI]"].startswith("40.0 [")
 
 
 def test_escalation_rate_variants():
-    assert report.escalation_rate(problems_frame("down", [True, False], x_debated=[True, False])) == 0.5
+    assert analysis.escalation_rate(problems_frame("down", [True, False], x_debated=[True, False])) == 0.5
     lmv = problems_frame("lase-mv", [True, True], x_escalated=[1, 4], x_chain_answers=[["1"] * 5, ["2"] * 5])
-    assert report.escalation_rate(lmv) == pytest.approx(0.5)
-    assert np.isnan(report.escalation_rate(problems_frame("mv", [True])))
+    assert analysis.escalation_rate(lmv) == pytest.approx(0.5)
+    assert np.isnan(analysis.escalation_rate(problems_frame("mv", [True])))
 
 
 def test_paper_reference_comes_from_the_reference_module():
-    p = report.paper_reference("Gemini-2.0-Flash", "MATH-500")
+    p = comparison.paper_reference("Gemini-2.0-Flash", "MATH-500")
     t1 = reference.TABLE1.set_index(["model", "dataset", "method"])
     assert p.loc["lase", "paper accuracy %"] == t1.loc[("Gemini-2.0-Flash", "MATH-500", "lase"), "accuracy"]
     assert p.loc["mv", "paper avg tokens"] == t1.loc[("Gemini-2.0-Flash", "MATH-500", "mv"), "avg_tokens"]
@@ -240,16 +241,16 @@ def test_paper_reference_comes_from_the_reference_module():
         reference.TOKEN_MULTIPLIERS.set_index("method").loc["mad", "token_multiplier"]
     assert pd.isna(p.loc["moa", "paper accuracy %"]) and "MoA" in p.loc["moa", "paper, other settings"]
     with pytest.raises(ValueError, match="no row"):
-        report.paper_reference("GPT-5", "MATH-500")
+        comparison.paper_reference("GPT-5", "MATH-500")
 
 
 def test_claims_table_signs():
-    t = report.comparison_table({
+    t = stats.comparison_table({
         "single": problems_frame("single", [True] * 5 + [False] * 5),
         "mv": problems_frame("mv", [True] * 7 + [False] * 3, prompt=700, completion=70),
         "lase": problems_frame("lase", [True] * 4 + [False] * 6, completion=20),
-    }, n_boot=100)
-    c = report.claims_table(t, report.paper_reference()).set_index("claim")["holds here"]
+    })
+    c = comparison.claims_table(t, comparison.paper_reference()).set_index("claim")["holds here"]
     assert not c["LASE is more accurate than the single agent"]
     assert not c["LASE matches or beats MV(7)"]
     assert c["LASE costs less than half of MV(7) (x single-agent tokens)"]
@@ -261,10 +262,10 @@ def test_claims_filter_and_coverage_split():
               "mv": problems_frame("mv", [True] * 10, ids=big, prompt=700, completion=70),
               "lase": problems_frame("lase", [True] * 10, ids=big),
               "lase-mv": problems_frame("lase-mv", [True, False], ids=big[:2], prompt=600, completion=60)}
-    main, short = report.split_by_coverage(tables)
+    main, short = comparison.split_by_coverage(tables)
     assert main == ["single", "mv", "lase"] and short == ["lase-mv"]
-    sub = report.comparison_table({k: tables[k] for k in ("single", "mv", "lase", "lase-mv")}, n_boot=50)
-    c = report.claims_table(sub, report.paper_reference(), about=["lase-mv"])
+    sub = stats.comparison_table({k: tables[k] for k in ("single", "mv", "lase", "lase-mv")})
+    c = comparison.claims_table(sub, comparison.paper_reference(), about=["lase-mv"])
     assert list(c["about"]) == ["lase-mv"] and c["n"].item() == 2 and not c["holds here"].item()
     assert "0.86x MV's tokens" in c["this run"].item()  # 660 / 770
 
@@ -286,40 +287,40 @@ def mv_run():
 
 def test_mv_subsample_votes_over_the_first_k_samples():
     calls, probs = mv_run()
-    per = report.mv_subsample(calls, probs).set_index(["problem_id", "k"])
+    per = comparison.mv_subsample(calls, probs).set_index(["problem_id", "k"])
     assert per.loc[("p_a", 1), "answer"] == "5" and not per.loc[("p_a", 1), "correct"]
     assert per.loc[("p_a", 2), "answer"] == "5"  # 1-1 tie: the surer sample (0.9) wins
     assert per.loc[("p_a", 3), "answer"] == "6"
     assert per.loc[("p_b", 2), "answer"] == "2"  # tie broken by confidence 0.9 > 0.2
     assert per.loc[("p_a", 2), "completion_tokens"] == 30 and per.loc[("p_a", 3), "total_tokens"] == 360
-    curve = report.mv_curve(per.reset_index())
+    curve = comparison.mv_curve(per.reset_index())
     assert list(curve["accuracy"]) == [0.0, 0.5, 1.0]
-    assert list(report.mv_curve(per.reset_index(), ["p_b"])["accuracy"]) == [0.0, 1.0, 1.0]
-    rows = report.mv_sample_rows(calls, probs)
+    assert list(comparison.mv_curve(per.reset_index(), ["p_b"])["accuracy"]) == [0.0, 1.0, 1.0]
+    rows = comparison.mv_sample_rows(calls, probs)
     assert rows.groupby("problem_id")["correct"].sum().to_dict() == {"p_a": 2, "p_b": 1}
 
 
 def test_compute_matched_respects_the_budget(chain_stages):
     chains = chains_from_stages(chain_stages)
-    grid = report.lase_grid(chains, [0.0, 0.8, 1.0], [0.5, math.inf])
-    assert grid.loc[1, "escalation_rate"] == 0.0 and grid.loc[1, "avg_total_tokens"] == 110  # gate off
+    grid = analysis.sweep(chains, [0.0, 0.8, 1.0], [0.5, math.inf])
+    assert grid.loc[1, "escalation_rate"] == 0.0 and grid.loc[1, "avg_tokens"] == 110  # gate off
     assert grid.loc[0, "escalation_rate"] == 0.5  # entropies 1.0 (p1), 2.0 (p3) > 0.5 escalate even at tau_lp = 0
-    mv = pd.DataFrame({"k": [1, 2, 3], "accuracy": [0.2, 0.4, 0.6], "avg_total_tokens": [100.0, 500.0, 2000.0]})
-    m = report.compute_matched(mv, grid).set_index("k")
+    mv = pd.DataFrame({"k": [1, 2, 3], "accuracy": [0.2, 0.4, 0.6], "avg_tokens": [100.0, 500.0, 2000.0]})
+    m = comparison.compute_matched(mv, grid).set_index("k")
     assert np.isnan(m.loc[1, "lase_accuracy"])  # nothing costs <= 100
     assert m.loc[2, "lase_tokens"] <= 500 and m.loc[2, "tau_lp"] == 0.0
     assert m.loc[3, "lase_accuracy"] == grid["accuracy"].max()
 
 
-def test_chain_outcomes_and_seed_table(chain_stages):
+def test_outcomes_at_and_seed_table(chain_stages):
     chains = chains_from_stages(chain_stages)
     r = replay(chains, 0.8, 0.5)
-    again = report.chain_outcomes(chains, r["stop_stage"].to_numpy())
+    again = analysis.outcomes_at(chains, r["stop_stage"].to_numpy())
     pd.testing.assert_frame_equal(r.reset_index(drop=True), again[r.columns].reset_index(drop=True), check_dtype=False)
-    last = report.chain_outcomes(chains, chains.n_stages - 1)
+    last = analysis.outcomes_at(chains, chains.n_stages - 1)
     assert (last["stop_stage"] == 3).all() and list(last["correct"]) == [True, True, False, False]
     samples = pd.DataFrame({"problem_id": ["p1", "p1", "p3"], "correct": [False, True, False]})
-    seeds = report.seed_table(chains, r["stop_stage"].to_numpy(), samples)["problems"].tolist()
+    seeds = comparison.seed_table(chains, r["stop_stage"].to_numpy(), samples)["problems"].tolist()
     assert seeds == [2, 1, 1, 1]  # p1 and p3 escalate wrong; only p1 ever right; p1's samples hold a right one
 
 
@@ -328,16 +329,16 @@ def test_chain_outcomes_and_seed_table(chain_stages):
 
 def test_figures_draw(chain_stages):
     chains = chains_from_stages(chain_stages)
-    t = report.stage_table(chain_stages, "p3", 0.8, 0.5)
-    figs = [report.plot_stage_walk(t, 0.8, 0.5),
-            report.plot_batch(report.stop_distribution(chains, 0.8, 0.5), report.stage_confidence(chains, 0.8, 0.5)),
-            report.plot_inclusions(report.inclusion_summary(report.inclusion_counts(lase_calls()))),
-            report.plot_accuracy_vs_tokens(
-                report.comparison_table({"single": problems_frame("single", [True, False]),
-                                         "lase": problems_frame("lase", [True, True])}, n_boot=50),
-                report.paper_reference(), mv=pd.DataFrame({"k": [1, 2], "accuracy": [0.5, 0.5],
-                                                           "avg_total_tokens": [110, 220]}),
-                grid=report.lase_grid(chains, [0.5, 0.9], [0.5]))]
+    t = pipeline.stage_table(chain_stages, "p3", 0.8, 0.5)
+    figs = [pipeline.plot_stage_walk(t, 0.8, 0.5),
+            pipeline.plot_batch(pipeline.stop_distribution(chains, 0.8, 0.5), pipeline.stage_confidence(chains, 0.8, 0.5)),
+            pipeline.plot_inclusions(pipeline.inclusion_summary(pipeline.inclusion_counts(lase_calls()))),
+            comparison.plot_accuracy_vs_tokens(
+                stats.comparison_table({"single": problems_frame("single", [True, False]),
+                                         "lase": problems_frame("lase", [True, True])}),
+                comparison.paper_reference(), mv=pd.DataFrame({"k": [1, 2], "accuracy": [0.5, 0.5],
+                                                           "avg_tokens": [110, 220]}),
+                grid=analysis.sweep(chains, [0.5, 0.9], [0.5]))]
     for f in figs:
         assert f.axes
         plt.close(f)
@@ -345,6 +346,6 @@ def test_figures_draw(chain_stages):
 
 def test_role_table_shows_the_prompts_module():
     from lase_nb import prompts
-    t = report.role_table()
+    t = pipeline.role_table()
     assert len(t) == 4 and t["instruction"].iloc[1] == prompts.SUPPORTER_SYSTEM["devil"]
-    assert report.label("mv", {"n_samples": 5}) == "MV(5)" and report.label("mad") == "MAD(3x2)"
+    assert plots.label("mv", {"n_samples": 5}) == "MV(5)" and plots.label("mad") == "MAD(3x2)"

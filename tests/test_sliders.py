@@ -9,27 +9,28 @@ matplotlib.use("Agg")
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from lase_nb import pareto, widgets  # noqa: E402
+from lase_nb import analysis, sliders  # noqa: E402
 from lase_nb.analysis import replay  # noqa: E402
+from tests.synthetic import synthetic_chains  # noqa: E402
 from tests.test_pareto import hand_chains  # noqa: E402
 
 
 def test_operating_point_by_hand():
     c = hand_chains()
-    pt = widgets.operating_point(c, 0.8, 0.5)
+    pt = analysis.operating_point(c, 0.8, 0.5)
     assert pt["accuracy"] == pytest.approx(1.0) and pt["n_correct"] == 3 and pt["n"] == 3
     assert pt["avg_tokens"] == pytest.approx((110 + 890 + 130) / 3)
     assert pt["avg_completion_tokens"] == pytest.approx((10 + 90 + 10) / 3)
     assert pt["escalation_rate"] == pytest.approx(1 / 3)
     assert [pt[f"stop_{s}"] for s in range(3)] == [2, 0, 1]
-    pt = widgets.operating_point(c, 0.0, np.inf)  # nothing is uncertain except the missing answer
+    pt = analysis.operating_point(c, 0.0, np.inf)  # nothing is uncertain except the missing answer
     assert [pt[f"stop_{s}"] for s in range(3)] == [3, 0, 0]
 
 
 @pytest.mark.parametrize("tau_lp,tau_h", [(0.5, 0.5), (0.9, 0.2), (1.0, 0.0), (0.33, 1.7)])
 def test_operating_point_agrees_with_replay(tau_lp, tau_h):
-    c = pareto.synthetic_chains(n=200, seed=1)
-    pt = widgets.operating_point(c, tau_lp, tau_h)
+    c = synthetic_chains(n=200, seed=1)
+    pt = analysis.operating_point(c, tau_lp, tau_h)
     r = replay(c, tau_lp, tau_h)
     assert pt["accuracy"] == r["correct"].mean()
     assert pt["avg_tokens"] == pytest.approx(r["total_tokens"].mean())
@@ -39,17 +40,17 @@ def test_operating_point_agrees_with_replay(tau_lp, tau_h):
 
 
 def test_point_sentence_and_row_use_the_point():
-    pt = widgets.operating_point(hand_chains(), 0.81, 0.5)
-    s = widgets.point_sentence(pt, solo_tokens=120.0)
+    pt = analysis.operating_point(hand_chains(), 0.81, 0.5)
+    s = sliders.point_sentence(pt, solo_tokens=120.0)
     assert "66.7% (2 of 3)" in s and "0.81" in s and "1 / 1 / 1" in s and "x the leader alone" in s
-    html = widgets.point_row_html(pt)
+    html = sliders.point_row_html(pt)
     assert "<td>66.7%</td>" in html and "<th>stop_2</th>" in html
 
 
 @pytest.fixture(scope="module")
 def controls():
-    c = pareto.synthetic_chains(n=150, seed=2)
-    return widgets.threshold_sliders(c, tau_lp=0.8, tau_h=0.5, grid_size=9)
+    c = synthetic_chains(n=150, seed=2)
+    return sliders.threshold_sliders(c, tau_lp=0.8, tau_h=0.5, grid_size=9)
 
 
 def test_sliders_start_at_the_given_thresholds(controls):
@@ -67,7 +68,7 @@ def test_moving_a_slider_moves_the_point_as_replay_says(controls, slider, value)
     getattr(controls, slider).value = value  # traitlets fires the observer, as a browser would
     assert len(controls.history) == n_before + 1
     tl, th = controls.tau_lp.value, controls.tau_h.value
-    expect = widgets.operating_point(controls.view.chains, tl, th)
+    expect = analysis.operating_point(controls.view.chains, tl, th)
     got = controls.history[-1]
     assert (got["tau_lp"], got["tau_h"]) == (tl, th)
     assert got["accuracy"] == expect["accuracy"] and got["avg_tokens"] == expect["avg_tokens"]
@@ -87,7 +88,7 @@ def test_update_is_a_plain_callable(controls):
 
 
 def test_view_update_without_widgets():
-    view = widgets.FrontierView(hand_chains(), grid_size=5)
+    view = sliders.FrontierView(hand_chains(), grid_size=5)
     pt = view.update(0.81, 0.5)
     assert view.marker_xy() == pytest.approx((pt["avg_tokens"], pt["accuracy"]))
     first = view.png()

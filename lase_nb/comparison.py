@@ -1,0 +1,340 @@
+"""Chapter 04 (notebooks/04_comparison): every strategy on the same problems, and the paper beside them.
+
+The comparison table itself is :func:`lase_nb.stats.comparison_table` (shared with chapter 06);
+LASE's rows are replayed by :mod:`lase_nb.analysis`. Here:
+
+- :func:`paper_reference` / :func:`comparison_display` / :func:`claims_table`: the paper's
+  Table 1 beside ours, the table for reading, and the paper's claims checked on this run;
+- a compute-matched view: majority vote over the first k recorded samples
+  (:func:`mv_subsample`, :func:`mv_curve`) against LASE thresholds within the same budget
+  (:func:`compute_matched`);
+- :func:`seed_table`: was there a correct answer for debate to amplify;
+- :func:`plot_accuracy_vs_tokens`, in the house style of :mod:`lase_nb.plots`.
+
+Accuracies are fractions in [0, 1] (as in :mod:`lase_nb.stats`); the display helpers turn them
+into percents, the paper's unit. Paper numbers come only from :mod:`lase_nb.reference`.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from . import reference
+from .analysis import Chains
+from .answers import grade
+from .plots import label, style
+from .stats import choose_thresholds
+from .strategies import majority_vote
+from .transcripts import answer_or_none, number_or_none
+
+__all__ = [
+    "STRATEGY_ORDER", "paper_reference", "comparison_display", "mv_subsample", "mv_curve", "mv_sample_rows",
+    "compute_matched", "seed_table", "claims_table", "split_by_coverage", "plot_accuracy_vs_tokens",
+]
+
+#: The comparison chapter's strategies, in display order ("lase" is replayed from ``lase-full``).
+STRATEGY_ORDER = ("single", "mv", "mad", "moa", "down", "lase", "lase-full", "lase-mv", "lase-shuffled")
+
+def paper_reference(model: str = "GPT-4.1-mini", dataset: str = "GSM-Symbolic") -> pd.DataFrame:
+    """The paper's numbers beside our strategies: Table 1's row for (model, dataset) and the side results.
+
+    Index: strategy. Columns: ``paper accuracy %``, ``paper avg tokens``, ``paper multiplier``
+    (this Table 1 row), ``paper multiplier, all datasets`` and ``paper, other settings`` (text
+    built from the reference tables for MoA, LASE+MV, shuffled order and DOWN).
+    """
+    t1 = reference.TABLE1
+    row = t1[(t1["model"] == model) & (t1["dataset"] == dataset)].set_index("method")
+    if row.empty:
+        pairs = sorted(set(zip(t1["model"], t1["dataset"])))
+        raise ValueError(f"Table 1 has no row for ({model!r}, {dataset!r}); choose one of {pairs}")
+    mult = reference.TOKEN_MULTIPLIERS.set_index("method")["token_multiplier"]
+    out = pd.DataFrame(index=pd.Index(STRATEGY_ORDER, name="strategy"),
+                       columns=["paper accuracy %", "paper avg tokens", "paper multiplier",
+                                "paper multiplier, all datasets", "paper, other settings"], dtype=object)
+    for m in reference.METHODS:
+        out.loc[m, "paper accuracy %"] = float(row.loc[m, "accuracy"])
+        out.loc[m, "paper avg tokens"] = int(row.loc[m, "avg_tokens"])
+        out.loc[m, "paper multiplier"] = round(float(row.loc[m, "avg_tokens"] / row.loc["single", "avg_tokens"]), 2)
+        out.loc[m, "paper multiplier, all datasets"] = float(mult[m])
+    moa = reference.MOA_VS_LASE.set_index("method")
+    lmv = reference.LASE_MV.set_index("method")
+    sh = reference.SHUFFLED_SUMMARY
+    out.loc["moa", "paper, other settings"] = (
+        f"{reference.MOA_VS_LASE.attrs['model']}, {reference.MOA_VS_LASE.attrs['dataset']}: MoA "
+        f"{moa.loc['moa', 'accuracy']:.1f}% at {moa.loc['moa', 'total_tokens'] / 1e6:.1f}M tokens vs LASE "
+        f"{moa.loc['lase', 'accuracy']:.1f}% at {moa.loc['lase', 'total_tokens'] / 1e6:.1f}M")
+    out.loc["lase-mv", "paper, other settings"] = (
+        f"{reference.LASE_MV.attrs['model']}, {reference.LASE_MV.attrs['dataset']}: LASE+MV "
+        f"{lmv.loc['lase+mv', 'accuracy']:.1f}% at {lmv.loc['lase+mv', 'avg_tokens']} tokens vs MV(7) "
+        f"{lmv.loc['mv', 'accuracy']:.1f}% at {lmv.loc['mv', 'avg_tokens']}")
+    out.loc["lase-shuffled", "paper, other settings"] = (
+        f"3 shuffled runs: {sh['mean']:.1f}% +- {sh['sd']:.2f} vs {sh['original']:.1f}% in the original order")
+    out.loc["down", "paper, other settings"] = reference.DOWN_CLAIM
+    out.loc["lase-full", "paper, other settings"] = "not reported (our always-interact policy)"
+    out.attrs["source"] = reference.SOURCE
+    out.attrs["row"] = f"{model}, {dataset}"
+    return out
+
+def comparison_display(table: pd.DataFrame, paper: pd.DataFrame | None = None,
+                       configs: Mapping[str, Mapping[str, Any]] | None = None) -> pd.DataFrame:
+    """The comparison table for reading: percents with intervals, rounded tokens, labelled paper columns."""
+    configs = configs or {}
+    fmt_p = lambda p: "" if pd.isna(p) else f"{p:.3f}"  # noqa: E731
+    fmt_wl = lambda w, l: "" if pd.isna(w) else f"+{int(w)}/-{int(l)}"  # noqa: E731
+    out = pd.DataFrame({
+        "method": [label(s, configs.get(s)) for s in table.index],
+        "accuracy % [95% CI]": [f"{100 * a:.1f} [{100 * lo:.1f}, {100 * hi:.1f}]"
+                                for a, lo, hi in zip(table["accuracy"], table["acc_lo"], table["acc_hi"])],
+        "avg tokens (completion)": table["avg_completion_tokens"].round(0).astype(int),
+        "avg tokens (prompt+completion)": table["avg_tokens"].round(0).astype(int),
+        "total tokens (prompt+completion)": table["total_tokens"].astype(int),
+        "x single (completion)": table["completion_multiplier"].round(2),
+        "x single (prompt+completion)": table["token_multiplier"].round(2),
+        "escalated %": table["escalation_rate"].map(lambda v: "" if pd.isna(v) else f"{100 * v:.0f}"),
+        "vs single: +wins/-losses": [fmt_wl(w, l) for w, l in zip(table["wins_vs_single"], table["losses_vs_single"])],
+        "McNemar p vs single": table["p_vs_single"].map(fmt_p),
+        "McNemar p vs MV": table["p_vs_mv"].map(fmt_p),
+    }, index=table.index)
+    if paper is not None:
+        p = paper.reindex(table.index)
+        for c in ("paper accuracy %", "paper avg tokens", "paper multiplier", "paper multiplier, all datasets"):
+            out[c] = p[c].map(lambda v: "" if pd.isna(v) else v)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# compute-matched view
+# ---------------------------------------------------------------------------------------------
+
+
+def _sample_index(agent: str) -> int:
+    m = re.search(r"(\d+)$", str(agent))
+    return int(m.group(1)) if m else 0
+
+def mv_subsample(calls: pd.DataFrame, problems: pd.DataFrame, kind: str = "number",
+                 ks: Sequence[int] | None = None) -> pd.DataFrame:
+    """Majority vote over the FIRST k recorded samples of each problem, for every k (no model call).
+
+    ``calls`` are the MV run's calls (one per sample, agent ``sample<i>``), ``problems`` its
+    problem table (for the gold answers). Votes use the same rule as the live strategy (ties by
+    mean confidence, then first seen), so k = all samples reproduces the recorded MV answers.
+    Returns one row per (problem, k): answer, correct, completion_tokens, total_tokens.
+    """
+    gold = problems.drop_duplicates("problem_id").set_index("problem_id")["gold"].astype(str)
+    rows = []
+    for pid, g in calls.groupby("problem_id", sort=False):
+        g = g.assign(_i=g["agent"].map(_sample_index)).sort_values("_i")
+        answers = [answer_or_none(a) for a in g["answer"]]
+        scores = [number_or_none(p) for p in g["p_min"]]
+        comp, tot = g["completion_tokens"].to_numpy(), (g["prompt_tokens"] + g["completion_tokens"]).to_numpy()
+        for k in ks or range(1, len(g) + 1):
+            if k > len(g):
+                continue
+            ans = majority_vote(answers[:k], kind, scores[:k])
+            rows.append({"problem_id": pid, "k": k, "answer": ans, "correct": grade(ans, gold[pid], kind),
+                         "completion_tokens": int(comp[:k].sum()), "total_tokens": int(tot[:k].sum())})
+    return pd.DataFrame(rows)
+
+def mv_curve(per_problem: pd.DataFrame, ids: Iterable[str] | None = None) -> pd.DataFrame:
+    """Accuracy and average tokens of MV with k samples (on ``ids`` if given)."""
+    d = per_problem if ids is None else per_problem[per_problem["problem_id"].isin(set(ids))]
+    g = d.groupby("k")
+    return pd.DataFrame({"n": g.size(), "accuracy": g["correct"].mean(),
+                         "avg_completion_tokens": g["completion_tokens"].mean(),
+                         "avg_tokens": g["total_tokens"].mean()}).reset_index()
+
+def compute_matched(mv: pd.DataFrame, grid: pd.DataFrame, tokens: str = "avg_tokens") -> pd.DataFrame:
+    """For each MV(k) budget, the best LASE threshold pair that spends no more (per problem, ``tokens``).
+
+    The LASE pick is chosen on the same problems it is scored on, so its accuracy is an
+    optimistic estimate; NaN where no threshold fits the budget.
+    """
+    out = []
+    for _, r in mv.iterrows():
+        row = {"k": int(r["k"]), "mv_accuracy": r["accuracy"], "budget": r[tokens]}
+        try:
+            best = choose_thresholds(grid, r[tokens], cost=tokens)
+            row.update({"lase_accuracy": best["accuracy"], "lase_tokens": best[tokens], "tau_lp": best["tau_lp"],
+                        "tau_h": best["tau_h"], "lase_escalation": best["escalation_rate"]})
+        except ValueError:
+            row.update({"lase_accuracy": np.nan, "lase_tokens": np.nan, "tau_lp": np.nan, "tau_h": np.nan,
+                        "lase_escalation": np.nan})
+        out.append(row)
+    return pd.DataFrame(out)
+
+def seed_table(chains: Chains, stop: np.ndarray, mv_samples: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Was there a correct seed to amplify? Counts over problems the leader got wrong alone and LASE escalated.
+
+    Rows: how many such problems; how many reach a right boxed answer at SOME stage of the full
+    chain; how many LASE (stopping at ``stop``) gets right; and, given ``mv_samples`` (one row per
+    recorded independent sample: problem_id, correct; see :func:`mv_sample_rows`), how many have a
+    right answer among those samples, i.e. the model can produce it at all.
+    """
+    wrong_esc = (~chains.correct[:, 0]) & (np.asarray(stop) > 0)
+    ids = chains.problem_ids[wrong_esc]
+    rows = [{"question": "escalated problems the leader got wrong alone", "problems": int(wrong_esc.sum())},
+            {"question": "... with a right boxed answer at some stage of the full chain",
+             "problems": int(chains.correct[wrong_esc].any(axis=1).sum())},
+            {"question": "... of which LASE output a right answer", "problems":
+             int(chains.correct[np.flatnonzero(wrong_esc), np.asarray(stop)[wrong_esc]].sum())}]
+    if mv_samples is not None and len(mv_samples):
+        any_right = mv_samples.groupby("problem_id")["correct"].any()
+        have = [i for i in ids if i in any_right.index]
+        rows.append({"question": f"... recorded by the MV run too ({len(have)} problems): "
+                                 "a right answer among its samples", "problems": int(any_right.loc[have].sum())})
+    return pd.DataFrame(rows)
+
+def mv_sample_rows(calls: pd.DataFrame, problems: pd.DataFrame, kind: str = "number") -> pd.DataFrame:
+    """One row per recorded MV sample: problem_id, sample index, answer, correct."""
+    gold = problems.drop_duplicates("problem_id").set_index("problem_id")["gold"].astype(str)
+    return pd.DataFrame({"problem_id": calls["problem_id"].to_numpy(),
+                         "sample": calls["agent"].map(_sample_index).to_numpy(),
+                         "answer": [answer_or_none(a) for a in calls["answer"]],
+                         "correct": [grade(answer_or_none(a), gold[p], kind) for a, p in zip(calls["answer"], calls["problem_id"])]})
+
+def claims_table(table: pd.DataFrame, paper: pd.DataFrame, about: Iterable[str] | None = None) -> pd.DataFrame:
+    """The paper's claims, its numbers, ours, and whether the direction holds in this run.
+
+    ``table`` is :func:`lase_nb.stats.comparison_table`'s output, ``paper`` :func:`paper_reference`'s. Accuracy
+    differences are in percentage points; a claim "holds here" when our difference has the
+    paper's sign (the McNemar p-value says whether ours could be chance). ``about`` keeps only
+    the claims about those strategies (column ``about``); ``n`` is the number of paired problems.
+    """
+    acc = lambda s: 100 * table.loc[s, "accuracy"]  # noqa: E731
+    pacc = lambda s: float(paper.loc[s, "paper accuracy %"])  # noqa: E731
+    have = set(table.index)
+    rows = []
+
+    def add(subject, claim, paper_val, ours, holds, p=np.nan):
+        rows.append({"claim": claim, "paper": paper_val, "this run": ours, "holds here": holds, "McNemar p": p,
+                     "about": subject, "n": int(table["n"].iloc[0])})
+
+    if {"lase", "single"} <= have:
+        d, pd_ = acc("lase") - acc("single"), pacc("lase") - pacc("single")
+        add("lase", "LASE is more accurate than the single agent", f"{pd_:+.1f} pp", f"{d:+.1f} pp", bool(d > 0),
+            table.loc["lase", "p_vs_single"])
+    if {"lase", "mv"} <= have:
+        d, pd_ = acc("lase") - acc("mv"), pacc("lase") - pacc("mv")
+        add("lase", "LASE matches or beats MV(7)", f"{pd_:+.1f} pp", f"{d:+.1f} pp", bool(d >= 0),
+            table.loc["lase", "p_vs_mv"])
+    if {"lase", "mv", "single"} <= have:
+        m = reference.TOKEN_MULTIPLIERS.set_index("method")["token_multiplier"]
+        add("lase", "LASE costs less than half of MV(7) (x single-agent tokens)",
+            f"LASE {m['lase']:.1f}x, MV {m['mv']:.1f}x",
+            f"LASE {table.loc['lase', 'token_multiplier']:.1f}x, MV {table.loc['mv', 'token_multiplier']:.1f}x",
+            bool(table.loc["lase", "token_multiplier"] < 0.5 * table.loc["mv", "token_multiplier"]))
+    if {"mad", "mv"} <= have:
+        d, pd_ = acc("mad") - acc("mv"), pacc("mad") - pacc("mv")
+        m = reference.TOKEN_MULTIPLIERS.set_index("method")["token_multiplier"]
+        add("mad", "MAD costs the most of single/MV/MAD/LASE and is no better than MV",
+            f"{pd_:+.1f} pp at {m['mad']:.1f}x", f"{d:+.1f} pp at {table.loc['mad', 'token_multiplier']:.1f}x",
+            bool(d <= 0 and table.loc["mad", "token_multiplier"]
+                 >= table.loc[[x for x in reference.METHODS if x in have], "token_multiplier"].max() - 1e-9),
+            table.loc["mad", "p_vs_mv"])
+    if {"lase-mv", "mv"} <= have:
+        lmv = reference.LASE_MV.set_index("method")["accuracy"]
+        d = acc("lase-mv") - acc("mv")
+        ltok = reference.LASE_MV.set_index("method")["avg_tokens"]
+        add("lase-mv", "LASE+MV beats MV(7) at similar tokens",
+            f"{lmv['lase+mv'] - lmv['mv']:+.1f} pp, {ltok['lase+mv'] / ltok['mv']:.2f}x MV's tokens",
+            f"{d:+.1f} pp, {table.loc['lase-mv', 'avg_tokens'] / table.loc['mv', 'avg_tokens']:.2f}x MV's tokens",
+            bool(d > 0), table.loc["lase-mv", "p_vs_mv"])
+    if {"moa", "lase"} <= have:
+        moa = reference.MOA_VS_LASE.set_index("method")
+        d = acc("lase") - acc("moa")
+        ratio = table.loc["moa", "total_tokens"] / table.loc["lase", "total_tokens"]
+        add("moa", "LASE beats MoA with fewer tokens",
+            f"{moa.loc['lase', 'accuracy'] - moa.loc['moa', 'accuracy']:+.1f} pp, MoA "
+            f"{moa.loc['moa', 'total_tokens'] / moa.loc['lase', 'total_tokens']:.1f}x the tokens",
+            f"{d:+.1f} pp, MoA {ratio:.1f}x the tokens", bool(d >= 0 and ratio > 1))
+    if {"lase-shuffled", "lase"} <= have:
+        sh = reference.SHUFFLED_SUMMARY
+        d = acc("lase-shuffled") - acc("lase")
+        add("lase-shuffled", "Shuffling the supporters' order changes accuracy little (here: by < 5 pp)",
+            f"{sh['mean'] - sh['original']:+.1f} pp", f"{d:+.1f} pp", bool(abs(d) <= 5.0))
+    out = pd.DataFrame(rows, columns=["claim", "paper", "this run", "holds here", "McNemar p", "about", "n"])
+    return out if about is None else out[out["about"].isin(set(about))].reset_index(drop=True)
+
+def split_by_coverage(tables: Mapping[str, pd.DataFrame], ratio: float = 0.8) -> tuple[list[str], list[str]]:
+    """Strategies with about as many problems as the typical run (``main``) and those recorded on far fewer.
+
+    A strategy is short when its problem count is below ``ratio`` times the median count; comparing
+    everything on the common ids would otherwise shrink the whole table to the shortest run.
+    """
+    counts = {s: int(t["problem_id"].nunique()) for s, t in tables.items()}
+    cut = ratio * float(np.median(list(counts.values())))
+    return [s for s in tables if counts[s] >= cut], [s for s in tables if counts[s] < cut]
+
+
+# ---------------------------------------------------------------------------------------------
+# figures
+# ---------------------------------------------------------------------------------------------
+
+
+def _size(strategy: str) -> int:
+    return 15 if style(strategy)["marker"] == "*" else 10
+
+
+def _plain_log_axis(ax) -> None:
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+    ax.set_xscale("log")
+    ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
+    ax.xaxis.set_minor_formatter(NullFormatter())
+
+def plot_accuracy_vs_tokens(table: pd.DataFrame, paper: pd.DataFrame | None = None, mv: pd.DataFrame | None = None,
+                            grid: pd.DataFrame | None = None, labels: Mapping[str, str] | None = None):
+    """Accuracy % (with 95% intervals) against average tokens per problem, ours and (right) the paper's.
+
+    ``mv`` (MV with the first k samples) and ``grid`` (LASE replayed at other thresholds) add
+    the compute-matched curves.
+    """
+    import matplotlib.pyplot as plt
+
+    labels = labels or {}
+    panels = 2 if paper is not None else 1
+    fig, axes = plt.subplots(1, panels, figsize=(8 * panels if panels > 1 else 11, 5.5), squeeze=False)
+    ax = axes[0, 0]
+    if mv is not None and len(mv):
+        ax.plot(mv["avg_tokens"], 100 * mv["accuracy"], "-", color=style("mv")["color"], alpha=0.5, lw=2,
+                label="MV over the first k samples")
+        for _, r in mv[(mv["k"] % 2 == 1) | (mv["k"] == mv["k"].max())].iterrows():
+            ax.annotate(f"k={int(r['k'])}", (r["avg_tokens"], 100 * r["accuracy"]), textcoords="offset points",
+                        xytext=(0, -16), ha="center", fontsize=10, color=style("mv")["color"])
+    if grid is not None and len(grid):
+        ax.plot(grid["avg_tokens"], 100 * grid["accuracy"], "o", color=style("lase")["color"], alpha=0.25, ms=6,
+                label="LASE at other thresholds")
+    for s, r in table.iterrows():
+        y, lo, hi = 100 * r["accuracy"], 100 * r["acc_lo"], 100 * r["acc_hi"]
+        st = style(s)
+        ax.errorbar(r["avg_tokens"], y, yerr=[[y - lo], [hi - y]], fmt=st["marker"], ms=_size(s), capsize=4,
+                    color=st["color"], mec="k", label=labels.get(s, s), alpha=0.9)
+    _plain_log_axis(ax)
+    xs = [table["avg_tokens"].to_numpy(float)]
+    ys = [100 * table["acc_hi"].to_numpy(float)]
+    for extra in (mv, grid):
+        if extra is not None and len(extra):
+            xs.append(extra["avg_tokens"].to_numpy(float))
+            ys.append(100 * extra["accuracy"].to_numpy(float))
+    xs, top = np.concatenate(xs), float(np.nanmax(np.concatenate(ys)))
+    ax.set(xlabel="average tokens per problem (prompt + completion, log scale)", ylabel="accuracy %",
+           title="This run (bars: 95% Wilson intervals)", ylim=(-2, min(103.0, max(20.0, 1.25 * top + 5))),
+           xlim=(np.nanmin(xs) / 1.3, np.nanmax(xs) * 1.3))
+    ax.legend(fontsize=10, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    if paper is not None:
+        ax2 = axes[0, 1]
+        p = paper.dropna(subset=["paper accuracy %"])
+        for s, r in p.iterrows():
+            st = style(s)
+            ax2.plot(float(r["paper avg tokens"]), float(r["paper accuracy %"]), st["marker"], ms=_size(s),
+                     color=st["color"], mec="k", label=labels.get(s, s))
+        _plain_log_axis(ax2)
+        ax2.set(xlabel="average tokens per problem (paper, log scale)", ylabel="accuracy % (paper)",
+                title=f"Paper, Table 1: {paper.attrs.get('row', '')}")
+        ax2.legend(fontsize=10)
+    fig.tight_layout()
+    return fig
