@@ -1,4 +1,4 @@
-"""Toy models of multi-agent debate (METHOD.md section 1), as pure seeded numpy simulations.
+"""Toy models of multi-agent debate (the LASE paper's Sections 2-3; chapter 01), as pure seeded numpy simulations.
 
 Five pieces, one per claim of the theory chapter:
 

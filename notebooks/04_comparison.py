@@ -106,7 +106,7 @@ else:
     runs, missing = report.load_runs(traces, ["lase", *BASELINES])
     if "lase" not in runs:
         raise FileNotFoundError(f"no full-chain LASE run under {traces}/lase-full; record the traces with "
-                                f"`bash data/traces/record.sh`, or set live=True")
+                                f"`python data/traces/record.py` (or `make traces`), or set live=True")
 configs = {s: r.manifest.get("config", {}) for s, r in runs.items()}
 problems = {p.id: p for p in problem_list} if live else report.problems_for_run(runs["lase"].manifest, data_path)
 kind = next(iter(problems.values())).kind if problems else "number"
