@@ -690,23 +690,24 @@ def plurality_is_correct(initial_accuracy: float, n_options: int) -> bool:
     return initial_accuracy > 1.0 / n_options
 
 
-def corollary_39(table: pd.DataFrame, rho: float, delta: float, z: float = 4.0) -> pd.DataFrame:
-    """Corollary 3.9 checked on a :func:`pareto_table`: for each gate rate q, LASE costs less than
-    always-interact, and gains at least q * rho * delta over solo (within ``z`` standard errors).
+def corollary_39(gate_rates: list[float] | np.ndarray, rho: float = 0.5, delta: float = 0.3, z: float = 4.0,
+                 **kwargs) -> pd.DataFrame:
+    """Corollary 3.9 checked at each gate rate q with :func:`selective_gain` (shared problems):
+    LASE costs less than always-interact, and gains at least q * rho * delta over solo (within
+    ``z`` paired standard errors).
 
-    Columns: gate_rate, cost, cost_always, cheaper, gain, gain_se, bound, gain_holds,
-    acc_lase, acc_always (the corollary says nothing about this comparison)."""
-    by = table.set_index("policy")
-    solo, always = by.loc["solo"], by.loc["always interact"]
+    Columns: gate_rate, tau, a2_holds (tau + delta <= 1: every gated leader can rise by delta),
+    cost, cost_always, cheaper, gain, gain_se, bound, gain_holds, acc_lase, acc_always (the
+    corollary says nothing about this last comparison)."""
+    kwargs = {k: v for k, v in kwargs.items() if k not in ("gate", "gate_rate")}
+    always = selective_gain(gate="always", rho=rho, delta=delta, **kwargs)
     rows = []
-    for _, r in table[table["policy"] == "LASE (confidence gate)"].iterrows():
-        gain = r["accuracy"] - solo["accuracy"]
-        se = float(np.hypot(r["accuracy_se"], solo["accuracy_se"]))
-        bound = r["gate_rate"] * rho * delta
-        rows.append({"gate_rate": r["gate_rate"], "cost": r["cost"], "cost_always": always["cost"],
-                     "cheaper": bool(r["cost"] < always["cost"]), "gain": gain, "gain_se": se, "bound": bound,
-                     "gain_holds": bool(gain >= bound - z * se), "acc_lase": r["accuracy"],
-                     "acc_always": always["accuracy"]})
+    for q in gate_rates:
+        r = selective_gain(gate="confidence", gate_rate=float(q), rho=rho, delta=delta, **kwargs)
+        rows.append({"gate_rate": r.gate_rate, "tau": r.tau, "a2_holds": bool(r.tau + delta <= 1), "cost": r.cost,
+                     "cost_always": always.cost, "cheaper": bool(r.cost < always.cost), "gain": r.gain,
+                     "gain_se": r.gain_se, "bound": r.bound, "gain_holds": bool(r.gain >= r.bound - z * r.gain_se),
+                     "acc_lase": r.acc_lase, "acc_always": always.acc_lase})
     return pd.DataFrame(rows)
 
 
@@ -714,14 +715,20 @@ def describe_corollary(check: pd.DataFrame) -> str:
     """One paragraph on :func:`corollary_39`'s table, numbers included."""
     n = len(check)
     cheaper, holds = int(check["cheaper"].sum()), int(check["gain_holds"].sum())
+    short = check[~check["gain_holds"]]
     better_always = int((check["acc_always"] > check["acc_lase"]).sum())
     lo, hi = check["cost"].min(), check["cost"].max()
-    return (f"At {cheaper} of {n} gate rates LASE costs less than always-interact ({lo:,.0f}-{hi:,.0f} tokens "
+    text = (f"At {cheaper} of {n} gate rates LASE costs less than always-interact ({lo:,.0f}-{hi:,.0f} tokens "
             f"per problem against {check['cost_always'].iloc[0]:,.0f}), and at {holds} of {n} its gain over solo "
-            f"is at least P(U=1) rho delta within sampling error. That is all Corollary 3.9 claims: "
-            f"always-interact is still the more accurate policy at {better_always} of {n} rates "
-            f"({check['acc_always'].iloc[0]:.1%} against at most {check['acc_lase'].max():.1%} for LASE), "
-            f"because in this simulation a peer never hurts.")
+            f"is at least P(U=1) rho delta within sampling error.")
+    if len(short):
+        where = ", ".join(f"{q:.0%}" for q in short["gate_rate"])
+        text += (f" It falls short at {where}: " + ("there tau + delta > 1, so a confident leader cannot rise by "
+                 "delta and assumption A2 fails." if (~short["a2_holds"]).all() else
+                 "at least one of these rates satisfies A2, so the shortfall is not explained by the assumptions."))
+    return text + (f" That is all Corollary 3.9 claims: always-interact is still the more accurate policy at "
+                   f"{better_always} of {n} rates ({check['acc_always'].iloc[0]:.1%} against at most "
+                   f"{check['acc_lase'].max():.1%} for LASE), because in this simulation a peer never hurts.")
 
 
 def describe_bound(grid: pd.DataFrame, z: float = 4.0) -> str:

@@ -225,13 +225,22 @@ def test_confidence_gate_beats_random_gate_at_equal_cost():
 
 
 def test_corollary_39_cheaper_than_always_and_gain_at_least_the_bound():
-    table = theory.pareto_table([0.1, 0.3, 0.5], rho=0.5, delta=0.3, n_problems=40000, seed=1)
-    check = theory.corollary_39(table, rho=0.5, delta=0.3)
+    check = theory.corollary_39([0.1, 0.2, 0.3], rho=0.5, delta=0.3, n_problems=40000, seed=1)
+    assert check["a2_holds"].all()
     assert check["cheaper"].all() and check["gain_holds"].all()
     # The corollary does not say LASE beats always-interact on accuracy, and here it does not.
     assert (check["acc_always"] > check["acc_lase"]).all()
     text = theory.describe_corollary(check)
     assert "3 of 3 gate rates LASE costs less" in text and "always-interact is still the more accurate" in text
+    assert "falls short" not in text
+
+
+def test_corollary_39_gain_falls_short_only_where_a2_fails():
+    check = theory.corollary_39([0.3, 0.9], rho=0.5, delta=0.3, n_problems=40000, seed=1)
+    ok, high = check.iloc[0], check.iloc[1]
+    assert ok["a2_holds"] and ok["gain_holds"]
+    assert not high["a2_holds"] and not high["gain_holds"]  # tau + delta > 1: no room to rise by delta
+    assert "falls short at 90%: there tau + delta > 1" in theory.describe_corollary(check)
 
 
 def test_bound_description_names_its_tolerance_and_counts_violations():
@@ -314,3 +323,23 @@ def test_savefig_writes_png_to_the_env_folder(tmp_path, monkeypatch):
     plt.close(fig)
     assert path == tmp_path / "figs" / "demo.png"
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_token_bars_label_tokens_and_colour_answer_tokens_as_named(tmp_path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.colors as mcolors
+    import matplotlib.pyplot as plt
+
+    fig = plots.token_bars(["The", " answer", " is", " \\boxed{", "15", "}"], [0.9, 0.8, 0.95, 0.99, 0.6, 0.99], {4})
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_xticklabels()][4] == "15"
+    bars = ax.patches[:6]
+    assert mcolors.to_hex(bars[4].get_facecolor()) == plots.ANSWER_COLOR.lower()
+    assert mcolors.to_hex(bars[0].get_facecolor()) == plots.OTHER_COLOR.lower()
+    assert plots.ANSWER_COLOR_NAME in ax.get_title()
+    # The named colour is what a reader would call it: orange has more red than green, little blue.
+    r, g, b = mcolors.to_rgb(plots.ANSWER_COLOR)
+    assert plots.ANSWER_COLOR_NAME == "orange" and r > g > b
+    plt.close(fig)
