@@ -993,7 +993,7 @@ def plot_topology(tables: dict[int, pd.DataFrame]):
             if topo != "gated star":
                 ax.plot(g["n_agents"], g["formula"], "-", color=color, lw=1.5, alpha=0.8)
             ax.annotate(f"T={rounds}", (g["n_agents"].iloc[-1], g["counted"].iloc[-1]), textcoords="offset points",
-                        xytext=(7, 0), va="center", fontsize="small", color=color)
+                        xytext=(7, -9 if topo == "gated star" else 0), va="center", fontsize="small", color=color)
     for topo, (marker, color, label) in styles.items():
         ax.plot([], [], marker + ("" if topo == "gated star" else "-"), color=color, ms=8,
                 mfc="none" if topo == "gated star" else color, label=label)
