@@ -1,13 +1,14 @@
 # Two commands: `make notebooks` (execute the collection) and `make test` (the test suite).
-# Both set up .venv from nothing on first use.
+# Both set up .venv from nothing on first use. `make lab` opens the chapters in JupyterLab and
+# `make book` turns the executed chapters into HTML pages with an index (build/book/index.html).
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
-export MPLBACKEND := Agg
+# No MPLBACKEND here: the kernels keep their inline backend, so figures land in the notebooks.
 
-.PHONY: setup test notebooks clean sync-notebooks traces benchmarks
+.PHONY: setup test notebooks book lab clean sync-notebooks traces benchmarks
 
 setup: $(STAMP)
 
@@ -24,6 +25,15 @@ test: $(STAMP)
 
 notebooks: $(STAMP)
 	$(PY) -m lase_nb notebooks --out build/notebooks -p interactive False
+
+# HTML pages of the executed chapters, with an index; open build/book/index.html from disk.
+book: $(STAMP)
+	@ls build/notebooks/[0-9][0-9]_*.ipynb >/dev/null 2>&1 || $(MAKE) notebooks
+	$(PY) -m lase_nb book --executed build/notebooks --out build/book
+
+# JupyterLab on the notebooks folder with this venv's kernel (move the sliders here).
+lab: $(STAMP)
+	$(VENV)/bin/jupyter lab --notebook-dir=notebooks
 
 # Regenerate .ipynb files from their jupytext sources (notebooks/*.py).
 sync-notebooks: $(STAMP)

@@ -10,7 +10,7 @@ Design choices worth knowing:
 
 - ``extract_boxed`` takes the LAST ``\\boxed{...}`` / ``\\fbox{...}``; if that last one has no
   closing brace (a truncated response) there is no answer, rather than an older, abandoned box.
-- ``extract_answer`` is boxed-only by default, because LASE's prompts require the box and METHOD.md
+- ``extract_answer`` is boxed-only by default, because LASE's prompts require the box and the paper
   measures confidence on the box's content. ``fallback=True`` also accepts "the answer is (B)" for
   choices and the last bare number for number/math problems.
 - math-verify runs with its own timeouts disabled (they use SIGALRM, which fails in worker threads

@@ -1,4 +1,4 @@
-"""Command line: ``lase-nb ask | run | sweep | notebooks`` (also ``python -m lase_nb``).
+"""Command line: ``lase-nb ask | run | sweep | notebooks | book`` (also ``python -m lase_nb``).
 
 Errors a user can fix print one line (``lase-nb: error: ...``) and exit with status 2.
 Strategy, data set and backend names accept hyphens or underscores (``lase_mv`` = ``lase-mv``,
@@ -8,7 +8,6 @@ Strategy, data set and backend names accept hyphens or underscores (``lase_mv`` 
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import shlex
 import sys
@@ -204,14 +203,18 @@ def cmd_sweep(args) -> int:
 
 
 def cmd_notebooks(args) -> int:
-    from .notebooks import run_notebooks
-    params = {}
-    for key, value in args.param or []:
-        try:
-            params[key] = json.loads(value)
-        except json.JSONDecodeError:
-            params[key] = value
-    run_notebooks(args.names or None, params, Path(args.out))
+    from .notebooks import parse_value, run_notebooks
+    if args.cell_timeout <= 0:
+        raise ConfigError(f"--cell-timeout must be a positive number of seconds (got {args.cell_timeout})")
+    params = {key: parse_value(value) for key, value in args.param or []}
+    run_notebooks(args.names or None, params, Path(args.out), timeout=args.cell_timeout)
+    return 0
+
+
+def cmd_book(args) -> int:
+    from .notebooks import build_book
+    index = build_book(Path(args.executed), Path(args.out), mathjax_url=args.mathjax_url)
+    print(f"wrote {index}")
     return 0
 
 
@@ -221,6 +224,7 @@ EXAMPLES_HELP = ("worked examples per prompt, recorded in the manifest (default:
 
 def build_parser() -> argparse.ArgumentParser:
     from .datasets import DATASETS
+    from .notebooks import CELL_TIMEOUT_S
     from .strategies import STRATEGIES, StrategyConfig
     d = StrategyConfig()
     ap = argparse.ArgumentParser(prog="lase-nb", description="Confidence-gated multi-agent reasoning (LASE).")
@@ -283,7 +287,16 @@ def build_parser() -> argparse.ArgumentParser:
     n.add_argument("names", nargs="*", help="notebook names or prefixes (default: all)")
     n.add_argument("-p", "--param", nargs=2, action="append", metavar=("KEY", "VALUE"))
     n.add_argument("--out", default="build/notebooks", help="folder for executed copies")
+    n.add_argument("--cell-timeout", type=int, default=CELL_TIMEOUT_S,
+                   help=f"seconds one cell may run before the chapter fails (default {CELL_TIMEOUT_S})")
     n.set_defaults(func=cmd_notebooks)
+
+    b = sub.add_parser("book", help="HTML book (index + one page per chapter) from the executed notebooks")
+    b.add_argument("--executed", default="build/notebooks", help="folder of executed notebooks")
+    b.add_argument("--out", default="build/book", help="folder for the HTML pages")
+    b.add_argument("--mathjax-url", default=None,
+                   help="MathJax script to typeset formulas with (default: none, pages load nothing remote)")
+    b.set_defaults(func=cmd_book)
     return ap
 
 

@@ -1,4 +1,4 @@
-"""Confidence of a response, measured on the tokens of its extracted answer (METHOD.md section 2).
+"""Confidence of a response, measured on the tokens of its extracted answer (the LASE paper, Section 3; chapter 02).
 
 - ``LP_min``: the smallest log-probability among the answer's tokens (quoted as ``p_min = exp(LP_min)``).
 - ``H_max``: the largest next-token entropy (nats) among the answer's tokens.

@@ -1,15 +1,33 @@
-"""Execute the notebook collection with papermill (``make notebooks``, ``lase-nb notebooks``)."""
+"""Execute the notebook collection with papermill (``make notebooks``, ``lase-nb notebooks``) and
+turn the executed chapters into a browsable HTML book (``make book``)."""
 
 from __future__ import annotations
 
+import contextlib
+import html
+import json
+import os
+import re
 import time
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
-from .errors import ConfigError
+from .errors import ConfigError, LaseError
 
 REPO = Path(__file__).resolve().parent.parent
 NOTEBOOKS = REPO / "notebooks"
+
+#: Seconds one cell may run before the chapter fails (``lase-nb notebooks --cell-timeout``).
+CELL_TIMEOUT_S = 900
+
+#: Environment of the kernels papermill starts: no progress bars in the saved outputs, and no
+#: ``MPLBACKEND`` so the kernel keeps its inline backend and figures land in the notebook.
+KERNEL_ENV = {"TQDM_DISABLE": "1", "HF_HUB_DISABLE_PROGRESS_BARS": "1", "TRANSFORMERS_VERBOSITY": "error"}
+KERNEL_ENV_DROP = ("MPLBACKEND",)
+
+
+class NotebookTimeout(LaseError):
+    """A cell of a chapter ran longer than the cell timeout."""
 
 
 def list_notebooks(names: Sequence[str] | None = None) -> list[Path]:
@@ -23,9 +41,95 @@ def list_notebooks(names: Sequence[str] | None = None) -> list[Path]:
     return chosen
 
 
+def parse_value(text: str) -> Any:
+    """A ``-p KEY VALUE`` value typed as the notebook expects it.
+
+    ``True``/``False`` (any case, also ``yes``/``no``) become booleans, ``None``/``null`` becomes
+    None, integers and floats become numbers, JSON lists and objects are decoded; anything else
+    stays a string. So ``-p interactive False`` arrives as ``False``, not as the truthy ``"False"``.
+    """
+    s = text.strip()
+    low = s.lower()
+    if low in ("true", "yes"):
+        return True
+    if low in ("false", "no"):
+        return False
+    if low in ("none", "null"):
+        return None
+    for cast in (int, float):
+        try:
+            return cast(s)
+        except ValueError:
+            pass
+    if s[:1] in "[{\"":
+        try:
+            return json.loads(s)
+        except json.JSONDecodeError:
+            pass
+    return text
+
+
+#: IPython startup file of the papermill kernels: ``tqdm.auto`` would pick the notebook bar, which
+#: ignores ``TQDM_DISABLE`` and prints a text bar into the outputs; the plain bar honours it.
+_QUIET_STARTUP = """import tqdm.auto, tqdm.std
+tqdm.auto.tqdm = tqdm.std.tqdm
+"""
+
+
+@contextlib.contextmanager
+def kernel_environment() -> Iterator[None]:
+    """Set :data:`KERNEL_ENV` and remove :data:`KERNEL_ENV_DROP` for the kernels started inside;
+    the kernels read a private IPython profile whose startup file silences progress bars."""
+    import tempfile
+
+    saved = {k: os.environ.get(k) for k in (*KERNEL_ENV, *KERNEL_ENV_DROP, "IPYTHONDIR")}
+    ipython_dir = tempfile.TemporaryDirectory(prefix="lase-nb-ipython-")
+    startup = Path(ipython_dir.name) / "profile_default" / "startup"
+    startup.mkdir(parents=True)
+    (startup / "00-lase-quiet.py").write_text(_QUIET_STARTUP)
+    os.environ.update(KERNEL_ENV, IPYTHONDIR=ipython_dir.name)
+    for k in KERNEL_ENV_DROP:
+        os.environ.pop(k, None)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        ipython_dir.cleanup()
+
+
+def execute(nb: Path, out: Path, params: dict[str, Any] | None = None, cell_timeout: int = CELL_TIMEOUT_S) -> None:
+    """Run one chapter with papermill into ``out``; a cell running past ``cell_timeout`` seconds
+    raises :class:`NotebookTimeout` naming the chapter and the cell."""
+    import papermill as pm
+    from nbclient.exceptions import CellTimeoutError
+
+    current: dict[str, Any] = {}
+
+    def on_cell_start(cell, cell_index: int) -> None:
+        current.update(index=cell_index, source=cell.source)
+
+    with kernel_environment():
+        try:
+            pm.execute_notebook(str(nb), str(out), parameters=params or {}, cwd=str(NOTEBOOKS),
+                                kernel_name="python3", progress_bar=False, execution_timeout=cell_timeout,
+                                on_cell_start=on_cell_start)
+        except CellTimeoutError:
+            first = (current.get("source") or "").strip().splitlines()[:1]
+            raise NotebookTimeout(
+                f"{nb.stem}: cell {current.get('index', '?')} ({first[0][:70] if first else 'empty'!r}) ran "
+                f"longer than {cell_timeout} s and was stopped; the partial notebook is in {out}") from None
+
+
 def run_notebooks(names: Sequence[str] | None = None, params: dict[str, Any] | None = None,
-                  out: Path = REPO / "build" / "notebooks", timeout: int = 1800) -> dict[str, float]:
-    """Run each notebook with papermill into ``out``; pass each only the parameters it declares."""
+                  out: Path = REPO / "build" / "notebooks", timeout: int = CELL_TIMEOUT_S) -> dict[str, float]:
+    """Run each notebook with papermill into ``out``; pass each only the parameters it declares.
+
+    ``timeout`` bounds every cell (seconds). Returns the execution time per chapter.
+    """
     import papermill as pm
 
     out = Path(out)
@@ -37,8 +141,77 @@ def run_notebooks(names: Sequence[str] | None = None, params: dict[str, Any] | N
         mine = {k: v for k, v in params.items() if k in declared}
         t0 = time.perf_counter()
         print(f"[notebooks] {nb.name} {mine or ''}", flush=True)
-        pm.execute_notebook(str(nb), str(out / nb.name), parameters=mine, cwd=str(NOTEBOOKS),
-                            kernel_name="python3", progress_bar=False, execution_timeout=timeout)
+        execute(nb, out / nb.name, mine, timeout)
         times[nb.stem] = time.perf_counter() - t0
         print(f"[notebooks] {nb.name} done in {times[nb.stem]:.1f} s", flush=True)
     return times
+
+
+# --------------------------------------------------------------------------------------------
+# the HTML book
+# --------------------------------------------------------------------------------------------
+
+
+def _title(nb_path: Path) -> str:
+    """The first markdown heading of a notebook, without its leading ``#``s."""
+    import nbformat
+
+    nb = nbformat.read(str(nb_path), as_version=4)
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            for line in cell.source.splitlines():
+                if line.startswith("#"):
+                    return line.lstrip("#").strip()
+    return nb_path.stem
+
+
+def inline_images(nb_path: Path) -> int:
+    """Number of ``image/png`` outputs in an executed notebook."""
+    data = json.loads(Path(nb_path).read_text())
+    return sum("image/png" in o.get("data", {}) for c in data["cells"] for o in c.get("outputs", []))
+
+
+#: A ``<script>`` that would load code from the network (require.js, MathJax from a CDN).
+_REMOTE_SCRIPT = re.compile(r'<script[^>]*\bsrc="https?://[^"]*"[^>]*>\s*</script>\s*')
+
+
+def build_book(executed: Path = REPO / "build" / "notebooks", out: Path = REPO / "build" / "book",
+               mathjax_url: str | None = None) -> Path:
+    """Convert every executed chapter in ``executed`` to standalone HTML and write an
+    ``index.html`` linking them; return the index path.
+
+    Figures are embedded and no page loads anything from the network: formulas then show as
+    their LaTeX source. Pass ``mathjax_url`` (e.g. the MathJax copy of a course site) to have
+    the pages typeset them with it.
+    """
+    from nbconvert import HTMLExporter
+
+    executed, out = Path(executed), Path(out)
+    chapters = sorted(executed.glob("[0-9][0-9]_*.ipynb"))
+    if not chapters:
+        raise ConfigError(f"no executed chapters in {executed}; run `make notebooks` first")
+    out.mkdir(parents=True, exist_ok=True)
+    exporter = HTMLExporter(template_name="lab", embed_images=True)
+    if mathjax_url:
+        exporter.mathjax_url = mathjax_url
+    exporter.exclude_input_prompt = True
+    exporter.exclude_output_prompt = True
+    rows = []
+    for nb in chapters:
+        body, _ = exporter.from_filename(str(nb))
+        body = _REMOTE_SCRIPT.sub(lambda m: m.group(0) if mathjax_url and mathjax_url in m.group(0) else "", body)
+        (out / f"{nb.stem}.html").write_text(body, encoding="utf-8")
+        title = _title(nb)
+        rows.append(f'<li><a href="{nb.stem}.html">{html.escape(title)}</a> '
+                    f'<span class="meta">({inline_images(nb)} figures)</span></li>')
+    index = out / "index.html"
+    index.write_text(
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        "<title>lase-nb: confidence-gated multi-agent reasoning</title>"
+        "<style>body{font-family:sans-serif;max-width:46em;margin:3em auto;line-height:1.5}"
+        ".meta{color:#666;font-size:90%}</style></head><body>\n"
+        "<h1>Confidence-gated multi-agent reasoning: the notebook collection</h1>\n"
+        "<p>Executed chapters of <code>lase-nb</code> (LASE and DOWN). Each page is self-contained: "
+        "figures are embedded, nothing is fetched from the network.</p>\n<ol start=\"0\">\n"
+        + "\n".join(rows) + "\n</ol>\n</body></html>\n", encoding="utf-8")
+    return index

@@ -116,3 +116,38 @@ def band(ax, x, mean, lo, hi, *, label: str | None = None, color=None, alpha: fl
     (line,) = ax.plot(np.asarray(x), np.asarray(mean), label=label, color=color, **line_kw)
     ax.fill_between(np.asarray(x), np.asarray(lo), np.asarray(hi), color=line.get_color(), alpha=alpha, lw=0)
     return line
+
+
+#: Colour of answer tokens in token figures, with the name the figure's text uses for it.
+ANSWER_COLOR, ANSWER_COLOR_NAME = "#D55E00", "orange"
+#: Colour of the other (reasoning) tokens.
+OTHER_COLOR, OTHER_COLOR_NAME = "#0173B2", "blue"
+
+
+def token_label(token: str) -> str:
+    """A token as an axis label: spaces as a visible mark, newlines as ``\\n``."""
+    return token.replace("\n", "\\n").replace(" ", "\u2423") or "''"
+
+
+def token_bars(tokens: list[str], probs: list[float], answer: set[int], *, title: str | None = None):
+    """Bar chart of each generated token's probability, labelled with the token; the answer
+    tokens in :data:`ANSWER_COLOR` (the title names the colour it uses). Returns the figure."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
+
+    n = len(tokens)
+    fig, ax = plt.subplots(figsize=(max(8.0, 0.22 * n + 2), 4.2))
+    colors = [ANSWER_COLOR if i in answer else OTHER_COLOR for i in range(n)]
+    ax.bar(range(n), probs, color=colors)
+    ax.set_xticks(range(n), [token_label(t) for t in tokens], rotation=90, fontsize=8)
+    for tick, c in zip(ax.get_xticklabels(), colors):
+        tick.set_color(c)
+    ax.set_xlim(-0.7, n - 0.3)
+    ax.set(ylabel="probability of the chosen token", ylim=(0, 1.02),
+           title=title or f"Token probabilities; answer tokens in {ANSWER_COLOR_NAME}")
+    ax.legend(handles=[Patch(color=ANSWER_COLOR, label=f"answer token ({ANSWER_COLOR_NAME})"),
+                       Patch(color=OTHER_COLOR, label=f"other token ({OTHER_COLOR_NAME})")],
+              loc="lower left", fontsize="small")
+    ax.grid(axis="x", visible=False)
+    fig.tight_layout()
+    return fig

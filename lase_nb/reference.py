@@ -1,4 +1,4 @@
-"""The papers' published numbers, in one labelled place (transcribed from METHOD.md sections 2 and 5).
+"""The papers' published numbers, in one labelled place (transcribed from the LASE and DOWN papers).
 
 These are REFERENCE values to display beside our own measurements ("paper" vs "this run"),
 never values a test or a notebook expects our code to reproduce: our models, samples and
@@ -83,7 +83,7 @@ THRESHOLD_SWEEP.attrs.update(model=_O, dataset="MATH-500")
 
 TAU_H_SWEEP = _table(
     [(0.2, 73.8), (0.5, 74.2), (0.8, 74.1)], ["tau_h", "accuracy"],
-    note="GPT-4.1-mini, MATH-500, tau_lp held fixed (value not restated in METHOD.md); accuracy in %.")
+    note="GPT-4.1-mini, MATH-500, tau_lp held fixed (value not restated in the paper's sweep table); accuracy in %.")
 TAU_H_SWEEP.attrs.update(model=_O, dataset="MATH-500")
 
 CALIBRATION = _table(

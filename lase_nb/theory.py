@@ -1,4 +1,4 @@
-"""Toy models of multi-agent debate (METHOD.md section 1), as pure seeded numpy simulations.
+"""Toy models of multi-agent debate (the LASE paper's Sections 2-3; chapter 01), as pure seeded numpy simulations.
 
 Five pieces, one per claim of the theory chapter:
 
@@ -131,6 +131,17 @@ class DebateTrace:
         return pd.DataFrame(rows)
 
 
+def dirichlet_update(alpha: np.ndarray, answers: np.ndarray, reads: np.ndarray) -> np.ndarray:
+    """One round of the counting update: ``alpha[..., i, k] + #{j : reads[i, j] and answers[..., j] == k}``.
+
+    ``alpha`` has shape (..., agents, options), ``answers`` (..., agents) holds option indices and
+    ``reads[i, j]`` says whether agent i reads agent j. Returns a new array.
+    """
+    alpha = np.asarray(alpha, dtype=float)
+    counts = np.eye(alpha.shape[-1])[np.asarray(answers)]  # one-hot, (..., agents, options)
+    return alpha + np.einsum("ij,...jk->...ik", np.asarray(reads, dtype=float), counts)
+
+
 def dirichlet_debate(
     n_agents: int = 5,
     n_options: int = 4,
@@ -172,7 +183,7 @@ def dirichlet_debate(
         correct[:, t] = answers == CORRECT
         majority[:, t] = majority_credit(answers, n_options)
         if t < n_rounds:
-            alpha += np.einsum("ij,rjk->rik", w, eye[answers])
+            alpha = dirichlet_update(alpha, answers, w)
     return DebateTrace(belief, correct, majority)
 
 
@@ -252,6 +263,7 @@ def latent_concept_debate(
     n_runs: int = 2000,
     seed: int = 0,
     reads: np.ndarray | None = None,
+    bare_strength: float = 1.5,
 ) -> ConceptTrace:
     """Debate in the corrective regime of Hu et al. (our toy version).
 
@@ -260,8 +272,11 @@ def latent_concept_debate(
     Each round it samples a concept, answers accordingly, and with probability ``ground_prob``
     (if its concept is the true one) or ``false_ground_prob`` (if not) backs the answer with a
     grounded argument. Given the concepts, responses are independent. Readers update by Bayes'
-    rule: a grounded response for answer k multiplies the odds of concept k by ``strength``; a bare
-    answer carries no evidence. ``reads`` defaults to all-to-all without oneself.
+    rule: every response for answer k multiplies the odds of concept k by ``bare_strength`` (an
+    unsupported answer is weak evidence; 1 makes it none), and a grounded one by ``strength`` on
+    top. With ``bare_strength`` > 1 an unseeded pool moves too, so "no seed, no drift" is a
+    finding of the simulation rather than a rule built into it. ``reads`` defaults to all-to-all
+    without oneself.
     """
     _check_positive_int("n_agents", n_agents, 2)
     _check_positive_int("n_rounds", n_rounds, 1)
@@ -270,6 +285,8 @@ def latent_concept_debate(
     _check_prob("false_ground_prob", false_ground_prob)
     if strength < 1:
         raise ConfigError(f"strength is a likelihood ratio and must be >= 1, got {strength!r}")
+    if bare_strength < 1:
+        raise ConfigError(f"bare_strength is a likelihood ratio and must be >= 1, got {bare_strength!r}")
     reads = all_to_all(n_agents, include_self=False) if reads is None else np.asarray(reads, dtype=bool)
     rng = np.random.default_rng(seed)
     logb = np.broadcast_to(np.log(initial_mean(n_options, initial_accuracy)),
@@ -289,8 +306,8 @@ def latent_concept_debate(
         grounded[:, t] = rng.random(p_ground.shape) < p_ground
         majority[:, t] = majority_credit(concept, n_options)
         if t < n_rounds:
-            evidence = eye[concept] * grounded[:, t, :, None]  # grounded responses per concept
-            logb += np.log(strength) * np.einsum("ij,rjk->rik", w, evidence)
+            evidence = eye[concept] * (np.log(bare_strength) + np.log(strength) * grounded[:, t, :, None])
+            logb += np.einsum("ij,rjk->rik", w, evidence)
     return ConceptTrace(belief, correct, grounded, majority)
 
 
@@ -663,6 +680,126 @@ def topology_costs(agent_counts: list[int] | np.ndarray, n_rounds: int = 3, k_pe
 
 
 # --------------------------------------------------------------------------------------------
+# 6. what the chapter says: sentences generated from the simulations (so they stay true)
+# --------------------------------------------------------------------------------------------
+
+
+def plurality_is_correct(initial_accuracy: float, n_options: int) -> bool:
+    """Whether the correct option is the peers' plurality: ``initial_accuracy`` above the
+    (1 - a) / (K - 1) of each wrong option, which is the same as ``initial_accuracy`` > 1/K."""
+    return initial_accuracy > 1.0 / n_options
+
+
+def corollary_39(gate_rates: list[float] | np.ndarray, rho: float = 0.5, delta: float = 0.3, z: float = 4.0,
+                 **kwargs) -> pd.DataFrame:
+    """Corollary 3.9 checked at each gate rate q with :func:`selective_gain` (shared problems):
+    LASE costs less than always-interact, and gains at least q * rho * delta over solo (within
+    ``z`` paired standard errors).
+
+    Columns: gate_rate, tau, a2_holds (tau + delta <= 1: every gated leader can rise by delta),
+    cost, cost_always, cheaper, gain, gain_se, bound, gain_holds, acc_lase, acc_always (the
+    corollary says nothing about this last comparison)."""
+    kwargs = {k: v for k, v in kwargs.items() if k not in ("gate", "gate_rate")}
+    always = selective_gain(gate="always", rho=rho, delta=delta, **kwargs)
+    rows = []
+    for q in gate_rates:
+        r = selective_gain(gate="confidence", gate_rate=float(q), rho=rho, delta=delta, **kwargs)
+        rows.append({"gate_rate": r.gate_rate, "tau": r.tau, "a2_holds": bool(r.tau + delta <= 1), "cost": r.cost,
+                     "cost_always": always.cost, "cheaper": bool(r.cost < always.cost), "gain": r.gain,
+                     "gain_se": r.gain_se, "bound": r.bound, "gain_holds": bool(r.gain >= r.bound - z * r.gain_se),
+                     "acc_lase": r.acc_lase, "acc_always": always.acc_lase})
+    return pd.DataFrame(rows)
+
+
+def describe_corollary(check: pd.DataFrame) -> str:
+    """One paragraph on :func:`corollary_39`'s table, numbers included."""
+    n = len(check)
+    cheaper, holds = int(check["cheaper"].sum()), int(check["gain_holds"].sum())
+    short = check[~check["gain_holds"]]
+    better_always = int((check["acc_always"] > check["acc_lase"]).sum())
+    lo, hi = check["cost"].min(), check["cost"].max()
+    text = (f"At {cheaper} of {n} gate rates LASE costs less than always-interact ({lo:,.0f}-{hi:,.0f} tokens "
+            f"per problem against {check['cost_always'].iloc[0]:,.0f}), and at {holds} of {n} its gain over solo "
+            f"is at least P(U=1) rho delta within sampling error.")
+    if len(short):
+        where = ", ".join(f"{q:.0%}" for q in short["gate_rate"])
+        text += (f" It falls short at {where}: " + ("there tau + delta > 1, so a confident leader cannot rise by "
+                 "delta and assumption A2 fails." if (~short["a2_holds"]).all() else
+                 "at least one of these rates satisfies A2, so the shortfall is not explained by the assumptions."))
+    return text + (f" That is all Corollary 3.9 claims: always-interact is still the more accurate policy at "
+                   f"{better_always} of {n} rates ({check['acc_always'].iloc[0]:.1%} against at most "
+                   f"{check['acc_lase'].max():.1%} for LASE), because in this simulation a peer never hurts.")
+
+
+def describe_bound(grid: pd.DataFrame, z: float = 4.0) -> str:
+    """Per regime of the bound grid: settings above the bound, within ``z`` standard errors below
+    it, and clearly below it; the sentence names the tolerance it applies."""
+    parts = []
+    for regime, g in grid.groupby("regime", sort=False):
+        diff = g["gain"] - g["bound"]
+        above = int((diff >= 0).sum())
+        near = int(((diff < 0) & (diff >= -z * g["gain_se"])).sum())
+        below = len(g) - above - near
+        parts.append(f"{regime}: {above} of {len(g)} settings on or above the bound, {near} below it by less "
+                     f"than {z:g} standard errors (sampling noise), {below} clearly below")
+    return "; ".join(parts) + "."
+
+
+def describe_star(gated: StarTrace, ungated: StarTrace, low: StarTrace, n_options: int) -> str:
+    """The gated star's drift, the ungated star's neutrality and the below-1/K case, in numbers."""
+    def path(t: StarTrace) -> str:
+        m = t.belief.mean(axis=0)
+        return f"{m[0]:.4f} -> {m[-1]:.4f}"
+
+    def z(t: StarTrace) -> float:
+        d = t.belief[:, -1] - t.belief[:, 0]
+        return float(d.mean() / (d.std(ddof=1) / np.sqrt(len(d))))
+
+    a_low = float(low.belief[:, 0].mean())
+    return (f"Starting near {gated.belief[:, 0].mean():.0%}, the gated leader's mean belief in the right option "
+            f"goes {path(gated)} over {gated.consulted.shape[1]} stages (z = {z(gated):+.1f}); the ungated "
+            f"leader, same topology, goes {path(ungated)} (z = {z(ungated):+.1f}). With a starting accuracy of "
+            f"{a_low:.0%}, below 1/K = {1 / n_options:.0%}, a wrong option is the peers' plurality and the gated "
+            f"leader drifts down: {path(low)} (z = {z(low):+.1f}).")
+
+
+def describe_seed_effect(worlds: dict[str, ConceptTrace]) -> str:
+    """Seeded against unseeded one-step change per world, with the difference the theorem is about."""
+    parts = []
+    for name, trace in worlds.items():
+        eff = seed_effect(trace).set_index("condition")
+        seeded, unseeded = eff.loc["correct seed in pool"], eff.loc["no correct seed"]
+        if seeded["runs"] == 0:
+            parts.append(f"{name}: no seed ever appears and the mean belief moves by "
+                         f"{unseeded['mean_increment']:+.3f} (+-{_Z95 * unseeded['se']:.3f}) in one round")
+        else:
+            parts.append(f"{name}: {seeded['mean_increment']:+.3f} with a seed against "
+                         f"{unseeded['mean_increment']:+.3f} without (difference "
+                         f"{seeded['mean_increment'] - unseeded['mean_increment']:+.3f})")
+    return "One-step change of the mean belief in the truth, round 0 -> 1. " + "; ".join(parts) + "."
+
+
+def describe_topology(tables: dict[int, pd.DataFrame]) -> str:
+    """The largest all-to-all count against the star's, from the counted transcripts."""
+    rounds = max(tables)
+    t = tables[rounds]
+    n = int(t["n_agents"].max())
+    row = t[t["n_agents"] == n].set_index("topology")["counted"]
+    return (f"At {n} agents and {rounds} rounds, all-to-all debate pastes {int(row['all-to-all']):,} responses "
+            f"into contexts; the leader star pastes {int(row['leader star'])}, and the gated star "
+            f"{row['gated star']:.1f} on average.")
+
+
+def describe_increments(tests: dict[float, IncrementTest], z: float = 4.0) -> str:
+    """Whether every starting accuracy's mean increment is within ``z`` standard errors of zero."""
+    worst = max(abs(t.z) for t in tests.values())
+    inside = all(abs(t.z) < z for t in tests.values())
+    return (f"The largest |z| over the {len(tests)} starting accuracies is {worst:.1f}: "
+            + (f"every mean increment is within {z:g} standard errors of zero." if inside else
+               f"at least one increment is more than {z:g} standard errors from zero."))
+
+
+# --------------------------------------------------------------------------------------------
 # figures of the theory chapter (matplotlib is imported lazily: the simulations do not need it)
 # --------------------------------------------------------------------------------------------
 
@@ -745,9 +882,11 @@ def plot_amplification(worlds: dict[str, ConceptTrace]):
     return fig
 
 
-def plot_star(gated: StarTrace, ungated: StarTrace, tau: float):
+def plot_star(gated: StarTrace, ungated: StarTrace, tau: float, low: StarTrace | None = None):
     """Three panels for the leader star: first-stage drift against the leader's confidence; the
-    symmetry gap split by U; mean belief in the correct option per stage for solo, ungated, gated."""
+    symmetry gap split by U; the change of the mean belief in the correct option since stage 0
+    (percentage points, paired per instance) for the ungated and gated stars, and for a gated star
+    whose starting accuracy ``low`` is below 1/K when given."""
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, 3, figsize=(17, 5.2))
@@ -770,15 +909,21 @@ def plot_star(gated: StarTrace, ungated: StarTrace, tau: float):
     axes[1].set(title="Symmetry condition broken", ylabel="E[peer belief - leader belief]")
 
     stages = np.arange(gated.belief.shape[1])
-    policies = (("solo (no peer)", None, ":"), ("ungated star", ungated, "--"), ("gated star (LASE)", gated, "-"))
-    for name, trace, style in policies:
-        b = gated.belief[:, :1].repeat(len(stages), axis=1) if trace is None else trace.belief
-        m, se = _mean_ci(b)
-        axes[2].errorbar(stages, m, yerr=_Z95 * se, fmt="o" + style, lw=2.5, capsize=4, label=name)
-    axes[2].set(title="Expected correctness of the leader", xlabel="stage (peers read so far, at most)",
-                ylabel="mean P(correct option)")
+    start = float(gated.belief[:, 0].mean())
+    policies = [(f"ungated star (start {start:.0%})", ungated, "s--", "C0"),
+                (f"gated star (start {start:.0%})", gated, "o-", "C1")]
+    if low is not None:
+        policies.append((f"gated star (start {low.belief[:, 0].mean():.0%}, below 1/K)", low, "v-", "C3"))
+    for name, trace, style, color in policies:
+        change = 100 * (trace.belief - trace.belief[:, :1])
+        m, se = _mean_ci(change)
+        axes[2].errorbar(stages, m, yerr=_Z95 * se, fmt=style, color=color, lw=2.5, capsize=4, label=name)
+    axes[2].axhline(0, color="black", lw=1)
+    top = max(1.0, float(np.abs(axes[2].get_ylim()).max()))
+    axes[2].set(title="Leader's expected correctness vs stage 0", xlabel="stage (peers read so far, at most)",
+                ylabel="change in mean P(correct), points", ylim=(-top, top))
     axes[2].set_xticks(stages)
-    axes[2].legend(fontsize="small")
+    axes[2].legend(fontsize="small", loc="upper left")
     fig.tight_layout()
     return fig
 
@@ -833,24 +978,117 @@ def plot_pareto(table: pd.DataFrame):
 
 
 def plot_topology(tables: dict[int, pd.DataFrame]):
-    """Log-log cross-agent inclusions against the number of agents, one colour per number of
-    rounds T: counted from transcripts (markers) and the formulas (lines)."""
+    """Log-log cross-agent inclusions against the number of agents: one colour per topology,
+    markers counted from transcripts, lines the formulas; each line is labelled with its T."""
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(9.5, 6.2))
-    for i, (rounds, table) in enumerate(tables.items()):
-        color = f"C{i}"
-        for topo, marker, ls in (("all-to-all", "o", "-"), ("leader star", "s", "--"), ("gated star", "^", None)):
+    styles = {"all-to-all": ("o", "C0", "all-to-all: T n (n-1)"),
+              "leader star": ("s", "C1", "leader star: 2kT"),
+              "gated star": ("^", "C2", "gated star (mean of draws)")}
+    for rounds, table in tables.items():
+        for topo, (marker, color, label) in styles.items():
             g = table[table["topology"] == topo]
-            ax.plot(g["n_agents"], g["counted"], marker, color=color, ms=8,
-                    mfc="none" if topo == "gated star" else color,
-                    label=f"{topo}, T={rounds} (counted{', mean' if topo == 'gated star' else ''})")
-            if ls:
-                ax.plot(g["n_agents"], g["formula"], ls, color=color, lw=1.5, alpha=0.8)
-    ax.plot([], [], "k-", label="formula T n (n-1)")
-    ax.plot([], [], "k--", label="formula 2kT")
-    ax.set(xscale="log", yscale="log", title="Who reads whom: context inclusions",
-           xlabel="number of agents n", ylabel="ordered cross-agent inclusions per problem")
-    ax.legend(fontsize="x-small", ncol=2, loc="upper left")
+            ax.plot(g["n_agents"], g["counted"], marker, color=color, ms=8, mfc="none" if topo == "gated star" else color)
+            if topo != "gated star":
+                ax.plot(g["n_agents"], g["formula"], "-", color=color, lw=1.5, alpha=0.8)
+            ax.annotate(f"T={rounds}", (g["n_agents"].iloc[-1], g["counted"].iloc[-1]), textcoords="offset points",
+                        xytext=(7, -9 if topo == "gated star" else 0), va="center", fontsize="small", color=color)
+    for topo, (marker, color, label) in styles.items():
+        ax.plot([], [], marker + ("" if topo == "gated star" else "-"), color=color, ms=8,
+                mfc="none" if topo == "gated star" else color, label=label)
+    ax.set(xscale="log", yscale="log", title="Who reads whom: context inclusions per problem",
+           xlabel="number of agents n", ylabel="ordered cross-agent inclusions")
+    ax.margins(x=0.12)
+    ax.legend(title="markers: counted; lines: formula", fontsize="small", title_fontsize="small", loc="upper left")
+    fig.tight_layout()
+    return fig
+
+
+def plot_architectures():
+    """The three architectures side by side, drawn from code: independent votes, all-to-all
+    debate, and LASE's gated leader star (the leader reads one supporter at a time, and only while
+    its answer-span gate says it is unsure)."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Circle, FancyArrowPatch, FancyBboxPatch, Polygon
+
+    fig, axes = plt.subplots(1, 3, figsize=(17, 6))
+
+    def agent(ax, xy, text, color="C0", r=0.075):
+        ax.add_patch(Circle(xy, r, facecolor=color, edgecolor="black", lw=1.2, alpha=0.9, zorder=3))
+        ax.text(*xy, text, ha="center", va="center", fontsize=10, color="white", fontweight="bold", zorder=4)
+
+    def arrow(ax, a, b, color="0.3", both=False, rad=0.0, lw=1.5, shrink=30):
+        ax.add_patch(FancyArrowPatch(a, b, arrowstyle="<|-|>" if both else "-|>", mutation_scale=13, color=color,
+                                     lw=lw, shrinkA=shrink, shrinkB=shrink, connectionstyle=f"arc3,rad={rad}",
+                                     zorder=2))
+
+    def box(ax, xy, text, color="0.92", w=0.34, h=0.1):
+        ax.add_patch(FancyBboxPatch((xy[0] - w / 2, xy[1] - h / 2), w, h, boxstyle="round,pad=0.02",
+                                    facecolor=color, edgecolor="black", lw=1.2, zorder=3))
+        ax.text(*xy, text, ha="center", va="center", fontsize=10, zorder=4)
+
+    # (a) vote
+    ax = axes[0]
+    xs = np.linspace(0.15, 0.85, 5)
+    for i, x in enumerate(xs):
+        agent(ax, (x, 0.78), f"A{i + 1}")
+        ax.add_patch(FancyArrowPatch((x, 0.78), (0.5, 0.39), arrowstyle="-|>", mutation_scale=13, color="0.3",
+                                     lw=1.5, shrinkA=30, shrinkB=0, zorder=2))
+    box(ax, (0.5, 0.33), "majority vote")
+    arrow(ax, (0.5, 0.28), (0.5, 0.1), shrink=0)
+    ax.text(0.5, 0.06, "answer", ha="center", va="top")
+    ax.text(0.5, 0.93, "N independent samples; nobody reads anybody", ha="center", fontsize=10)
+    ax.set_title("Vote (self-consistency)")
+
+    # (b) debate
+    ax = axes[1]
+    angles = np.pi / 2 + np.arange(5) * 2 * np.pi / 5
+    pts = [(0.5 + 0.28 * np.cos(a), 0.6 + 0.26 * np.sin(a)) for a in angles]
+    for i, a in enumerate(pts):
+        for b in pts[i + 1:]:
+            arrow(ax, a, b, both=True, color="0.55", lw=1.1)
+    for i, xy in enumerate(pts):
+        agent(ax, xy, f"A{i + 1}", color="C2")
+    box(ax, (0.5, 0.16), "vote over the last round")
+    arrow(ax, (0.5, 0.31), (0.5, 0.22), shrink=0)
+    ax.text(0.5, 0.95, "T rounds; each agent reads every other: T n (n-1) inclusions", ha="center", fontsize=10)
+    ax.set_title("Debate (all-to-all)")
+
+    # (c) gated leader star
+    ax = axes[2]
+    leader, gate = (0.14, 0.55), (0.43, 0.55)
+    agent(ax, leader, "L", color="C1", r=0.085)
+    ax.text(leader[0], leader[1] - 0.13, "leader", ha="center", fontsize=9)
+    ax.add_patch(Polygon([(gate[0], gate[1] + 0.11), (gate[0] + 0.12, gate[1]), (gate[0], gate[1] - 0.11),
+                          (gate[0] - 0.12, gate[1])], closed=True, facecolor="C4", edgecolor="black", zorder=3))
+    ax.text(*gate, "U = 1 ?", ha="center", va="center", fontsize=10, color="white", fontweight="bold", zorder=4)
+    ax.add_patch(FancyArrowPatch((leader[0] + 0.085, leader[1]), (gate[0] - 0.12, gate[1]), arrowstyle="-|>",
+                                 mutation_scale=13, color="0.3", lw=1.5, zorder=2))
+    ax.add_patch(FancyArrowPatch((gate[0], gate[1] - 0.11), (gate[0], 0.2), arrowstyle="-|>", mutation_scale=13,
+                                 color="0.3", lw=1.5, zorder=2))
+    ax.text(gate[0] + 0.02, 0.33, "no", fontsize=10, fontweight="bold")
+    ax.text(gate[0], 0.16, "stop: output the\nleader's answer", ha="center", va="top", fontsize=9)
+    peers = [("DA", 0.86, "devil's advocate"), ("C", 0.55, "collaborator"), ("E", 0.24, "senior expert")]
+    for label, y, name in peers:
+        agent(ax, (0.86, y), label, color="C0")
+        ax.text(0.86, y - 0.11, name, ha="center", fontsize=9)
+    ax.add_patch(FancyArrowPatch((gate[0] + 0.12, gate[1]), (0.86, 0.86), arrowstyle="-|>", mutation_scale=13,
+                                 color="C4", lw=2, shrinkB=30, zorder=2))
+    ax.text(0.6, 0.6, "yes", fontsize=10, fontweight="bold", color="C4")
+    for (_, y0, _), (_, y1, _) in zip(peers, peers[1:]):
+        ax.add_patch(FancyArrowPatch((0.86, y0), (0.86, y1), arrowstyle="-|>", mutation_scale=13, color="C4",
+                                     lw=1.5, ls="--", shrinkA=30, shrinkB=30, zorder=2))
+    ax.text(0.97, 0.55, "next stage\nonly while\nU = 1", fontsize=8.5, color="C4", va="center", ha="left")
+    arrow(ax, (0.86, 0.86), leader, color="C0", rad=0.35, shrink=30)
+    ax.text(0.4, 0.93, "critique or hints, never an answer:\nthe leader revises; the gate checks again",
+            fontsize=9, ha="center")
+    ax.text(0.5, 0.02, "gate on the answer tokens only:\nexp(LP_min) < tau_lp  or  H_max > tau_h",
+            ha="center", fontsize=9)
+    ax.set_title("LASE: gated leader star")
+
+    for ax in axes:
+        ax.set(xlim=(0, 1), ylim=(0, 1), aspect="equal")
+        ax.axis("off")
     fig.tight_layout()
     return fig

@@ -18,6 +18,11 @@
 # answer sits among the generated tokens, and the two confidence numbers that LASE gates on:
 # the lowest answer-token probability `exp(LP_min)` and the highest answer-token entropy `H_max`.
 #
+# **Paper results covered.** The LASE paper's confidence proxies (the lowest
+# answer-token log-probability $LP_{min}$, the highest answer-token entropy $H_{max}$, and the
+# uncertainty event $U$ built from them), measured on one answer. Whether they are calibrated
+# (the paper's Assumption 3.3) is chapter 02; the theory they feed is chapter 01.
+#
 # **Who this is for.** Anyone who wants to check in a minute that a backend works and returns
 # token log-probabilities, before spending money on a study.
 #
@@ -101,12 +106,8 @@ if conf.answer is not None:
 
 # %%
 if gen.tokens:
-    probs = [math.exp(t.logprob) for t in gen.tokens]
-    answer_idx = set(idx) if conf.answer is not None else set()
-    fig, ax = plt.subplots(figsize=(11, 3.5))
-    ax.bar(range(len(probs)), probs, color=["C3" if i in answer_idx else "C0" for i in range(len(probs))])
-    ax.set(xlabel="generated token (position)", ylabel="probability of the chosen token",
-           title="Token probabilities; answer tokens in red", ylim=(0, 1.02))
+    fig = plots.token_bars([t.token for t in gen.tokens], [math.exp(t.logprob) for t in gen.tokens],
+                           set(idx) if conf.answer is not None else set())
     plots.savefig(fig, "quickstart_tokens")
     plt.show()
 

@@ -27,12 +27,28 @@
 # 2. Why debate becomes *corrective* when some response carries strong evidence for the true
 #    answer (a "correct seed"), and how that lets debate beat the initial majority vote.
 # 3. How a leader star that consults peers only when it is uncertain breaks the symmetry the
-#    martingale needs, and gets positive drift exactly on the uncertain instances.
+#    martingale needs, and drifts towards its peers exactly on the uncertain instances: up when
+#    the peers' plurality is right, down when it is not.
 # 4. The selective-gain bound $\mathrm{Acc(LASE)} \ge \mathrm{Acc(solo)} + P(U{=}1)\,\rho\,\delta$,
 #    the cost identity $\mathrm{Cost(LASE)} = C_L + P(U{=}1)\,C_{peer}$, and what they imply for
 #    the accuracy-cost frontier.
 # 5. Why all-to-all debate makes $\Theta(T n^2)$ context inclusions while a leader star makes at
 #    most $2kT$, whatever the number of agents.
+#
+# **Paper results covered** (LASE paper, Sections 2 and 3), one section each:
+#
+# | paper statement | what it says | section |
+# | --- | --- | --- |
+# | Figure 2 | vote, debate and the gated leader star | 1.0 |
+# | Theorem 2.4 (Choi et al.) | symmetric debate is a martingale: neutral | 1.1 |
+# | Theorem 2.5 (Hu et al.) | a correct seed raises the next round: corrective | 1.2 |
+# | Proposition 3.2 | topology *and* gate together break the symmetry | 1.3 |
+# | Assumption 3.3 | lower confidence means lower accuracy (calibration) | 1.3, chapter 02 |
+# | Assumptions 3.4-3.6 (A1-A3) | seed rate rho, amplification delta, no harm without a seed | 1.4 |
+# | Theorem 3.7 | selective gain: Acc(LASE) >= Acc(solo) + P(U=1) rho delta | 1.4 |
+# | Proposition 3.8 | cost identity: Cost(LASE) = C_L + P(U=1) C_peer | 1.4 |
+# | Corollary 3.9 | LASE is cheaper than always-interact and gains at least P(U=1) rho delta over solo | 1.4 |
+# | Theorem 2.7 | all-to-all debate costs Theta(T n^2) inclusions, a star O(T) | 1.5 |
 #
 # **You need** basic probability (expectations, conditional probability, Bayes' rule) and some
 # numpy. No language model is called here: every model is a toy, and each section ends with the
@@ -45,6 +61,7 @@ n_options = 4  # answer options K (option 0 is the correct one)
 n_rounds = 10  # debate rounds T in section 1
 initial_accuracy = 0.5  # probability an agent is right before any interaction
 ground_prob = 0.3  # section 2: chance that a right agent backs its answer with a grounded argument
+bare_strength = 1.5  # section 2: likelihood ratio of an unsupported answer (1: no evidence)
 gate_rate = 0.3  # section 4: share of problems on which the leader escalates, P(U)
 rho = 0.5  # section 4: chance of a correct seed on an escalated problem
 delta = 0.3  # section 4: accuracy rise given a seed
@@ -66,7 +83,37 @@ accuracies = sorted({round(a, 2) for a in (initial_accuracy - 0.2, initial_accur
                      if 1 / n_options < a < 1})
 
 # %% [markdown]
-# ## 1.1 The neutral regime: symmetric debate is a martingale
+# ## 1.0 Three architectures (the paper's Figure 2)
+#
+# **Vote** asks N agents independently and takes the most frequent answer. **Debate** lets every
+# agent read every other agent's answer for T rounds, then votes. **LASE** has one leader; a gate
+# on the leader's own answer tokens decides whether to consult a supporter (devil's advocate,
+# then collaborator, then senior expert), one at a time, and stops as soon as the leader is sure.
+
+# %%
+fig = theory.plot_architectures()
+plots.savefig(fig, "theory_architectures");
+
+# %% [markdown]
+# ### DOWN, and how its gate differs from LASE's
+#
+# DOWN ("Debate Only When Necessary", Eo et al. 2025) also debates only when unsure, with a
+# different gate and a different debate:
+#
+# - **its score** is the mean token probability over the *whole* first response,
+#   $c_1 = \frac{1}{|r|}\sum_i P(t_i)$, reasoning included; LASE looks only at the tokens of the
+#   final answer (lowest probability $\exp(LP_{min})$, highest entropy $H_{max}$);
+# - **its trigger**: accept the first answer when $c_1 > \theta$, debate when $c_1 \le \theta$;
+# - **its debate**: all agents, two rounds, each agent sees the peers' responses *and their
+#   confidence scores*; the final answer is a majority vote or a designated judge's; there is no
+#   early stop on consensus. LASE instead has one leader read one supporter at a time, re-checks
+#   its gate after every revision, and supporters never give an answer.
+#
+# A long, fluent response can have a high mean token probability while its one answer token is
+# a guess, which is why the two gates escalate different problems; chapters 02 and 04 compare them.
+
+# %% [markdown]
+# ## 1.1 The neutral regime: symmetric debate is a martingale (Theorem 2.4)
 #
 # **Setting (Choi et al.).** Each of $n$ agents keeps a Dirichlet belief over the $K$ options,
 # with parameters $\alpha_{i,t}$. In every round each agent answers by sampling from its posterior,
@@ -79,6 +126,23 @@ accuracies = sorted({round(a, 2) for a in (initial_accuracy - 0.2, initial_accur
 # cannot change expected correctness.** Homogeneous agents reading everyone (themselves included)
 # satisfy the condition in every round.
 #
+# One update written out from scratch, for three agents and four options: agent $i$ adds one to
+# option $k$ for every agent $j$ it reads that answered $k$. The simulations use
+# `theory.dirichlet_update`; the cell checks that it does exactly this.
+
+# %%
+alpha = np.array([[1.0, 0.5, 0.5, 0.5], [0.8, 0.8, 0.2, 0.2], [2.0, 0.1, 0.1, 0.1]])
+answers = np.array([0, 2, 0])  # what each agent answered this round
+reads = np.array([[1, 1, 1], [1, 1, 0], [0, 1, 1]], dtype=bool)  # reads[i, j]: agent i reads agent j
+by_hand = alpha.copy()
+for i in range(3):
+    for j in range(3):
+        if reads[i, j]:
+            by_hand[i, answers[j]] += 1
+assert np.allclose(by_hand, theory.dirichlet_update(alpha, answers, reads))
+by_hand
+
+# %% [markdown]
 # We run `n_runs` debates for a few starting accuracies and follow the mean of $p_{i,t}$ and the
 # share of right answers.
 
@@ -93,6 +157,7 @@ plots.savefig(fig, "theory_martingale");
 
 # %%
 tests = {a: theory.increment_test(t.group_belief) for a, t in traces.items()}
+print(theory.describe_increments(tests))
 pd.DataFrame({"initial accuracy": list(tests),
               "mean increment per round": [t.mean_increment for t in tests.values()],
               "standard error": [t.se for t in tests.values()],
@@ -101,7 +166,7 @@ pd.DataFrame({"initial accuracy": list(tests),
 # %% [markdown]
 # **What it shows.** Left: the mean belief in the right answer (line, 95% band) and the share of
 # right answers (dots) stay at their starting value for every starting accuracy; the increments
-# above sit within a few standard errors of zero. Middle: what debate *does* change is the spread.
+# above are tested against zero as printed. Middle: what debate *does* change is the spread.
 # Each run drifts towards a consensus, right or wrong, so the standard deviation of the outcome
 # across runs grows round after round (fast at first, then slowly, as in a Polya urn). Right: as
 # agents herd, their answers stop being independent, and the majority vote of a round gets
@@ -115,7 +180,7 @@ pd.DataFrame({"initial accuracy": list(tests),
 # breaks the "belief equals neighbours' average" condition, in either direction.
 
 # %% [markdown]
-# ## 1.2 The corrective regime: a correct seed is amplified
+# ## 1.2 The corrective regime: a correct seed is amplified (Theorem 2.5)
 #
 # **Setting (our toy version of Hu et al.).** A problem has $K$ latent concepts; concept $k$
 # leads to answer $k$, and concept 0 is the true one. Given the concept behind each response,
@@ -123,39 +188,47 @@ pd.DataFrame({"initial accuracy": list(tests),
 # An agent holding the true concept backs its answer with a *grounded* argument (one that can be
 # checked against the problem) with probability `ground_prob`; wrong concepts cannot produce one.
 # Readers update by Bayes' rule: a grounded response multiplies the odds of its concept by a
-# likelihood ratio (20 here); a bare answer carries no evidence.
+# likelihood ratio `strength`, and *every* response, grounded or not, by a weaker `bare_strength`:
+# an unsupported answer is weak evidence, not none. So an unseeded pool moves too, and whether a
+# seed matters is something the simulation shows, not something built into it.
 #
 # **Theorem (in words).** **If the pool holds at least one correct seed, the next round's
-# expected correctness is strictly higher than without it;** without a seed the Bayesian update
-# has nothing to amplify. Because the seed can come from a minority, the debated outcome can beat
+# expected correctness is strictly higher than without it.** The comparison is seeded against
+# unseeded pools, not seeded against zero. Because the seed can come from a minority, the debated outcome can beat
 # the initial majority vote, which neutral debate never does in expectation.
 #
 # We compare three worlds: no grounded arguments at all, grounded arguments for right answers,
 # and grounded arguments plus occasional *misleading* ones for wrong answers (probability 0.1).
 
 # %%
+concept = dict(n_runs=n_runs, seed=seed, bare_strength=bare_strength)
 worlds = {
     "no seeds possible": theory.latent_concept_debate(n_agents, n_options, 4, initial_accuracy, ground_prob=0.0,
-                                                      n_runs=n_runs, seed=seed),
+                                                      **concept),
     "correct seeds": theory.latent_concept_debate(n_agents, n_options, 4, initial_accuracy, ground_prob=ground_prob,
-                                                  n_runs=n_runs, seed=seed),
+                                                  **concept),
     "correct + misleading seeds": theory.latent_concept_debate(n_agents, n_options, 4, initial_accuracy,
                                                                ground_prob=ground_prob, false_ground_prob=0.1,
-                                                               n_runs=n_runs, seed=seed),
+                                                               **concept),
 }
 fig = theory.plot_amplification(worlds)
 plots.savefig(fig, "theory_amplification");
 
 # %%
+low_start = round(1 / n_options - 0.05, 2)  # a starting accuracy below 1/K: a wrong answer leads
+worlds_low = {f"no seeds possible, start {low_start:.0%}": theory.latent_concept_debate(
+    n_agents, n_options, 4, low_start, ground_prob=0.0, **concept)}
+print(theory.describe_seed_effect({**worlds, **worlds_low}))
 pd.concat({name: theory.seed_effect(t) for name, t in worlds.items()}).droplevel(1).reset_index(names="world")
 
 # %% [markdown]
 # **What it shows.** With correct seeds, accuracy climbs round after round: seeds convince other
-# agents, who then find grounded arguments of their own. Split by round-0 pool, the whole gain comes
-# from debates that had a seed; the unseeded ones do not move at all. Majority vote after debate
-# is far above the initial vote. With no seeds the trajectory is flat, like section 1.1. With
-# misleading seeds, debates without a correct seed drift *down*: the same mechanism that
-# amplifies a right argument amplifies a persuasive wrong one.
+# agents, who then find grounded arguments of their own. Split by round-0 pool, debates that had a
+# seed gain far more than those without, which is Theorem 2.5's claim. Unseeded pools are not
+# flat: bare answers are weak evidence, so a pool drifts towards its plurality, up when the
+# right answer leads and down when a wrong one does (the below-1/K run above). With misleading
+# seeds, debates without a correct seed do worse still: the same mechanism that amplifies a right
+# argument amplifies a persuasive wrong one.
 #
 # **Caveat.** Everything hinges on grounded arguments being rarer for wrong answers than for right
 # ones and on readers weighting them accordingly. LLM readers cannot verify arguments reliably;
@@ -163,7 +236,7 @@ pd.concat({name: theory.seed_effect(t) for name, t in worlds.items()}).droplevel
 # independent given the concept when the agents are copies of one model with shared blind spots.
 
 # %% [markdown]
-# ## 1.3 LASE's reconciliation: the gated leader star
+# ## 1.3 LASE's reconciliation: the gated leader star (Proposition 3.2)
 #
 # LASE keeps the *neutral* counting update of section 1.1 and changes only who reads whom and when:
 #
@@ -174,17 +247,22 @@ pd.concat({name: theory.seed_effect(t) for name, t in worlds.items()}).droplevel
 # Every leader and peer belief is drawn from the same distribution, so a leader is on average
 # exactly as good as a peer. If the leader always read its peers, its expected belief would not
 # move. **But conditioning on $U=1$ selects the instances where the leader's belief is below its
-# peer's, so the martingale condition fails there, in the helpful direction, and the expected
-# correctness drifts up; on confident instances the leader does not read at all.**
+# peer's, so the martingale condition fails there, and the expected correctness drifts towards
+# the peers; on confident instances the leader does not read at all.** Towards the peers is *up*
+# only when the right option is the peers' plurality, i.e. when the starting accuracy is above
+# 1/K; below it the same gate drifts down. And the topology alone, without the gate, is neutral:
+# Proposition 3.2 needs both. The third star below starts below 1/K.
 
 # %%
 tau = 0.6
 star_gated = theory.gated_star(n_problems, n_options, 3, initial_accuracy, tau=tau, gated=True, seed=seed)
 star_open = theory.gated_star(n_problems, n_options, 3, initial_accuracy, tau=tau, gated=False, seed=seed)
-fig = theory.plot_star(star_gated, star_open, tau)
+star_low = theory.gated_star(n_problems, n_options, 3, low_start, tau=tau, gated=True, seed=seed)
+fig = theory.plot_star(star_gated, star_open, tau, low=star_low)
 plots.savefig(fig, "theory_star");
 
 # %%
+print(theory.describe_star(star_gated, star_open, star_low, n_options))
 theory.star_drift(star_gated)
 
 # %% [markdown]
@@ -193,24 +271,25 @@ theory.star_drift(star_gated)
 # always-reading leader gets both halves, and they cancel. The gate keeps the positive half: to
 # the right of $\tau$ nobody is read and the drift is exactly zero. Middle: the gap between the
 # peer's and the leader's belief, which the martingale condition requires to be zero, is clearly
-# positive on uncertain instances and negative on confident ones. Right: expected correctness
-# rises stage by stage only for the gated star; the ungated star stays level with the solo leader.
-# The table gives the drift per stage for $U=1$ and $U=0$.
+# positive on uncertain instances and negative on confident ones. Right: the change of expected
+# correctness since stage 0, in percentage points: it rises only for the gated star that starts
+# above 1/K; the ungated star (same topology, no gate) stays level, and the gated star that
+# starts below 1/K loses. The table gives the drift per stage for $U=1$ and $U=0$.
 #
-# **Caveat.** The gate here is *calibrated*: low confidence really means a lower chance of being
-# right. LLM confidence is imperfect. A confidently wrong leader ($U=0$ on a wrong answer) is never
+# **Caveat.** The gate here is *calibrated* (the paper's Assumption 3.3): low confidence really
+# means a lower chance of being right. LLM confidence is imperfect. A confidently wrong leader ($U=0$ on a wrong answer) is never
 # corrected, and a weak model is unsure so often that it escalates nearly always. The calibration
 # chapter measures how well real token probabilities do.
 
 # %% [markdown]
-# ## 1.4 The selective-gain bound and the cost identity
+# ## 1.4 The selective-gain bound (Theorem 3.7), the cost identity (Proposition 3.8), Corollary 3.9
 #
-# **Theorem (selective gain).** Assume (A1) a correct seed appears with probability at least
-# $\rho$ when $U=1$; (A2) with a seed the leader's accuracy rises by at least $\delta$; (A3) without
-# a seed it does not fall. Then **$\mathrm{Acc(LASE)} \ge \mathrm{Acc(solo)} + P(U{=}1)\,\rho\,\delta$:
+# **Theorem 3.7 (selective gain).** Assume (A1, Assumption 3.4) a correct seed appears with
+# probability at least $\rho$ when $U=1$; (A2, Assumption 3.5) with a seed the leader's accuracy
+# rises by at least $\delta$; (A3, Assumption 3.6) without a seed it does not fall. Then **$\mathrm{Acc(LASE)} \ge \mathrm{Acc(solo)} + P(U{=}1)\,\rho\,\delta$:
 # the gain is at least the escalation rate times the seed rate times the amplification.**
 #
-# **Cost identity.** The leader always pays $C_L$; a peer stage costs $C_{peer}$ and is paid only
+# **Proposition 3.8 (cost identity).** The leader always pays $C_L$; a peer stage costs $C_{peer}$ and is paid only
 # when $U=1$, so **$\mathrm{Cost(LASE)} = C_L + P(U{=}1)\,C_{peer} \le C_L + C_{peer} =
 # \mathrm{Cost(always\ interact)}$.**
 #
@@ -248,18 +327,20 @@ fig = theory.plot_bound(grid_table, costs)
 plots.savefig(fig, "theory_bound");
 
 # %%
-grid_table.assign(holds=grid_table["gain"] >= grid_table["bound"] - 4 * grid_table["gain_se"]) \
-    .groupby("regime", sort=False)["holds"].mean().rename("share of settings where the bound holds")
+print(theory.describe_bound(grid_table))
 
 # %% [markdown]
-# **What it shows.** When A1-A3 hold, every point lies on or above the diagonal: the bound is
-# tight when the peer does nothing without a seed, and loose when it helps anyway. When A3 fails
-# (an unseeded peer talks a right leader out of its answer), points fall below the line: the bound
-# is only as good as its assumptions. Right: the measured tokens per problem follow
+# **What it shows.** When A1-A3 hold, the points lie on or above the diagonal up to sampling
+# noise (the counts above: a point "below by less than 4 standard errors" is what a tight bound
+# measured on finite samples looks like). The bound is tight when the peer does nothing without a
+# seed, and loose when it helps anyway. When A3 fails (an unseeded peer talks a right leader out
+# of its answer), points fall clearly below the line: the bound is only as good as its assumptions. Right: the measured tokens per problem follow
 # $C_L + P(U{=}1) C_{peer}$ and reach the always-interact cost only when every problem escalates.
 #
-# **The Pareto corollary.** Sweeping the gate rate traces a curve from solo to always-interact.
-# Gating on *confidence* puts the peer calls where they pay off; a random gate with the same
+# **Corollary 3.9.** Under A1-A3, LASE costs less than always-interacting, and gains at least
+# $P(U{=}1)\rho\delta$ over the solo leader. It does *not* say LASE is more accurate than
+# always-interacting. Sweeping the gate rate traces a curve from solo to always-interact; gating
+# on *confidence* puts the peer calls where they pay off, and a random gate with the same
 # escalation rate costs the same and gains less. (The paper's threshold sweep escalated 21-43% of
 # MATH-500 problems with GPT-4.1-mini.)
 
@@ -269,6 +350,12 @@ pareto = theory.pareto_table([0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.7, 0.9], rho=rho,
 fig = theory.plot_pareto(pareto)
 plots.savefig(fig, "theory_pareto");
 
+# %%
+corollary = theory.corollary_39([0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.7, 0.9], rho=rho, delta=delta,
+                                n_problems=n_problems, seed=seed)
+print(theory.describe_corollary(corollary))
+corollary
+
 # %% [markdown]
 # **Caveat.** Real problems do not come with a known $\rho$ or $\delta$, and the peer stages of
 # LASE are not independent coin flips: a critique can plant a wrong idea (A3 fails), and the
@@ -277,7 +364,7 @@ plots.savefig(fig, "theory_pareto");
 # replays real transcripts to measure $P(U{=}1)$, the seed rate and the gain directly.
 
 # %% [markdown]
-# ## 1.5 Topology cost: who reads whom
+# ## 1.5 Topology cost: who reads whom (Theorem 2.7)
 #
 # **Claim.** In all-to-all debate every agent reads every other agent's previous answer in each
 # of $T$ rounds: **$T\,n(n-1)$ ordered cross-agent context inclusions, $\Theta(Tn^2)$.** A leader
@@ -294,6 +381,7 @@ topology = {T: theory.topology_costs([2, 4, 8, 16, 32, 64, 128, 256], n_rounds=T
                                      seed=seed) for T in (3, n_rounds)}
 fig = theory.plot_topology(topology)
 plots.savefig(fig, "theory_topology");
+print(theory.describe_topology(topology))
 topology[3].pivot(index="n_agents", columns="topology", values="counted").astype(
     {"all-to-all": int, "leader star": int})
 
@@ -303,10 +391,9 @@ pd.concat({"all-to-all (n=3, T=1)": theory.transcript(theory.all_to_all_schedule
 
 # %% [markdown]
 # **What it shows.** The counted inclusions land exactly on the formulas: a slope-2 line for
-# all-to-all and a flat line for the star. At 256 agents and 10 rounds, all-to-all debate pastes
-# 652,800 responses into contexts; the star pastes 20, and the gated star fewer still. The two
+# all-to-all and a flat line for the star (the sentence above gives the largest case). The two
 # small transcripts above list the rows behind the counts. The gated leader of section 1.3 made
-# two inclusions per peer it consulted, never more than the bound $2kT = 6$:
+# two inclusions per peer it consulted, never more than the bound $2kT$:
 
 # %%
 print(f"gated star (section 1.3): {star_gated.inclusions().mean():.2f} inclusions per instance on average, "
@@ -346,8 +433,9 @@ if interactive:
 #   Debate changes the spread, and it can make the final vote worse than the first one.
 # - Debate is corrective when a response carries strong evidence for the truth. It then amplifies
 #   that seed, and it amplifies persuasive errors just as readily.
-# - LASE keeps a neutral update but reads asymmetrically and only under uncertainty. That is
-#   enough for positive drift, and it spends interaction only where the drift is positive.
+# - LASE keeps a neutral update but reads asymmetrically and only under uncertainty. Topology and
+#   gate together break the symmetry; the drift is positive when the peers' plurality is right
+#   (accuracy above 1/K) and negative when it is not.
 # - The gain is at least $P(U{=}1)\rho\delta$, the cost is $C_L + P(U{=}1)C_{peer}$, and a star
 #   costs at most $2kT$ inclusions against $Tn(n-1)$ for all-to-all.
 #

@@ -35,7 +35,7 @@
 # **You need** chapter 1 (the gate $U$, the star topology) and chapter 2 helps (what the
 # confidence numbers mean). By default the chapter reads **recorded traces** of the embedded
 # model (SmolLM2-135M) on the project's arithmetic problems: every stage of every chain was
-# recorded once, so any thresholds can be replayed with no model call.
+# recorded once, so any thresholds can be replayed with no model call (the replay section below).
 # With `live=True` it runs LASE itself on `n_problems` problems with the backend you choose,
 # e.g. `papermill 03_lase_pipeline.ipynb out.ipynb -p live True -p backend openai -p model gpt-4.1-mini`.
 #
@@ -105,7 +105,7 @@ else:
     runs = run_store.load_runs(traces, ["lase", "mad"])
     if "lase" not in runs:
         raise FileNotFoundError(f"no finished full-chain LASE run under {traces}/lase-full; record it with "
-                                f"`bash data/traces/record.sh` or set live=True")
+                                f"`python data/traces/record.py` (or `make traces`) or set live=True")
     run = runs["lase"]
     problems = run_store.problems_from_manifest(run.manifest, data_path)
 chains = chains_from_stages(run.stages)

@@ -110,7 +110,7 @@ else:
     missing = [s for s in ["lase", *BASELINES] if s not in runs]
     if "lase" not in runs:
         raise FileNotFoundError(f"no full-chain LASE run under {traces}/lase-full; record the traces with "
-                                f"`bash data/traces/record.sh`, or set live=True")
+                                f"`python data/traces/record.py` (or `make traces`), or set live=True")
 configs = {s: r.manifest.get("config", {}) for s, r in runs.items()}
 problems = {p.id: p for p in problem_list} if live else run_store.problems_from_manifest(runs["lase"].manifest, data_path)
 kind = next(iter(problems.values())).kind if problems else "number"

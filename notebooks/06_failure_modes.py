@@ -196,7 +196,7 @@ if len(present) > 1:
             f"{table.loc['single', 'accuracy']:.0%} ({d:+.0%}, McNemar p = {table.loc['mad', 'p_vs_single']:.2f}) "
             f"at {table.loc['mad', 'token_multiplier']:.1f}x the tokens."))
 else:
-    print("No baseline runs next to lase-full; record them with data/traces/record.sh.")
+    print("No baseline runs next to lase-full; record them with `python data/traces/record.py` (or `make traces`).")
 
 # %% [markdown]
 # ## 6.4 Answers that never get boxed

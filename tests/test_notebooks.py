@@ -3,15 +3,40 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import jupytext
+import nbformat
 import papermill as pm
 import pytest
 
-from lase_nb.notebooks import NOTEBOOKS, list_notebooks
+from lase_nb.notebooks import (NOTEBOOKS, NotebookTimeout, build_book, execute, inline_images, list_notebooks,
+                               parse_value)
 
 BOOKS = list_notebooks()
+WIDGET = "application/vnd.jupyter.widget-view+json"
+
+
+def _outputs(path: Path) -> list[dict]:
+    return [o for c in json.loads(path.read_text())["cells"] for o in c.get("outputs", [])]
+
+
+def _text(outputs: list[dict]) -> str:
+    parts = []
+    for o in outputs:
+        parts.append("".join(o.get("text", "")))
+        parts.extend("".join(v) if isinstance(v, list) else str(v)
+                     for k, v in o.get("data", {}).items() if k.startswith("text/"))
+    return "\n".join(parts)
+
+
+def _tiny_notebook(path: Path, *sources: str) -> Path:
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(s) for s in sources]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, str(path))
+    return path
 
 
 def test_collection_is_numbered_and_present():
@@ -43,15 +68,56 @@ def test_notebook_declares_parameters(nb: Path):
     assert "interactive" in declared, f"{nb.name}: the parameters cell must set `interactive`"
 
 
+@pytest.mark.parametrize("text, value", [("False", False), ("false", False), ("True", True), ("no", False),
+                                         ("None", None), ("3", 3), ("0.25", 0.25), ("gpt-4.1-mini", "gpt-4.1-mini"),
+                                         ("[1, 2]", [1, 2]), ("http://127.0.0.1:8000/v1", "http://127.0.0.1:8000/v1")])
+def test_command_line_parameters_are_typed(text, value):
+    got = parse_value(text)
+    assert got == value and type(got) is type(value)
+
+
+def test_executed_notebook_keeps_inline_figures_and_no_progress_bars(tmp_path, monkeypatch):
+    """Even when the caller exports MPLBACKEND=Agg, the kernel draws inline; tqdm bars stay out."""
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    src = _tiny_notebook(tmp_path / "99_tiny.ipynb",
+                         "import matplotlib.pyplot as plt\nfig, ax = plt.subplots()\nax.plot([0, 1], [1, 0])",
+                         "from tqdm.auto import tqdm\nfor _ in tqdm(range(3), desc='Loading weights'):\n    pass")
+    out = tmp_path / "out" / "99_tiny.ipynb"
+    out.parent.mkdir()
+    execute(src, out)
+    assert inline_images(out) == 1
+    assert "Loading weights" not in _text(_outputs(out))
+    index = build_book(out.parent, tmp_path / "book")
+    page = (tmp_path / "book" / "99_tiny.html").read_text()
+    assert 'href="99_tiny.html"' in index.read_text()
+    assert "data:image/png;base64," in page  # the figure is embedded, not linked
+    assert not re.search(r'src="https?://', page), "the page would load something from the network"
+
+
+def test_a_hung_cell_fails_in_bounded_time_naming_chapter_and_cell(tmp_path):
+    src = _tiny_notebook(tmp_path / "98_hang.ipynb", "x = 1", "import time\ntime.sleep(120)")
+    with pytest.raises(NotebookTimeout, match=r"98_hang: cell 1 .*time.* longer than 3 s"):
+        execute(src, tmp_path / "out.ipynb", cell_timeout=3)
+
+
+def test_book_needs_executed_chapters(tmp_path):
+    from lase_nb.errors import ConfigError
+    with pytest.raises(ConfigError, match="make notebooks"):
+        build_book(tmp_path, tmp_path / "book")
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("nb", BOOKS, ids=lambda p: p.stem)
 def test_notebook_executes(nb: Path, tmp_path, monkeypatch):
     monkeypatch.setenv("LASE_FIGURES_DIR", str(tmp_path / "figures"))
     monkeypatch.setenv("LASE_CACHE", str(tmp_path / "cache.sqlite"))
     out = tmp_path / nb.name
-    pm.execute_notebook(str(nb), str(out), parameters={"interactive": False}, cwd=str(NOTEBOOKS),
-                        kernel_name="python3", progress_bar=False)
-    executed = json.loads(out.read_text())
-    errors = [o for c in executed["cells"] for o in c.get("outputs", []) if o.get("output_type") == "error"]
+    execute(nb, out, {"interactive": False})
+    outputs = _outputs(out)
+    errors = [o for o in outputs if o.get("output_type") == "error"]
     assert not errors
     assert list((tmp_path / "figures").glob("*.png")), f"{nb.name} exported no figure"
+    # Every chapter that draws a figure shows it inline, and makes no widget when not interactive.
+    assert inline_images(out) >= 1, f"{nb.name}: figures were saved but none is shown in the notebook"
+    assert not [o for o in outputs if WIDGET in o.get("data", {})], f"{nb.name}: widget output with interactive=False"
+    assert "Loading weights" not in _text(outputs) and "it/s]" not in _text(outputs)

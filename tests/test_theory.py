@@ -86,7 +86,8 @@ def test_increment_test_detects_a_drifting_process():
 
 
 def test_correct_seed_raises_next_round_and_its_absence_does_not():
-    trace = theory.latent_concept_debate(initial_accuracy=0.35, ground_prob=0.3, n_runs=3000, seed=4)
+    # The special case where a bare answer is no evidence at all (bare_strength=1).
+    trace = theory.latent_concept_debate(initial_accuracy=0.35, ground_prob=0.3, n_runs=3000, seed=4, bare_strength=1.0)
     eff = theory.seed_effect(trace).set_index("condition")
     with_seed, without = eff.loc["correct seed in pool"], eff.loc["no correct seed"]
     assert with_seed["runs"] > 100 and without["runs"] > 100
@@ -102,13 +103,42 @@ def test_misleading_seeds_make_the_unseeded_pool_drift_down():
 
 @pytest.mark.parametrize("ground_prob, improves", [(0.3, True), (0.0, False)])
 def test_debate_beats_initial_majority_vote_only_with_seeds(ground_prob, improves):
-    trace = theory.latent_concept_debate(initial_accuracy=0.35, ground_prob=ground_prob, n_runs=3000, seed=9)
+    trace = theory.latent_concept_debate(initial_accuracy=0.35, ground_prob=ground_prob, n_runs=3000, seed=9,
+                                         bare_strength=1.0)  # bare answers carry no evidence here
     d = trace.majority[:, -1] - trace.majority[:, 0]  # paired per run
     se = d.std(ddof=1) / np.sqrt(len(d))
     if improves:
         assert d.mean() > Z * se
     else:
         assert abs(d.mean()) < Z * se
+
+
+def test_bare_answers_are_evidence_so_unseeded_pools_move_with_their_plurality():
+    """With bare answers weighing something, "no seed, no drift" is not built in: an unseeded pool
+    follows its plurality (up from 50%, down from 20% with K = 4), and a seed still adds more."""
+    up = theory.latent_concept_debate(initial_accuracy=0.5, ground_prob=0.0, n_runs=3000, seed=4)
+    down = theory.latent_concept_debate(initial_accuracy=0.2, ground_prob=0.0, n_runs=3000, seed=4)
+    for trace, sign in ((up, 1), (down, -1)):
+        test = theory.increment_test(trace.group_belief)
+        assert sign * test.mean_increment > Z * test.se
+    seeded = theory.latent_concept_debate(initial_accuracy=0.35, ground_prob=0.3, n_runs=3000, seed=4)
+    eff = theory.seed_effect(seeded).set_index("condition")
+    w, wo = eff.loc["correct seed in pool"], eff.loc["no correct seed"]
+    assert w["mean_increment"] - wo["mean_increment"] > Z * np.hypot(w["se"], wo["se"])
+    assert "difference" in theory.describe_seed_effect({"correct seeds": seeded})
+
+
+def test_dirichlet_update_written_out_by_hand():
+    rng = np.random.default_rng(0)
+    alpha = rng.uniform(0.5, 3, size=(3, 4))
+    answers = np.array([2, 0, 2])
+    reads = np.array([[1, 1, 1], [0, 1, 1], [1, 0, 0]], bool)
+    expected = alpha.copy()
+    for i in range(3):
+        for j in range(3):
+            if reads[i, j]:
+                expected[i, answers[j]] += 1
+    np.testing.assert_allclose(theory.dirichlet_update(alpha, answers, reads), expected)
 
 
 # -- 3. gated leader star -----------------------------------------------------------------------
@@ -135,6 +165,27 @@ def test_ungated_star_is_neutral_overall_and_gating_helps():
     gain = gated.belief[:, -1] - gated.belief[:, 0]
     assert gain.mean() > Z * gain.std(ddof=1) / np.sqrt(len(gain))
     assert (gated.inclusions() <= 2 * gated.consulted.shape[1]).all()
+
+
+def test_gated_star_drifts_down_when_a_wrong_option_is_the_peers_plurality():
+    """The gate selects the uncertain instances, but the leader moves towards its peers: below
+    1/K the peers' plurality is wrong and the gated leader loses accuracy (Proposition 3.2 needs
+    the right option to lead among peers)."""
+    assert not theory.plurality_is_correct(0.2, 4) and theory.plurality_is_correct(0.3, 4)
+    low = theory.gated_star(n_instances=20000, initial_accuracy=0.2, tau=0.6, seed=0)
+    d = low.belief[:, -1] - low.belief[:, 0]
+    assert d.mean() < -Z * d.std(ddof=1) / np.sqrt(len(d))
+    gated = theory.gated_star(n_instances=20000, tau=0.6, seed=0)
+    ungated = theory.gated_star(n_instances=20000, tau=0.6, gated=False, seed=0)
+    text = theory.describe_star(gated, ungated, low, 4)
+    assert "0.2025 -> 0.1975" in text and "drifts down" in text
+
+
+def test_star_topology_alone_is_neutral_at_every_starting_accuracy():
+    for a in (0.2, 0.5, 0.7):
+        test = theory.increment_test(theory.gated_star(n_instances=20000, initial_accuracy=a, gated=False,
+                                                       seed=3).belief)
+        assert abs(test.mean_increment) < Z * test.se, (a, test.z)
 
 
 # -- 4. selective gain and cost -----------------------------------------------------------------
@@ -173,6 +224,34 @@ def test_confidence_gate_beats_random_gate_at_equal_cost():
     assert solo["cost"] < table["cost"].min() + 1e-9 and always["accuracy"] >= table["accuracy"].max()
 
 
+def test_corollary_39_cheaper_than_always_and_gain_at_least_the_bound():
+    check = theory.corollary_39([0.1, 0.2, 0.3], rho=0.5, delta=0.3, n_problems=40000, seed=1)
+    assert check["a2_holds"].all()
+    assert check["cheaper"].all() and check["gain_holds"].all()
+    # The corollary does not say LASE beats always-interact on accuracy, and here it does not.
+    assert (check["acc_always"] > check["acc_lase"]).all()
+    text = theory.describe_corollary(check)
+    assert "3 of 3 gate rates LASE costs less" in text and "always-interact is still the more accurate" in text
+    assert "falls short" not in text
+
+
+def test_corollary_39_gain_falls_short_only_where_a2_fails():
+    check = theory.corollary_39([0.3, 0.9], rho=0.5, delta=0.3, n_problems=40000, seed=1)
+    ok, high = check.iloc[0], check.iloc[1]
+    assert ok["a2_holds"] and ok["gain_holds"]
+    assert not high["a2_holds"] and not high["gain_holds"]  # tau + delta > 1: no room to rise by delta
+    assert "falls short at 90%: there tau + delta > 1" in theory.describe_corollary(check)
+
+
+def test_bound_description_names_its_tolerance_and_counts_violations():
+    import pandas as pd
+    grid = pd.DataFrame({"regime": ["a", "a", "a"], "gain": [0.05, 0.029, 0.0], "bound": [0.03, 0.03, 0.03],
+                         "gain_se": [0.001, 0.001, 0.001]})
+    text = theory.describe_bound(grid)
+    assert "1 of 3 settings on or above the bound, 1 below it by less than 4 standard errors" in text
+    assert "1 clearly below" in text
+
+
 # -- 5. topology cost ---------------------------------------------------------------------------
 
 
@@ -200,6 +279,28 @@ def test_star_cost_does_not_grow_with_agents_and_gating_only_lowers_it():
     assert (a2a["counted"] == a2a["formula"]).all()
 
 
+def test_topology_description_uses_the_counted_rows():
+    tables = {T: theory.topology_costs([4, 256], n_rounds=T, n_draws=20, seed=0) for T in (3, 10)}
+    assert theory.describe_topology(tables).startswith("At 256 agents and 10 rounds, all-to-all debate pastes 652,800")
+
+
+def test_theory_figures_draw(tmp_path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    g = theory.gated_star(n_instances=2000, seed=0)
+    u = theory.gated_star(n_instances=2000, gated=False, seed=0)
+    lo = theory.gated_star(n_instances=2000, initial_accuracy=0.2, seed=0)
+    for fig in (theory.plot_architectures(), theory.plot_star(g, u, 0.6, lo)):
+        fig.savefig(tmp_path / "x.png")
+        plt.close(fig)
+    fig = theory.plot_topology({3: theory.topology_costs([4, 8], n_draws=5)})
+    assert len(fig.axes[0].get_legend().get_texts()) == 3  # one entry per topology
+    plt.close(fig)
+
+
 def test_dirichlet_debate_reads_the_all_to_all_schedule():
     """The reading matrix the debate uses is the one the topology count is taken from."""
     sched = theory.all_to_all_schedule(6, 4)
@@ -222,3 +323,23 @@ def test_savefig_writes_png_to_the_env_folder(tmp_path, monkeypatch):
     plt.close(fig)
     assert path == tmp_path / "figs" / "demo.png"
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_token_bars_label_tokens_and_colour_answer_tokens_as_named(tmp_path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.colors as mcolors
+    import matplotlib.pyplot as plt
+
+    fig = plots.token_bars(["The", " answer", " is", " \\boxed{", "15", "}"], [0.9, 0.8, 0.95, 0.99, 0.6, 0.99], {4})
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_xticklabels()][4] == "15"
+    bars = ax.patches[:6]
+    assert mcolors.to_hex(bars[4].get_facecolor()) == plots.ANSWER_COLOR.lower()
+    assert mcolors.to_hex(bars[0].get_facecolor()) == plots.OTHER_COLOR.lower()
+    assert plots.ANSWER_COLOR_NAME in ax.get_title()
+    # The named colour is what a reader would call it: orange has more red than green, little blue.
+    r, g, b = mcolors.to_rgb(plots.ANSWER_COLOR)
+    assert plots.ANSWER_COLOR_NAME == "orange" and r > g > b
+    plt.close(fig)

@@ -5,7 +5,7 @@
 Writes one run folder per strategy under ``--out`` (``lase-full`` is LASE with every stage
 recorded, for replay; the baselines run on the first ``--n-baselines`` of the same problems).
 Every call goes through the call cache, so an interrupted recording resumes where it stopped.
-This is the library-level twin of ``lase-nb run`` (see record.sh), with the extra knobs a fast
+This is the library-level twin of ``lase-nb run`` (see ``lase-nb run --help``), with the extra knobs a fast
 machine needs (device, batch size).
 """
 
