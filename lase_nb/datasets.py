@@ -47,7 +47,7 @@ LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 #: Names accepted by :func:`load_dataset`, with a one-line description each.
 DATASETS: dict[str, str] = {
-    "arith": "generated arithmetic word problems, levels 1-3 (1-3 steps); offline default, owned by this project",
+    "arith": "generated arithmetic word problems (default: one-step; levels 1-3 = 1-3 steps); offline default, owned by this project",
     "math500": "MATH-500 (JSONL: problem, solution, answer, unique_id); free-form math answers",
     "math_lv5": "MATH test set, Level 5 only (directory of per-problem JSON files, or JSONL); 1,324 problems",
     "gsm8k": "GSM8K test (JSONL: question, answer ending in '#### N')",
@@ -107,122 +107,122 @@ def _r(rng: random.Random, lo: int, hi: int) -> int:
     return rng.randint(lo, hi)
 
 
-# Level 1: one step. Every operand is in 2..20.
+# Level 1: one step. Operands are single digits (a subtrahend's minuend up to 12).
 def _l1_add_items(g: random.Random, c: _Ctx) -> Built:
-    a, b = _r(g, 2, 20), _r(g, 2, 20)
+    a, b = _r(g, 2, 9), _r(g, 2, 9)
     return (f"{c.name} has {a} {c.item} and buys {b} more. How many {c.item} does {c.p} have now?",
             a, [("+", b)], "items")
 
 
 def _l1_sub_items(g: random.Random, c: _Ctx) -> Built:
-    a = _r(g, 5, 20)
+    a = _r(g, 5, 12)
     b = _r(g, 2, a - 1)
     return (f"{c.name} had {a} {c.item} and gave {b} of them to {c.friend}. "
             f"How many {c.item} does {c.name} have left?", a, [("-", b)], "items")
 
 
 def _l1_mul_items(g: random.Random, c: _Ctx) -> Built:
-    a, b = _r(g, 2, 10), _r(g, 2, 10)
+    a, b = _r(g, 2, 9), _r(g, 2, 9)
     return (f"There are {a} {c.box} with {b} {c.item} in each. How many {c.item} are there "
             f"altogether?", a, [("*", b)], "items")
 
 
 def _l1_div_items(g: random.Random, c: _Ctx) -> Built:
     b = _r(g, 2, 5)
-    a = b * _r(g, 2, 20 // b)
+    a = b * _r(g, 2, 12 // b)
     return (f"{c.name} shares {a} {c.item} equally among {b} friends. How many {c.item} does "
             f"each friend get?", a, [("/", b)], "items")
 
 
 def _l1_add_money(g: random.Random, c: _Ctx) -> Built:
-    a, b = _r(g, 2, 20), _r(g, 2, 20)
+    a, b = _r(g, 2, 9), _r(g, 2, 9)
     return (f"A {c.thing} costs ${a} and a {c.thing2} costs ${b}. How many dollars do they cost "
             f"together?", a, [("+", b)], "money")
 
 
 def _l1_sub_money(g: random.Random, c: _Ctx) -> Built:
-    a = _r(g, 5, 20)
+    a = _r(g, 5, 12)
     b = _r(g, 2, a - 1)
     return (f"{c.name} has ${a} and spends ${b} on a {c.thing}. How many dollars does {c.p} "
             f"have left?", a, [("-", b)], "money")
 
 
 def _l1_mul_money(g: random.Random, c: _Ctx) -> Built:
-    a, b = _r(g, 2, 10), _r(g, 2, 10)
+    a, b = _r(g, 2, 9), _r(g, 2, 9)
     return (f"One {c.thing} costs ${a}. How many dollars does {c.name} pay for {b} of them?",
             a, [("*", b)], "money")
 
 
 def _l1_div_money(g: random.Random, c: _Ctx) -> Built:
     b = _r(g, 2, 5)
-    a = b * _r(g, 2, 20 // b)
+    a = b * _r(g, 2, 12 // b)
     return (f"{c.name} and {c.poss} friends share ${a} equally, {b} people in all. How many "
             f"dollars does each person get?", a, [("/", b)], "money")
 
 
 def _l1_add_time(g: random.Random, c: _Ctx) -> Built:
-    a, b = _r(g, 2, 20), _r(g, 2, 20)
+    a, b = _r(g, 2, 9), _r(g, 2, 9)
     return (f"{c.name} reads for {a} minutes before lunch and {b} minutes after lunch. How many "
             f"minutes does {c.p} read in total?", a, [("+", b)], "time")
 
 
 def _l1_sub_time(g: random.Random, c: _Ctx) -> Built:
-    a = _r(g, 5, 20)
+    a = _r(g, 5, 12)
     b = _r(g, 2, a - 1)
     return (f"A bus ride takes {a} minutes. {c.name} has been on the bus for {b} minutes. How "
             f"many minutes of the ride are left?", a, [("-", b)], "time")
 
 
 def _l1_mul_time(g: random.Random, c: _Ctx) -> Built:
-    a, b = _r(g, 2, 10), _r(g, 2, 10)
+    a, b = _r(g, 2, 9), _r(g, 2, 9)
     return (f"{c.name} practises the piano for {a} minutes each day. How many minutes does "
             f"{c.p} practise in {b} days?", a, [("*", b)], "time")
 
 
 # Level 2: two steps.
 def _l2_add_sub(g: random.Random, c: _Ctx) -> Built:
-    a, b = _r(g, 2, 20), _r(g, 2, 20)
-    d = _r(g, 2, min(20, a + b - 1))
+    a, b = _r(g, 2, 9), _r(g, 2, 9)
+    d = _r(g, 2, min(9, a + b - 1))
     return (f"{c.name} has {a} {c.item}. {c.P} buys {b} more and then gives {d} to {c.friend}. "
             f"How many {c.item} does {c.name} have now?", a, [("+", b), ("-", d)], "items")
 
 
 def _l2_mul_sub(g: random.Random, c: _Ctx) -> Built:
-    a, b = _r(g, 2, 6), _r(g, 2, 10)
-    d = _r(g, 2, min(20, a * b - 1))
+    a, b = _r(g, 2, 6), _r(g, 2, 9)
+    d = _r(g, 2, min(9, a * b - 1))
     return (f"{c.name} buys {a} {c.box} of {c.item} with {b} in each, then gives away {d}. "
             f"How many {c.item} does {c.p} have left?", a, [("*", b), ("-", d)], "items")
 
 
 def _l2_mul_add(g: random.Random, c: _Ctx) -> Built:
-    a, b, d = _r(g, 2, 6), _r(g, 2, 10), _r(g, 2, 20)
+    a, b, d = _r(g, 2, 6), _r(g, 2, 9), _r(g, 2, 9)
     return (f"A shelf has {a} rows with {b} {c.item} in each row, and {d} more {c.item} lie on "
             f"top. How many {c.item} are there in total?", a, [("*", b), ("+", d)], "items")
 
 
 def _l2_earn_spend(g: random.Random, c: _Ctx) -> Built:
-    a, b = _r(g, 2, 10), _r(g, 2, 6)
-    d = _r(g, 2, min(20, a * b - 1))
+    a, b = _r(g, 2, 9), _r(g, 2, 6)
+    d = _r(g, 2, min(9, a * b - 1))
     return (f"{c.name} earns ${a} an hour and works for {b} hours. Then {c.p} spends ${d} on a "
             f"{c.thing}. How many dollars does {c.p} have left?", a, [("*", b), ("-", d)], "money")
 
 
 def _l2_spend_split(g: random.Random, c: _Ctx) -> Built:
-    k, q, b = _r(g, 2, 5), _r(g, 2, 10), _r(g, 2, 20)
+    k, q, b = _r(g, 2, 5), _r(g, 2, 9), _r(g, 2, 9)
     a = k * q + b
     return (f"{c.name} has ${a}. After spending ${b}, {c.p} splits the rest equally among {k} "
             f"friends. How many dollars does each friend get?", a, [("-", b), ("/", k)], "money")
 
 
 def _l2_walks(g: random.Random, c: _Ctx) -> Built:
-    a, b, d = _r(g, 2, 20), _r(g, 2, 7), _r(g, 2, 20)
+    a, b, d = _r(g, 2, 9), _r(g, 2, 7), _r(g, 2, 9)
     return (f"{c.name} walks for {a} minutes every day for {b} days, and then takes one more walk "
             f"of {d} minutes. How many minutes does {c.p} walk in all?", a, [("*", b), ("+", d)],
             "time")
 
 
 def _l2_groups(g: random.Random, c: _Ctx) -> Built:
-    k, q = _r(g, 2, 5), _r(g, 2, 10)
+    k, q = _r(g, 2, 5), _r(g, 2, 9)
     total = k * q
     a = _r(g, 2, total - 2)
     return (f"{c.name} has {a} red {c.item} and {total - a} blue {c.item}. {c.P} puts all of "
@@ -231,15 +231,15 @@ def _l2_groups(g: random.Random, c: _Ctx) -> Built:
 
 
 def _l2_trip(g: random.Random, c: _Ctx) -> Built:
-    a = _r(g, 15, 40)
-    b = _r(g, 2, min(20, a - 8))
-    d = _r(g, 2, min(20, a - b - 1))
+    a = _r(g, 12, 25)
+    b = _r(g, 2, min(9, a - 8))
+    d = _r(g, 2, min(9, a - b - 1))
     return (f"A trip takes {a} minutes. {c.name} rides a bike for {b} minutes and then walks for "
             f"{d} minutes. How many minutes of the trip are left?", a, [("-", b), ("-", d)], "time")
 
 
 def _l2_pairs(g: random.Random, c: _Ctx) -> Built:
-    a, b, k = _r(g, 2, 10), _r(g, 2, 10), _r(g, 2, 5)
+    a, b, k = _r(g, 2, 9), _r(g, 2, 9), _r(g, 2, 5)
     return (f"A {c.thing} costs ${a} and a {c.thing2} costs ${b}. How many dollars do {k} of each "
             f"cost?", a, [("+", b), ("*", k)], "money")
 
@@ -347,11 +347,22 @@ def _run_chain(start: int, ops: Sequence[Op]) -> tuple[int, list[str]]:
     return x, lines
 
 
-def arithmetic_problems(n: int, seed: int = 0, levels: Sequence[int] = (1, 2, 3)) -> list[Problem]:
+#: Levels of the default set. Measured (2026-11-30, single agent, greedy, two worked examples,
+#: seed 0): the embedded SmolLM2-135M-Instruct answers 46% of level-1 problems (37 of 80), 0-2%
+#: of level-2 problems (0 of 60 and 1 of 40 in two runs) and 0-3% of level-3 problems (1 of 40).
+#: It sets up one step, but not two, so the default set is level 1 (single-agent accuracy near
+#: the middle, where calibration and gating statistics have right and wrong answers to
+#: separate); pass ``levels=(1, 2, 3)`` for the harder mix, which stronger models need.
+DEFAULT_LEVELS: tuple[int, ...] = (1,)
+
+
+def arithmetic_problems(n: int, seed: int = 0, levels: Sequence[int] = DEFAULT_LEVELS) -> list[Problem]:
     """Generate ``n`` arithmetic word problems (the project's default, offline data set).
 
     Level L takes L arithmetic steps (add, subtract, multiply, exact divide) about items, money
-    or time; level-1 operands are 2..20. Levels are interleaved in the order given (the first
+    or time, with single-digit operands (a subtrahend's minuend up to 12); the default set is
+    level 1 (see :data:`DEFAULT_LEVELS` for the measured accuracy of each level). Levels are
+    interleaved in the order given (the first
     ``len(levels)`` problems hold one of each). Problem ``k`` of level ``L`` depends only on
     ``(seed, L, k)``, so a larger ``n`` extends a smaller one. Ids look like ``arith-L1-0007``;
     ``meta`` holds ``level``, ``steps``, ``start``, ``ops`` (the chain ``[[op, operand], ...]``

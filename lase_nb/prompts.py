@@ -19,11 +19,11 @@ SOLVER_SYSTEM = (
 
 #: Worked examples shown before the real problem, as (user, assistant) turns, by problem kind.
 WORKED_EXAMPLES: dict[str, list[tuple[str, str]]] = {
-    "number": [
+    "number": [  # an addition and a subtraction: measured best for the 135M model (data set docstring)
+        ("Mia has 4 shells and finds 3 more. How many shells does she have now?",
+         "Mia starts with 4 shells and finds 3 more, so 4 + 3 = 7 shells.\n\\boxed{7}"),
         ("A shop has 12 pens and sells 5 of them. How many pens are left?",
          "The shop starts with 12 pens and sells 5, so 12 - 5 = 7 pens are left.\n\\boxed{7}"),
-        ("Each box holds 4 cakes. How many cakes are in 3 boxes?",
-         "There are 3 boxes with 4 cakes each, so 3 * 4 = 12 cakes.\n\\boxed{12}"),
     ],
     KIND_MATH: [
         ("Simplify the fraction 6/8.",

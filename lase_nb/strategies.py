@@ -52,6 +52,7 @@ class StrategyConfig:
     extract_answers: bool = True  # leader: ask for the answer alone when a response has none
     examples: int = prompts.DEFAULT_EXAMPLES  # worked examples per prompt (0 = the papers' zero-shot)
     top_logprobs: int = 20
+    repeat_stop: int = 32  # local model: end a reply that repeats 32 tokens of itself verbatim
     seed: int = 0
 
     def validate(self) -> "StrategyConfig":
@@ -73,6 +74,8 @@ class StrategyConfig:
              "entropy from, so every H_max would be unknown and every problem would escalate; use "
              "top_logprobs >= 1 (20 is the usual maximum) or turn the entropy gate off with tau_h=inf"),
             (self.top_logprobs >= 0, f"top_logprobs must be >= 0, got {self.top_logprobs}"),
+            (self.repeat_stop == 0 or self.repeat_stop >= 8,
+             f"repeat_stop must be 0 (off) or >= 8 tokens, got {self.repeat_stop}"),
             (self.down_final in ("vote", "judge"), f"down_final must be 'vote' or 'judge', got {self.down_final!r}"),
             (self.temperature >= 0.0, f"temperature must be >= 0, got {self.temperature}"),
             (min(self.max_tokens, self.supporter_max_tokens, self.extract_max_tokens) >= 1,
@@ -87,7 +90,8 @@ class StrategyConfig:
 
     def params(self, *, sample: int = 0, temperature: float = 0.0, supporter: bool = False) -> GenParams:
         return GenParams(temperature=temperature, sample=sample, top_logprobs=self.top_logprobs,
-                         max_tokens=self.supporter_max_tokens if supporter else self.max_tokens)
+                         max_tokens=self.supporter_max_tokens if supporter else self.max_tokens,
+                         repeat_stop=self.repeat_stop)
 
     def extract_params(self, sample: int = 0) -> GenParams:
         """The answer-extraction step: greedy, short, prefilled with the answer's opening."""

@@ -62,17 +62,20 @@ def stage_rows(results: Sequence[ProblemResult]) -> list[dict[str, Any]]:
 
 
 def cap_hit_rates(results: Sequence[ProblemResult]) -> dict[str, dict[str, float]]:
-    """Per role: calls made, how many stopped at their ``max_tokens`` cap, and the share.
+    """Per role: calls made, how many stopped at their ``max_tokens`` cap (and the share), and
+    how many the local backend ended as verbatim loops (finish reason ``repeat``).
 
     Counts every call the run made, including full-chain calls past the stop (recording_calls).
     """
     made: dict[str, list[int]] = {}
     for r in results:
         for c in (*r.calls, *r.recording_calls):
-            n = made.setdefault(c.role, [0, 0])
+            n = made.setdefault(c.role, [0, 0, 0])
             n[0] += 1
             n[1] += c.hit_cap
-    return {role: {"calls": n, "cap_hits": k, "rate": round(k / n, 4)} for role, (n, k) in made.items()}
+            n[2] += c.finish_reason == "repeat"
+    return {role: {"calls": n, "cap_hits": k, "rate": round(k / n, 4), "loop_stops": loops}
+            for role, (n, k, loops) in made.items()}
 
 
 def provenance(**fields: Any) -> dict[str, Any]:

@@ -18,7 +18,10 @@ ENTROPY_NONE = "none"  # no logprobs at all
 class GenParams:
     """Sampling parameters of one call. ``sample`` indexes independent samples of the same call.
 
-    ``prefix`` is text a backend that can prefill writes at the start of the assistant's reply
+    ``repeat_stop`` (local backend; 0 = off) ends a reply whose last ``repeat_stop`` tokens repeat
+    an earlier stretch of it verbatim, i.e. a degenerate loop: the text is cut where the repeat
+    starts and the finish reason is ``"repeat"``. Small models fall into such loops and would
+    otherwise run to their token cap. ``prefix`` is text a backend that can prefill writes at the start of the assistant's reply
     and continues from (the local model); the Generation's text then starts with it (its tokens
     were not generated, so they carry no logprobs). API backends send the messages without it.
     """
@@ -31,12 +34,14 @@ class GenParams:
     sample: int = 0
     stop: tuple[str, ...] = ()
     prefix: str = ""
+    repeat_stop: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["stop"] = list(self.stop)
-        if not self.prefix:  # keeps cache keys of calls without a prefix as they were
-            del d["prefix"]
+        for name, off in (("prefix", ""), ("repeat_stop", 0)):
+            if d[name] == off:  # keeps cache keys of calls without these options as they were
+                del d[name]
         return d
 
 

@@ -76,7 +76,7 @@ def test_arith_prefix_stable():
 
 
 def test_arith_levels_interleaved_and_ids():
-    ps = D.arithmetic_problems(31, seed=0)
+    ps = D.arithmetic_problems(31, seed=0, levels=(1, 2, 3))
     assert [p.meta["level"] for p in ps[:6]] == [1, 2, 3, 1, 2, 3]
     counts = Counter(p.meta["level"] for p in ps)
     assert counts == {1: 11, 2: 10, 3: 10}
@@ -88,7 +88,7 @@ def test_arith_levels_interleaved_and_ids():
 
 @pytest.mark.parametrize("seed", [0, 1, 7])
 def test_arith_gold_recomputed_from_meta_chain(seed):
-    ps = D.arithmetic_problems(300, seed=seed)
+    ps = D.arithmetic_problems(300, seed=seed, levels=(1, 2, 3))
     for p in ps:
         assert p.kind == KIND_NUMBER
         m = p.meta
@@ -112,7 +112,7 @@ def test_arith_level1_small_operands_and_variety():
 
 
 def test_arith_questions_unique_within_level():
-    ps = D.arithmetic_problems(600, seed=2)
+    ps = D.arithmetic_problems(600, seed=2, levels=(1, 2, 3))
     for lv in (1, 2, 3):
         qs = [p.question for p in ps if p.meta["level"] == lv]
         assert len(qs) == len(set(qs))
@@ -580,3 +580,11 @@ def test_registry_subset_seeded_in_file_order(tmp_path):
     mp = write_jsonl(tmp_path / "mp.jsonl", mmlu_rows({"law": 50, "math": 30, "bio": 20}))
     got = Counter(p.meta["category"] for p in D.load_dataset("mmlu_pro", path=mp, n=10))
     assert got == {"law": 5, "math": 3, "bio": 2}
+
+
+def test_arith_default_set_is_the_measured_level_mix():
+    ps = D.arithmetic_problems(20, seed=0)
+    assert {p.meta["level"] for p in ps} == set(D.DEFAULT_LEVELS)
+    assert [p.id for p in ps] == [p.id for p in D.arithmetic_problems(60, seed=0, levels=(1, 2, 3))
+                                  if p.meta["level"] == 1][:20]  # level-1 ids are the same in any mix
+    assert all(int(x) <= 12 for p in ps for x in re.findall(r"\d+", p.question))  # small operands

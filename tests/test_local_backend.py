@@ -211,3 +211,18 @@ def test_prefix_prefills_the_reply_and_the_answer_tokens_follow_it(backend) -> N
     conf = measure(g, "number")
     assert conf.answer is not None and conf.n_answer_tokens >= 1  # gated on generated tokens only
     assert conf.span[0] >= len(EXTRACT_PREFIX)
+
+
+@pytest.mark.slow
+def test_repeat_stop_ends_a_verbatim_loop(backend) -> None:
+    """A reply that starts to repeat itself is cut where the repeat begins (finish 'repeat')."""
+    loop = [{"role": "user", "content": "List the numbers 1, 1, 1, 1, 1, 1, 1, 1 and keep going."}]
+    free = backend.generate(loop, GenParams(max_tokens=160, top_logprobs=2))
+    cut = backend.generate(loop, GenParams(max_tokens=160, top_logprobs=2, repeat_stop=12))
+    assert free.finish_reason == "length"  # the model loops until its cap
+    assert cut.finish_reason == "repeat" and cut.completion_tokens < free.completion_tokens
+    assert free.text.startswith(cut.text)  # greedy: the same reply, cut before the repeat
+    assert cut.text == "".join(t.token for t in cut.tokens)
+    ids = backend._tok(cut.text, add_special_tokens=False)["input_ids"]
+    grams = [tuple(ids[i:i + 12]) for i in range(len(ids) - 11)]
+    assert len(grams) == len(set(grams))  # what is left never repeats 12 tokens verbatim

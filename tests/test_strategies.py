@@ -198,7 +198,7 @@ def test_cap_hits_are_counted_per_role():
         (res,) = run_problems("single", [PROBLEM], engine_for(srv), StrategyConfig(max_tokens=3), progress=False)
     assert res.calls[0].finish_reason == "length" and res.calls[0].hit_cap
     rates = cap_hit_rates([res])
-    assert rates["solver"] == {"calls": 1, "cap_hits": 1, "rate": 1.0}
+    assert rates["solver"] == {"calls": 1, "cap_hits": 1, "rate": 1.0, "loop_stops": 0}
     assert problem_rows([res], [PROBLEM])[0]["cap_hits"] >= 1
     assert call_rows([res])[0]["hit_cap"] is True
 

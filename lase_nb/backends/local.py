@@ -22,6 +22,9 @@ What a :class:`~lase_nb.types.Generation` from this backend means:
   carries it. The EOS token is neither in ``text`` nor in ``tokens``; when a stop string is hit,
   ``text`` is cut where the stop string starts and the token straddling that point keeps only
   its part before it (its logprob is the whole token's).
+* ``finish_reason`` is ``"stop"`` (end of turn or a stop string), ``"length"`` (the
+  ``max_tokens`` cap) or ``"repeat"`` (``params.repeat_stop``: the reply began to repeat a
+  stretch of itself verbatim; the text ends where the repeat starts).
 * ``completion_tokens`` counts every token the model produced, including the EOS token and the
   tokens of a stop string that were cut away: what the call cost, so it can exceed
   ``len(tokens)``. ``prompt_tokens`` is the unpadded prompt length.
@@ -312,7 +315,8 @@ class _Row:
     tops: list[tuple[tuple[str, float], ...]] = dataclasses.field(default_factory=list)
     text: str = ""
     produced: int = 0
-    cut: bool = False  # a stop string ended the row
+    cut: bool = False  # a stop string (or a verbatim loop) ended the row
+    windows: set = dataclasses.field(default_factory=set)  # the reply's repeat_stop-grams so far
     finish: str | None = None
     latency_s: float = 0.0
 
@@ -545,6 +549,8 @@ class LocalBackend:
         r.offsets.append(before)
         r.pieces.append(piece)
         r.text += piece
+        if self._loops(r):
+            return
         stops = [s for s in r.params.stop if s]
         if not stops or not piece:
             return
@@ -554,6 +560,20 @@ class LocalBackend:
             self._cut(r, min(hits))
             r.cut = True
             r.finish = "stop"
+
+    def _loops(self, r: _Row) -> bool:
+        """End the row if its last ``repeat_stop`` tokens repeat an earlier stretch verbatim."""
+        n = r.params.repeat_stop
+        if n <= 0 or len(r.ids) < n:
+            return False
+        window = tuple(r.ids[-n:])
+        if window not in r.windows:
+            r.windows.add(window)
+            return False
+        self._cut(r, r.offsets[len(r.ids) - n])
+        r.cut = True
+        r.finish = "repeat"
+        return True
 
     def _flush(self, r: _Row) -> None:
         """At the end, give bytes still pending (an unfinished character) to the last token."""
