@@ -339,9 +339,10 @@ def plot_accuracy_vs_tokens(table: pd.DataFrame, paper: pd.DataFrame | None = No
         cells = [[labels.get(s, label(s)), f"{float(r['paper accuracy %']):.1f}", f"{int(r['paper avg tokens']):,}",
                   f"{float(r['paper multiplier']):.1f}x"] for s, r in p.iterrows()]
         tab = ax2.table(cellText=cells, colLabels=["method", "accuracy %", "avg tokens", "x single"],
-                        loc="upper center", cellLoc="center", colLoc="center", bbox=[0.0, 0.35, 1.0, 0.55])
+                        loc="upper center", cellLoc="center", colLoc="center", bbox=[0.0, 0.35, 1.0, 0.55],
+                        colWidths=[0.36, 0.24, 0.22, 0.18])
         tab.auto_set_font_size(False)
-        tab.set_fontsize(12)
+        tab.set_fontsize(11)
         for (row, col), cell in tab.get_celld().items():
             if row == 0:
                 cell.set_text_props(fontweight="bold")
