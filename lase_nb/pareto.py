@@ -667,15 +667,15 @@ def describe_effects(chains: Chains, effects: pd.DataFrame, seed: int = 0) -> st
     bootstrap interval) and what the supporters fix and break over the full chain."""
     from .stats import auroc_with_ci
 
-    ap = auroc_with_ci(-chains.p_min[:, 0], chains.correct[:, 0], seed=seed)
-    ah = auroc_with_ci(chains.h_max[:, 0], chains.correct[:, 0], seed=seed)
+    ap = auroc_with_ci(-chains.p_min[:, 0], chains.correct[:, 0], seed=seed, nan="drop")
+    ah = auroc_with_ci(chains.h_max[:, 0], chains.correct[:, 0], seed=seed, nan="drop")
     last = effects.iloc[-1]
 
     def auc(a):
         return "n/a" if not np.isfinite(a[0]) else f"{a[0]:.2f} [{a[1]:.2f}, {a[2]:.2f}]"
 
-    return (f"- How well the leader's first-answer confidence flags its errors (AUROC with a 95% bootstrap "
-            f"interval; 0.5 = no better than chance): {auc(ap)} for $\\exp(LP_{{min}})$ and {auc(ah)} for "
+    return (f"- How well the leader's first-answer confidence flags its errors (AUROC on the boxed first answers, as "
+            f"in chapter 02, with a 95% bootstrap interval; 0.5 = no better than chance): {auc(ap)} for $\\exp(LP_{{min}})$ and {auc(ah)} for "
             f"$H_{{max}}$.\n- After all {len(effects) - 1} supporters the leader has fixed "
             f"{int(last['fixed_vs_leader'])} of its {int((~chains.correct[:, 0]).sum())} wrong first answers and "
             f"broken {int(last['broken_vs_leader'])} of its {int(chains.correct[:, 0].sum())} right ones; "
