@@ -35,7 +35,7 @@ from .transcripts import answer_or_none, number_or_none
 __all__ = [
     "STRATEGY_ORDER", "paper_reference", "comparison_display", "mv_subsample", "mv_curve", "mv_sample_rows",
     "compute_matched", "seed_table", "claims_table", "split_by_coverage", "plot_accuracy_vs_tokens",
-    "calls_per_problem", "describe_methods", "describe_overview", "describe_comparison", "describe_matched",
+    "run_overview", "calls_per_problem", "describe_methods", "describe_overview", "describe_comparison", "describe_matched",
     "describe_claims", "describe_table1",
 ]
 
@@ -362,6 +362,19 @@ def plot_accuracy_vs_tokens(table: pd.DataFrame, paper: pd.DataFrame | None = No
 
 def _pct(x: float, digits: int = 1) -> str:
     return "n/a" if x is None or not np.isfinite(float(x)) else f"{100 * float(x):.{digits}f}%"
+
+
+def run_overview(runs: Mapping[str, Any]) -> pd.DataFrame:
+    """One row per loaded run: its label, problems, calls (all recorded), model, and the thresholds
+    it ran with where they matter (LASE+MV, shuffled LASE and DOWN stop at their own)."""
+    rows = []
+    for s, r in runs.items():
+        c = r.manifest.get("config", {})
+        rows.append({"strategy": s, "method": label(s, c), "problems": len(r.problems), "calls": len(r.calls),
+                     "model": f"{r.manifest.get('backend')}:{r.manifest.get('model')}",
+                     "run thresholds": f"({c.get('tau_lp')}, {c.get('tau_h')})"
+                     if s in ("lase-mv", "lase-shuffled", "down") else ""})
+    return pd.DataFrame(rows)
 
 
 def calls_per_problem(calls: pd.DataFrame) -> float:

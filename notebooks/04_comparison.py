@@ -123,12 +123,7 @@ else:
 configs = {s: r.manifest.get("config", {}) for s, r in runs.items()}
 problems = {p.id: p for p in problem_list} if live else run_store.problems_from_manifest(runs["lase"].manifest, data_path)
 kind = next(iter(problems.values())).kind if problems else "number"
-overview = pd.DataFrame([{"strategy": s, "method": plots.label(s, configs[s]), "problems": len(r.problems),
-                          "calls": len(r.calls), "model": f"{r.manifest.get('backend')}:{r.manifest.get('model')}",
-                          "run thresholds": f"({configs[s].get('tau_lp')}, {configs[s].get('tau_h')})"
-                          if s in ("lase-mv", "lase-shuffled", "down") else ""}
-                         for s, r in runs.items()])
-display(overview)
+display(comparison.run_overview(runs))
 display(Markdown(comparison.describe_methods(configs, {s: comparison.calls_per_problem(r.calls)
                                                        for s, r in runs.items() if s != "lase"})))
 if missing:

@@ -492,3 +492,15 @@ def test_comparison_figure_shows_the_paper_as_a_table():
     texts = [c.get_text().get_text() for c in ax2.tables[0].get_celld().values()]
     assert "94.8" in texts and "93.2" in texts  # GPT-4.1-mini, GSM-Symbolic: LASE and MAD
     plt.close(fig)
+
+
+def test_run_overview_lists_each_run():
+    from types import SimpleNamespace
+
+    runs = {"single": SimpleNamespace(problems=problems_frame("single", [True, False]), calls=pd.DataFrame({"x": [1, 2]}),
+                                      manifest={"backend": "local", "model": "m", "config": {}}),
+            "down": SimpleNamespace(problems=problems_frame("down", [True]), calls=pd.DataFrame({"x": [1]}),
+                                    manifest={"backend": "openai", "model": "g", "config": {"tau_lp": 0.7, "tau_h": 0.4}})}
+    o = comparison.run_overview(runs).set_index("strategy")
+    assert o.loc["single", "problems"] == 2 and o.loc["single", "calls"] == 2 and o.loc["single", "run thresholds"] == ""
+    assert o.loc["down", "model"] == "openai:g" and o.loc["down", "run thresholds"] == "(0.7, 0.4)"
