@@ -70,6 +70,14 @@ class Chains:
     answers: np.ndarray  # object
     prompt_tokens: np.ndarray  # cumulative up to and including each stage
     completion_tokens: np.ndarray
+    correct_strict: np.ndarray | None = None  # bool, graded without the extraction step (default: correct)
+    extracted: np.ndarray | None = None  # bool, the answer came from the extraction step (default: none did)
+
+    def __post_init__(self) -> None:
+        if self.correct_strict is None:
+            self.correct_strict = np.array(self.correct, dtype=bool, copy=True)
+        if self.extracted is None:
+            self.extracted = np.zeros(np.shape(self.correct), dtype=bool)
 
     @property
     def total_tokens(self) -> np.ndarray:
@@ -99,9 +107,12 @@ def chains_from_stages(stages: pd.DataFrame) -> Chains:
     def grid(col, dtype=float):
         return st[col].to_numpy(dtype=dtype).reshape(-1, s)
 
+    def flags(col):  # columns of newer recordings; None = the defaults of Chains
+        return st[col].fillna(False).to_numpy(dtype=bool).reshape(-1, s) if col in st else None
+
     return Chains(ids, grid("p_min"), grid("h_max"), grid("correct", bool),
                   st["answer"].to_numpy(dtype=object).reshape(-1, s),
-                  grid("prompt_tokens"), grid("completion_tokens"))
+                  grid("prompt_tokens"), grid("completion_tokens"), flags("correct_strict"), flags("extracted"))
 
 
 def load_chains(run: str | Path) -> Chains:
@@ -126,14 +137,15 @@ def stop_stages(chains: Chains, tau_lp: float | np.ndarray, tau_h: float | np.nd
 def outcomes_at(chains: Chains, stop: np.ndarray | int) -> pd.DataFrame:
     """The problems table of chains stopped at ``stop``: one stage per problem, or one for all.
 
-    Columns: problem_id, stop_stage, answer, correct, prompt_tokens, completion_tokens,
-    total_tokens (cumulative up to the stop). ``stop = chains.n_stages - 1`` is always-interact.
+    Columns: problem_id, stop_stage, answer, correct, correct_strict (no extraction step),
+    prompt_tokens, completion_tokens, total_tokens (cumulative up to the stop). ``stop = chains.n_stages - 1`` is always-interact.
     """
     idx = np.arange(len(chains.problem_ids))
     s = np.broadcast_to(np.asarray(stop, dtype=int), idx.shape)
     return pd.DataFrame({
         "problem_id": chains.problem_ids, "stop_stage": s, "answer": chains.answers[idx, s],
-        "correct": chains.correct[idx, s], "prompt_tokens": chains.prompt_tokens[idx, s],
+        "correct": chains.correct[idx, s], "correct_strict": chains.correct_strict[idx, s],
+        "prompt_tokens": chains.prompt_tokens[idx, s],
         "completion_tokens": chains.completion_tokens[idx, s], "total_tokens": chains.total_tokens[idx, s],
     })
 
@@ -224,7 +236,7 @@ def sweep(chains: Chains, tau_lp: Sequence[float], tau_h: Sequence[float]) -> pd
 
 def cap_hits(calls: pd.DataFrame) -> pd.DataFrame:
     """Per strategy and role: calls, how many stopped at their token cap, and the rate."""
-    hit = calls["finish_reason"].eq("length")
+    hit = calls["hit_cap"].fillna(False).astype(bool) if "hit_cap" in calls else calls["finish_reason"].eq("length")
     g = calls.assign(hit_cap=hit).groupby(["strategy", "role"], sort=False)["hit_cap"]
     return pd.DataFrame({"calls": g.size(), "cap_hits": g.sum(), "rate": g.mean()}).reset_index()
 
@@ -242,18 +254,20 @@ def oracle_stops(chains: Chains) -> np.ndarray:
 
 def fixed_policies(chains: Chains) -> pd.DataFrame:
     """Leader-only (pi_solo), always-interact (pi_full) and the oracle (:func:`oracle_stops`),
-    from the same recording."""
+    from the same recording; accuracy with the extraction step and strict (without it)."""
     last = chains.n_stages - 1
     rows = np.arange(len(chains.problem_ids))
     stop = oracle_stops(chains)
     tok = chains.total_tokens
+    strict = chains.correct_strict
     return pd.DataFrame([
-        {"policy": "solo", "accuracy": chains.correct[:, 0].mean(), "avg_tokens": tok[:, 0].mean(),
-         "escalation_rate": 0.0},
+        {"policy": "solo", "accuracy": chains.correct[:, 0].mean(), "accuracy_strict": strict[:, 0].mean(),
+         "avg_tokens": tok[:, 0].mean(), "escalation_rate": 0.0},
         {"policy": "always-interact", "accuracy": chains.correct[:, last].mean(),
-         "avg_tokens": tok[:, last].mean(), "escalation_rate": 1.0},
+         "accuracy_strict": strict[:, last].mean(), "avg_tokens": tok[:, last].mean(), "escalation_rate": 1.0},
         {"policy": "oracle", "accuracy": chains.correct[rows, stop].mean(),
-         "avg_tokens": tok[rows, stop].mean(), "escalation_rate": (stop > 0).mean()},
+         "accuracy_strict": strict[rows, stop].mean(), "avg_tokens": tok[rows, stop].mean(),
+         "escalation_rate": (stop > 0).mean()},
     ])
 
 

@@ -47,6 +47,7 @@ __all__ = [
     "describe_reliability",
     "describe_paper",
     "describe_scores",
+    "describe_summary",
     "describe_gate",
     "describe_entropy",
 ]
@@ -550,23 +551,37 @@ def describe_paper(frame: pd.DataFrame, scores: pd.DataFrame) -> str:
             f"{len(wrong)} wrong ones, so {verdict}.")
 
 
+def _auroc_verdict(lo: float, hi: float) -> str:
+    """What an AUROC interval allows one to say, without rounding it up."""
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        return "cannot be estimated on this sample"
+    if lo <= 0.5:
+        return "cannot be told from a coin flip on this sample (its interval contains 0.5)"
+    if lo < 0.6:
+        return (f"is better than chance, but its interval reaches down to {lo:.2f}, barely above 0.5: "
+                f"the data allow anything from almost no signal to a modest one")
+    return f"separates right from wrong answers better than chance (interval {lo:.2f} to {hi:.2f})"
+
+
 def describe_scores(scores: pd.DataFrame, frame: pd.DataFrame) -> str:
-    """AUROC and ECE of the proxies, in a sentence or three."""
+    """AUROC of each proxy and of the gate itself, each with its interval stated as it is, and ECE."""
     s = scores.set_index("proxy")
     lp, h = s.loc["exp(LP_min)"], s.loc["H_max"]
+    gate = s.loc[[i for i in s.index if i.startswith("gate U")][0]] if any(
+        i.startswith("gate U") for i in s.index) else None
     out = (f"**What it shows.** On {int(lp['n_answered'])} boxed answers ({int(lp['errors_answered'])} wrong), "
            f"`exp(LP_min)` has an AUROC of {_num(lp['auroc'])} (95% CI {_num(lp['auroc_lo'])} to "
            f"{_num(lp['auroc_hi'])}) and `H_max` {_num(h['auroc'])} ({_num(h['auroc_lo'])} to "
            f"{_num(h['auroc_hi'])}). ")
-    los = [x for x in (lp["auroc_lo"], h["auroc_lo"]) if np.isfinite(x)]
-    if not los:
+    if not np.isfinite(lp["auroc_lo"]) and not np.isfinite(h["auroc_lo"]):
         out += "AUROC needs both right and wrong boxed answers; this sample lacks one kind. "
-    elif min(los) <= 0.5:
-        out += "An interval that contains 0.5 means the proxy cannot be told from a coin flip on this sample. "
-    elif min(los) < 0.55:
-        out += "Both intervals stay above 0.5, if only just: the proxies carry a weak but real signal. "
     else:
-        out += "Both intervals stay above 0.5: the proxies carry real signal. "
+        out += (f"The probability {_auroc_verdict(lp['auroc_lo'], lp['auroc_hi'])}; the entropy "
+                f"{_auroc_verdict(h['auroc_lo'], h['auroc_hi'])}. ")
+    if gate is not None and np.isfinite(gate["auroc"]):
+        out += (f"**The gate itself**, a yes/no verdict at the chapter's thresholds, has an AUROC of "
+                f"{_num(gate['auroc'])} (95% CI {_num(gate['auroc_lo'])} to {_num(gate['auroc_hi'])}): it "
+                f"{_auroc_verdict(gate['auroc_lo'], gate['auroc_hi'])}. ")
     a = frame[frame["answered"]]
     if len(a):
         mp, acc = a["p_min"].mean(), a["correct"].mean()
@@ -574,6 +589,28 @@ def describe_scores(scores: pd.DataFrame, frame: pd.DataFrame) -> str:
                 f"{'overstate' if mp > acc else 'understate'} the model's accuracy (mean {_num(mp)} against an "
                 f"accuracy of {_num(acc)} on boxed answers). The paper reports neither number.")
     return out
+
+
+def describe_summary(frame: pd.DataFrame, scores: pd.DataFrame, split: pd.Series) -> str:
+    """The chapter's closing bullets, each carrying this run's numbers (no sentence typed for one recording)."""
+    s = scores.set_index("proxy")
+    lp = s.loc["exp(LP_min)"]
+    a = frame[frame["answered"]]
+    right, wrong = a[a["correct"]], a[~a["correct"]]
+    mr, mw = right["p_min"].median(), wrong["p_min"].median()
+    return "\n".join([
+        "- The gate is only as good as the link between confidence and correctness. Reliability plots show that "
+        "link bin by bin; AUROC and ECE put a number and an interval on it.",
+        f"- On these {len(frame)} answers the median `exp(LP_min)` is {_num(mr, 3)} when the leader is right and "
+        f"{_num(mw, 3)} when it is wrong; its AUROC for errors is {_num(lp['auroc'])} "
+        f"[{_num(lp['auroc_lo'])}, {_num(lp['auroc_hi'])}]. The paper's strong models reached "
+        f"{reference.CALIBRATION['accuracy'].max():.1f}% accuracy among their most confident answers; here "
+        f"accuracy among the answers the gate accepts is {_pct(split['accuracy_if_U0'])}, and "
+        f"{int(split['confident_errors'])} of {int(split['errors'])} wrong answers pass the gate.",
+        "- With the full set of API alternatives, the top-k entropy estimate stays close to the exact entropy on "
+        "short answers (section 2.5 measures by how much); with fewer alternatives it drifts down (it is a lower "
+        "bound), and a gate on `H_max` can change its verdict.",
+    ])
 
 
 def describe_gate(split: pd.Series) -> str:

@@ -46,6 +46,10 @@ __all__ = [
     "render_exchange",
     "render_answer",
     "plot_confident_errors",
+    "confidence_coords",
+    "gate_counts",
+    "describe_confident_plot",
+    "describe_debate",
     "plot_revision_outcomes",
     "plot_escalation",
     "plot_unparsed",
@@ -336,38 +340,81 @@ def render_answer(run: Any, problem_id: str, stage: int = 0, problem: Any = None
 # figures
 
 
-def plot_confident_errors(frame: pd.DataFrame, tau_lp: float, tau_h: float):
-    """Stage-0 answers in the (exp(LP_min), H_max) plane: right/wrong, the U = 1 region shaded,
-    confident errors (wrong with U = 0) ringed."""
-    import matplotlib.pyplot as plt
+#: Floors of the log axes of :func:`plot_confident_errors`: 1 - exp(LP_min) and H_max below them are drawn on them.
+_FLOOR_P, _FLOOR_H = 1e-4, 1e-3
 
+
+def confidence_coords(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """The axes of :func:`plot_confident_errors`: 1 - exp(LP_min) and H_max, floored for log scales.
+
+    Most answers of a confident model sit at exp(LP_min) near 1 and H_max near 0; on log scales
+    of the *distance* from certainty (1 - p, H) that corner opens up instead of piling into one spot.
+    """
+    return (np.clip(1 - frame["p_min"].to_numpy(float), _FLOOR_P, 1.0),
+            np.clip(frame["h_max"].to_numpy(float), _FLOOR_H, None))
+
+
+def gate_counts(frame: pd.DataFrame, tau_lp: float, tau_h: float) -> pd.DataFrame:
+    """Boxed first answers by gate verdict and grade: the counts printed on the confident-errors figure."""
     f = with_gate(frame[frame["answered"]], tau_lp, tau_h)
-    fig, ax = plt.subplots(figsize=(9, 6))
-    xmin = min(0.45, float(np.nanmin(f["p_min"])) - 0.02) if len(f) else 0.45
-    ymax = max(1.2, float(np.nanmax(f["h_max"])) * 1.08) if len(f) else 1.2
+    u, ok = f["U"].to_numpy(bool), f["correct"].to_numpy(bool)
+    return pd.DataFrame({"right": [int((~u & ok).sum()), int((u & ok).sum())],
+                         "wrong": [int((~u & ~ok).sum()), int((u & ~ok).sum())]},
+                        index=pd.Index(["accepted (U = 0)", "escalated (U = 1)"], name="gate"))
+
+
+def plot_confident_errors(frame: pd.DataFrame, tau_lp: float, tau_h: float, seed: int = 0):
+    """Stage-0 answers by their distance from certainty: x = 1 - exp(LP_min), y = H_max, both on log
+    scales (confident answers bottom right), the U = 1 region shaded, right and wrong answers with a
+    little jitter so that equal values stay visible, confident errors (wrong with U = 0) as
+    crosses, and the counts of each region printed in it."""
+    import matplotlib.pyplot as plt
     from matplotlib.patches import Rectangle
 
-    for i, (x0, y0, w, h) in enumerate(((xmin, -0.02, tau_lp - xmin, ymax + 0.02),
-                                         (tau_lp, tau_h, 1.005 - tau_lp, ymax - tau_h))):
-        ax.add_patch(Rectangle((x0, y0), w, h, color="C1", alpha=0.13, lw=0,
-                               label="U = 1: LASE escalates" if i == 0 else None))
-    ok = f["correct"].to_numpy(bool)
-    ce = ~ok & ~f["U"].to_numpy(bool)
-    ax.scatter(f.loc[ce, "p_min"], f.loc[ce, "h_max"], s=110, facecolor="none", edgecolor="0.25", lw=0.9,
-               zorder=2, label=f"confident error ({int(ce.sum())})")
-    ax.scatter(f.loc[~ok, "p_min"], f.loc[~ok, "h_max"], s=40, color="C3", marker="X", edgecolor="k", lw=0.3,
-               zorder=3, label=f"wrong ({int((~ok).sum())})")
-    ax.scatter(f.loc[ok, "p_min"], f.loc[ok, "h_max"], s=55, color="C2", edgecolor="k", lw=0.6, zorder=4,
+    f = with_gate(frame[frame["answered"]], tau_lp, tau_h)
+    x, y = confidence_coords(f)
+    rng = np.random.default_rng(seed)
+    jx, jy = x * np.exp(rng.normal(0, 0.12, len(x))), y * np.exp(rng.normal(0, 0.12, len(y)))
+    ok, u = f["correct"].to_numpy(bool), f["U"].to_numpy(bool)
+    ce = ~ok & ~u
+    fig, ax = plt.subplots(figsize=(10, 6.5))
+    xlo, xhi = (float(np.min(x)) / 2 if len(x) else _FLOOR_P / 2), 1.0
+    ylo = float(np.min(y)) / 2 if len(y) else _FLOOR_H / 2
+    yhi = max(3.0, float(np.nanmax(y)) * 2) if len(y) else 3.0
+    xg, yg = max(1 - tau_lp, _FLOOR_P), max(tau_h, _FLOOR_H)
+    ax.add_patch(Rectangle((xg, ylo), xhi - xg, yhi - ylo, color="C1", alpha=0.13, lw=0,
+                           label="U = 1: LASE escalates"))
+    ax.add_patch(Rectangle((xlo, yg), xg - xlo, yhi - yg, color="C1", alpha=0.13, lw=0))
+    ax.scatter(jx[ok], jy[ok], s=45, color="#009E73", edgecolor="k", lw=0.6, alpha=0.9, zorder=5,
                label=f"right ({int(ok.sum())})")
-    ax.axvline(tau_lp, color="k", ls=":", lw=1)
-    ax.axhline(tau_h, color="k", ls=":", lw=1)
-    ax.set(xlim=(xmin, 1.005), ylim=(-0.02, ymax), xlabel="exp(LP_min)  (lowest answer-token probability)",
-           ylabel="H_max (nats)", title=f"Leader's first answers: tau_lp = {tau_lp:g}, tau_h = {tau_h:g}")
+    ax.scatter(jx[~ok & u], jy[~ok & u], s=22, color="0.45", marker="o", alpha=0.45, lw=0, zorder=2,
+               label=f"wrong, escalated ({int((~ok & u).sum())})")
+    ax.scatter(jx[ce], jy[ce], s=30, color="#D55E00", marker="X", edgecolor="none", alpha=0.6, zorder=4,
+               label=f"confident error: wrong, accepted ({int(ce.sum())})")
+    ax.axvline(xg, color="k", ls=":", lw=1.2)
+    ax.axhline(yg, color="k", ls=":", lw=1.2)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(xhi, xlo)  # inverted: more confident to the right
+    ax.set_ylim(ylo, yhi)
+    ticks = [v for v in (1e-4, 1e-3, 1e-2, 0.1, 0.5) if v >= xlo]
+    ax.set_xticks(ticks, [f"{1 - v:g}" for v in ticks])
+    ax.set(xlabel="exp(LP_min): lowest answer-token probability (log scale of 1 - p; surer to the right)",
+           ylabel="H_max, nats (log scale; surer lower down)",
+           title=f"Leader's first answers at tau_lp = {tau_lp:g}, tau_h = {tau_h:g}")
+    counts = gate_counts(frame, tau_lp, tau_h)
+    acc, esc = counts.loc["accepted (U = 0)"], counts.loc["escalated (U = 1)"]
+    ax.text(0.985, 0.03, f"accepted: {acc['right']} right, {acc['wrong']} wrong", transform=ax.transAxes,
+            ha="right", va="bottom", fontsize="small", bbox=dict(fc="white", ec="0.6", alpha=0.9), zorder=6)
+    ax.text(0.015, 0.97, f"escalated: {esc['right']} right, {esc['wrong']} wrong", transform=ax.transAxes,
+            ha="left", va="top", fontsize="small", bbox=dict(fc="white", ec="0.6", alpha=0.9), zorder=6)
     n_na = int((~frame["answered"]).sum())
+    note = "points jittered slightly; exp(LP_min) = 1 or H_max = 0 drawn at the axis floor"
     if n_na:
-        ax.text(0.99, 0.98, f"+{n_na} without a boxed answer (U = 1)", transform=ax.transAxes, ha="right",
-                va="top", fontsize="small")
-    ax.legend(loc="lower left", fontsize="small")
+        note = f"+{n_na} without a boxed answer (U = 1), not drawn; " + note
+    ax.set_xlabel(ax.get_xlabel() + "\n" + note, fontsize="small")
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, fontsize="small")
+    ax.grid(True, which="major", alpha=0.4)
     fig.tight_layout()
     return fig
 
@@ -483,6 +530,49 @@ def describe_confident(split: pd.Series, ce: pd.DataFrame) -> str:
         out += (f" Had LASE escalated them anyway, some later stage would have been right on "
                 f"{int(ce['later_right'].sum())} of the {len(ce)}, and the last stage on {int(ce['final_correct'].sum())}.")
     return out
+
+
+def describe_confident_plot(frame: pd.DataFrame, tau_lp: float, tau_h: float) -> str:
+    """Where the confident errors sit against the right answers, and what removing them by
+    threshold would cost: the text under the confident-errors figure, from this run's answers."""
+    f = with_gate(frame[frame["answered"]], tau_lp, tau_h)
+    ok, u = f["correct"].to_numpy(bool), f["U"].to_numpy(bool)
+    ce = f[~ok & ~u]
+    right = f[ok]
+    if ce.empty:
+        return f"**What it shows.** No wrong first answer passes the gate at tau_lp = {tau_lp:g}, tau_h = {tau_h:g}."
+    out = (f"**What it shows.** The {len(ce)} confident errors have median exp(LP_min) {ce['p_min'].median():.3f} "
+           f"and H_max {ce['h_max'].median():.3f} nats; the {len(right)} right answers "
+           + (f"{right['p_min'].median():.3f} and {right['h_max'].median():.3f}. " if len(right) else "(none). "))
+    # the strictest single-threshold gate that would escalate every confident error
+    need_lp, need_h = float(ce["p_min"].max()), float(ce["h_max"].min())
+    by_lp = int(((right["p_min"] <= need_lp) & ~f.loc[ok, "U"]).sum())
+    by_h = int(((right["h_max"] >= need_h) & ~f.loc[ok, "U"]).sum())
+    accepted_right = int((ok & ~u).sum())
+    out += (f"Raising tau_lp above {need_lp:.3f} would escalate every one of them, and with them {by_lp} of the "
+            f"{accepted_right} right answers the gate now accepts; lowering tau_h below {need_h:.3f} would escalate "
+            f"{by_h} of them. ")
+    out += ("**The errors sit among the right answers: no threshold removes them without escalating right answers "
+            "too**" if min(by_lp, by_h) > 0.5 * max(accepted_right, 1) else
+            "**A stricter threshold would catch them at a modest cost in right answers escalated**")
+    return out + " (chapter 02 measures how much the two groups overlap)."
+
+
+def describe_debate(table: pd.DataFrame, mad_config: dict[str, Any] | None = None) -> str:
+    """MAD against the single agent on the problems every run answered (:func:`lase_nb.stats.comparison_table`)."""
+    from .pipeline import reading_rounds
+
+    if not {"mad", "single"} <= set(table.index):
+        return "The MAD or single-agent run is missing, so the symmetric-debate comparison is left out."
+    m, s = table.loc["mad"], table.loc["single"]
+    c = dict(mad_config or {})
+    d = m["accuracy"] - s["accuracy"]
+    return (f"On the {int(m['n'])} problems every run answered, MAD ({c.get('n_agents', 3)} agents, "
+            f"{reading_rounds(c) + 1} rounds, the first being the independent answers) scores {_pct(m['accuracy'])} "
+            f"(strict {_pct(m['accuracy_strict'])}) against the single agent's {_pct(s['accuracy'])} "
+            f"({100 * d:+.0f} points, McNemar p = {m['p_vs_single']:.2f}) at {m['token_multiplier']:.1f}x the tokens. "
+            + ("**Debate falls below the single agent here**, as chapter 01 predicts without a correct seed to "
+               "amplify." if d < 0 else "Debate does not fall below the single agent here."))
 
 
 def describe_revisions(outcomes: pd.DataFrame, fails: pd.DataFrame) -> str:

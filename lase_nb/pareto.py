@@ -28,7 +28,8 @@ __all__ = [
     "policy_points", "baseline_points", "recorded_gate_check", "paper_sweep_beside",
     "tau_h_beside", "knob_reading", "SplitCheck", "select_and_check", "split_checks",
     "draw_frontier", "plot_frontier", "plot_escalation", "plot_sweep_vs_paper",
-    "plot_split",
+    "plot_split", "describe_frontier", "describe_escalation_map", "describe_sweep", "describe_effects",
+    "describe_split", "describe_replay_check",
 ]
 
 # ---------------------------------------------------------------------------------------------
@@ -115,7 +116,8 @@ def baseline_points(runs: Mapping[str, Run], problem_ids: Sequence[str]) -> pd.D
 
     ``runs`` are finished runs by strategy (:func:`lase_nb.runs.load_runs`); a run sharing no
     problem gets no row. Columns: strategy, n (common problems), n_run (problems in the run),
-    accuracy, avg_tokens (prompt + completion), avg_completion_tokens, acc_lo, acc_hi (Wilson).
+    accuracy, accuracy_strict (no extraction step), avg_tokens (prompt + completion),
+    avg_completion_tokens, acc_lo, acc_hi (Wilson).
     """
     keep = set(map(str, problem_ids))
     rows = []
@@ -124,11 +126,12 @@ def baseline_points(runs: Mapping[str, Run], problem_ids: Sequence[str]) -> pd.D
         common = probs[probs["problem_id"].astype(str).isin(keep)]
         if common.empty:
             continue
+        strict = common["correct_strict"] if "correct_strict" in common else common["correct"]
         rows.append({"strategy": name, "n": len(common), "n_run": len(probs),
-                     "accuracy": float(common["correct"].mean()),
+                     "accuracy": float(common["correct"].mean()), "accuracy_strict": float(strict.mean()),
                      "avg_tokens": float(common["total_tokens"].mean()),
                      "avg_completion_tokens": float(common["completion_tokens"].mean())})
-    cols = ["strategy", "n", "n_run", "accuracy", "avg_tokens", "avg_completion_tokens"]
+    cols = ["strategy", "n", "n_run", "accuracy", "accuracy_strict", "avg_tokens", "avg_completion_tokens"]
     out = pd.DataFrame(rows, columns=cols)
     return _with_ci(out) if len(out) else out.assign(acc_lo=[], acc_hi=[])
 
@@ -191,17 +194,19 @@ class KnobReading:
 
 
 def knob_reading(acc: Sequence[float], tokens: Sequence[float], esc: Sequence[float], n: int,
-                 who: str = "here") -> KnobReading:
+                 who: str = "here", ordered: bool = False) -> KnobReading:
     """Read a threshold sweep the way the paper did: does accuracy move, or only the budget?
 
-    The sweep is ordered by escalation rate. "Budget knob" means tokens change by at least 10%
+    The sweep runs from its least to its most escalating row, or, with ``ordered``, from its first
+    row to its last (a sweep of one knob in its own order, as the paper's Table 5 runs tau_lp
+    from 0.5 to 0.95: its escalation is not monotone at the low end). "Budget knob" means tokens change by at least 10%
     while accuracy stays within one problem in ``n`` (or 1 point, whichever is larger) of where
     it started; "inert" means tokens barely change at all; otherwise accuracy falls or rises
     with escalation. ``sentence`` states the numbers.
     """
     acc, tokens, esc = (np.asarray(x, float) for x in (acc, tokens, esc))
-    lo, hi = int(np.argmin(esc)), int(np.argmax(esc))
-    if esc[lo] == esc[hi]:
+    lo, hi = (0, len(acc) - 1) if ordered else (int(np.argmin(esc)), int(np.argmax(esc)))
+    if not ordered and esc[lo] == esc[hi]:
         lo, hi = int(np.argmin(tokens)), int(np.argmax(tokens))
     change, rng = float(acc[hi] - acc[lo]), float(acc.max() - acc.min())
     ratio = float(tokens[hi] / tokens[lo]) if tokens[lo] > 0 else float("nan")
@@ -545,3 +550,151 @@ def plot_split(chains: Chains, tau_lp: np.ndarray, tau_h: np.ndarray, check: Spl
                 title=f"Over {len(many)} random splits")
         ax2.legend(loc="upper left", fontsize="small")
     return fig
+
+
+# ---------------------------------------------------------------------------------------------
+# The chapter's sentences, built from computed numbers
+# ---------------------------------------------------------------------------------------------
+
+def _p(x: float, digits: int = 1) -> str:
+    return "n/a" if x is None or not np.isfinite(float(x)) else f"{float(x):.{digits}%}"
+
+
+def describe_replay_check(agree: Mapping[str, float], tau_lp: float, tau_h: float) -> str:
+    """Replay at the recording's own thresholds vs what the live gate did (:func:`recorded_gate_check`)."""
+    return (f"Replay at the recorded thresholds (tau_lp = {tau_lp:g}, tau_h = {tau_h:g}) against the live run, "
+            f"{int(agree['n'])} problems: same stop stage on {_p(agree['stop_stage'], 0)}, same grade on "
+            f"{_p(agree['correct'], 0)}, same tokens on {_p(agree['total_tokens'], 0)}.")
+
+
+def describe_frontier(grid: pd.DataFrame, policies: pd.DataFrame, oracle: pd.DataFrame, default: pd.Series,
+                      effects: pd.DataFrame, baselines: pd.DataFrame | None = None,
+                      common_grid: pd.DataFrame | None = None) -> str:
+    """What the frontier figure shows, in numbers: the grid, the front (a point or a staircase),
+    the policies, the default's distance to the oracle split into what not escalating recovers and
+    what a perfect signal adds beyond it, and the baselines against thresholds within their budget."""
+    n = int(policies["n"].iloc[0])
+    front = front_of(grid)
+    pol = policies.set_index("policy")
+    solo, full = pol.loc["solo"], pol.loc["always-interact"]
+    distinct = grid[["accuracy", "avg_tokens"]].drop_duplicates().shape[0]
+    shape = ("a single point: no threshold pair beats the cheapest one, and every extra escalation costs tokens "
+             "without buying accuracy" if len(front) == 1 else f"a staircase of {len(front)} points")
+    lines = [f"- The grid's {len(grid):,} pairs land on **{distinct} distinct operating points**; its Pareto front "
+             f"is {shape}. Accuracy over the grid runs {_p(grid['accuracy'].min())}-{_p(grid['accuracy'].max())}, "
+             f"tokens {grid['avg_tokens'].min():,.0f}-{grid['avg_tokens'].max():,.0f} per problem."]
+    last = effects.iloc[-1]
+    lines.append(
+        f"- Leader alone: {_p(solo['accuracy'])} (strict {_p(solo['accuracy_strict'])}) at {solo['avg_tokens']:,.0f} "
+        f"tokens; always interact: {_p(full['accuracy'])} (strict {_p(full['accuracy_strict'])}) at "
+        f"{full['avg_tokens']:,.0f} tokens ({full['avg_tokens'] / solo['avg_tokens']:.1f}x). Over the "
+        f"{len(effects) - 1} supporter stages the leader fixes {int(last['fixed_vs_leader'])} of its wrong first "
+        f"answers and breaks {int(last['broken_vs_leader'])} of its right ones (section 5.4 breaks this down).")
+    at = oracle[oracle["avg_tokens"] <= default["avg_tokens"] + 1e-9]["accuracy"].max()
+    gap = at - default["accuracy"]
+    recover = max(0.0, solo["accuracy"] - default["accuracy"]) if solo["avg_tokens"] <= default["avg_tokens"] else 0.0
+    line = (f"- The default thresholds (tau_lp = {default['tau_lp']:g}, tau_h = {default['tau_h']:g}) reach "
+            f"{_p(default['accuracy'])} at {default['avg_tokens']:,.0f} tokens, escalating "
+            f"{_p(default['escalation_rate'], 0)} of the problems. The oracle (it stops at the first right stage) "
+            f"reaches {_p(at)} at that cost or less, {100 * gap:.1f} points more")
+    if recover > 0:
+        line += (f": {100 * recover:.1f} of them are what **not escalating at all** recovers (the leader alone "
+                 f"scores more than the default), and only {100 * (gap - recover):.1f} are what a perfect "
+                 f"confidence signal adds beyond that.")
+    else:
+        line += " : what a perfect confidence signal would add at this cost."
+    lines.append(line)
+    best = grid.loc[grid["accuracy"].idxmax()]
+    lines.append(f"- The most accurate pair (tau_lp = {best['tau_lp']:.3g}, tau_h = {best['tau_h']:.3g}) scores "
+                 f"{_p(best['accuracy'])} at {best['avg_tokens']:,.0f} tokens, "
+                 f"{100 * (best['accuracy'] - solo['accuracy']):+.1f} points against the leader alone "
+                 f"({round((best['accuracy'] - solo['accuracy']) * n):+d} of {n} problems).")
+    if baselines is not None and common_grid is not None:
+        for _, b in baselines.iterrows():
+            fit = common_grid[common_grid["avg_tokens"] <= b["avg_tokens"]]["accuracy"].max()
+            lines.append(f"- {style(b['strategy'])['label']} on the {int(b['n'])} common problems: "
+                         f"{_p(b['accuracy'])} (strict {_p(b.get('accuracy_strict', np.nan))}) at "
+                         f"{b['avg_tokens']:,.0f} tokens; the best threshold pair within that budget on the same "
+                         f"problems scores {_p(fit)}.")
+    return "**What it shows.**\n\n" + "\n".join(lines)
+
+
+def describe_escalation_map(chains: Chains, metrics: Mapping[str, np.ndarray], tau_lp_axis: Sequence[float],
+                            tau_h_axis: Sequence[float], tau_lp: float, tau_h: float) -> str:
+    """The escalation map in numbers: the spread of first-answer confidences and of the escalation rate."""
+    from .analysis import grid_metrics
+
+    p0, h0 = chains.p_min[:, 0], chains.h_max[:, 0]
+    esc = np.asarray(metrics["escalation_rate"])
+    along_lp = grid_metrics(chains, tau_lp_axis, [tau_h])["escalation_rate"][:, 0]
+    along_h = grid_metrics(chains, [tau_lp], tau_h_axis)["escalation_rate"][0]
+    have = ~np.isnan(p0)
+    conf = (f"The leader's first answers have $\\exp(LP_{{min}})$ from {np.nanmin(p0):.2f} to {np.nanmax(p0):.2f} "
+            f"(median {np.nanmedian(p0):.2f}) and $H_{{max}}$ from {np.nanmin(h0):.2f} to {np.nanmax(h0):.2f} nats "
+            f"(median {np.nanmedian(h0):.2f}); " if have.any() else "No first answer carries a confidence; ")
+    return (f"**What it shows.** {conf}{_p(1 - have.mean(), 0)} have no extractable answer and escalate whatever the "
+            f"thresholds. Over the plane the escalation rate runs from {_p(esc.min(), 0)} to {_p(esc.max(), 0)}; "
+            f"{_p((esc >= 0.95).mean(), 0)} of the pairs escalate at least 95% of the problems. Along $\\tau_{{lp}}$ "
+            f"(at $\\tau_h$ = {tau_h:g}) it moves from {_p(along_lp.min(), 0)} to {_p(along_lp.max(), 0)}; along "
+            f"$\\tau_h$ (at $\\tau_{{lp}}$ = {tau_lp:g}) from {_p(along_h.min(), 0)} to {_p(along_h.max(), 0)}. "
+            f"**Both thresholds cut the same cloud of first-answer confidences, and the token contours follow the "
+            f"escalation rate, because escalation is what costs.**")
+
+
+_VERDICT = {"budget knob": "**This run reproduces the paper's reading**",
+            "inert": "**This run does not reproduce the paper's reading: here the thresholds are not even a budget knob**",
+            "accuracy falls": "**This run does not reproduce the paper's reading: here the thresholds are an accuracy "
+                              "knob, and turning them towards more escalation lowers accuracy**",
+            "accuracy rises": "**This run does not reproduce the paper's reading: here more escalation buys accuracy**"}
+
+
+def describe_sweep(beside: pd.DataFrame, grid: pd.DataFrame, n: int) -> str:
+    """The paper's Table 5 reading and ours (at its five pairs, and over the whole grid), in its own order."""
+    ref = reference.as_fraction(reference.THRESHOLD_SWEEP)
+    paper = knob_reading(ref["accuracy"], ref["avg_tokens"], ref["escalation_rate"],
+                         reference.DATASET_SIZES[ref.attrs["dataset"]], who="The paper", ordered=True)
+    ours = knob_reading(beside["accuracy (this run)"], beside["avg_tokens (this run)"],
+                        beside["escalation_rate (this run)"], n, who="This run", ordered=True)
+    whole = knob_reading(grid["accuracy"], grid["avg_tokens"], grid["escalation_rate"], n,
+                         who="This run, over the whole grid")
+    return (f"- {paper.sentence}\n- {ours.sentence}\n- {whole.sentence}\n\n{_VERDICT[ours.verdict]} (on the paper's "
+            f"five threshold pairs, tau_lp from {ref['tau_lp'].iloc[0]:g} to {ref['tau_lp'].iloc[-1]:g}; over the "
+            f"whole grid the reading is '{whole.verdict}').")
+
+
+def describe_effects(chains: Chains, effects: pd.DataFrame, seed: int = 0) -> str:
+    """Why the readings can differ: how well first-answer confidence flags errors (AUROC with a
+    bootstrap interval) and what the supporters fix and break over the full chain."""
+    from .stats import auroc_with_ci
+
+    ap = auroc_with_ci(-chains.p_min[:, 0], chains.correct[:, 0], seed=seed, nan="drop")
+    ah = auroc_with_ci(chains.h_max[:, 0], chains.correct[:, 0], seed=seed, nan="drop")
+    last = effects.iloc[-1]
+
+    def auc(a):
+        return "n/a" if not np.isfinite(a[0]) else f"{a[0]:.2f} [{a[1]:.2f}, {a[2]:.2f}]"
+
+    return (f"- How well the leader's first-answer confidence flags its errors (AUROC on the boxed first answers, as "
+            f"in chapter 02, with a 95% bootstrap interval; 0.5 = no better than chance): {auc(ap)} for $\\exp(LP_{{min}})$ and {auc(ah)} for "
+            f"$H_{{max}}$.\n- After all {len(effects) - 1} supporters the leader has fixed "
+            f"{int(last['fixed_vs_leader'])} of its {int((~chains.correct[:, 0]).sum())} wrong first answers and "
+            f"broken {int(last['broken_vs_leader'])} of its {int(chains.correct[:, 0].sum())} right ones; "
+            f"{_p(last['no_answer'], 0)} of its final revisions have no extractable answer (against "
+            f"{_p(effects['no_answer'].iloc[0], 0)} at stage 0).")
+
+
+def describe_split(check: SplitCheck, many: pd.DataFrame, median_budget: bool) -> str:
+    """The held-out threshold choice in words, from :func:`select_and_check` and :func:`split_checks`."""
+    over = many["over_budget"] > 0 if len(many) else pd.Series(dtype=bool)
+    opt = many["optimism"].mean() if len(many) else np.nan
+    return (f"**What it shows.** With a budget of {check.budget:,.0f} tokens per problem"
+            f"{' (the median over the grid)' if median_budget else ''}, half A picks tau_lp = {check.tau_lp:.3g}, "
+            f"tau_h = {check.tau_h:.3g}: {_p(check.acc_a)} on half A, **{_p(check.acc_b)} on the held-out half B** "
+            f"at {check.tokens_b:,.0f} tokens ({'within' if check.tokens_b <= check.budget else 'over'} budget). Over "
+            f"{len(many)} random splits the held-out accuracy is on average {abs(opt) * 100:.1f} points "
+            f"{'below' if opt > 0 else 'above'} the selection half's (a positive optimism is the price of choosing "
+            f"and reporting on the same problems), with a spread (standard deviation) of "
+            f"{many['optimism'].std() * 100:.1f} points between splits; the held-out half's best pair in hindsight "
+            f"is {many['regret'].mean() * 100:.1f} points better than the chosen one, and the chosen pair overshoots "
+            f"the budget on the held-out half in {_p(over.mean(), 0)} of splits"
+            + (f" (by {_p(many.loc[over, 'over_budget'].mean(), 0)} on average when it does)." if over.any() else "."))

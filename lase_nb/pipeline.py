@@ -13,7 +13,7 @@ Transcripts are drawn by :mod:`lase_nb.transcripts`, runs loaded by :mod:`lase_n
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -22,9 +22,13 @@ from . import prompts
 from .analysis import Chains, stop_stages
 from .confidence import uncertain_mask
 from .errors import DataError
+from .stats import wilson_interval
 from .transcripts import ROLE_TITLES, SUPPORTERS, answer_or_none
 
 __all__ = [
+    "WALK_KINDS", "walkthrough_change", "bound_terms", "prompt_table", "role_calls", "OTHER_REGIME",
+    "describe_walk", "describe_batch", "describe_paper_sweep", "describe_bound", "describe_regime",
+    "describe_caps", "describe_leaks", "describe_inclusions", "describe_boxing", "reading_rounds",
     "role_table", "stage_table", "pick_walkthrough", "pick_unboxed", "stop_distribution", "stage_confidence",
     "outcome_flips", "leak_table", "inclusion_counts", "inclusion_bounds", "inclusion_summary",
     "plot_stage_walk", "plot_batch", "plot_inclusions",
@@ -72,21 +76,44 @@ def stage_table(stages: pd.DataFrame, problem_id: str, tau_lp: float, tau_h: flo
     out.insert(2, "answer", pd.Series([answer_or_none(a) for a in st["answer"]], dtype=object))  # None, not NaN
     return out
 
-def pick_walkthrough(chains: Chains, tau_lp: float, tau_h: float) -> str:
-    """The problem best suited to a stage-by-stage walk-through, chosen by rule, not by hand.
+#: What a walk-through shows, best first (see :func:`walkthrough_change`).
+WALK_KINDS = ("wrong -> right", "right -> wrong", "changed answer", "escalated, no change", "not escalated")
 
-    Among problems LASE escalates at these thresholds, prefer (in order) a rescue (solo wrong,
-    LASE right), then the most distinct boxed answers along the reached stages, then the
-    deepest stop. Falls back to the first problem when nothing escalates.
+
+def walkthrough_change(chains: Chains, problem_id: str, tau_lp: float, tau_h: float) -> dict[str, Any]:
+    """What a supporter's note did to one problem's answer, within the stages LASE runs.
+
+    A *change* is a reached revision (stage t >= 1) whose boxed answer differs from the answer
+    before the note (a right answer that the revision no longer boxes counts as right -> wrong). ``kind`` is the best change found, in the order of :data:`WALK_KINDS`
+    (a wrong answer turned right, a right one turned wrong, any other change), else
+    "escalated, no change" or "not escalated"; ``stage`` is where it happened (None if nowhere),
+    ``stop`` where LASE stops.
     """
-    stop = stop_stages(chains, tau_lp, tau_h)
-    best, best_key = 0, None
-    for i, s in enumerate(stop):
-        reached = [a for a in chains.answers[i, : s + 1] if answer_or_none(a) is not None]
-        key = (s > 0, bool(chains.correct[i, s] and not chains.correct[i, 0]), len(set(reached)), int(s))
-        if best_key is None or key > best_key:
-            best, best_key = i, key
-    return str(chains.problem_ids[best])
+    i = int(np.flatnonzero(chains.problem_ids.astype(str) == str(problem_id))[0])
+    stop = int(stop_stages(chains, tau_lp, tau_h)[i])
+    best: tuple[int, int | None] = (4 if stop == 0 else 3, None)
+    for t in range(1, stop + 1):
+        before, after = answer_or_none(chains.answers[i, t - 1]), answer_or_none(chains.answers[i, t])
+        was, now = bool(chains.correct[i, t - 1]), bool(chains.correct[i, t])
+        if after == before or (after is None and not was):  # losing a right answer's box counts as a change
+            continue
+        k = 0 if (not was and now) else 1 if (was and not now) else 2
+        if k < best[0]:
+            best = (k, t)
+    return {"problem_id": str(problem_id), "kind": WALK_KINDS[best[0]], "stage": best[1], "stop": stop}
+
+
+def pick_walkthrough(chains: Chains, tau_lp: float, tau_h: float) -> str:
+    """The problem to walk through stage by stage, chosen by rule, not by hand.
+
+    A problem where a supporter's note leads the leader to change its answer, within the stages
+    LASE runs at these thresholds: preferably from wrong to right, else from right to wrong, else
+    any change of the boxed answer; failing that any escalated problem, then the first problem.
+    Ties go to the first problem in the recording's order (:func:`walkthrough_change`).
+    """
+    ids = chains.problem_ids.astype(str)
+    ranks = [WALK_KINDS.index(walkthrough_change(chains, pid, tau_lp, tau_h)["kind"]) for pid in ids]
+    return str(ids[int(np.argmin(ranks))]) if len(ids) else ""
 
 def pick_unboxed(chains: Chains, tau_lp: float, tau_h: float) -> str | None:
     """The first problem LASE escalates whose revisions never box an answer (None if there is none)."""
@@ -198,14 +225,27 @@ def inclusion_counts(calls: pd.DataFrame, stops: Mapping[str, int] | None = None
                      "star": star, "relay": relay})
     return pd.DataFrame(rows, columns=["strategy", "problem_id", "calls", "counted", "star", "relay"])
 
+def reading_rounds(config: Mapping[str, Any] | None) -> int:
+    """Debate rounds in which agents read each other (MAD, DOWN), from a run's config.
+
+    Current runs count ``rounds`` in all, the first being the independent answers (Du et al.'s
+    3 x 2 = 6 calls), so agents read each other in ``rounds - 1`` of them. Configs written before
+    that change (they lack the ``examples`` key) ran ``rounds`` reading rounds after the first answers.
+    """
+    c = dict(config or {})
+    rounds = int(c.get("rounds", 2))
+    return rounds if c and "examples" not in c else max(rounds - 1, 0)
+
+
 def inclusion_bounds(strategy: str, config: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The topology formula for a strategy's inclusions per problem, from its run config.
 
-    Returns ``formula`` (text), ``bound`` (number), ``exact`` (every problem must hit it) and, for
+    T is the number of reading rounds (:func:`reading_rounds`). Returns ``formula`` (text),
+    ``bound`` (number), ``exact`` (every problem must hit it) and, for
     LASE, ``star_bound`` = 2kT with k = 1 peer per stage and T = 3 stages (relays excluded).
     """
     c = dict(config or {})
-    n, t = int(c.get("n_agents", 3)), int(c.get("rounds", 2))
+    n, t = int(c.get("n_agents", 3)), reading_rounds(c)
     stages = len(c.get("supporter_order", prompts.SUPPORTERS))
     star, relay = 2 * stages, stages * (stages - 1) // 2
     if strategy in ("single", "mv"):
@@ -334,3 +374,304 @@ def plot_inclusions(summary: pd.DataFrame, labels: Mapping[str, str] | None = No
     ax.legend(fontsize=10, loc="upper left", ncol=2)
     fig.tight_layout()
     return fig
+
+
+# ---------------------------------------------------------------------------------------------
+# Theorem 3.7 measured: P(U=1), the share escalation fixes (rho*delta) and the share it breaks (A3)
+# ---------------------------------------------------------------------------------------------
+
+
+def bound_terms(chains: Chains, tau_lp: float, tau_h: float, level: float = 0.95) -> pd.Series:
+    """The terms of the paper's Theorem 3.7 measured on full chains at (tau_lp, tau_h), with Wilson intervals.
+
+    The theorem: if an escalated problem holds a correct seed with probability at least rho (A1),
+    a seed raises the leader's accuracy by at least delta (A2) and escalation without a seed does
+    not lower it (A3), then Acc(LASE) >= Acc(solo) + P(U=1) * rho * delta. Measured here:
+
+    - ``p_u1``: the share of problems the gate escalates (U = 1 on the leader's first answer);
+    - ``fixed_share``: among escalated problems, the share whose answer escalation turns from
+      wrong to right: the measurable counterpart of rho * delta;
+    - ``broken_share``: among escalated problems, the share it turns from right to wrong: each
+      one violates A3;
+    - ``bound`` = acc_solo + p_u1 * fixed_share, beside ``acc_lase``, the observed accuracy.
+      acc_lase = bound - broken / n exactly, so the bound holds iff no right answer is broken.
+
+    Every share has a Wilson interval (``*_lo``, ``*_hi``). Strict grading (no extraction step)
+    is given too: ``acc_solo_strict``, ``acc_lase_strict``.
+    """
+    n = len(chains.problem_ids)
+    if n == 0:
+        raise DataError("no problems in these chains")
+    stop = stop_stages(chains, tau_lp, tau_h)
+    rows = np.arange(n)
+    solo, final = chains.correct[:, 0], chains.correct[rows, stop]
+    esc = stop > 0
+    k = int(esc.sum())
+    fixed, broken = int((esc & ~solo & final).sum()), int((esc & solo & ~final).sum())
+    out: dict[str, Any] = {"tau_lp": float(tau_lp), "tau_h": float(tau_h), "n": n, "escalated": k,
+                           "fixed": fixed, "broken": broken,
+                           "wrong_escalated": int((esc & ~solo).sum()), "right_escalated": int((esc & solo).sum())}
+    for name, num, den in (("p_u1", k, n), ("fixed_share", fixed, k), ("broken_share", broken, k),
+                           ("acc_solo", int(solo.sum()), n), ("acc_lase", int(final.sum()), n)):
+        lo, hi = wilson_interval(num, den, level)
+        out.update({name: num / den if den else np.nan, f"{name}_lo": lo, f"{name}_hi": hi})
+    out["acc_solo_strict"] = float(chains.correct_strict[:, 0].mean())
+    out["acc_lase_strict"] = float(chains.correct_strict[rows, stop].mean())
+    out["bound"] = out["acc_solo"] + (out["p_u1"] * out["fixed_share"] if k else 0.0)
+    out["a3_holds"] = broken == 0
+    return pd.Series(out, dtype=object)
+
+
+#: What to run to see the other regime: an API model (or a compatible server) whose supporters can correct.
+OTHER_REGIME = (
+    "`lase-nb run --strategy lase --full-chain --backend openai --model gpt-4.1-mini --examples 0 "
+    "--n 200 --out data/traces/arith-gpt41mini/lase-full` (or `--backend openai --base-url "
+    "http://127.0.0.1:8000/v1 --model <name>` for a compatible server such as vLLM or llama.cpp), "
+    "the baselines beside it (`--strategy single`, `mv`, `mad`... with `--out data/traces/arith-gpt41mini/<name>`), "
+    "then `papermill <chapter>.ipynb out.ipynb -p traces ../data/traces/arith-gpt41mini -p interactive False`")
+
+
+def _pct(x: float, digits: int = 0) -> str:
+    return "n/a" if x is None or not np.isfinite(float(x)) else f"{float(x):.{digits}%}"
+
+
+def _ci(t: pd.Series, name: str, digits: int = 0) -> str:
+    return f"{_pct(t[name], digits)} [{_pct(t[f'{name}_lo'], digits)}, {_pct(t[f'{name}_hi'], digits)}]"
+
+
+def describe_bound(terms: pd.Series) -> str:
+    """Theorem 3.7's bound beside the observed accuracy, from :func:`bound_terms`; names A3 when violated."""
+    t = terms
+    head = (f"**Theorem 3.7, measured** (tau_lp = {t['tau_lp']:g}, tau_h = {t['tau_h']:g}, {t['n']} problems, "
+            f"95% Wilson intervals). The gate escalates P(U=1) = {_ci(t, 'p_u1')} "
+            f"({t['escalated']} problems). ")
+    if not t["escalated"]:
+        return head + ("Nothing escalates, so the bound reduces to the leader alone: "
+                       f"Acc(LASE) = Acc(solo) = {_pct(t['acc_solo'], 1)}.")
+    out = head + (
+        f"Of the escalated problems escalation turns {t['fixed']} from wrong to right "
+        f"({_ci(t, 'fixed_share')}: the measured rho·delta) and {t['broken']} from right to wrong "
+        f"({_ci(t, 'broken_share')}). The bound Acc(solo) + P(U=1)·rho·delta = "
+        f"{_pct(t['acc_solo'], 1)} + {_pct(t['p_u1'], 1)} × {_pct(t['fixed_share'], 1)} = "
+        f"**{_pct(t['bound'], 1)}**; the observed LASE accuracy is **{_ci(t, 'acc_lase', 1)}**. ")
+    if t["a3_holds"]:
+        out += "No right answer was broken, so assumption A3 holds here and the observed accuracy meets the bound."
+    else:
+        out += (f"**Assumption A3 is violated**: escalation broke {t['broken']} right answer"
+                f"{'s' if t['broken'] != 1 else ''} (of the {t['right_escalated']} right first answers it "
+                f"escalated), so the observed accuracy falls {100 * (t['bound'] - t['acc_lase']):.1f} points "
+                f"({t['broken']} of {t['n']} problems) below the bound: the theorem's premise fails, not its logic.")
+    if t["acc_lase_strict"] != t["acc_lase"]:
+        out += (f" Graded strictly (no extraction step) LASE scores {_pct(t['acc_lase_strict'], 1)} against "
+                f"{_pct(t['acc_solo_strict'], 1)} for the leader alone.")
+    return out
+
+
+def describe_regime(terms: pd.Series) -> str:
+    """Which regime the recording is in, from :func:`bound_terms`, and what to run to see the other.
+
+    A *negative control* when escalation fixes no more answers than it breaks: the gate works as
+    in the paper but the supporters cannot correct the leader. Otherwise the supporters help.
+    """
+    t = terms
+    if t["escalated"] and t["fixed"] > t["broken"]:
+        lead = (f"**In this recording the supporters help**: escalation fixes {t['fixed']} of the "
+                f"{t['escalated']} escalated problems (rho·delta ≈ {_pct(t['fixed_share'], 1)}) and breaks "
+                f"{t['broken']}, so LASE can gain over the leader alone, as in the paper. ")
+        other = "To see the negative control, run the embedded model (the default recording)."
+    else:
+        lead = (f"**With this recording the chapter is a negative control**: the gate behaves as the paper's "
+                f"does (it escalates {_pct(t['p_u1'])} of the problems, {t['escalated']} of {t['n']}), but the "
+                f"supporters cannot correct the leader: escalation fixes {t['fixed']} "
+                f"(rho·delta ≈ {_pct(t['fixed_share'], 1)}) and breaks {t['broken']}. The paper's gains need a "
+                f"model that can produce, recognise and keep a right answer. ")
+        other = f"To see the other regime, record with an API model and point the chapter at it: {OTHER_REGIME}."
+    return lead + other
+
+
+# ---------------------------------------------------------------------------------------------
+# prompts beside the paper's intents; cap hits and the extraction step
+# ---------------------------------------------------------------------------------------------
+
+
+def prompt_table() -> pd.DataFrame:
+    """Each role's instruction as the code sends it, beside the paper's intent, with the differences named.
+
+    Rows: the four roles, the supporters under a shuffled order, the answer-extraction step and the
+    worked examples. Columns: part, paper's intent, ours (from :mod:`lase_nb.prompts`), difference.
+    """
+    ex = prompts.WORKED_EXAMPLES["number"][: prompts.DEFAULT_EXAMPLES]
+    rows = [
+        ("leader", "solves the problem step by step and gives the final answer; revises after each note",
+         prompts.SOLVER_SYSTEM + "\n\nrevision request: " + prompts.REVISE_REQUEST,
+         "same intent; the answer must sit in \\boxed{} so that the gate can find its tokens"),
+        ("devil's advocate", "attacks the attempt, demands a justification of each step, never simply approves",
+         prompts.SUPPORTER_SYSTEM["devil"], "same intent; it may not write the answer (a boxed one is withheld)"),
+        ("collaborator", "sees the attempt and the critique; offers hints and checks",
+         prompts.SUPPORTER_SYSTEM["collaborator"], "same inputs and intent; hints only, no answer"),
+        ("senior expert", "sees the attempt, the critique and the hints; names the missing key idea",
+         prompts.SUPPORTER_SYSTEM["expert"], "same inputs and intent; explains, does not solve"),
+        ("any supporter, shuffled order", "the paper reorders the supporters (its robustness check)",
+         prompts.supporter_system("expert"),
+         "ours says exactly what this call shows (here an expert called first sees no critique or hints)"),
+        ("answer extraction (ours only)", "no such step: an answer is read from the response",
+         prompts.EXTRACT_REQUEST + f"\n(local model: the reply starts with {prompts.EXTRACT_PREFIX!r})",
+         "asked only when a leader's response has no extractable answer; its tokens are counted and gated "
+         "on; strict grading leaves it out"),
+        ("worked examples", "none: the paper's agents are zero-shot",
+         " | ".join(f"{u} -> {a.splitlines()[-1]}" for u, a in ex),
+         f"{prompts.DEFAULT_EXAMPLES} worked examples by default, because the 135M model only boxes its "
+         f"answers when shown how; `--examples 0` gives the paper's zero-shot prompts (the default for APIs)"),
+    ]
+    return pd.DataFrame(rows, columns=["part", "paper's intent", "ours (as sent)", "difference"])
+
+
+def role_calls(calls: pd.DataFrame) -> pd.DataFrame:
+    """Per strategy and role, all recorded calls: count, cap hits and their rate (:func:`lase_nb.analysis.cap_hits`),
+    with the answer-extraction step's calls as their own role (``extract``)."""
+    from .analysis import cap_hits
+
+    return cap_hits(calls)
+
+
+def describe_caps(table: pd.DataFrame, stages: pd.DataFrame, filled: Sequence[str] = ()) -> str:
+    """Cap-hit rate per role and how often the extraction step ran, from :func:`role_calls` and a stages table.
+
+    ``filled`` lists the columns :func:`lase_nb.runs.fill_columns` had to fill (an older recording).
+    """
+    lead = table[table["role"] == "leader"]
+    sup = table[table["role"].isin(SUPPORTERS)]
+    parts = []
+    if len(lead):
+        parts.append(f"{int(lead['cap_hits'].sum())} of {int(lead['calls'].sum())} leader calls "
+                     f"({_pct(lead['cap_hits'].sum() / lead['calls'].sum())}) stopped at their token cap")
+    if len(sup):
+        parts.append(f"{int(sup['cap_hits'].sum())} of {int(sup['calls'].sum())} supporter calls "
+                     f"({_pct(sup['cap_hits'].sum() / sup['calls'].sum())})")
+    out = "**What it shows.** " + (", and ".join(parts) if parts else "No leader or supporter calls") + ". "
+    n_ans = len(stages)
+    n_ext = int(stages["extracted"].fillna(False).astype(bool).sum()) if "extracted" in stages else 0
+    if "stages.extracted" in filled:
+        out += ("This recording predates the answer-extraction step, so it never ran: strict and "
+                "with-extraction grades coincide, and a capped response without `\\boxed{}` counts as wrong.")
+    else:
+        out += (f"The extraction step supplied the answer of {n_ext} of {n_ans} leader answers "
+                f"({_pct(n_ext / n_ans if n_ans else np.nan)}); strict grading counts those as unanswered.")
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# the chapter's other sentences
+# ---------------------------------------------------------------------------------------------
+
+
+def _ans(a: Any) -> str:
+    a = answer_or_none(a)
+    return "no boxed answer" if a is None else f"answer {a}"
+
+
+def describe_walk(walk: pd.DataFrame, change: Mapping[str, Any]) -> str:
+    """The walk-through problem in words, from :func:`stage_table` and :func:`walkthrough_change`."""
+    stop = int(np.flatnonzero(walk["lase"].to_numpy() == "stops here")[0])
+    s0, sl = walk.iloc[0], walk.iloc[stop]
+
+    def conf(r):
+        return ("no answer tokens to measure" if not np.isfinite(r["p_min"])
+                else f"exp(LP_min) = {r['p_min']:.2f}, H_max = {r['h_max']:.2f} nats")
+
+    why = {"wrong -> right": "a supporter's note led the leader from a wrong answer to the right one",
+           "right -> wrong": "no note turned a wrong answer right at these thresholds, but one talked the leader "
+                             "out of a right answer",
+           "changed answer": "no note changed right and wrong, but one made the leader change its answer",
+           "escalated, no change": "no note made the leader change its answer at these thresholds; this is the "
+                                   "first escalated problem",
+           "not escalated": "nothing escalates at these thresholds; this is the first problem"}[change["kind"]]
+    out = (f"**Why this problem.** The rule picked it because {why}"
+           + (f" (stage {change['stage']}, {walk['supporter'].iloc[change['stage']]})" if change["stage"] else "")
+           + f". **What it shows.** The leader alone gave {_ans(s0['answer'])} "
+           f"({'right' if s0['correct'] else 'wrong'}), {conf(s0)}: ")
+    out += ("**unsure** (U = 1), so LASE called the devil's advocate. " if walk["uncertain"].iloc[0]
+            else "**confident** (U = 0), so LASE stopped at once. ")
+    if stop:
+        out += (f"LASE stops at stage {stop} ({walk['supporter'].iloc[stop]}) with {_ans(sl['answer'])} "
+                f"({'right' if sl['correct'] else 'wrong'}), having spent {int(sl['total_tokens'])} tokens "
+                f"(prompt + completion) against {int(s0['total_tokens'])} for the leader alone.")
+    return out
+
+
+def describe_batch(chains: Chains, tau_lp: float, tau_h: float) -> str:
+    """LASE on the whole batch at (tau_lp, tau_h): escalation, accuracy (both gradings), tokens, flips."""
+    from .analysis import outcomes_at
+
+    stop = stop_stages(chains, tau_lp, tau_h)
+    n, last = len(stop), chains.n_stages - 1
+    solo, lase, full = outcomes_at(chains, 0), outcomes_at(chains, stop), outcomes_at(chains, last)
+    flips = outcome_flips(chains, tau_lp, tau_h).set_index("outcome")["problems"]
+
+    def acc(t):
+        return f"{_pct(t['correct'].mean(), 1)} (strict {_pct(t['correct_strict'].mean(), 1)})"
+
+    st = solo["total_tokens"].mean()
+    return (f"**What it shows.** At (tau_lp, tau_h) = ({tau_lp:g}, {tau_h:g}) LASE escalates "
+            f"**{_pct((stop > 0).mean())}** of the {n} problems. Accuracy with the extraction step "
+            f"(strict grading in brackets): leader alone {acc(solo)}, LASE {acc(lase)}, every stage always "
+            f"{acc(full)}. Tokens per problem (prompt + completion): {st:.0f} alone, "
+            f"{lase['total_tokens'].mean():.0f} for LASE ({lase['total_tokens'].mean() / st:.1f}x), "
+            f"{full['total_tokens'].mean():.0f} always interacting. The revisions rescued "
+            f"**{flips['wrong -> right (rescued)']}** problems and talked the leader out of a right answer on "
+            f"**{flips['right -> wrong (talked out of it)']}**.")
+
+
+def describe_paper_sweep() -> str:
+    """The paper's Table 5 escalation rates and tokens, read as they are (not monotone in tau_lp)."""
+    from . import reference
+
+    t = reference.THRESHOLD_SWEEP.sort_values("tau_lp")
+    esc = t["escalation_rate"].to_numpy(float)
+    listing = ", ".join(f"{e:.1f}% at tau_lp = {a:g}" for a, e in zip(t["tau_lp"], esc))
+    mono = bool(np.all(np.diff(esc) >= 0))
+    return (f"**What the paper reported** (Table 5, {t.attrs['model']}, {t.attrs['dataset']}, "
+            f"tau_h = {t['tau_h'].iloc[0]:g}): escalation {listing}; tokens per problem "
+            f"{t['avg_tokens'].min():,.0f} to {t['avg_tokens'].max():,.0f}. "
+            + ("The escalation rate rises with tau_lp throughout." if mono else
+               f"The escalation rate is **not monotone** in tau_lp at the low end ({esc[0]:.1f}% then {esc[1]:.1f}%); "
+               f"it rises from tau_lp = {t['tau_lp'].iloc[int(np.argmin(esc))]:g} on, to {esc.max():.1f}% at "
+               f"{t['tau_lp'].iloc[int(np.argmax(esc))]:g}: a minority of problems escalates throughout."))
+
+
+def describe_boxing(per_stage: pd.DataFrame) -> str:
+    """How often revisions box an answer compared with first answers, from :func:`stage_confidence`."""
+    first, later = per_stage["boxed"].iloc[0], per_stage["boxed"].iloc[1:].mean()
+    out = (f"{_pct(first)} of the leader's first answers carry an extractable answer, against {_pct(later)} of its "
+           f"revisions (stages 1-{len(per_stage) - 1}, averaged).")
+    if later < first - 0.1:
+        out += (" **An answerless revision counts as uncertain, so the chain runs on, and if the last stage has "
+                "none the answer is lost**, even when the first one was right.")
+    return out
+
+
+def describe_leaks(leaks: pd.DataFrame) -> str:
+    """Supporter leaks, from :func:`leak_table`."""
+    n_sup = int(leaks["calls"].sum()) if len(leaks) else 0
+    n_leak = int(leaks["calls_with_leak"].sum()) if len(leaks) else 0
+    return (f"**What it shows.** {n_leak} of {n_sup} supporter calls ({_pct(n_leak / n_sup if n_sup else np.nan)}) "
+            f"wrote a boxed answer despite being told not to; each box was replaced before the leader read the "
+            f"note. The paper does not report a leak rate; it only states the rule.")
+
+
+def describe_inclusions(summary: pd.DataFrame) -> str:
+    """Inclusions counted against the formulas, from :func:`inclusion_summary`."""
+    s = summary.set_index("strategy")
+    out = "**What it shows.** "
+    if "lase" in s.index:
+        li = s.loc["lase"]
+        out += (f"LASE made {li['mean_counted']:.2f} inclusions per problem on average (at most "
+                f"{li['max_counted']}); its star inclusions {'stay within' if li['star_within_2kT'] else 'EXCEED'} "
+                f"2kT = {li['star_bound_2kT']:.0f} on every problem, and are zero whenever the leader is confident "
+                f"at once. ")
+    if "mad" in s.index:
+        mi = s.loc["mad"]
+        out += (f"MAD's all-to-all debate made {mi['mean_counted']:.0f} per problem "
+                f"({'exactly' if mi['obeys_formula'] else 'NOT'} its formula {mi['formula']} = {mi['bound']}). ")
+    return out + ("LASE's count does not depend on how many agents exist; all-to-all debate's grows with their "
+                  "square (chapter 1 draws both curves).")

@@ -62,6 +62,8 @@ def label(strategy: str, config: Mapping[str, Any] | None = None) -> str:
     """A readable name with the sizes that matter: ``MV(7)``, ``MAD(3x2)``, ``LASE+MV(5)``..."""
     c = dict(config or {})
     n, t = c.get("n_agents", 3), c.get("rounds", 2)
+    if c and "examples" not in c:  # recorded before MAD's rounds counted the first answers (then 3 x 3)
+        t = int(t) + 1
     return {
         "single": "single agent", "mv": f"MV({c.get('n_samples', 7)})", "mad": f"MAD({n}x{t})",
         "moa": f"MoA({c.get('moa_layers', 2)}x{c.get('moa_proposers', 3)})", "down": "DOWN",

@@ -3,7 +3,8 @@
 - :func:`load_runs`: the finished run folders under a traces folder, by strategy name;
 - :func:`run_from_results`: the same tables built in memory from a live run;
 - :func:`problems_from_manifest`: a run's problems (question, gold, level) rebuilt from its manifest;
-- :func:`common_ids`: the problem ids a set of runs all answered.
+- :func:`common_ids`: the problem ids a set of runs all answered;
+- :func:`fill_columns`: the columns newer recordings carry, filled in for a run recorded before them.
 
 A run folder is what ``lase-nb run --out`` writes (:func:`lase_nb.traces.load_run` reads one);
 it is finished when its ``manifest.json`` exists.
@@ -20,13 +21,13 @@ import pandas as pd
 from .errors import DataError, LaseError
 from .traces import Run, call_rows, load_run, problem_rows, stage_rows
 
-__all__ = ["RUN_DIRS", "load_runs", "run_from_results", "problems_from_manifest", "common_ids"]
+__all__ = ["RUN_DIRS", "load_runs", "fill_columns", "run_from_results", "problems_from_manifest", "common_ids"]
 
 #: Folder of a strategy name when it differs from the name: "lase" is read from the full-chain run
 #: (LASE at any thresholds is replayed from it).
 RUN_DIRS: dict[str, str] = {"lase": "lase-full"}
 
-RECORD_HINT = "record them with `bash data/traces/record.sh` or pass the folder as `traces`"
+RECORD_HINT = "record them with `python data/traces/record.py` (or `make traces`) or pass the folder as `traces`"
 
 
 def load_runs(folder: str | Path, names: Iterable[str] | None = None, require: Sequence[str] = ()) -> dict[str, Run]:
@@ -45,13 +46,51 @@ def load_runs(folder: str | Path, names: Iterable[str] | None = None, require: S
     for name in names:
         path = folder / RUN_DIRS.get(name, name)
         if (path / "manifest.json").exists():
-            runs[name] = load_run(path)
+            runs[name] = fill_columns(load_run(path))
     for name in require:
         if name not in runs:
             path = folder / RUN_DIRS.get(name, name)
-            raise DataError(f"no finished run {path}; record it with `bash data/traces/record.sh` "
+            raise DataError(f"no finished run {path}; record it with `python data/traces/record.py` "
                             f"(or `lase-nb run --strategy lase --full-chain --out {path}`)")
     return runs
+
+
+def fill_columns(run: Run) -> Run:
+    """The run with the columns of the current recording format, filled in where it predates them.
+
+    Runs recorded before the answer-extraction step and the cap-hit counters lack
+    ``answer_strict``/``correct_strict`` (problems, stages), ``extracted`` (stages), ``hit_cap``
+    (calls), ``cap_hits`` (problems) and the manifest's ``cap_hits`` per role. No extraction step
+    ran then, so strict grading equals the recorded grading and nothing was extracted; a call hit
+    its cap when it stopped for length (``finish_reason == "length"``). The names of the filled
+    columns are listed in ``run.manifest["filled_columns"]`` (empty for a current recording).
+    Modifies and returns ``run``.
+    """
+    filled: list[str] = []
+    calls, probs, stages = run.calls, run.problems, run.stages
+    if len(calls) and "hit_cap" not in calls:
+        calls["hit_cap"] = calls["finish_reason"].eq("length") if "finish_reason" in calls else False
+        filled.append("calls.hit_cap")
+    for name, table in (("problems", probs), ("stages", stages)):
+        if len(table) and "correct" in table and "correct_strict" not in table:
+            table["answer_strict"] = table["answer"] if "answer" in table else None
+            table["correct_strict"] = table["correct"].astype(bool)
+            filled += [f"{name}.answer_strict", f"{name}.correct_strict"]
+    if len(stages) and "extracted" not in stages:
+        stages["extracted"] = False
+        filled.append("stages.extracted")
+    if len(probs) and "cap_hits" not in probs:
+        used = calls[calls["used"].astype(bool)] if len(calls) and "used" in calls else calls
+        per = used.groupby("problem_id")["hit_cap"].sum() if len(used) else pd.Series(dtype=int)
+        probs["cap_hits"] = probs["problem_id"].map(per).fillna(0).astype(int)
+        filled.append("problems.cap_hits")
+    if "cap_hits" not in run.manifest and len(calls):
+        g = calls.groupby("role", sort=False)["hit_cap"]
+        run.manifest["cap_hits"] = {role: {"calls": int(n), "cap_hits": int(k), "rate": round(k / n, 4)}
+                                    for role, n, k in zip(g.size().index, g.size(), g.sum())}
+        filled.append("manifest.cap_hits")
+    run.manifest.setdefault("filled_columns", filled)
+    return run
 
 
 def run_from_results(results: Sequence, problems: Sequence, manifest: Mapping[str, Any] | None = None) -> Run:

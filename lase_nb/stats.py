@@ -261,7 +261,8 @@ def comparison_table(runs: Mapping[str, pd.DataFrame] | pd.DataFrame, baseline: 
     problem; completion_tokens and stop_stage / x_debated (for the escalation rate) are optional.
 
     Columns: n (common problems), accuracy with a Wilson interval (acc_lo, acc_hi: the package's
-    one interval for an accuracy), avg_tokens and total_tokens (prompt + completion),
+    one interval for an accuracy), accuracy_strict (graded without the answer-extraction step:
+    ``correct_strict`` where the table has it, else ``correct``), avg_tokens and total_tokens (prompt + completion),
     avg_completion_tokens and total_completion_tokens, token_multiplier and
     completion_multiplier (avg tokens / the ``baseline`` row's), escalation_rate, and for each of
     ``baseline`` and ``vote`` an exact McNemar test: wins_vs_<name> (this right, that wrong),
@@ -294,7 +295,9 @@ def comparison_table(runs: Mapping[str, pd.DataFrame] | pd.DataFrame, baseline: 
         ok = correct[s]
         lo, hi = wilson_interval(int(ok.sum()), len(ok), level)
         comp = df["completion_tokens"] if "completion_tokens" in df else pd.Series(np.nan, index=df.index)
+        strict = _bool_array(df["correct_strict"], "correct_strict") if "correct_strict" in df else ok
         row = {"n": len(ids), "accuracy": float(ok.mean()), "acc_lo": lo, "acc_hi": hi,
+               "accuracy_strict": float(strict.mean()),
                "avg_tokens": float(df["total_tokens"].mean()), "total_tokens": float(df["total_tokens"].sum()),
                "avg_completion_tokens": float(comp.mean()), "total_completion_tokens": float(comp.sum(min_count=1)),
                "escalation_rate": escalation_rate(df.reset_index())}

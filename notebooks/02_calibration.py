@@ -38,7 +38,9 @@
 # `papermill 02_calibration.ipynb out.ipynb -p live True -p backend openai -p model gpt-4.1-mini`.
 #
 # The chapter's logic lives in `lase_nb/calibration.py` (reliability, AUROC and ECE come from
-# `lase_nb/stats.py`, whose one interval for an accuracy, Wilson's, every chapter uses).
+# `lase_nb/stats.py`, whose one interval for an accuracy, Wilson's, every chapter uses). It covers
+# the paper's calibration figure (Figure 3), the evidence for its Assumption 3.3, printed below in
+# the paper's own numbers.
 
 # %% tags=["parameters"]
 backend = "local"  # local | openai | gemini (used by the live steps)
@@ -57,7 +59,6 @@ interactive = True  # False under papermill: no widgets are created
 
 # %%
 import functools
-from pathlib import Path
 
 import matplotlib.pyplot as plt
 import pandas as pd
@@ -70,11 +71,12 @@ from lase_nb.datasets import load_dataset
 from lase_nb.engine import Call, Engine
 from lase_nb.prompts import solver_messages
 from lase_nb.runner import run_problems
+from lase_nb.runs import load_runs
 from lase_nb.strategies import StrategyConfig
-from lase_nb.traces import load_run
 
 plots.set_style()
 pd.set_option("display.precision", 3)
+display(Markdown(reference.describe_results("calibration")))
 cfg = StrategyConfig(tau_lp=tau_lp, tau_h=tau_h, top_logprobs=top_k, seed=seed)
 
 
@@ -99,7 +101,7 @@ if live:
     frame = calibration.confidence_frame(results, problems=problems)
     source = f"live: {engine().backend.name}:{engine().backend.model}, {dataset}, {len(frame)} problems"
 else:
-    run = load_run(Path(traces) / "lase-full")
+    run = load_runs(traces, ["lase"], require=["lase"])["lase"]  # the lase-full folder
     frame = calibration.confidence_frame(run, stage=0)
     m = run.manifest
     source = f"recorded: {m['backend']}:{str(m['model']).split(' (')[0]}, {m['dataset']}, {len(frame)} problems"
@@ -241,14 +243,9 @@ if interactive:
 
 # %% [markdown]
 # ## Summary
-#
-# - The gate is only as good as the link between confidence and correctness. Reliability plots
-#   show that link bin by bin; AUROC and ECE put a number and an interval on it.
-# - Our small model is often confidently wrong: its answer-token probabilities are high whether it
-#   is right or not, so the proxies separate right from wrong answers far less cleanly than the
-#   paper's table suggests for strong models, and a gate built on them lets errors through.
-# - With the full set of API alternatives, the top-k entropy estimate stays close to the exact
-#   entropy on short answers; with fewer alternatives it drifts down (it is a lower bound), and a
-#   gate on `H_max` can change its verdict.
-#
+
+# %%
+display(Markdown(calibration.describe_summary(frame, scores, split)))
+
+# %% [markdown]
 # Chapter 06 looks at the errors the gate lets through, and at what happens after it escalates.

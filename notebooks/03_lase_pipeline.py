@@ -23,7 +23,8 @@
 #
 # **What you will learn**
 #
-# 1. What each role is told and what it sees (the prompts, exactly as the code sends them).
+# 1. What each role is told and what it sees (the prompts, exactly as the code sends them), beside
+#    the paper's intents, and how often each role runs out of tokens.
 # 2. How the gate works on a real chain: the leader's $\exp(\mathrm{LP}_{\min})$ and
 #    $H_{\max}$ after every stage, the thresholds, and where LASE stops.
 # 3. How often LASE escalates, where it stops, what that costs in tokens, and whether the
@@ -31,6 +32,8 @@
 # 4. Why supporters must not give answers, and how often ours tried to (leaks counted).
 # 5. How many cross-agent context inclusions LASE really makes, counted from the transcripts
 #    and checked against the star bound $2kT$ (and against all-to-all debate's $Tn(n-1)$).
+# 6. The paper's selective-gain bound (Theorem 3.7) measured term by term: $P(U=1)$, the share of
+#    escalated problems escalation fixes ($\rho\delta$) and the share it breaks (assumption A3).
 #
 # **You need** chapter 1 (the gate $U$, the star topology) and chapter 2 helps (what the
 # confidence numbers mean). By default the chapter reads **recorded traces** of the embedded
@@ -41,6 +44,8 @@
 #
 # The chapter's logic lives in `lase_nb/pipeline.py`; transcripts are drawn by
 # `lase_nb/transcripts.py`, runs loaded by `lase_nb/runs.py` and replay done by `lase_nb/analysis.py`.
+# It covers the paper's Theorem 3.7 (the selective-gain bound, measured in section 3.5) and the
+# escalation rates of its Table 5; the numbers are printed below from `lase_nb.reference`.
 
 # %% tags=["parameters"]
 backend = "local"  # local | openai | gemini (live runs only)
@@ -68,11 +73,12 @@ import pandas as pd
 from IPython.display import HTML, Markdown, display
 
 from lase_nb import pipeline, plots, prompts, reference, runs as run_store, transcripts
-from lase_nb.analysis import chains_from_stages, fixed_policies, replay
+from lase_nb.analysis import chains_from_stages, replay
 
 plots.set_style()
 pd.set_option("display.precision", 3)
 pd.set_option("display.max_colwidth", 120)
+display(Markdown(reference.describe_results("table5", "llama3")))
 
 # %% [markdown]
 # ## 3.0 The data: recorded full chains, or a live run
@@ -102,10 +108,7 @@ if live:
     problems = {p.id: p for p in problem_list}
     print(f"live run: {engine.stats.model_calls} model calls, {engine.stats.cache_hits} from the cache")
 else:
-    runs = run_store.load_runs(traces, ["lase", "mad"])
-    if "lase" not in runs:
-        raise FileNotFoundError(f"no finished full-chain LASE run under {traces}/lase-full; record it with "
-                                f"`python data/traces/record.py` (or `make traces`) or set live=True")
+    runs = run_store.load_runs(traces, ["lase", "mad"], require=["lase"])  # older recordings get the new columns
     run = runs["lase"]
     problems = run_store.problems_from_manifest(run.manifest, data_path)
 chains = chains_from_stages(run.stages)
@@ -122,27 +125,37 @@ print(f"{run.manifest.get('backend')}:{run.manifest.get('model')} on {run.manife
 # answer. A supporter's boxed answer would hand the leader a ready-made answer to copy, and the
 # leader's confidence would then measure the copy rather than its own reasoning, so the pipeline
 # removes it (replacing it by a placeholder) and counts it.
+#
+# Our instructions are in our own words. The table sets each one, exactly as the code sends it
+# (`lase_nb.prompts`), beside the paper's intent for that role, and names where we differ: the
+# answer-extraction step and the worked examples are ours, not the paper's.
 
 # %%
-pipeline.role_table()
+pipeline.prompt_table()
 
 # %% [markdown]
-# The leader's prompt is the single-agent prompt of chapter 0: an instruction, two worked
-# examples as earlier chat turns (the small model only boxes its answers when shown how), and the
-# problem. After each supporter it sees its own previous attempt and one note, with this request:
+# **Token caps and the extraction step.** A response cut off at its token cap usually has no
+# boxed answer. When a leader's response has none, the pipeline asks once for the final answer
+# alone (the extraction step, its own call, counted in the tokens) and the gate reads that
+# answer's tokens; *strict* grading ignores what the step supplied. Per role, over every
+# recorded call:
 
 # %%
-print(prompts.REVISE_REQUEST)
+caps = pipeline.role_calls(run.calls)
+display(caps)
+display(Markdown(pipeline.describe_caps(caps, run.stages, run.manifest.get("filled_columns", []))))
 
 # %% [markdown]
 # ## 3.2 One problem, stage by stage
 #
-# We pick the problem to walk through **by rule, not by hand**: among those LASE escalates at the
-# chosen thresholds, a rescue (solo wrong, LASE right) if there is one, else the one whose boxed
-# answer changes most often, else the deepest (`pipeline.pick_walkthrough`).
+# We pick the problem to walk through **by rule, not by hand** (`pipeline.pick_walkthrough`): one
+# where a supporter's note leads the leader to change its answer within the stages LASE runs at the
+# chosen thresholds, preferably from wrong to right, else from right to wrong, else any change;
+# failing that, any escalated problem.
 
 # %%
 pid = pipeline.pick_walkthrough(chains, tau_lp, tau_h)
+change = pipeline.walkthrough_change(chains, pid, tau_lp, tau_h)
 problem = problems.get(pid)
 walk = pipeline.stage_table(run.stages, pid, tau_lp, tau_h)
 stop = int(np.flatnonzero(walk["lase"].to_numpy() == "stops here")[0])
@@ -158,32 +171,7 @@ plots.savefig(fig, "pipeline_stage_walk")
 plt.show()
 
 # %%
-solo_row, stop_row = walk.iloc[0], walk.iloc[stop]
-
-
-def _ans(a):
-    return "no boxed answer" if a is None else f"answer {a}"
-
-
-def _conf(row):
-    if np.isnan(row["p_min"]):
-        return "no answer tokens to measure"
-    return f"exp(LP_min) = {row['p_min']:.2f} and H_max = {row['h_max']:.2f} nats"
-
-
-display(Markdown(
-    f"**What it shows.** The leader alone gave {_ans(solo_row['answer'])} "
-    f"({'right' if solo_row['correct'] else 'wrong'}), with {_conf(solo_row)}: "
-    + ("**unsure** (U = 1), so LASE called the devil's advocate. " if walk['uncertain'].iloc[0]
-       else "**confident** (U = 0), so LASE stopped at once; nothing on this batch escalated. ")
-    + f"LASE stops at stage {stop} ({walk['supporter'].iloc[stop]}) with {_ans(stop_row['answer'])} "
-    f"({'right' if stop_row['correct'] else 'wrong'}), having spent {int(stop_row['total_tokens'])} tokens "
-    f"(prompt + completion; {int(stop_row['completion_tokens'])} completion only) against "
-    f"{int(solo_row['total_tokens'])} for the leader alone. "
-    + (f"Of the {len(walk) - 1} revisions in this full chain, {int(walk['p_min'].iloc[1:].isna().sum())} "
-       f"ended without a boxed answer (which the gate treats as unsure); over all problems "
-       f"{100 * np.mean(~np.isnan(chains.p_min[:, 1:])):.0f}% of revisions are boxed, so the rule's preference for "
-       f"chains whose answer changes may pick an unusually tidy one." if len(walk) > 1 else "")))
+display(Markdown(pipeline.describe_walk(walk, change)))
 
 # %% [markdown]
 # The transcript behind the figure. Each call shows what it read, its token count, and for the
@@ -212,7 +200,7 @@ else:
     print("no escalated chain without boxed revisions in this run")
 
 # %% [markdown]
-# The exact messages the devil's advocate received in the first chain (the collaborator and the
+# The exact messages the devil's advocate received in this chain (the collaborator and the
 # expert get the same layout, plus the critique and the hints):
 
 # %%
@@ -229,7 +217,8 @@ if problem is not None:
 # primitive for any backend): the leader answers; while its answer is uncertain ($U = 1$: no boxed
 # answer, $\exp(LP_{min}) < \tau_{lp}$ or $H_{max} > \tau_h$), the next supporter writes a note (any
 # boxed answer in it is withheld) and the leader revises. It stops at the first confident answer,
-# or after the last supporter.
+# or after the last supporter. A leader response without an answer gets the extraction step, and
+# the gate reads the extracted answer.
 
 # %%
 from lase_nb.answers import strip_boxed
@@ -237,22 +226,32 @@ from lase_nb.confidence import measure
 from lase_nb.engine import Call
 
 
+def lead(engine, cfg, t, messages, kind):
+    """One leader call, plus the extraction step if its response has no answer: (text, confidence, tokens)."""
+    (gen,) = engine.run([Call("leader", t, messages, cfg.params())])
+    conf, spent = measure(gen, kind), gen.prompt_tokens + gen.completion_tokens
+    if conf.answer is None and cfg.extract_answers:
+        (x,) = engine.run([Call("extract", t, prompts.extract_messages(messages, gen.text), cfg.extract_params())])
+        conf, spent = measure(x, kind), spent + x.prompt_tokens + x.completion_tokens
+    return gen.text, conf, spent
+
+
 def lase_from_scratch(problem, engine, cfg):
     """One LASE episode: (stop stage, final answer, tokens spent: prompt + completion)."""
-    lead, sup = cfg.params(), cfg.params(supporter=True)
-    (gen,) = engine.run([Call("leader", 0, prompts.solver_messages(problem), lead)])
-    spent, notes = gen.prompt_tokens + gen.completion_tokens, {}
+    ex, sup = cfg.examples, cfg.params(supporter=True)
+    attempt, conf, spent = lead(engine, cfg, 0, prompts.solver_messages(problem, examples=ex), problem.kind)
+    notes = {}
     for t, role in enumerate(cfg.supporter_order, start=1):
-        conf = measure(gen, problem.kind)
         if conf.answer is not None and conf.p_min >= cfg.tau_lp and conf.h_max <= cfg.tau_h:
             return t - 1, conf.answer, spent  # U = 0: confident, stop here
         critique = notes.get("devil") if role in ("collaborator", "expert") else None
         hints = notes.get("collaborator") if role == "expert" else None
-        (note,) = engine.run([Call(role, t, prompts.supporter_messages(problem, role, gen.text, critique, hints), sup)])
+        (note,) = engine.run([Call(role, t, prompts.supporter_messages(problem, role, attempt, critique, hints), sup)])
         notes[role], _ = strip_boxed(note.text)  # a supporter may not hand over an answer
-        (gen,) = engine.run([Call("leader", t, prompts.revise_messages(problem, gen.text, role, notes[role]), lead)])
-        spent += note.prompt_tokens + note.completion_tokens + gen.prompt_tokens + gen.completion_tokens
-    return len(cfg.supporter_order), measure(gen, problem.kind).answer, spent  # no supporter left
+        revise = prompts.revise_messages(problem, attempt, role, notes[role], examples=ex)
+        attempt, conf, used = lead(engine, cfg, t, revise, problem.kind)
+        spent += note.prompt_tokens + note.completion_tokens + used
+    return len(cfg.supporter_order), conf.answer, spent  # no supporter left
 
 
 # %% [markdown]
@@ -296,7 +295,6 @@ else:
 dist = pipeline.stop_distribution(chains, tau_lp, tau_h)
 per_stage = pipeline.stage_confidence(chains, tau_lp, tau_h)
 lase = replay(chains, tau_lp, tau_h)
-policies = fixed_policies(chains)
 display(dist)
 display(per_stage)
 
@@ -306,43 +304,42 @@ plots.savefig(fig, "pipeline_batch")
 plt.show()
 
 # %%
-flips = pipeline.outcome_flips(chains, tau_lp, tau_h).set_index("outcome")
-esc = float((lase["stop_stage"] > 0).mean())
-solo_acc, full_acc = policies.set_index("policy").loc[["solo", "always-interact"], "accuracy"]
-solo_tok, full_tok = policies.set_index("policy").loc[["solo", "always-interact"], "avg_tokens"]
-display(flips)
-display(Markdown(
-    f"**What it shows.** At (tau_lp, tau_h) = ({tau_lp}, {tau_h}) LASE escalates **{100 * esc:.0f}%** of the "
-    f"{len(lase)} problems. Accuracy: leader alone {100 * solo_acc:.1f}%, LASE {100 * lase['correct'].mean():.1f}%, "
-    f"every stage always {100 * full_acc:.1f}%. Average tokens per problem (prompt + completion): "
-    f"{solo_tok:.0f} alone, {lase['total_tokens'].mean():.0f} for LASE "
-    f"({lase['total_tokens'].mean() / solo_tok:.1f}x), {full_tok:.0f} always interacting. "
-    f"The revisions rescued **{flips.loc['wrong -> right (rescued)', 'problems']}** problems and talked the leader "
-    f"out of a right answer on **{flips.loc['right -> wrong (talked out of it)', 'problems']}**. "
-    f"After the first stage only {100 * per_stage['boxed'].iloc[1:].mean():.0f}% of revisions (averaged over "
-    f"stages 1-{chains.n_stages - 1}) end in a boxed answer, against {100 * per_stage['boxed'].iloc[0]:.0f}% of first "
-    f"answers."))
-
-# %% [markdown]
-# **What the paper reported.** With GPT-4.1-mini on MATH-500 the same gate escalated a minority of
-# problems, and the share grew with `tau_lp`:
+display(pipeline.outcome_flips(chains, tau_lp, tau_h))
+display(Markdown(pipeline.describe_batch(chains, tau_lp, tau_h) + " " + pipeline.describe_boxing(per_stage)))
 
 # %%
+display(Markdown(pipeline.describe_paper_sweep()))
 reference.paper_column(reference.THRESHOLD_SWEEP[["tau_lp", "tau_h", "escalation_rate", "avg_tokens"]])
 
+# %% [markdown]
+# A weaker model is unsure more often, so it escalates more and costs more; the paper's own
+# comparison of its two models is printed by `reference.LLAMA3_8B_NOTE`:
+
 # %%
-text = (f"A weaker model is unsure more often, so it escalates more and costs more: *{reference.LLAMA3_8B_NOTE}* ")
-boxed_first, boxed_later = per_stage["boxed"].iloc[0], per_stage["boxed"].iloc[1:].mean()
-if boxed_later < boxed_first - 0.1:
-    text += (f"Our model fails in a further way: its revisions box an answer far less often than its first "
-             f"answers ({100 * boxed_later:.0f}% vs {100 * boxed_first:.0f}%). **An unboxed revision counts as "
-             f"uncertain, so the chain runs on, and if the last stage has no box the answer is lost**, even when "
-             f"the first one was right. That is a small model losing the format in long multi-turn prompts, not "
-             f"a property of the method; rerun with `live=True` and a stronger model to see the paper's regime.")
-display(Markdown(text))
+print(reference.LLAMA3_8B_NOTE)
 
 # %% [markdown]
-# ## 3.5 Supporters that give the answer away
+# ## 3.5 The selective-gain bound, measured (Theorem 3.7)
+#
+# The paper's Theorem 3.7 says: if an escalated problem holds a correct seed with probability at
+# least $\rho$ (A1), a seed raises the leader's accuracy by at least $\delta$ (A2), and escalation
+# without a seed never lowers it (A3), then
+# $\mathrm{Acc}(\mathrm{LASE}) \ge \mathrm{Acc}(\mathrm{solo}) + P(U=1)\,\rho\,\delta$.
+# A full-chain recording measures every term at once: $P(U=1)$ is the share the gate escalates,
+# the share of escalated problems that escalation turns from wrong to right is the measurable
+# counterpart of $\rho\delta$, and the share it turns from right to wrong counts violations of A3
+# (`pipeline.bound_terms`, 95% Wilson intervals).
+
+# %%
+terms = pipeline.bound_terms(chains, tau_lp, tau_h)
+display(terms.to_frame("measured").T[["n", "escalated", "p_u1", "p_u1_lo", "p_u1_hi", "fixed", "fixed_share",
+                                       "fixed_share_lo", "fixed_share_hi", "broken", "broken_share", "acc_solo",
+                                       "bound", "acc_lase", "acc_lase_lo", "acc_lase_hi", "a3_holds"]])
+display(Markdown(pipeline.describe_bound(terms)))
+display(Markdown(pipeline.describe_regime(terms)))
+
+# %% [markdown]
+# ## 3.6 Supporters that give the answer away
 #
 # Every supporter call whose text contained `\boxed{}` is counted here, over all recorded calls
 # (a leak is a property of the transcript, whether or not LASE at these thresholds made the call).
@@ -352,14 +349,10 @@ leaks = pipeline.leak_table(run.calls)
 leaks
 
 # %%
-n_sup, n_leak = int(leaks["calls"].sum()) if len(leaks) else 0, int(leaks["calls_with_leak"].sum()) if len(leaks) else 0
-display(Markdown(
-    f"**What it shows.** {n_leak} of {n_sup} supporter calls ({100 * n_leak / max(n_sup, 1):.0f}%) wrote a "
-    f"boxed answer despite being told not to; each box was replaced before the leader read the note. "
-    f"The paper does not report a leak rate; it only states the rule."))
+display(Markdown(pipeline.describe_leaks(leaks)))
 
 # %% [markdown]
-# ## 3.6 Who reads whom: inclusions counted from the transcripts
+# ## 3.7 Who reads whom: inclusions counted from the transcripts
 #
 # An *inclusion* is one agent's message pasted into another agent's context. Every call records
 # the agents it read (`reads`), so we count them rather than trusting the formula. For LASE we
@@ -386,18 +379,7 @@ plots.savefig(fig, "pipeline_inclusions")
 plt.show()
 
 # %%
-li = inclusions.set_index("strategy").loc["lase"]
-text = (f"**What it shows.** LASE made {li['mean_counted']:.2f} inclusions per problem on average "
-        f"(at most {li['max_counted']}); its star inclusions never exceed 2kT = {li['star_bound_2kT']:.0f} "
-        f"({'true' if li['star_within_2kT'] else 'FALSE'} on every problem), and they are zero whenever the leader "
-        f"is confident at once. ")
-if "mad" in inclusions["strategy"].values:
-    mi = inclusions.set_index("strategy").loc["mad"]
-    text += (f"MAD's all-to-all debate made {mi['mean_counted']:.0f} on every problem "
-             f"({'exactly' if mi['obeys_formula'] else 'NOT'} its formula {mi['formula']} = {mi['bound']}). ")
-text += ("LASE's count does not depend on how many agents exist; all-to-all debate's grows with their "
-         "square (chapter 1 draws both curves).")
-display(Markdown(text))
+display(Markdown(pipeline.describe_inclusions(inclusions)))
 
 # %% [markdown]
 # ## Try it yourself
@@ -431,6 +413,8 @@ if interactive:
 # - Supporters sometimes give the answer away anyway; the pipeline strips and counts it.
 # - LASE's inclusions, counted from real transcripts, stay within the star bound and do not grow
 #   with the number of agents.
+# - Theorem 3.7's bound can be measured term by term from one recording; section 3.5 says whether
+#   its assumption A3 held in this run, and which regime the recording is in.
 #
 # Chapter 4 puts LASE beside single agents, majority vote, debate, mixture-of-agents and DOWN on
 # the same problems.

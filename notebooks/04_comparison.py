@@ -23,8 +23,9 @@
 # **What you will learn**
 #
 # 1. How the strategies differ in what they call and who reads whom: single agent, majority vote
-#    (MV, 7 samples), multi-agent debate (MAD, 3 agents x 2 rounds), mixture-of-agents (MoA),
-#    DOWN, LASE, LASE+MV (5 chains) and LASE with a shuffled supporter order.
+#    (MV), multi-agent debate (MAD, as Du et al. define it), mixture-of-agents (MoA), DOWN (which
+#    gates on its own confidence score), LASE, LASE+MV and LASE with a shuffled supporter order;
+#    their sizes and calls per problem are printed from the runs in section 4.0.
 # 2. How to read a comparison honestly: Wilson intervals, exact McNemar tests on paired
 #    problems, tokens as completion only and as prompt + completion, and multipliers vs the
 #    single agent.
@@ -39,7 +40,9 @@
 #
 # The chapter's logic lives in `lase_nb/comparison.py`; the comparison table is
 # `lase_nb.stats.comparison_table` (chapter 6 uses the same one), replay is `lase_nb/analysis.py`,
-# and every strategy keeps one colour and marker from `lase_nb/plots.py`.
+# and every strategy keeps one colour and marker from `lase_nb/plots.py`. It covers the paper's
+# Table 1 and its side results (LASE+MV, shuffled order, MoA vs LASE) and the DOWN paper's claim,
+# printed below in the papers' own numbers.
 
 # %% tags=["parameters"]
 backend = "local"  # local | openai | gemini (live runs only)
@@ -74,14 +77,23 @@ plots.set_style()
 pd.set_option("display.precision", 3)
 pd.set_option("display.max_colwidth", 140)
 pd.set_option("display.width", 200)
+display(Markdown(reference.describe_results("table1", "lase_mv", "shuffled", "moa", "down")))
 BASELINES = ["single", "mv", "mad", "moa", "down", "lase-mv", "lase-shuffled"]
 
 # %% [markdown]
-# ## 4.0 The runs
+# ## 4.0 The runs, and what each strategy does
 #
 # Each strategy's run is a table with one row per problem (answer, right or wrong, tokens) and one
 # row per call. LASE is recorded as a full chain and replayed at `(tau_lp, tau_h)`. LASE+MV and the
 # shuffled-order variant stop at the thresholds they were run with (printed below).
+#
+# **MAD and DOWN, as their papers define them.** MAD is Du et al.'s debate with 3 agents and 2
+# rounds: round 1 is the independent answers, round 2 one round of reading the others. DOWN asks
+# one agent first and scores that response by its own confidence, the mean probability of all its
+# tokens; only a low score starts a debate. LASE's gate differs in what it reads (the answer's
+# tokens only, lowest probability and highest entropy) and in what it calls (one supporter at a
+# time, not a debate); chapter 1 has the long version. The list below gives each run's sizes and
+# the calls per problem counted from its recording.
 
 # %%
 if live:
@@ -106,20 +118,14 @@ if live:
     missing = []
     print(f"live: {engine.stats.model_calls} model calls, {engine.stats.cache_hits} answered from the cache")
 else:
-    runs = run_store.load_runs(traces, ["lase", *BASELINES])
+    runs = run_store.load_runs(traces, ["lase", *BASELINES], require=["lase"])
     missing = [s for s in ["lase", *BASELINES] if s not in runs]
-    if "lase" not in runs:
-        raise FileNotFoundError(f"no full-chain LASE run under {traces}/lase-full; record the traces with "
-                                f"`python data/traces/record.py` (or `make traces`), or set live=True")
 configs = {s: r.manifest.get("config", {}) for s, r in runs.items()}
 problems = {p.id: p for p in problem_list} if live else run_store.problems_from_manifest(runs["lase"].manifest, data_path)
 kind = next(iter(problems.values())).kind if problems else "number"
-overview = pd.DataFrame([{"strategy": s, "method": plots.label(s, configs[s]), "problems": len(r.problems),
-                          "calls": len(r.calls), "model": f"{r.manifest.get('backend')}:{r.manifest.get('model')}",
-                          "run thresholds": f"({configs[s].get('tau_lp')}, {configs[s].get('tau_h')})"
-                          if s in ("lase-mv", "lase-shuffled", "down") else ""}
-                         for s, r in runs.items()])
-display(overview)
+display(comparison.run_overview(runs))
+display(Markdown(comparison.describe_methods(configs, {s: comparison.calls_per_problem(r.calls)
+                                                       for s, r in runs.items() if s != "lase"})))
 if missing:
     print("not recorded (left out of the comparison):", ", ".join(missing))
 
@@ -129,7 +135,9 @@ if missing:
 # All strategies are compared **on the problems every one of them answered** (the baselines
 # were recorded on the first problems of the LASE recording's set; a run made on far fewer
 # problems gets its own small table, so that it does not shrink this one). Accuracy has a 95% Wilson
-# interval (the one interval the package uses for an accuracy, in every chapter). Tokens are per problem, **completion only** (what the models wrote) and
+# interval (the one interval the package uses for an accuracy, in every chapter); beside it the
+# **strict** accuracy, which does not count answers the extraction step supplied. Tokens are per
+# problem, **completion only** (what the models wrote) and
 # **prompt + completion** (what an API bills; it counts every pasted context again). The
 # McNemar tests pair the strategies problem by problem: `+wins/-losses` are the problems this
 # strategy got right and the single agent wrong, and the reverse; only they carry information.
@@ -148,7 +156,7 @@ table = stats.comparison_table({s: tables[s] for s in main})
 paper = comparison.paper_reference(paper_model, paper_dataset)
 labels = {s: plots.label(s, configs.get(s, configs.get("lase"))) for s in table.index}
 shown = comparison.comparison_display(table, paper, configs)
-display(shown[["method", "accuracy % [95% CI]", "paper accuracy %", "escalated %", "vs single: +wins/-losses",
+display(shown[["method", "accuracy % [95% CI]", "strict accuracy %", "paper accuracy %", "escalated %", "vs single: +wins/-losses",
                "McNemar p vs single", "McNemar p vs MV"]])
 shown[["method", "avg tokens (completion)", "avg tokens (prompt+completion)", "total tokens (prompt+completion)",
        "x single (completion)", "x single (prompt+completion)", "paper avg tokens", "paper multiplier",
@@ -159,17 +167,13 @@ shown[["method", "avg tokens (completion)", "avg tokens (prompt+completion)", "t
 # problems only, beside the single agent, MV and LASE, so that it does not shrink the main table:
 
 # %%
-short_tables = {}
-for s in short:
-    sub = {k: tables[k] for k in ("single", "mv", "lase", s) if k in tables}
-    short_tables[s] = stats.comparison_table(sub)
-    print(f"{plots.label(s, configs.get(s))}: recorded on {tables[s]['problem_id'].nunique()} problems; "
-          f"compared on the {int(short_tables[s]['n'].iloc[0])} it shares with the others")
-    display(comparison.comparison_display(short_tables[s], paper, configs)[
-        ["method", "accuracy % [95% CI]", "avg tokens (prompt+completion)", "x single (prompt+completion)",
-         "McNemar p vs single", "McNemar p vs MV"]])
-if not short:
-    print("every strategy was recorded on (about) the same problems")
+short_tables = {s: stats.comparison_table({k: tables[k] for k in ("single", "mv", "lase", s) if k in tables})
+                for s in short}
+display(Markdown(comparison.describe_comparison(table, short_tables, labels)))
+for s, t in short_tables.items():
+    display(comparison.comparison_display(t, paper, configs)[
+        ["method", "accuracy % [95% CI]", "strict accuracy %", "avg tokens (prompt+completion)",
+         "x single (prompt+completion)", "McNemar p vs single", "McNemar p vs MV"]])
 
 # %% [markdown]
 # The paper columns are **the paper's numbers**: the Table 1 row chosen by the parameters
@@ -187,22 +191,8 @@ plots.savefig(fig, "comparison_accuracy_tokens")
 plt.show()
 
 # %%
-best = table["accuracy"].idxmax()
-l, sg = table.loc["lase"], table.loc["single"]
-text = (f"**What it shows.** On {int(l['n'])} common problems the most accurate strategy is "
-        f"**{labels[best]}** ({100 * table.loc[best, 'accuracy']:.1f}%). The single agent gets "
-        f"{100 * sg['accuracy']:.1f}% [{100 * sg['acc_lo']:.1f}, {100 * sg['acc_hi']:.1f}] with "
-        f"{sg['avg_tokens']:.0f} tokens per problem (prompt + completion); LASE gets {100 * l['accuracy']:.1f}% "
-        f"[{100 * l['acc_lo']:.1f}, {100 * l['acc_hi']:.1f}] at {l['token_multiplier']:.1f}x those tokens "
-        f"({l['completion_multiplier']:.1f}x counting completions only), escalating {100 * l['escalation_rate']:.0f}% "
-        f"of the problems, McNemar p = {l['p_vs_single']:.2f} vs the single agent.")
-if "mv" in table.index:
-    mv = table.loc["mv"]
-    text += (f" MV(7) gets {100 * mv['accuracy']:.1f}% at {mv['token_multiplier']:.1f}x; LASE vs MV: "
-             f"{100 * (l['accuracy'] - mv['accuracy']):+.1f} points, p = {l['p_vs_mv']:.2f}.")
-text += (f" The intervals are wide: with {int(l['n'])} problems one problem moves accuracy by "
-         f"{100 / l['n']:.1f} points.")
-display(Markdown(text))
+display(Markdown(comparison.describe_overview(table, labels)))
+display(Markdown(pipeline.describe_regime(pipeline.bound_terms(chains, tau_lp, tau_h))))
 
 # %% [markdown]
 # ## 4.2 At equal compute
@@ -237,19 +227,7 @@ plt.show()
 
 # %%
 if len(matched):
-    ok = matched.dropna(subset=["lase_accuracy"])
-    ahead = int((ok["lase_accuracy"] > ok["mv_accuracy"]).sum())
-    behind = int((ok["lase_accuracy"] < ok["mv_accuracy"]).sum())
-    display(Markdown(
-        f"**What it shows.** At the {len(ok)} MV budgets that some LASE threshold fits, the best LASE pick is "
-        f"ahead of MV(k) at {ahead}, behind at {behind} and level at {len(ok) - ahead - behind}. "
-        f"One MV sample costs about {mv_k['avg_tokens'].iloc[0]:.0f} tokens, "
-        f"{mv_k['avg_tokens'].iloc[-1]:.0f} for all {int(mv_k['k'].iloc[-1])}; MV's accuracy goes from "
-        f"{100 * mv_k['accuracy'].iloc[0]:.1f}% (k = 1) to {100 * mv_k['accuracy'].iloc[-1]:.1f}% "
-        f"(k = {int(mv_k['k'].iloc[-1])}). LASE's thresholds span {grid['avg_tokens'].min():.0f} to "
-        f"{grid['avg_tokens'].max():.0f} tokens and {100 * grid['accuracy'].min():.1f}% to "
-        f"{100 * grid['accuracy'].max():.1f}%. The paper's equal-budget comparison is LASE+MV(5) vs MV(7) "
-        f"({reference.LASE_MV.attrs['model']}, {reference.LASE_MV.attrs['dataset']}; table below)."))
+    display(Markdown(comparison.describe_matched(matched, mv_k, grid)))
 reference.paper_column(reference.LASE_MV)
 
 # %% [markdown]
@@ -271,28 +249,9 @@ seeds = comparison.seed_table(chains, stop, samples)
 seeds
 
 # %%
-n_hold, n_claims = int(claims["holds here"].sum()), len(claims)
-first_boxed, later_boxed = per_stage["boxed"].iloc[0], per_stage["boxed"].iloc[1:].mean()
-seed_counts = seeds.set_index("question")["problems"].tolist()
-why = [f"**{n_hold} of {n_claims} claims hold in direction here.**"]
-if later_boxed < first_boxed - 0.1:
-    why.append(f"*Revisions rarely box their answers:* {100 * first_boxed:.0f}% of the leader's first answers are "
-               f"boxed, but only {100 * later_boxed:.0f}% of its revisions (stages 1-{chains.n_stages - 1}). An "
-               f"unboxed answer counts as wrong and as uncertain, so a chain that ends unboxed loses the first answer, "
-               f"right or wrong, and every extra stage costs tokens.")
-if seed_counts and seed_counts[0]:
-    why.append(f"*Little to amplify:* of the {seed_counts[0]} escalated problems the leader got wrong, the full chain "
-               f"reached a right answer at some stage on {seed_counts[1]} and LASE output one on {seed_counts[2]}"
-               + (f"; MV's independent samples contained a right answer on {seed_counts[3]}" if len(seed_counts) > 3
-                  else "") + ". Debate can only amplify a correct seed that appears (chapter 1).")
 sure0 = ~uncertain_mask(chains.p_min[:, 0], chains.h_max[:, 0], tau_lp, tau_h)
-if sure0.any():
-    why.append(f"*Confident errors are never revisited:* the leader was confident (U = 0) on {int(sure0.sum())} "
-               f"problems and wrong on {int((sure0 & ~chains.correct[:, 0]).sum())} of them; LASE keeps those answers by "
-               f"design (chapter 2 measures how weakly this model's confidence tracks correctness).")
-why.append(f"*Few problems:* {int(l['n'])} paired problems, so differences of a few points are within noise; the "
-           f"McNemar p-values above say which differences could be chance.")
-display(Markdown("\n\n".join(why)))
+display(Markdown(comparison.describe_claims(claims, seeds, per_stage, int(sure0.sum()),
+                                            int((sure0 & ~chains.correct[:, 0]).sum()), int(table["n"].iloc[0]))))
 
 # %% [markdown]
 # **What the paper reported.** Table 1 in full (accuracy %, the paper's numbers), with LASE's
@@ -301,10 +260,7 @@ display(Markdown("\n\n".join(why)))
 # %%
 t1 = reference.table1_wide("accuracy")
 t1["LASE - best other (pp)"] = (t1["lase"] - t1[["single", "mv", "mad"]].max(axis=1)).round(1)
-tok1 = reference.table1_wide("avg_tokens")
-print(f"LASE is best or tied on {int((t1['LASE - best other (pp)'] >= 0).sum())} of {len(t1)} rows, by at most "
-      f"{t1['LASE - best other (pp)'].max():.1f} points; MAD spends the most tokens on "
-      f"{int((tok1.idxmax(axis=1) == 'mad').sum())} of {len(tok1)} rows.")
+display(Markdown(comparison.describe_table1()))
 t1
 
 # %% [markdown]
@@ -334,6 +290,6 @@ if interactive:
 # - Compare at equal compute: majority vote over the first k recorded samples gives the whole
 #   MV(k) curve for free, and LASE's threshold replay gives its curve.
 # - With strong models the paper found LASE about as accurate as voting at a fraction of the
-#   tokens. With the embedded 135M-parameter model (the default) the machinery runs and is measured
-#   end to end, but the gains the paper reports need a model that can produce, recognise and keep
-#   a right answer; section 4.3 lists which claims held in your run.
+#   tokens. Whether this run is in that regime or is a negative control (the gate works, the
+#   supporters cannot correct) is stated in section 4.1 from the measured rho·delta, with the
+#   command that records the other regime; section 4.3 lists which claims held in your run.

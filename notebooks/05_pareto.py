@@ -40,7 +40,8 @@
 #
 # The chapter's logic lives in `lase_nb/pareto.py` (frontier, sweeps, held-out choice) and
 # `lase_nb/sliders.py` (the sliders); replay is `lase_nb/analysis.py`, and the strategies' colours
-# come from `lase_nb/plots.py`.
+# come from `lase_nb/plots.py`. It covers the paper's threshold sweep (Table 5) and its token
+# multipliers (Table 1), printed below in the paper's own numbers.
 
 # %% tags=["parameters"]
 traces = "../data/traces/arith-smollm2"  # folder with lase-full/ (a --full-chain LASE run), mv/, mad/
@@ -53,23 +54,22 @@ interactive = True  # False under papermill: no widgets are created
 
 # %%
 import time
-from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 
-from lase_nb import analysis, pareto, plots, reference, sliders
+from lase_nb import analysis, pareto, pipeline, plots, reference, sliders
 from lase_nb.analysis import chains_from_stages
 from lase_nb.runs import common_ids, load_runs
-from lase_nb.traces import load_run
 
 plots.set_style()
 pd.set_option("display.precision", 3)
+display(Markdown(reference.describe_results("table5", "table1")))
 baseline_names = ("mv", "mad")  # other strategies' runs under `traces`, drawn as points
 
-run = load_run(Path(traces) / "lase-full")
+run = load_runs(traces, ["lase"], require=["lase"])["lase"]  # the lase-full folder
 chains = chains_from_stages(run.stages)
 n = len(chains.problem_ids)
 m = run.manifest
@@ -91,9 +91,7 @@ print(f"{n} problems x {chains.n_stages} stages, model {m.get('model')} ({m.get(
 # %%
 rec = m.get("config", {})
 agree = pareto.recorded_gate_check(chains, run.problems, rec.get("tau_lp", tau_lp), rec.get("tau_h", tau_h))
-print(f"replay at the recorded thresholds (tau_lp={rec.get('tau_lp')}, tau_h={rec.get('tau_h')}) vs the live run, "
-      f"{agree['n']} problems: same stop stage {agree['stop_stage']:.0%}, same grade {agree['correct']:.0%}, "
-      f"same tokens {agree['total_tokens']:.0%}")
+display(Markdown(pareto.describe_replay_check(agree, rec.get("tau_lp", tau_lp), rec.get("tau_h", tau_h))))
 
 # %% [markdown]
 # **The gate and the replay, written out.** Over the recorded arrays (problems x stages) a stage
@@ -139,12 +137,13 @@ print(sliders.point_sentence(default, solo_tokens))
 # ## 5.2 The frontier
 #
 # Each dot below is one threshold pair: what LASE would have scored (y) and spent (x, prompt +
-# completion tokens per problem, log scale) on these problems. The black staircase is the
-# **Pareto front**, the pairs no other pair beats on both axes. The **red dashed staircase is the
-# oracle gate**: it knows which answers are right, sends a wrongly answered problem exactly as far as
-# its first right stage, and fixes the cheapest ones first. It is the best any stopping rule on
-# these chains could do at each cost, so no dot can lie above it; the gap between the two
-# staircases is what a perfect confidence signal would add.
+# completion tokens per problem, log scale) on these problems. The black line is the
+# **Pareto front**, the pairs no other pair beats on both axes (it can be a single point). The
+# **red dashed line is the oracle gate**: it knows which answers are right, sends a wrongly answered
+# problem exactly as far as its first right stage, and fixes the cheapest ones first. It is the best
+# any stopping rule on these chains could do at each cost, so no dot can lie above it. The text
+# under the figure splits the distance from LASE to the oracle into what simply not escalating
+# recovers and what a perfect confidence signal would add beyond that.
 #
 # The right panel repeats the grid on the problems that the majority-vote (MV) and MAD runs also
 # answered, so that every point there is measured on the same problems. Error bars are 95% Wilson
@@ -178,45 +177,14 @@ if common is not None:
 points = pd.concat(rows, ignore_index=True)
 solo_by = points[points["policy"] == "solo"].set_index("problems")["avg_tokens"]
 points["x leader"] = points["avg_tokens"] / points["problems"].map(solo_by)
-points[["problems", "policy", "n", "accuracy", "acc_lo", "acc_hi", "avg_tokens", "x leader", "escalation_rate"]]
+points[["problems", "policy", "n", "accuracy", "acc_lo", "acc_hi", "accuracy_strict", "avg_tokens", "x leader",
+        "escalation_rate"]]
 
 # %%
-front = pareto.front_of(grid)
 effects = pareto.stage_effects(chains)
-at_default = oracle[oracle["avg_tokens"] <= default["avg_tokens"]]["accuracy"].max()
-best = grid.loc[grid["accuracy"].idxmax()]
-solo, full = policies.set_index("policy").loc["solo"], policies.set_index("policy").loc["always-interact"]
-lines = [
-    f"- The grid's {len(grid):,} pairs land on **{grid[['accuracy', 'avg_tokens']].drop_duplicates().shape[0]} "
-    f"distinct operating points**; the front has {len(front)}. Accuracy over the grid ranges "
-    f"{grid['accuracy'].min():.1%}-{grid['accuracy'].max():.1%}, tokens {grid['avg_tokens'].min():,.0f}-"
-    f"{grid['avg_tokens'].max():,.0f} per problem.",
-    f"- Leader alone: {solo['accuracy']:.1%} at {solo['avg_tokens']:,.0f} tokens; always interact: "
-    f"{full['accuracy']:.1%} at {full['avg_tokens']:,.0f} tokens ({full['avg_tokens'] / solo['avg_tokens']:.1f}x). "
-    + (f"The full chain {'loses to' if full['accuracy'] < solo['accuracy'] else 'matches or beats'} the leader "
-       f"alone: **over the {chains.n_stages - 1} supporter stages the leader fixes {effects['fixed_vs_leader'].iloc[-1]} of its wrong "
-       f"first answers and breaks {effects['broken_vs_leader'].iloc[-1]} of its right ones** (section 5.4 breaks "
-       f"this down by stage)."),
-    f"- The default thresholds (tau_lp={tau_lp:g}, tau_h={tau_h:g}) reach {default['accuracy']:.1%} at "
-    f"{default['avg_tokens']:,.0f} tokens, escalating {default['escalation_rate']:.0%} of problems. "
-    f"The oracle gate reaches {at_default:.1%} at that cost or less: "
-    f"**{(at_default - default['accuracy']) * 100:.1f} points that a perfect confidence signal would add**.",
-    f"- The most accurate pair on the grid (tau_lp={best['tau_lp']:.3g}, tau_h={best['tau_h']:.3g}) scores "
-    f"{best['accuracy']:.1%} at {best['avg_tokens']:,.0f} tokens, "
-    f"{(best['accuracy'] - solo['accuracy']) * 100:+.1f} points against the leader alone: "
-    f"{round((best['accuracy'] - solo['accuracy']) * n):+d} of {n} problems.",
-]
-if len(front) == 1:
-    lines.append(f"- **No threshold pair beats the cheapest one**: the front is a single point, "
-                 f"{front['accuracy'].iloc[0]:.1%} at {front['avg_tokens'].iloc[0]:,.0f} tokens, and every extra "
-                 f"escalation costs tokens without buying accuracy.")
-for _, b in baselines.iterrows():
-    lase_c = common["grid"]
-    fit = lase_c[lase_c["avg_tokens"] <= b["avg_tokens"]]["accuracy"].max()
-    lines.append(f"- {plots.style(b['strategy'])['label']} on the {b['n']} common problems: {b['accuracy']:.1%} at "
-                 f"{b['avg_tokens']:,.0f} tokens; the best threshold pair within that budget on the same problems "
-                 f"scores {fit:.1%}.")
-display(Markdown("**What it shows.**\n\n" + "\n".join(lines)))
+display(Markdown(pareto.describe_frontier(grid, policies, oracle, default, effects, baselines,
+                                          common["grid"] if common is not None else None)))
+display(Markdown(pipeline.describe_regime(pipeline.bound_terms(chains, tau_lp, tau_h))))
 
 # %% [markdown]
 # **What the paper reported.** The paper draws no frontier; it reports a threshold sweep (section
@@ -249,20 +217,7 @@ fig = pareto.plot_escalation(tl, th, metrics, (tau_lp, tau_h), reference.THRESHO
 plots.savefig(fig, "pareto_escalation");
 
 # %%
-p0, h0 = chains.p_min[:, 0], chains.h_max[:, 0]
-esc = metrics["escalation_rate"]
-along_lp = analysis.grid_metrics(chains, tl, [tau_h])["escalation_rate"][:, 0]  # tau_h held at its default
-along_h = analysis.grid_metrics(chains, [tau_lp], th)["escalation_rate"][0]
-display(Markdown(
-    f"**What it shows.** The leader's first answers have $\\exp(LP_{{min}})$ from {np.nanmin(p0):.2f} to "
-    f"{np.nanmax(p0):.2f} (median {np.nanmedian(p0):.2f}) and $H_{{max}}$ from {np.nanmin(h0):.2f} to "
-    f"{np.nanmax(h0):.2f} nats (median {np.nanmedian(h0):.2f}); {np.isnan(p0).mean():.0%} have no extractable "
-    f"answer and escalate whatever the thresholds. Over the plane the escalation rate runs from {esc.min():.0%} to "
-    f"{esc.max():.0%}; {(esc >= 0.95).mean():.0%} of the pairs escalate at least 95% of the problems. "
-    f"Along $\\tau_{{lp}}$ (at $\\tau_h$ = {tau_h:g}) it moves from {along_lp.min():.0%} to "
-    f"{along_lp.max():.0%}; along $\\tau_h$ (at $\\tau_{{lp}}$ = {tau_lp:g}) from {along_h.min():.0%} to "
-    f"{along_h.max():.0%}. **Both thresholds cut the same cloud of first-answer confidences, one by probability "
-    f"and one by entropy, and the token contours follow the escalation rate, because escalation is what costs.**"))
+display(Markdown(pareto.describe_escalation_map(chains, metrics, tl, th, tau_lp, tau_h)))
 
 # %% [markdown]
 # **Caveat.** Where the map is flat the gate is not choosing anything: the thresholds lie outside
@@ -273,8 +228,9 @@ display(Markdown(
 # ## 5.4 The paper's threshold sweep beside ours
 #
 # The paper swept $\tau_{lp}$ at a fixed $\tau_h$ (Table 5; its model and data set are printed
-# below) and read it as **"the thresholds are a budget knob, not an accuracy knob"**: escalation
-# and tokens rose with $\tau_{lp}$ while accuracy barely moved. We replay the same five pairs on
+# below) and read it as **"the thresholds are a budget knob, not an accuracy knob"**: from the
+# first to the last row tokens and escalation rose while accuracy barely moved (the exact numbers
+# are printed at the top of the chapter and in the reading below). We replay the same five pairs on
 # our recording; the paper's columns come from `lase_nb.reference` (accuracy and escalation as
 # fractions here).
 
@@ -288,21 +244,7 @@ fig = pareto.plot_sweep_vs_paper(t5, n=n)
 plots.savefig(fig, "pareto_sweep_vs_paper");
 
 # %%
-ref = reference.as_fraction(reference.THRESHOLD_SWEEP)
-ours_read = pareto.knob_reading(t5["accuracy (this run)"], t5["avg_tokens (this run)"],
-                                t5["escalation_rate (this run)"], n, who="This run")
-paper_read = pareto.knob_reading(ref["accuracy"], ref["avg_tokens"], ref["escalation_rate"],
-                                 reference.DATASET_SIZES[ref.attrs["dataset"]], who="The paper")
-grid_read = pareto.knob_reading(grid["accuracy"], grid["avg_tokens"], grid["escalation_rate"], n,
-                                who="This run, over the whole grid")
-verdict = {"budget knob": "**Our model reproduces the paper's reading**",
-           "inert": "**Our model does not reproduce the paper's reading: here the thresholds are not even a budget knob**",
-           "accuracy falls": "**Our model does not reproduce the paper's reading: here the thresholds are an accuracy "
-                             "knob, and turning them towards more escalation lowers accuracy**",
-           "accuracy rises": "**Our model does not reproduce the paper's reading: here more escalation buys accuracy**"}
-display(Markdown(f"- {paper_read.sentence}\n- {ours_read.sentence}\n- {grid_read.sentence}\n\n"
-                 f"{verdict[ours_read.verdict]} (on the paper's five threshold pairs; over the whole grid the reading is "
-                 f"'{grid_read.verdict}')."))
+display(Markdown(pareto.describe_sweep(t5, grid, n)))
 
 # %% [markdown]
 # The paper also varied $\tau_h$ with $\tau_{lp}$ fixed (its $\tau_{lp}$ is not restated in our
@@ -319,19 +261,8 @@ tau_h_beside
 # escalation spends more tokens and also moves accuracy. The recording measures both:
 
 # %%
-from lase_nb.stats import auroc_for_errors
-
-auc_p = auroc_for_errors(-chains.p_min[:, 0], chains.correct[:, 0])
-auc_h = auroc_for_errors(chains.h_max[:, 0], chains.correct[:, 0])
-last = effects.iloc[-1]
 display(effects)
-display(Markdown(
-    f"- How well the leader's first-answer confidence flags its errors (AUROC, 0.5 = no better than chance): "
-    f"{auc_p:.2f} for $\\exp(LP_{{min}})$ and {auc_h:.2f} for $H_{{max}}$.\n"
-    f"- After all {chains.n_stages - 1} supporters the leader has fixed {int(last['fixed_vs_leader'])} of its "
-    f"{int((~chains.correct[:, 0]).sum())} wrong first answers and broken {int(last['broken_vs_leader'])} of its "
-    f"{int(chains.correct[:, 0].sum())} right ones; {last['no_answer']:.0%} of its final revisions have no "
-    f"extractable answer (against {effects['no_answer'].iloc[0]:.0%} at stage 0)."))
+display(Markdown(pareto.describe_effects(chains, effects, seed=seed)))
 
 # %% [markdown]
 # **Caveat.** Five threshold pairs on one small data set. The grey band in the left panel is one
@@ -363,19 +294,7 @@ fig = pareto.plot_split(chains, tl, th, check, many)
 plots.savefig(fig, "pareto_split");
 
 # %%
-display(Markdown(
-    f"**What it shows.** With a budget of {budget_tokens:,.0f} tokens per problem"
-    f"{' (the median over the grid)' if budget is None else ''}, half A picks tau_lp={check.tau_lp:.3g}, "
-    f"tau_h={check.tau_h:.3g}: {check.acc_a:.1%} on half A, **{check.acc_b:.1%} on the held-out half B** at "
-    f"{check.tokens_b:,.0f} tokens ({'within' if check.tokens_b <= budget_tokens else 'over'} budget). Over "
-    f"{len(many)} random splits the held-out accuracy is on average {abs(many['optimism'].mean()) * 100:.1f} points "
-    f"{'below' if many['optimism'].mean() > 0 else 'above'} the selection half's (a positive optimism is the price of "
-    f"choosing and reporting on the same problems), with a spread (standard deviation) of "
-    f"{many['optimism'].std() * 100:.1f} points between splits; the held-out half's best "
-    f"pair in hindsight is {many['regret'].mean() * 100:.1f} points better than the chosen one, and the chosen pair "
-    f"overshoots the budget on the held-out half in {(many['over_budget'] > 0).mean():.0%} of splits "
-    f"(by {many.loc[many['over_budget'] > 0, 'over_budget'].mean() if (many['over_budget'] > 0).any() else 0:.0%} "
-    f"on average when it does)."))
+display(Markdown(pareto.describe_split(check, many, budget is None)))
 
 # %% [markdown]
 # **Caveat.** The spread between splits is the honest error bar of a threshold choice made on
@@ -402,7 +321,9 @@ if interactive:
 # - A full-chain recording answers "what would LASE have done at these thresholds?" exactly, for
 #   thousands of threshold pairs in well under a second.
 # - The frontier puts the thresholds in their place: between the leader alone and always
-#   interacting, below the oracle gate, beside majority vote and MAD at their own costs.
+#   interacting, below the oracle gate, beside majority vote and MAD at their own costs. Section
+#   5.2 says whether this recording is a negative control (supporters that cannot correct) and
+#   what to run to see the other regime.
 # - Whether the thresholds are "a budget knob, not an accuracy knob" depends on the model: it needs
 #   informative confidence and supporters that help. This chapter prints which reading the
 #   recording supports instead of assuming the paper's.

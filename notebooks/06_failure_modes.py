@@ -36,7 +36,9 @@
 #
 # The chapter's logic lives in `lase_nb/failures.py`; runs are loaded by `lase_nb/runs.py`,
 # transcripts drawn by `lase_nb/transcripts.py`, and the strategies' table is
-# `lase_nb.stats.comparison_table`, as in chapter 4.
+# `lase_nb.stats.comparison_table`, as in chapter 4. It covers the paper's calibration figure
+# (Figure 3: confident answers are not always right), the escalation rates of its Table 5 and its
+# Llama-3-8B result (a weaker model escalates more), printed below in the paper's own numbers.
 
 # %% tags=["parameters"]
 traces = "../data/traces/arith-smollm2"  # folder of recorded runs; needs <traces>/lase-full
@@ -53,13 +55,14 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from IPython.display import HTML, Markdown, display
 
-from lase_nb import calibration, failures, plots, reference, stats
+from lase_nb import calibration, failures, pipeline, plots, reference, stats
 from lase_nb.analysis import chains_from_stages, summarize
 from lase_nb.runs import load_runs, problems_from_manifest
 
 plots.set_style()
 pd.set_option("display.precision", 3)
 pd.set_option("display.max_colwidth", 80)
+display(Markdown(reference.describe_results("calibration", "table5", "llama3")))
 runs = load_runs(traces, require=["lase-full"])
 lase = runs["lase-full"]
 problems = problems_from_manifest(lase.manifest)
@@ -84,6 +87,7 @@ fig = failures.plot_confident_errors(first, tau_lp, tau_h)
 plots.savefig(fig, "failure_confident_errors")
 plt.show()
 display(Markdown(failures.describe_confident(split, ce)))
+display(Markdown(failures.describe_confident_plot(first, tau_lp, tau_h)))
 ce.head(10)
 
 # %% [markdown]
@@ -94,9 +98,9 @@ for r in ce.head(n_examples).itertuples():
     display(HTML(failures.render_answer(lase, r.problem_id, 0, problems.get(r.problem_id), max_chars)))
 
 # %% [markdown]
-# **What it shows.** In the figure, the ringed confident errors sit among the right answers, in
-# the corner of high probability and low entropy: for this model no threshold removes them without
-# also escalating right answers (chapter 02 measures how much the two groups overlap).
+# **How to read the figure.** Both axes measure the distance from certainty on a log scale, so the
+# crowded corner of near-certain answers opens up: bottom right is the most confident. The counts
+# of each gate region are printed in it.
 #
 # **What the paper says.** Confident errors are a deliberate trade: LASE never reconsiders an
 # answer with $U=0$. The better a model's calibration, the cheaper this trade.
@@ -173,7 +177,6 @@ esc.merge(cost[["level", "solo_tokens", "lase_tokens", "multiplier", "lase_accur
 
 # %%
 display(Markdown(failures.describe_escalation(esc, cost, paper)))
-print(reference.LLAMA3_8B_NOTE)
 
 # %% [markdown]
 # **Symmetric debate without a correct seed.** Chapter 01 predicts that debate among agents with no
@@ -185,16 +188,9 @@ print(reference.LLAMA3_8B_NOTE)
 present = [n for n in ("single", "mv", "mad", "down", "lase-full") if n in runs]
 if len(present) > 1:
     table = stats.comparison_table({n: runs[n].problems for n in present})
-    common = int(table["n"].iloc[0])
-    display(table[["n", "accuracy", "acc_lo", "acc_hi", "avg_tokens", "token_multiplier", "p_vs_single"]])
-    if "mad" in table.index and "single" in table.index:
-        d = table.loc["mad", "accuracy"] - table.loc["single", "accuracy"]
-        mc = runs["mad"].manifest.get("config", {})
-        display(Markdown(
-            f"On the {common} problems every run answered, MAD ({mc.get('n_agents')} agents, "
-            f"{mc.get('rounds')} rounds of all-to-all reading) scores {table.loc['mad', 'accuracy']:.0%} against the single agent's "
-            f"{table.loc['single', 'accuracy']:.0%} ({d:+.0%}, McNemar p = {table.loc['mad', 'p_vs_single']:.2f}) "
-            f"at {table.loc['mad', 'token_multiplier']:.1f}x the tokens."))
+    display(table[["n", "accuracy", "acc_lo", "acc_hi", "accuracy_strict", "avg_tokens", "token_multiplier",
+                   "p_vs_single"]])
+    display(Markdown(failures.describe_debate(table, runs["mad"].manifest.get("config") if "mad" in runs else None)))
 else:
     print("No baseline runs next to lase-full; record them with `python data/traces/record.py` (or `make traces`).")
 
@@ -216,7 +212,8 @@ unp
 
 # %%
 display(Markdown(failures.describe_unparsed(unp) + " Unparsed answers per strategy, from every run present:"))
-summarize(pd.concat([r.problems.assign(strategy=n) for n, r in runs.items()]))[["problems", "accuracy", "unparsed"]]
+summarize(pd.concat([r.problems.assign(strategy=n) for n, r in runs.items()]))[
+    ["problems", "accuracy", "accuracy_strict", "unparsed", "cap_hit_rate"]]
 
 # %% [markdown]
 # One revision that never got boxed:
@@ -250,3 +247,4 @@ if interactive:
 
 # %%
 display(Markdown(failures.describe_summary(split, outcomes, esc, cost, unp)))
+display(Markdown(pipeline.describe_regime(pipeline.bound_terms(chains, tau_lp, tau_h))))

@@ -209,3 +209,43 @@ def test_load_runs_requires_named_runs(tmp_path):
         load_runs(tmp_path, require=["lase"])
     with pytest.raises(DataError):
         load_runs(tmp_path / "missing")
+
+
+def test_confident_errors_figure_spreads_the_corner_and_counts_regions():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    frame = pd.DataFrame({"problem_id": [f"p{i}" for i in range(6)], "stage": 0,
+                          "answer": ["1", "2", "3", "4", "5", None],
+                          "answered": [True] * 5 + [False],
+                          "p_min": [0.9999, 0.999, 0.99, 0.5, 0.95, np.nan],
+                          "h_max": [0.0, 0.01, 0.05, 1.5, 0.2, np.nan],
+                          "correct": [True, False, True, False, False, False], "level": 1})
+    counts = F.gate_counts(frame, 0.8, 0.5)
+    assert counts.loc["accepted (U = 0)"].tolist() == [2, 2] and counts.loc["escalated (U = 1)"].tolist() == [0, 1]
+    x, y = F.confidence_coords(frame[frame["answered"]])
+    assert x[0] == pytest.approx(1e-4) and x[1] == pytest.approx(1e-3) and y[0] == pytest.approx(1e-3)
+    fig = F.plot_confident_errors(frame, 0.8, 0.5)
+    ax = fig.axes[0]
+    assert ax.get_xscale() == "log" and ax.get_yscale() == "log" and ax.get_xlim()[0] > ax.get_xlim()[1]
+    texts = " ".join(t.get_text() for t in ax.texts)
+    assert "accepted: 2 right, 2 wrong" in texts and "+1 without a boxed answer" in ax.get_xlabel()
+    plt.close(fig)
+    text = F.describe_confident_plot(frame, 0.8, 0.5)
+    assert "The 2 confident errors" in text and "above 0.999" in text
+
+
+def test_describe_debate_states_the_sign():
+    from lase_nb import stats
+
+    def probs(name, ok):
+        return pd.DataFrame({"problem_id": [f"q{i}" for i in range(len(ok))], "correct": ok,
+                             "total_tokens": [100 if name == "single" else 600] * len(ok)})
+
+    t = stats.comparison_table({"single": probs("single", [True, True, False, False]),
+                                "mad": probs("mad", [True, False, False, False])})
+    text = F.describe_debate(t, {"n_agents": 3, "rounds": 2, "examples": 2})
+    assert "3 agents, 2 rounds" in text and "-25 points" in text and "falls below the single agent" in text
+    assert "6.0x the tokens" in text
+    assert "missing" in F.describe_debate(t.drop(index="mad"))

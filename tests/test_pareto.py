@@ -289,3 +289,34 @@ def test_stage_effects_by_hand():
     assert list(e["fixed_vs_leader"]) == [0, 0, 1] and list(e["broken_vs_leader"]) == [0, 1, 1]
     assert list(e["fixed_vs_previous"]) == [0, 0, 1] and list(e["broken_vs_previous"]) == [0, 1, 0]
     assert e.loc[2, "avg_tokens"] == pytest.approx((670 + 890 + 550) / 3)
+
+
+def test_describe_functions_follow_the_chains():
+    c = synthetic_chains(60, seed=3)
+    tl, th = np.linspace(0, 1, 5), np.linspace(0, 2, 5)
+    grid = analysis.sweep(c, tl, th)
+    policies = pareto.policy_points(c)
+    oracle = pareto.oracle_frontier(c)
+    default = analysis.operating_point(c, 0.8, 0.5)
+    effects = pareto.stage_effects(c)
+    text = pareto.describe_frontier(grid, policies, oracle, default, effects)
+    front = pareto.front_of(grid)
+    assert ("a single point" in text) == (len(front) == 1)
+    assert f"{len(grid):,} pairs" in text and "(strict" in text
+    sweep_text = pareto.describe_sweep(pareto.paper_sweep_beside(c), grid, len(c.problem_ids))
+    assert "accuracy 74.1% -> 75.1%" in sweep_text  # the paper's Table 5, first row to last
+    eff = pareto.describe_effects(c, effects)
+    assert "AUROC on the boxed first answers" in eff
+    one = hand_chains()
+    g1 = analysis.sweep(one, [0.0, 1.0], [0.0, 2.0])
+    t1 = pareto.describe_frontier(g1, pareto.policy_points(one), pareto.oracle_frontier(one),
+                                  analysis.operating_point(one, 0.8, 0.5), pareto.stage_effects(one))
+    assert "Leader alone: 66.7%" in t1 and "oracle" in t1
+
+
+def test_knob_reading_in_the_sweeps_own_order():
+    ref = reference.as_fraction(reference.THRESHOLD_SWEEP)
+    by_esc = pareto.knob_reading(ref["accuracy"], ref["avg_tokens"], ref["escalation_rate"], 500)
+    ordered = pareto.knob_reading(ref["accuracy"], ref["avg_tokens"], ref["escalation_rate"], 500, ordered=True)
+    assert "74.8% -> 75.1%" in by_esc.sentence  # least escalating row is tau_lp = 0.6 (21.2%)
+    assert "74.1% -> 75.1%" in ordered.sentence and ordered.verdict == "budget knob"

@@ -349,3 +349,158 @@ def test_role_table_shows_the_prompts_module():
     t = pipeline.role_table()
     assert len(t) == 4 and t["instruction"].iloc[1] == prompts.SUPPORTER_SYSTEM["devil"]
     assert plots.label("mv", {"n_samples": 5}) == "MV(5)" and plots.label("mad") == "MAD(3x2)"
+
+
+# ------------------------------------------------------------------ walkthrough rule, Theorem 3.7 terms
+
+
+def test_walkthrough_change_kinds(chain_stages):
+    chains = chains_from_stages(chain_stages)
+    assert pipeline.walkthrough_change(chains, "p1", 0.8, 0.5) == {
+        "problem_id": "p1", "kind": "wrong -> right", "stage": 1, "stop": 2}
+    assert pipeline.walkthrough_change(chains, "p4", 0.8, 0.5)["kind"] == "right -> wrong"
+    assert pipeline.walkthrough_change(chains, "p3", 0.8, 0.5)["kind"] == "escalated, no change"
+    assert pipeline.walkthrough_change(chains, "p2", 0.8, 0.5)["kind"] == "not escalated"
+    # a change after LASE's stop does not count: p1 stops at once when the gate accepts anything
+    assert pipeline.walkthrough_change(chains, "p1", 0.0, math.inf)["kind"] == "not escalated"
+    only_p3 = chains.subset(np.isin(chains.problem_ids, ["p2", "p3"]))
+    assert pipeline.pick_walkthrough(only_p3, 0.8, 0.5) == "p3"  # any escalated problem beats none
+
+
+def test_bound_terms_count_fixes_and_breaks(chain_stages):
+    chains = chains_from_stages(chain_stages)
+    t = pipeline.bound_terms(chains, 0.8, 0.5)
+    # escalated: p1 (fixed), p3 (stays wrong), p4 (broken); p2 accepted at once
+    assert (t["n"], t["escalated"], t["fixed"], t["broken"]) == (4, 3, 1, 1)
+    assert t["p_u1"] == pytest.approx(0.75) and t["fixed_share"] == pytest.approx(1 / 3)
+    assert t["acc_solo"] == pytest.approx(0.5) and t["acc_lase"] == pytest.approx(0.5)
+    assert t["bound"] == pytest.approx(0.5 + 0.75 / 3)
+    assert t["acc_lase"] == pytest.approx(t["bound"] - t["broken"] / t["n"])  # the identity behind the bound
+    assert not t["a3_holds"]
+    assert t["p_u1_lo"] < t["p_u1"] < t["p_u1_hi"]
+    assert (t["p_u1_lo"], t["p_u1_hi"]) == pytest.approx(stats.wilson_interval(3, 4))
+    text = pipeline.describe_bound(t)
+    assert "Assumption A3 is violated" in text and "broke 1 right answer " in text and "75%" in text
+    assert "negative control" in pipeline.describe_regime(t)  # fixes no more than it breaks (1 vs 1)
+    ok = chains.subset(np.isin(chains.problem_ids, ["p1", "p2", "p3"]))
+    t2 = pipeline.bound_terms(ok, 0.8, 0.5)
+    assert t2["a3_holds"] and "A3 holds" in pipeline.describe_bound(t2)
+    assert "supporters help" in pipeline.describe_regime(t2)
+    none = pipeline.bound_terms(chains, 0.0, math.inf)
+    assert none["escalated"] == 0 and "Nothing escalates" in pipeline.describe_bound(none)
+    regime = pipeline.describe_regime(none)
+    assert "negative control" in regime and "--backend openai --model gpt-4.1-mini" in regime
+
+
+def test_bound_terms_strict_grading_uses_correct_strict(chain_stages):
+    st = chain_stages.assign(correct_strict=chain_stages["correct"], extracted=False)
+    st.loc[(st["problem_id"] == "p1") & (st["stage"] == 2), ["correct_strict", "extracted"]] = [False, True]
+    chains = chains_from_stages(st)
+    t = pipeline.bound_terms(chains, 0.8, 0.5)
+    assert t["acc_lase"] == pytest.approx(0.5) and t["acc_lase_strict"] == pytest.approx(0.25)
+    assert "Graded strictly" in pipeline.describe_bound(t)
+    assert replay(chains, 0.8, 0.5)["correct_strict"].tolist() == [False, True, False, False]
+
+
+def test_describe_texts_follow_the_data(chain_stages):
+    chains = chains_from_stages(chain_stages)
+    walk = pipeline.stage_table(chain_stages, "p1", 0.8, 0.5)
+    text = pipeline.describe_walk(walk, pipeline.walkthrough_change(chains, "p1", 0.8, 0.5))
+    assert "from a wrong answer to the right one" in text and "stops at stage 2" in text and "650" in text
+    batch = pipeline.describe_batch(chains, 0.8, 0.5)
+    assert "escalates **75%** of the 4 problems" in batch and "rescued **1**" in batch
+    sweep = pipeline.describe_paper_sweep()
+    assert "21.4% at tau_lp = 0.5, 21.2% at tau_lp = 0.6" in sweep and "not monotone" in sweep
+    boxing = pipeline.describe_boxing(pipeline.stage_confidence(chains, 0.8, 0.5))
+    assert "100% of the leader's first answers" in boxing and "75% of its" in boxing
+
+
+def test_prompt_table_and_caps():
+    t = pipeline.prompt_table()
+    assert list(t["part"][:4]) == ["leader", "devil's advocate", "collaborator", "senior expert"]
+    assert "never simply approves" in t.loc[1, "paper's intent"] and "Never just say" in t.loc[1, "ours (as sent)"]
+    assert "zero-shot" in t["paper's intent"].iloc[-1]
+    calls = lase_calls().assign(finish_reason=["length", "length", "stop", "stop", "stop", "length", "stop"])
+    calls = pd.concat([calls, pd.DataFrame([_call("p1", 1, "extract")])], ignore_index=True)
+    caps = pipeline.role_calls(calls).set_index("role")
+    assert caps.loc["leader", "calls"] == 4 and caps.loc["leader", "cap_hits"] == 1
+    assert caps.loc["devil", "rate"] == 1.0 and caps.loc["extract", "calls"] == 1
+    stages = pd.DataFrame({"stage": [0, 1, 2, 3], "extracted": [False, True, False, False]})
+    text = pipeline.describe_caps(caps.reset_index(), stages)
+    assert "1 of 4 leader calls (25%)" in text and "2 of 3 supporter calls (67%)" in text
+    assert "1 of 4 leader answers (25%)" in text
+    old = pipeline.describe_caps(caps.reset_index(), stages, ["stages.extracted"])
+    assert "predates the answer-extraction step" in old
+
+
+# ------------------------------------------------------------------ the comparison chapter's sentences
+
+
+def test_describe_methods_takes_sizes_from_configs():
+    cfg = {"n_agents": 3, "rounds": 2, "down_threshold": 0.7, "down_final": "judge", "n_samples": 7, "examples": 2}
+    text = comparison.describe_methods({"single": {}, "mad": cfg, "down": cfg, "lase": cfg},
+                                       {"mad": 6.0, "single": 1.0})
+    assert "3 x 2 = 6 calls; 6.0 calls per problem measured" in text and "Du et al." in text
+    assert "at most 0.7" in text and "by judge" in text and "mean token probability over the" in text
+    wide = comparison.describe_methods({"mad": dict(cfg, n_agents=4, rounds=3)})
+    assert "4 x 3 = 12 calls" in wide
+    old = {k: v for k, v in cfg.items() if k != "examples"}  # recorded before rounds counted the first answers
+    assert "3 x 3 = 9 calls" in comparison.describe_methods({"mad": old})
+
+
+def test_reading_rounds_of_current_and_older_configs():
+    assert pipeline.reading_rounds({"n_agents": 3, "rounds": 2, "examples": 2}) == 1
+    assert pipeline.reading_rounds({"n_agents": 3, "rounds": 2}) == 2
+    assert pipeline.reading_rounds({}) == 1
+    b = pipeline.inclusion_bounds("mad", {"n_agents": 3, "rounds": 2, "examples": 0})
+    assert b["bound"] == 6 and b["formula"] == "T n(n-1) = 1*3*2"
+    calls = mad_calls("m1")
+    counts = pipeline.inclusion_counts(calls[calls["stage"] <= 1])  # Du et al.'s 3 x 2: one reading round
+    s = pipeline.inclusion_summary(counts, {"mad": {"n_agents": 3, "rounds": 2, "examples": 2}})
+    assert s["obeys_formula"].item() and s["mean_counted"].item() == 6
+    calls = pd.DataFrame({"problem_id": ["a"] * 6 + ["b"] * 6, "used": [True] * 6 + [True] * 5 + [False]})
+    assert comparison.calls_per_problem(calls) == pytest.approx(5.5)
+
+
+def test_describe_overview_and_claims_follow_the_table():
+    single = problems_frame("single", [True] * 5 + [False] * 5)
+    lase = problems_frame("lase", [True] * 6 + [False] * 4, stop_stage=[1] * 10,
+                          correct_strict=[True] * 3 + [False] * 7)
+    mv = problems_frame("mv", [True] * 7 + [False] * 3, prompt=700, completion=70)
+    t = stats.comparison_table({"single": single, "mv": mv, "lase": lase})
+    assert t.loc["lase", "accuracy_strict"] == pytest.approx(0.3)
+    text = comparison.describe_overview(t, {"mv": "MV(7)"})
+    assert "**MV(7)** (70.0%" in text and "LASE gets 60.0%" in text and "(strict 30.0%)" in text
+    assert "one problem moves accuracy by 10.0 points" in text
+    shown = comparison.comparison_display(t)
+    assert shown.loc["lase", "strict accuracy %"] == pytest.approx(30.0)
+    claims = comparison.claims_table(t, comparison.paper_reference())
+    seeds = pd.DataFrame({"question": ["a", "b", "c"], "problems": [4, 1, 0]})
+    per_stage = pd.DataFrame({"boxed": [1.0, 0.5, 0.4]})
+    why = comparison.describe_claims(claims, seeds, per_stage, 6, 2, 10)
+    assert f"{int(claims['holds here'].sum())} of {len(claims)} claims" in why
+    assert "only 45% of its revisions" in why and "wrong on 2 of them" in why and "on 1 and LASE output one on 0" in why
+    assert "12 of 12 rows" in comparison.describe_table1()
+
+
+def test_comparison_figure_shows_the_paper_as_a_table():
+    t = stats.comparison_table({"single": problems_frame("single", [True, False]),
+                                "lase": problems_frame("lase", [True, True], stop_stage=[0, 1])})
+    fig = comparison.plot_accuracy_vs_tokens(t, comparison.paper_reference())
+    ax2 = fig.axes[1]
+    assert not ax2.axison and ax2.tables, "the paper's row is drawn as a table on its own panel"
+    texts = [c.get_text().get_text() for c in ax2.tables[0].get_celld().values()]
+    assert "94.8" in texts and "93.2" in texts  # GPT-4.1-mini, GSM-Symbolic: LASE and MAD
+    plt.close(fig)
+
+
+def test_run_overview_lists_each_run():
+    from types import SimpleNamespace
+
+    runs = {"single": SimpleNamespace(problems=problems_frame("single", [True, False]), calls=pd.DataFrame({"x": [1, 2]}),
+                                      manifest={"backend": "local", "model": "m", "config": {}}),
+            "down": SimpleNamespace(problems=problems_frame("down", [True]), calls=pd.DataFrame({"x": [1]}),
+                                    manifest={"backend": "openai", "model": "g", "config": {"tau_lp": 0.7, "tau_h": 0.4}})}
+    o = comparison.run_overview(runs).set_index("strategy")
+    assert o.loc["single", "problems"] == 2 and o.loc["single", "calls"] == 2 and o.loc["single", "run thresholds"] == ""
+    assert o.loc["down", "model"] == "openai:g" and o.loc["down", "run thresholds"] == "(0.7, 0.4)"

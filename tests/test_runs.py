@@ -1,0 +1,90 @@
+"""The one run loader: finished runs by name, and the columns of newer recordings filled in for older ones."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from lase_nb import reference, runs
+from lase_nb.errors import DataError
+
+TRACES = Path(__file__).resolve().parents[1] / "data" / "traces" / "arith-smollm2"
+
+
+def _write(folder: Path, problems, calls, stages, manifest) -> None:
+    folder.mkdir(parents=True)
+    for name, rows in (("problems", problems), ("calls", calls), ("stages", stages)):
+        (folder / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+
+
+def _old_run(folder: Path) -> None:
+    """A run in the format recorded before the extraction step and the cap-hit counters."""
+    problems = [{"problem_id": "a", "strategy": "lase", "answer": "7", "gold": "7", "correct": True, "parsed": True,
+                 "prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15, "n_calls": 3, "stop_stage": 1}]
+    calls = [{"problem_id": "a", "strategy": "lase", "used": True, "role": r, "stage": s, "finish_reason": f,
+              "answer": None, "text": ""}
+             for r, s, f in (("leader", 0, "length"), ("devil", 1, "length"), ("leader", 1, "stop"),
+                             ("collaborator", 2, "length"))]
+    calls[-1]["used"] = False
+    stages = [{"problem_id": "a", "strategy": "lase", "stage": s, "answer": a, "correct": c}
+              for s, a, c in ((0, None, False), (1, "7", True))]
+    _write(folder, problems, calls, stages, {"strategy": "lase"})
+
+
+def test_fill_columns_of_an_older_recording(tmp_path):
+    _old_run(tmp_path / "lase-full")
+    run = runs.load_runs(tmp_path, ["lase"])["lase"]
+    assert run.calls["hit_cap"].tolist() == [True, True, False, True]
+    assert run.problems["cap_hits"].tolist() == [2]  # only the calls LASE used
+    assert run.problems["correct_strict"].tolist() == [True] and run.problems["answer_strict"].tolist() == ["7"]
+    assert run.stages["correct_strict"].tolist() == [False, True] and not run.stages["extracted"].any()
+    assert run.manifest["cap_hits"]["leader"] == {"calls": 2, "cap_hits": 1, "rate": 0.5}
+    assert run.manifest["cap_hits"]["collaborator"]["cap_hits"] == 1
+    assert "stages.extracted" in run.manifest["filled_columns"]
+
+
+def test_fill_columns_keeps_a_current_recording(tmp_path):
+    _old_run(tmp_path / "x")
+    run = runs.load_runs(tmp_path, ["x"])["x"]
+    run.stages["correct_strict"] = [False, False]
+    run.manifest.pop("filled_columns")
+    again = runs.fill_columns(run)
+    assert again.stages["correct_strict"].tolist() == [False, False]  # recorded values are never overwritten
+    assert again.manifest["filled_columns"] == []
+
+
+def test_load_runs_require_and_the_committed_recording(tmp_path):
+    with pytest.raises(DataError, match="record.py"):
+        runs.load_runs(tmp_path, ["lase"], require=["lase"])
+    if not (TRACES / "lase-full" / "manifest.json").exists():
+        pytest.skip("no committed recording")
+    run = runs.load_runs(TRACES, ["lase"])["lase"]
+    for table, cols in ((run.problems, ("answer_strict", "correct_strict", "cap_hits")),
+                        (run.calls, ("hit_cap",)), (run.stages, ("answer_strict", "correct_strict", "extracted"))):
+        assert set(cols) <= set(table.columns)
+    hits = run.calls.groupby("role")["hit_cap"].sum()
+    assert {r: v["cap_hits"] for r, v in run.manifest["cap_hits"].items()} == hits.to_dict()
+
+
+def test_reference_results_are_the_papers_numbers():
+    text = reference.describe_results("table5", "llama3")
+    assert "tau_lp = 0.5: 74.1%" in text and "tau_lp = 0.95: 75.1%" in text
+    assert "4.7x" in text and "4.7x" in reference.LLAMA3_8B_NOTE and "4.6" not in reference.LLAMA3_8B_NOTE
+    assert reference.llama3_multiplier() == pytest.approx(1_400_000 / 300_000)
+    with pytest.raises(ValueError, match="unknown"):
+        reference.describe_results("table9")
+
+
+def test_comparison_table_has_strict_accuracy():
+    from lase_nb import stats
+
+    a = pd.DataFrame({"problem_id": ["1", "2"], "correct": [True, True], "correct_strict": [True, False],
+                      "total_tokens": [1, 1]})
+    b = pd.DataFrame({"problem_id": ["1", "2"], "correct": [True, False], "total_tokens": [1, 1]})
+    t = stats.comparison_table({"single": a, "mv": b})
+    assert t.loc["single", "accuracy_strict"] == 0.5 and t.loc["single", "accuracy"] == 1.0
+    assert t.loc["mv", "accuracy_strict"] == t.loc["mv", "accuracy"] == 0.5
