@@ -421,15 +421,22 @@ def _reliability_panel(ax, table: pd.DataFrame, proxy: str, tau: float | None) -
 
 def plot_reliability(frame: pd.DataFrame, tau_lp: float | None = None, tau_h: float | None = None,
                      p_bins: Sequence[float] | None = None, h_bins: Sequence[float] | None = None,
-                     title: str | None = None):
+                     title: str | None = None, fig: Any = None):
     """Reliability plots of exp(LP_min) and H_max: bars = answers per bin, line = accuracy with
     Wilson CIs, the paper's numbers as dashed segments over the bins their condition covers, the
-    gate threshold as a dotted line. Returns the figure."""
-    import matplotlib.pyplot as plt
+    gate threshold as a dotted line. Returns the figure.
 
+    With ``fig`` (a matplotlib Figure, e.g. one a slider redraws) the plot is drawn into it after
+    clearing it, instead of into a new pyplot figure."""
     import textwrap
 
-    fig, axes = plt.subplots(1, 2, figsize=(16, 6.2))
+    if fig is None:
+        import matplotlib.pyplot as plt
+
+        fig = plt.figure(figsize=(16, 6.2))
+    else:
+        fig.clear()
+    axes = fig.subplots(1, 2)
     tables = {"p_min": reliability(frame, "p_min", p_bins, tau_lp),
               "h_max": reliability(frame, "h_max", h_bins, tau_h)}
     handles: dict[str, Any] = {}

@@ -226,20 +226,17 @@ if tokens["exact"].notna().any():
 # ## Try it yourself
 #
 # In a live Jupyter session the sliders move the gate and show what it would accept and escalate
-# on the same answers. (Under papermill `interactive` is False and no widget is made.)
+# on the same answers: the figure is redrawn in place and the row under it gives the split (and
+# says so when a move changes no answer's side of the gate). The panel is
+# `sliders.gate_sliders`, around `calibration.gate_split` and `calibration.plot_reliability`.
+# (Under papermill `interactive` is False and no widget is made.)
 
 # %%
 if interactive:
-    import ipywidgets as widgets
+    from lase_nb import sliders
 
-    def explore(tau_lp=tau_lp, tau_h=tau_h):
-        display(calibration.gate_split(frame, tau_lp, tau_h).to_frame(f"tau_lp={tau_lp:g}, tau_h={tau_h:g}"))
-        calibration.plot_reliability(frame, tau_lp, tau_h)
-        plt.show()
-
-    widgets.interact(explore,
-                     tau_lp=widgets.FloatSlider(value=tau_lp, min=0.5, max=0.99, step=0.01, description="tau_lp"),
-                     tau_h=widgets.FloatSlider(value=tau_h, min=0.05, max=1.5, step=0.05, description="tau_h"))
+    gate_panel = sliders.gate_sliders(frame, tau_lp, tau_h, title=f"Reliability of the confidence proxies ({source})")
+    display(gate_panel.box)
 
 # %% [markdown]
 # ## Summary

@@ -307,8 +307,10 @@ display(Markdown(pareto.describe_split(check, many, budget is None)))
 #
 # In a live Jupyter session the sliders below move the star on the frontier: every movement
 # replays the recording at the new thresholds (no model call) and updates the figure, the table
-# row and the sentence under it. Under papermill (`interactive = False`) no widget is made; the
-# same function, `analysis.operating_point`, gave the default point above.
+# row and the sentence under it, which starts with "Operating point unchanged" when the move
+# crossed no recorded confidence (every problem stops where it did). Under papermill
+# (`interactive = False`) no widget is made; the same function, `analysis.operating_point`, gave
+# the default point above.
 
 # %%
 if interactive:

@@ -94,3 +94,95 @@ def test_view_update_without_widgets():
     first = view.png()
     view.update(0.0, np.inf)
     assert view.png() != first
+
+
+# ---- a move that changes nothing says so ------------------------------------------------------
+
+def test_change_note_by_hand():
+    c = hand_chains()  # stage-0 p_min 0.95 / 0.6 / 0.8: nothing lies in (0.81, 0.85]; 0.95 lies below 0.96
+    a, b, d = (analysis.operating_point(c, t, 0.5) for t in (0.81, 0.85, 0.96))
+    sa, sb, sd = (analysis.stop_stages(c, t, 0.5) for t in (0.81, 0.85, 0.96))
+    assert sliders.change_note(None, a, None, sa) == ""
+    same = sliders.change_note(a, b, sa, sb)
+    assert same.startswith("Operating point unchanged") and "tau_lp = 0.81" in same
+    moved = sliders.change_note(b, d, sb, sd)
+    assert moved.startswith("Operating point moved") and "1 of 3 problems" in moved and "unchanged" not in moved
+    assert f"{b['avg_tokens']:,.0f} -> {d['avg_tokens']:,.0f}" in moved
+
+
+def test_controls_report_an_unchanged_point_visibly():
+    ctl = sliders.threshold_sliders(hand_chains(), tau_lp=0.81, tau_h=0.5, grid_size=5)
+    png = ctl.image.value
+    assert ctl.notes == [""] and "Operating point" not in ctl.text.value
+    ctl.tau_lp.value = 0.85  # crosses no recorded confidence
+    assert ctl.notes[-1].startswith("Operating point unchanged")
+    assert "Operating point unchanged" in ctl.text.value and "tau_lp = 0.85" in ctl.text.value
+    assert ctl.image.value == png  # same point: the figure is not re-encoded
+    ctl.tau_lp.value = 0.96  # p0's leader (p_min 0.95) is now escalated
+    assert ctl.notes[-1].startswith("Operating point moved") and "unchanged" not in ctl.text.value
+    assert ctl.image.value != png
+
+
+def test_unchanged_exactly_when_no_stop_stage_changes():
+    c = synthetic_chains(n=120, seed=5)
+    ctl = sliders.threshold_sliders(c, tau_lp=0.5, tau_h=0.5, grid_size=5)
+    rng = np.random.default_rng(0)
+    seen = set()
+    for step in range(40):  # one slider per move, as a hand on a slider does
+        slider, values = (ctl.tau_lp, np.linspace(0.4, 0.6, 21)) if step % 2 else (ctl.tau_h, [0.45, 0.5, 0.55])
+        value = float(rng.choice(values))
+        if value == slider.value:
+            continue  # setting the value already there fires no callback
+        before = analysis.stop_stages(c, ctl.tau_lp.value, ctl.tau_h.value)
+        n = len(ctl.notes)
+        slider.value = value
+        after = analysis.stop_stages(c, ctl.tau_lp.value, ctl.tau_h.value)
+        unchanged = bool(np.array_equal(before, after))
+        assert len(ctl.notes) == n + 1
+        assert ctl.notes[-1].startswith("Operating point unchanged") == unchanged
+        assert ctl.notes[-1].startswith("Operating point moved") == (not unchanged)
+        seen.add(unchanged)
+    assert seen == {True, False}  # both cases were exercised
+
+
+# ---- chapter 02: the gate panel redraws in place ---------------------------------------------
+
+def _answers():
+    from tests.test_calibration import _frame
+
+    return _frame([0.99, 0.6, 0.3, 0.95, 0.85, 0.97], [0.1, 0.7, 1.4, 0.2, 0.3, 0.05],
+                  [True, False, False, True, False, True], answered=[True, True, True, False, True, True])
+
+
+def test_gate_panel_updates_its_widgets_in_place():
+    import matplotlib.pyplot as plt
+
+    from lase_nb import calibration
+
+    f = _answers()
+    figs_before = plt.get_fignums()
+    ctl = sliders.gate_sliders(f, 0.8, 0.5)
+    children, fig, png = ctl.box.children, ctl.fig, ctl.image.value
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(fig.axes) == 4
+    assert ctl.history[-1]["escalation_rate"] == calibration.gate_split(f, 0.8, 0.5)["escalation_rate"]
+    ctl.tau_lp.value = 0.9  # 0.85 now escalates: one answer changes side
+    split = calibration.gate_split(f, 0.9, 0.5)
+    assert ctl.box.children == children and ctl.fig is fig and len(fig.axes) == 4  # nothing re-created
+    assert ctl.image.value != png  # the threshold line moved in the picture
+    assert f"<td>{split['escalation_rate']:.1%}</td>" in ctl.row.value
+    assert f"<td>{int(split['confident_errors'])}</td>" in ctl.row.value
+    assert ctl.notes[-1] == "1 answer(s) changed side of the gate."
+    ctl.tau_lp.value = 0.92  # no answer's p_min lies in [0.9, 0.92)
+    assert ctl.notes[-1].startswith("The gate's verdict is unchanged") and "unchanged" in ctl.row.value
+    assert plt.get_fignums() == figs_before  # no pyplot figure: the inline backend shows nothing twice
+
+
+def test_reliability_redraws_into_a_given_figure():
+    from matplotlib.figure import Figure
+
+    from lase_nb import calibration
+
+    fig = Figure(figsize=(8, 3))
+    for tau in (0.8, 0.9):
+        assert calibration.plot_reliability(_answers(), tau, 0.5, fig=fig) is fig
+        assert len(fig.axes) == 4  # cleared first, not stacked
