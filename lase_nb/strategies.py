@@ -47,7 +47,7 @@ class StrategyConfig:
     down_final: str = "vote"  # DOWN: "vote" or "judge"
     temperature: float = 0.7  # for independent samples (MV, debaters, proposers, LASE+MV chains)
     max_tokens: int = 384  # leader / solver calls (sized so revisions rarely hit it, see chapter 03)
-    supporter_max_tokens: int = 256
+    supporter_max_tokens: int = 384
     extract_max_tokens: int = 24  # the answer-extraction step writes the answer alone
     extract_answers: bool = True  # leader: ask for the answer alone when a response has none
     examples: int = prompts.DEFAULT_EXAMPLES  # worked examples per prompt (0 = the papers' zero-shot)
