@@ -195,3 +195,47 @@ def test_incremental_detokenisation_of_multibyte_text(backend) -> None:
     assert row.text == text == "".join(row.pieces)
     assert "" in row.pieces  # this tokenizer splits some of these characters across tokens
     assert row.offsets == [sum(len(p) for p in row.pieces[:i]) for i in range(len(row.pieces))]
+
+
+@pytest.mark.slow
+def test_continuous_batching_rows_join_and_leave(backend) -> None:
+    """Rows that finish leave the batch and waiting rows take their place; results equal
+    one call at a time, and so do those of the lockstep fallback."""
+    msgs = PROMPTS[1]  # runs to max_tokens, so each row ends exactly at its own length
+    lengths = [20, 2, 3, 2, 4, 3]
+    reqs = [(msgs, GenParams(max_tokens=n, top_logprobs=2)) for n in lengths]
+    order: list[int] = []
+    cb = local.LocalBackend(max_batch=2)
+    out = cb.generate_many(reqs, on_result=lambda i, g: order.append(i))
+    # lockstep batches of 2 would hold row 1's place until row 0's 20 tokens are done
+    assert sorted(order) == list(range(len(reqs))) and order[-1] == 0
+    lockstep = local.LocalBackend(max_batch=2)
+    lockstep._splice = False
+    for got in (out, lockstep.generate_many(reqs)):
+        for g, (m, p) in zip(got, reqs):
+            s = backend.generate(m, p)
+            check_invariants(g, backend.vocab_size, 2)
+            assert g.text == s.text and g.completion_tokens == s.completion_tokens == p.max_tokens
+            assert max(abs(x.logprob - y.logprob) for x, y in zip(g.tokens, s.tokens)) < 1e-3
+
+
+@pytest.mark.slow
+def test_shared_prompt_prefix_is_encoded_once(backend) -> None:
+    """System prompt and worked examples are encoded once; reusing them changes nothing."""
+    other = {"role": "user", "content": "What is 9 - 5? Put the final answer in \\boxed{}."}
+    params = GenParams(max_tokens=16, top_logprobs=3)
+    backend.clear_prefix_cache()
+    backend.generate(SHOTS + [QUESTION], params)
+    before = dict(backend.prefix_stats)
+    warm = backend.generate(SHOTS + [other], params)
+    ids, cuts = backend._encode(SHOTS + [other])
+    shots_text = backend._tok.apply_chat_template(SHOTS, tokenize=False)
+    assert cuts[-1] == len(backend._tok(shots_text, add_special_tokens=False)["input_ids"])
+    reused = backend.prefix_stats["reused_tokens"] - before["reused_tokens"]
+    encoded = backend.prefix_stats["encoded_tokens"] - before["encoded_tokens"]
+    assert reused == cuts[-1] > 100 and encoded == len(ids) - cuts[-1]
+    backend.clear_prefix_cache()
+    cold = backend.generate(SHOTS + [other], params)
+    assert backend.prefix_stats["reused_tokens"] == before["reused_tokens"] + reused  # nothing cached
+    # the chunked prefill is the same computation whether a chunk is cached or not
+    assert cold.text == warm.text and cold.tokens == warm.tokens
