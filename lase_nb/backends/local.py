@@ -72,7 +72,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from ..errors import ConfigError
 from ..types import ENTROPY_EXACT, ENTROPY_NONE, Generation, GenParams, Message, TokenLogprob
@@ -581,7 +581,7 @@ class LocalBackend:
         todo.sort(key=lambda r: len(r.prompt_ids))
         with self._loaded.lock:
             if self._splice:
-                self._run_continuous(todo, done)
+                self._run_continuous(todo, done, lambda: [])
             else:  # a cache layout we cannot splice rows into: lockstep batches
                 for start in range(0, len(todo), self.max_batch):
                     chunk = todo[start:start + self.max_batch]
@@ -589,6 +589,54 @@ class LocalBackend:
                     for r in chunk:
                         done(r)
         return [g for g in results if g is not None]
+
+    def generate_stream(
+        self, more: Callable[[], Sequence[tuple[Any, Sequence[Message], GenParams]]],
+        on_result: Callable[[Any, Generation], None],
+    ) -> None:
+        """Decode requests as they arrive, until none is left: continuous batching across calls.
+
+        ``more()`` returns new ``(tag, messages, params)`` requests (or none); it is asked
+        whenever the running batch has room. ``on_result(tag, gen)`` fires as each request
+        finishes and may make ``more()`` return new requests (the next call of a strategy), so
+        calls of different problems and stages share the running batch. Returns once ``more()``
+        is empty and every request is done."""
+        tags: dict[int, Any] = {}
+
+        count = iter(range(1 << 62))
+
+        def take() -> list[_Row]:
+            ready: list[_Row] = []
+            while True:  # a finished zero-token request may bring new requests at once
+                fresh = []
+                for tag, msgs, params in more():
+                    r = self._make_row(next(count), msgs, params)
+                    tags[r.index] = tag
+                    fresh.append(r)
+                if not fresh:
+                    return sorted(ready, key=lambda r: len(r.prompt_ids))
+                ready += [r for r in fresh if r.params.max_tokens > 0]
+                for r in fresh:
+                    if r.params.max_tokens <= 0:
+                        r.finish = "length"
+                        done(r)
+
+        def done(r: _Row) -> None:
+            on_result(tags.pop(r.index), self._to_generation(r))
+
+        with self._loaded.lock:
+            if self._splice:
+                self._run_continuous([], done, take)
+                return
+            while True:  # lockstep fallback
+                todo = take()
+                if not todo:
+                    return
+                for start in range(0, len(todo), self.max_batch):
+                    chunk = todo[start:start + self.max_batch]
+                    self._decode(chunk)
+                    for r in chunk:
+                        done(r)
 
     def encode_prompt(self, messages: Sequence[Message]) -> list[int]:
         """Token ids of the chat-templated prompt (generation prompt appended)."""
@@ -691,16 +739,22 @@ class LocalBackend:
             new_cache = getattr(out, "past_key_values", None)
         return out.logits[:, -1, :], new_cache
 
-    def _run_continuous(self, waiting: list[_Row], done: Any) -> None:
+    def _run_continuous(self, waiting: list[_Row], done: Callable[[_Row], None],
+                        more: Callable[[], list[_Row]]) -> None:
         """Continuous batching: each row is prefilled alone (reusing cached prompt prefixes),
-        joins the running batch, leaves it as soon as it finishes, and a waiting row takes the
-        freed place. The running batch is left-padded with explicit position ids."""
+        joins the running batch, leaves it as soon as it finishes, and a waiting row (from
+        ``waiting``, then from ``more()``) takes the freed place. The running batch is
+        left-padded with explicit position ids."""
         import torch
 
         queue = collections.deque(waiting)
         batch = _Batch()
         with torch.inference_mode():
-            while queue or batch.rows:
+            while True:
+                if not queue and len(batch.rows) < self.max_batch:
+                    queue.extend(more())
+                if not queue and not batch.rows:
+                    return
                 while queue and len(batch.rows) < self.max_batch:
                     r = queue.popleft()
                     r.t0 = time.perf_counter()
