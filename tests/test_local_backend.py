@@ -239,3 +239,38 @@ def test_shared_prompt_prefix_is_encoded_once(backend) -> None:
     assert backend.prefix_stats["reused_tokens"] == before["reused_tokens"] + reused  # nothing cached
     # the chunked prefill is the same computation whether a chunk is cached or not
     assert cold.text == warm.text and cold.tokens == warm.tokens
+
+
+@pytest.mark.slow
+def test_stream_joins_calls_across_problems_and_stages(backend, tmp_path) -> None:
+    """run_problems on the local backend streams calls (no rounds): same calls and texts as
+    the round-by-round path, and through a call cache a second run makes no model call."""
+    from dataclasses import replace
+
+    from lase_nb.cache import CallCache
+    from lase_nb.datasets import arithmetic_problems
+    from lase_nb.engine import Engine
+    from lase_nb.runner import run_problems
+    from lase_nb.strategies import StrategyConfig
+
+    class Rounds:  # the real backend with generate_stream hidden: the round-by-round path
+        name, model, supports_logprobs = backend.name, backend.model, True
+        generate = backend.generate
+        generate_many = backend.generate_many
+
+    cfg = replace(StrategyConfig(), full_chain=True, max_tokens=12, supporter_max_tokens=8)
+    problems = arithmetic_problems(2, seed=5)
+    cache = CallCache(tmp_path / "calls.sqlite")
+    streamed = Engine(backend, cache)
+    got = run_problems("lase", problems, streamed, cfg, window=2, progress=False)
+    assert streamed.stats.batches == 1 and streamed.stats.model_calls == streamed.stats.requested > 2
+    rounds = Engine(Rounds())
+    ref = run_problems("lase", problems, rounds, cfg, window=2, progress=False)
+    assert rounds.stats.batches > 1 and rounds.stats.model_calls == streamed.stats.model_calls
+    for a, b in zip(got, ref):
+        assert [c.text for c in a.calls + a.recording_calls] == [c.text for c in b.calls + b.recording_calls]
+        assert (a.answer, a.stop_stage, a.completion_tokens) == (b.answer, b.stop_stage, b.completion_tokens)
+    again = Engine(backend, cache)
+    hit = run_problems("lase", problems, again, cfg, window=2, progress=False)
+    assert again.stats.model_calls == 0 and again.stats.cache_hits == again.stats.requested
+    assert [r.answer for r in hit] == [r.answer for r in got]

@@ -31,9 +31,12 @@ What a :class:`~lase_nb.types.Generation` from this backend means:
   seeded from the messages, temperature, top-p and ``params.sample``: sample *i* of a call is
   reproducible, different *i* differ, and the result does not depend on which other requests
   shared the batch (up to float rounding, see below).
-* **Continuous batching.** ``generate_many`` keeps up to ``max_batch`` requests decoding
-  together; a request that finishes leaves the batch at once and the next waiting request of
-  the same call takes its place, instead of every batch running until its longest row ends.
+* **Continuous batching.** Up to ``max_batch`` requests decode together; a request that
+  finishes leaves the batch at once and a waiting request takes its place, instead of every
+  batch running until its longest row ends. In ``generate_many`` the waiting requests are the
+  rest of its list; ``generate_stream`` takes new requests while it runs (the runner sends each
+  problem's next call as soon as its previous one is answered), so calls of different problems
+  and stages share the batch.
   Each request is prefilled on its own and then spliced into the running batch, which is
   left-padded with explicit position ids, so a batched row computes the same thing as the row
   alone; float32 reductions over a different batch shape can still differ in the last bits
