@@ -12,10 +12,11 @@ Then the same ``--calls`` at a realistic API latency (``--slow-latency``, defaul
 ``--slow-levels`` (default 32), where the target is within 1.1x of ideal. Every level also
 reports the client's CPU time per call (all its threads: SDK request building, HTTP, JSON).
 
-What bounds the 100 ms case: at concurrency 32 the demanded rate is 32 / 0.1 s = 320 calls/s,
-and the client CPU per call (a few ms) times that rate approaches one core, while the client's
-threads share one GIL; the scheduling itself adds nothing measurable. At 1 s the demand is 32
-calls/s, a tenth of that, so the client is nowhere near its CPU bound.
+What bounds the 100 ms case: at concurrency 32 the demanded rate is 32 / 0.1 s = 320 calls/s;
+the client's CPU per call (1.5-2 ms measured: SDK request building, HTTP, JSON) times that rate
+is about half a core, spent by 32 threads that take turns on one GIL, on a 2-core machine that
+also runs the server process. The scheduling itself adds nothing measurable: at 1 s the demand
+is 32 calls/s, a tenth of that, and the ratio is within 1.1x of ideal.
 
 Last line: ``RESULT api_concurrency c1_ratio=... c8_ratio=... c32_ratio=... c32_ratio_1s=...
 cpu_ms_per_call=...``.

@@ -53,7 +53,9 @@ What a :class:`~lase_nb.types.Generation` from this backend means:
   does not depend on which calls ran before (``prefix_stats`` counts reused/encoded tokens).
 * The KV cache grows in place (spare room reserved per layer) instead of being concatenated
   into a fresh copy at every step, which cost about a third of one stream's decode time.
-* Speed on two cores: one stream ~14-19 tokens/s, a batch of 8 ~3.5-4x that in aggregate.
+* Speed on two cores: one stream ~20 tokens/s, a batch of 8 ~3.5-4x that in aggregate on an
+  idle machine (LASE on 64 problems: 34 vs 21 tokens/s batched vs one call at a time, measured
+  with another process busy on one core).
   On a machine where other processes keep a core busy, OpenMP's default spin-waiting makes
   torch several times slower; start Python with ``OMP_WAIT_POLICY=PASSIVE`` there (it costs
   ~15% on an idle machine), or pass ``threads=1``.
@@ -603,7 +605,8 @@ class LocalBackend:
         whenever the running batch has room. ``on_result(tag, gen)`` fires as each request
         finishes and may make ``more()`` return new requests (the next call of a strategy), so
         calls of different problems and stages share the running batch. Returns once ``more()``
-        is empty and every request is done."""
+        is empty and every request is done. The callbacks run inside the decoding loop (holding
+        the model's lock) and must not call this backend themselves."""
         tags: dict[int, Any] = {}
 
         count = iter(range(1 << 62))
