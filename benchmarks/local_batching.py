@@ -1,4 +1,4 @@
-"""Stage batching on the embedded model: LASE over many problems at once vs one call at a time.
+"""Continuous batching on the embedded model: LASE over many problems at once vs one call at a time.
 
 LASE with the **default thresholds** (``StrategyConfig()``: tau_lp 0.8, tau_h 0.5; pass
 ``--full-chain`` to force every stage instead) on ``--n`` default problems
@@ -6,26 +6,40 @@ LASE with the **default thresholds** (``StrategyConfig()``: tau_lp 0.8, tau_h 0.
 decode every call:
 
 * **batched**: ``run_problems(window=n)`` with ``LocalBackend(max_batch=--max-batch)``: the calls
-  of all problems that are ready at the same stage go to the model together;
-* **single**: ``run_problems(window=1)`` with ``LocalBackend(max_batch=1)``: one call at a time.
+  of all problems that are ready at the same stage go to the model together and are decoded
+  with continuous batching (rows leave when done, waiting calls take their place) and the
+  shared prompt prefix (system prompt, worked examples) encoded once;
+* **single**: ``run_problems(window=1)`` with ``LocalBackend(max_batch=1)``: one call at a time
+  (it also reuses the cached prompt prefixes, as any call of this backend does).
 
-Both settings make the same calls (greedy decoding; the answers are compared), so the rate is
-completion tokens (every call, EOS included) over wall time, prefill included. Peak memory is
-the process's ``ru_maxrss`` after both runs. Targets: ratio >= 3, peak < 3 GiB.
+Both settings make the same calls (greedy decoding; the answers and every call's text are
+compared), so the rate is completion tokens (every call, EOS included) over wall time, prefill
+included. Peak memory is the process's ``ru_maxrss`` after both runs. Targets: ratio >= 3,
+peak < 3 GiB.
 
-    OMP_WAIT_POLICY=PASSIVE python benchmarks/local_batching.py [--n 32] [--max-tokens 128]
-        [--max-batch 8] [--threads N] [--full-chain]
+``--llama-server`` adds the same LASE workload through ``--backend openai --base-url`` against a
+llama.cpp server on the same GGUF (started here with ``python -m llama_cpp.server --model GGUF
+--logits_all true`` when ``llama-cpp-python[server]`` is installed; otherwise the script says how
+to install it and goes on without). ``--skip-single`` drops the one-at-a-time run.
 
-Last line: ``RESULT local_batching tps_batched=... tps_single=... ratio=... peak_mib=...``.
+    OMP_WAIT_POLICY=PASSIVE python benchmarks/local_batching.py [--n 64] [--max-tokens 128]
+        [--max-batch 8] [--threads N] [--full-chain] [--llama-server] [--skip-single]
+
+Last line: ``RESULT local_batching tps_batched=... tps_single=... ratio=... peak_mib=...``
+(plus ``tps_llama=... vs_llama=...`` with ``--llama-server``).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import resource
+import socket
+import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -59,14 +73,73 @@ def peak_mib() -> float:
     return kib / 1024 if sys.platform != "darwin" else kib / 2**20
 
 
+LLAMA_INSTALL = ("CMAKE_ARGS=\"-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON "
+                 "-DGGML_F16C=ON -DGGML_BMI2=ON -DLLAVA_BUILD=OFF\" "
+                 "pip install 'llama-cpp-python[server]==0.3.36'  (a ~5 min build)")
+
+
+def same_calls(a: list[ProblemResult], b: list[ProblemResult]) -> tuple[int, int]:
+    """(calls with identical text, calls) over two runs of the same problems."""
+    pairs = [(x, y) for ra, rb in zip(a, b) for x, y in zip(ra.calls + ra.recording_calls,
+                                                            rb.calls + rb.recording_calls)]
+    return sum(x.text == y.text for x, y in pairs), max(len(pairs), 1)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def llama_server_run(problems, cfg: StrategyConfig, threads: int, window: int,
+                     concurrency: int) -> tuple[float, int, list[ProblemResult]] | None:
+    """(tok/s, completion tokens, results) of the LASE run against a llama.cpp server, or None
+    (with the install hint printed) when ``llama-cpp-python[server]`` is not importable."""
+    if importlib.util.find_spec("llama_cpp") is None or importlib.util.find_spec("uvicorn") is None:
+        print(f"llama.cpp server: llama-cpp-python[server] is not installed; to compare, run\n  {LLAMA_INSTALL}")
+        return None
+    from lase_nb.backends import make_backend
+    from lase_nb.backends.local import default_gguf_path
+
+    gguf, port = default_gguf_path(), free_port()
+    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--logits_all", "true",
+           "--n_threads", str(threads), "--n_ctx", "4096", "--host", "127.0.0.1", "--port", str(port)]
+    server = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.time() + 120
+        while True:
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=2).read()
+                break
+            except OSError:
+                if server.poll() is not None or time.time() > deadline:
+                    print(f"llama.cpp server did not start ({' '.join(cmd)})")
+                    return None
+                time.sleep(0.5)
+        backend = make_backend("openai", model=gguf.name, base_url=f"http://127.0.0.1:{port}/v1",
+                               concurrency=concurrency)
+        res, wall, _ = timed_run(backend, problems, cfg, window=window)
+        tok = completion_tokens(res)
+        return tok / wall, tok, res
+    finally:
+        server.terminate()
+        try:
+            server.wait(10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--n", type=int, default=32, help="problems (default 32)")
+    ap.add_argument("--n", type=int, default=64, help="problems (default 64)")
     ap.add_argument("--max-tokens", type=int, default=StrategyConfig().max_tokens,
                     help="leader tokens per call; supporters get min(this, 80)")
     ap.add_argument("--max-batch", type=int, default=8, help="rows decoded together in the batched run")
     ap.add_argument("--threads", type=int, default=None, help="torch threads (default: all cores)")
     ap.add_argument("--full-chain", action="store_true", help="force every LASE stage (default: thresholds)")
+    ap.add_argument("--llama-server", action="store_true",
+                    help="also run the workload against a llama.cpp server on the same GGUF")
+    ap.add_argument("--skip-single", action="store_true", help="skip the one-call-at-a-time run")
     args = ap.parse_args(argv)
 
     from lase_nb.backends.local import LocalBackend
@@ -82,27 +155,46 @@ def main(argv: list[str] | None = None) -> None:
           f"max_tokens={cfg.max_tokens}, supporters {cfg.supporter_max_tokens}, cores {os.cpu_count()}",
           flush=True)
     batched.generate([{"role": "user", "content": "Hi"}], GenParams(max_tokens=4))  # warm-up
+    batched.clear_prefix_cache()  # both runs start without cached prompt prefixes
 
     res_b, wall_b, calls_b = timed_run(batched, problems, cfg, window=args.n)
     tok_b = completion_tokens(res_b)
     tps_b = tok_b / wall_b
+    st = batched.prefix_stats
     print(f"batched (window {args.n}, max_batch {args.max_batch}): {calls_b} calls, {tok_b} tokens "
-          f"in {wall_b:.1f} s = {tps_b:.1f} tok/s", flush=True)
-    res_s, wall_s, calls_s = timed_run(single, problems, cfg, window=1)
-    tok_s = completion_tokens(res_s)
-    tps_s = tok_s / wall_s
-    print(f"single  (window 1, max_batch 1):  {calls_s} calls, {tok_s} tokens in {wall_s:.1f} s = "
-          f"{tps_s:.1f} tok/s", flush=True)
-
-    same = sum(a.answer == b.answer and a.stop_stage == b.stop_stage for a, b in zip(res_b, res_s))
+          f"in {wall_b:.1f} s = {tps_b:.1f} tok/s; prompt tokens from the prefix cache "
+          f"{st['reused_tokens']}, encoded {st['encoded_tokens']}", flush=True)
     acc = sum(r.correct for r in res_b) / len(res_b)
-    ratio = tps_b / tps_s
+    print(f"accuracy {acc:.2f}; escalated {sum(bool(r.stop_stage) for r in res_b)}", flush=True)
+    result = f"RESULT local_batching tps_batched={tps_b:.1f}"
+    if not args.skip_single:
+        single.clear_prefix_cache()
+        res_s, wall_s, calls_s = timed_run(single, problems, cfg, window=1)
+        tok_s = completion_tokens(res_s)
+        tps_s = tok_s / wall_s
+        print(f"single  (window 1, max_batch 1):  {calls_s} calls, {tok_s} tokens in {wall_s:.1f} s = "
+              f"{tps_s:.1f} tok/s", flush=True)
+        same = sum(a.answer == b.answer and a.stop_stage == b.stop_stage for a, b in zip(res_b, res_s))
+        texts, ncalls = same_calls(res_b, res_s)
+        ratio = tps_b / tps_s
+        print(f"same answer and stop stage in both runs: {same}/{len(problems)}; same call text "
+              f"{texts}/{ncalls}")
+        print(f"speed-up {ratio:.2f}x (target >= 3)")
+        result += f" tps_single={tps_s:.1f} ratio={ratio:.2f}"
     peak = peak_mib()
-    print(f"same answer and stop stage in both runs: {same}/{len(problems)}; accuracy {acc:.2f}; "
-          f"escalated {sum(bool(r.stop_stage) for r in res_b)}")
-    print(f"speed-up {ratio:.2f}x (target >= 3); peak memory {peak:.0f} MiB (target < 3072)")
-    print(f"RESULT local_batching tps_batched={tps_b:.1f} tps_single={tps_s:.1f} ratio={ratio:.2f} "
-          f"peak_mib={peak:.0f}")
+    print(f"peak memory {peak:.0f} MiB (target < 3072)")
+    result += f" peak_mib={peak:.0f}"
+    if args.llama_server:
+        threads = args.threads or os.cpu_count() or 1
+        got = llama_server_run(problems, cfg, threads, window=args.n, concurrency=args.max_batch)
+        if got is not None:
+            tps_l, tok_l, res_l = got
+            same = sum(a.answer == b.answer for a, b in zip(res_b, res_l))
+            print(f"llama.cpp server (same GGUF, {threads} threads, concurrency {args.max_batch}): "
+                  f"{tok_l} tokens = {tps_l:.1f} tok/s; local batched / server {tps_b / tps_l:.2f}x "
+                  f"(target >= 1.0); same answer {same}/{len(problems)} (quantised weights differ)")
+            result += f" tps_llama={tps_l:.1f} vs_llama={tps_b / tps_l:.2f}"
+    print(result)
 
 
 if __name__ == "__main__":

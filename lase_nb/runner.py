@@ -8,11 +8,11 @@ results back. Finished problems are reported to ``on_result`` as they complete.
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 from tqdm.auto import tqdm
 
-from .engine import Engine
+from .engine import Call, Engine
 from .errors import ConfigError
 from .strategies import ProblemResult, StrategyConfig, get_strategy
 from .types import Problem
@@ -40,6 +40,22 @@ def run_problems(strategy: str, problems: Sequence[Problem], engine: Engine,
             gen = policy(p, cfg)
             active[p.id] = (gen, next(gen))
 
+    def finish(pid: str, res: ProblemResult) -> None:
+        nonlocal correct, tokens
+        results[pid] = res
+        correct += res.correct
+        tokens += res.prompt_tokens + res.completion_tokens
+        bar.update(1)
+        bar.set_postfix(acc=f"{correct / len(results):.2f}",
+                        tok=f"{tokens / len(results):.0f}", refresh=False)
+        if on_result is not None:
+            on_result(res)
+
+    if callable(getattr(engine.backend, "generate_stream", None)):
+        _stream(engine, active, queue, window, policy, cfg, finish)
+        bar.close()
+        return [results[p.id] for p in problems]
+
     start_more()
     while active:
         ids = list(active)
@@ -52,16 +68,61 @@ def run_problems(strategy: str, problems: Sequence[Problem], engine: Engine,
             try:
                 active[i] = (gen, gen.send(chunk))
             except StopIteration as stop:
-                res: ProblemResult = stop.value
-                results[i] = res
                 del active[i]
-                correct += res.correct
-                tokens += res.prompt_tokens + res.completion_tokens
-                bar.update(1)
-                bar.set_postfix(acc=f"{correct / len(results):.2f}",
-                                tok=f"{tokens / len(results):.0f}", refresh=False)
-                if on_result is not None:
-                    on_result(res)
+                finish(i, stop.value)
         start_more()
     bar.close()
     return [results[p.id] for p in problems]
+
+
+def _stream(engine: Engine, active: dict[str, tuple], queue: list[Problem], window: int,
+            policy: Callable, cfg: StrategyConfig, finish: Callable[[str, ProblemResult], None]) -> None:
+    """Run the problems with :meth:`Engine.stream`: each problem's next calls are sent as soon
+    as its previous ones are answered, up to ``window`` problems in flight."""
+    outbox: list[tuple[Any, Call]] = []
+    answers: dict[str, list] = {}
+
+    def post(pid: str, calls: list[Call]) -> None:
+        while not calls:  # a strategy step without calls: step on at once
+            try:
+                calls = active[pid][0].send([])
+            except StopIteration as stop:
+                del active[pid]
+                finish(pid, stop.value)
+                start_more()
+                return
+        answers[pid] = [None] * len(calls)
+        outbox.extend(((pid, j), c) for j, c in enumerate(calls))
+
+    def start_more() -> None:
+        while queue and len(active) < window:
+            p = queue.pop(0)
+            gen = policy(p, cfg)
+            active[p.id] = (gen, None)
+            post(p.id, next(gen))
+
+    def more() -> list[tuple[Any, Call]]:
+        out = list(outbox)
+        outbox.clear()
+        return out
+
+    def answered(tag: tuple[str, int], gen: Any) -> None:
+        pid, j = tag
+        got = answers[pid]
+        got[j] = gen
+        if any(g is None for g in got):
+            return
+        del answers[pid]
+        try:
+            calls = active[pid][0].send(got)
+        except StopIteration as stop:
+            del active[pid]
+            finish(pid, stop.value)
+            start_more()
+            return
+        post(pid, calls)
+
+    start_more()
+    engine.stream(more, answered)
+    if active:  # pragma: no cover - would mean a call was never answered
+        raise RuntimeError(f"{len(active)} problems did not finish")

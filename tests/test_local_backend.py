@@ -226,3 +226,81 @@ def test_repeat_stop_ends_a_verbatim_loop(backend) -> None:
     ids = backend._tok(cut.text, add_special_tokens=False)["input_ids"]
     grams = [tuple(ids[i:i + 12]) for i in range(len(ids) - 11)]
     assert len(grams) == len(set(grams))  # what is left never repeats 12 tokens verbatim
+
+
+def test_continuous_batching_rows_join_and_leave(backend) -> None:
+    """Rows that finish leave the batch and waiting rows take their place; results equal
+    one call at a time, and so do those of the lockstep fallback."""
+    msgs = PROMPTS[1]  # runs to max_tokens, so each row ends exactly at its own length
+    lengths = [20, 2, 3, 2, 4, 3]
+    reqs = [(msgs, GenParams(max_tokens=n, top_logprobs=2)) for n in lengths]
+    order: list[int] = []
+    cb = local.LocalBackend(max_batch=2)
+    out = cb.generate_many(reqs, on_result=lambda i, g: order.append(i))
+    # lockstep batches of 2 would hold row 1's place until row 0's 20 tokens are done
+    assert sorted(order) == list(range(len(reqs))) and order[-1] == 0
+    lockstep = local.LocalBackend(max_batch=2)
+    lockstep._splice = False
+    for got in (out, lockstep.generate_many(reqs)):
+        for g, (m, p) in zip(got, reqs):
+            s = backend.generate(m, p)
+            check_invariants(g, backend.vocab_size, 2)
+            assert g.text == s.text and g.completion_tokens == s.completion_tokens == p.max_tokens
+            assert max(abs(x.logprob - y.logprob) for x, y in zip(g.tokens, s.tokens)) < 1e-3
+
+
+@pytest.mark.slow
+def test_shared_prompt_prefix_is_encoded_once(backend) -> None:
+    """System prompt and worked examples are encoded once; reusing them changes nothing."""
+    other = {"role": "user", "content": "What is 9 - 5? Put the final answer in \\boxed{}."}
+    params = GenParams(max_tokens=16, top_logprobs=3)
+    backend.clear_prefix_cache()
+    backend.generate(SHOTS + [QUESTION], params)
+    before = dict(backend.prefix_stats)
+    warm = backend.generate(SHOTS + [other], params)
+    ids, cuts = backend._encode(SHOTS + [other])
+    shots_text = backend._tok.apply_chat_template(SHOTS, tokenize=False)
+    assert cuts[-1] == len(backend._tok(shots_text, add_special_tokens=False)["input_ids"])
+    reused = backend.prefix_stats["reused_tokens"] - before["reused_tokens"]
+    encoded = backend.prefix_stats["encoded_tokens"] - before["encoded_tokens"]
+    assert reused == cuts[-1] > 100 and encoded == len(ids) - cuts[-1]
+    backend.clear_prefix_cache()
+    cold = backend.generate(SHOTS + [other], params)
+    assert backend.prefix_stats["reused_tokens"] == before["reused_tokens"] + reused  # nothing cached
+    # the chunked prefill is the same computation whether a chunk is cached or not
+    assert cold.text == warm.text and cold.tokens == warm.tokens
+
+
+@pytest.mark.slow
+def test_stream_joins_calls_across_problems_and_stages(backend, tmp_path) -> None:
+    """run_problems on the local backend streams calls (no rounds): same calls and texts as
+    the round-by-round path, and through a call cache a second run makes no model call."""
+    from dataclasses import replace
+
+    from lase_nb.cache import CallCache
+    from lase_nb.datasets import arithmetic_problems
+    from lase_nb.engine import Engine
+    from lase_nb.runner import run_problems
+    from lase_nb.strategies import StrategyConfig
+
+    class Rounds:  # the real backend with generate_stream hidden: the round-by-round path
+        name, model, supports_logprobs = backend.name, backend.model, True
+        generate = backend.generate
+        generate_many = backend.generate_many
+
+    cfg = replace(StrategyConfig(), full_chain=True, max_tokens=12, supporter_max_tokens=8)
+    problems = arithmetic_problems(2, seed=5)
+    cache = CallCache(tmp_path / "calls.sqlite")
+    streamed = Engine(backend, cache)
+    got = run_problems("lase", problems, streamed, cfg, window=2, progress=False)
+    assert streamed.stats.batches == 1 and streamed.stats.model_calls == streamed.stats.requested > 2
+    rounds = Engine(Rounds())
+    ref = run_problems("lase", problems, rounds, cfg, window=2, progress=False)
+    assert rounds.stats.batches > 1 and rounds.stats.model_calls == streamed.stats.model_calls
+    for a, b in zip(got, ref):
+        assert [c.text for c in a.calls + a.recording_calls] == [c.text for c in b.calls + b.recording_calls]
+        assert (a.answer, a.stop_stage, a.completion_tokens) == (b.answer, b.stop_stage, b.completion_tokens)
+    again = Engine(backend, cache)
+    hit = run_problems("lase", problems, again, cfg, window=2, progress=False)
+    assert again.stats.model_calls == 0 and again.stats.cache_hits == again.stats.requested
+    assert [r.answer for r in hit] == [r.answer for r in got]
