@@ -148,7 +148,7 @@ def test_sampling_is_reproducible_per_sample_index(backend) -> None:
     assert again.text == together[0].text
     texts = {together[0].text, together[1].text, together[3].text}
     assert len(texts) > 1  # different sample indices draw different samples
-    check_invariants(together[1], backend.vocab_size, 5)
+    check_invariants(together[1], backend.vocab_size, GenParams().top_logprobs)
     # top-p sampling runs and stays reproducible
     q = GenParams(temperature=0.7, top_p=0.9, max_tokens=8, sample=4)
     assert backend.generate(msgs, q).text == backend.generate(msgs, q).text
@@ -165,7 +165,7 @@ def test_stop_strings_and_max_tokens(backend) -> None:
     at = free.text.find(stop)
     g = backend.generate(msgs, GenParams(max_tokens=20, stop=("NEVER-THERE", stop)))
     assert g.finish_reason == "stop" and g.text == free.text[:at]
-    check_invariants(g, backend.vocab_size, 5)
+    check_invariants(g, backend.vocab_size, GenParams().top_logprobs)
     assert g.completion_tokens <= free.completion_tokens
     nothing = backend.generate(msgs, GenParams(max_tokens=0))
     assert nothing.text == "" and nothing.tokens == [] and nothing.completion_tokens == 0
