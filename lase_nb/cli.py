@@ -74,7 +74,8 @@ def _open_cache(args):
 
 def _examples(args) -> int:
     """Worked examples per prompt: as given, else 2 for the local model and 0 for API backends."""
-    return args.examples if args.examples is not None else (2 if args.backend == "local" else 0)
+    from .strategies import default_examples
+    return args.examples if args.examples is not None else default_examples(args.backend)
 
 
 def cmd_ask(args) -> int:

@@ -99,6 +99,12 @@ class StrategyConfig:
                          max_tokens=self.extract_max_tokens, prefix=prompts.EXTRACT_PREFIX)
 
 
+def default_examples(backend: str) -> int:
+    """Worked examples per prompt for a backend: 2 for the local model (it needs them to box its
+    answers), 0 for API backends (the papers' agents are zero-shot)."""
+    return prompts.DEFAULT_EXAMPLES if backend == "local" else 0
+
+
 #: DOWN's gates: its own whole-response mean token probability, or LASE's answer-span p_min.
 DOWN_GATES = ("mean-prob", "answer-span")
 

@@ -50,6 +50,7 @@ from lase_nb.backends import make_backend
 from lase_nb.confidence import answer_token_indices, measure
 from lase_nb.engine import Call, Engine
 from lase_nb.prompts import solver_messages
+from lase_nb.strategies import default_examples
 from lase_nb.types import GenParams, Problem
 
 plots.set_style()
@@ -57,11 +58,12 @@ engine = Engine(make_backend(backend, model, base_url))
 problem = Problem("quickstart", question, gold="", kind=kind)
 
 # %% [markdown]
-# The model sees a short instruction, **two worked examples as earlier chat turns** (small models
-# only box their answers reliably when shown how), and then the question:
+# The model sees a short instruction, **two worked examples as earlier chat turns** on the local
+# model (small models only box their answers reliably when shown how; API models get none, as in
+# the papers), and then the question:
 
 # %%
-messages = solver_messages(problem)
+messages = solver_messages(problem, examples=default_examples(backend))
 for m in messages:
     print(f"[{m['role']}] {m['content']}\n")
 

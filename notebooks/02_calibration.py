@@ -72,12 +72,12 @@ from lase_nb.engine import Call, Engine
 from lase_nb.prompts import solver_messages
 from lase_nb.runner import run_problems
 from lase_nb.runs import load_runs
-from lase_nb.strategies import StrategyConfig
+from lase_nb.strategies import StrategyConfig, default_examples
 
 plots.set_style()
 pd.set_option("display.precision", 3)
 display(Markdown(reference.describe_results("calibration")))
-cfg = StrategyConfig(tau_lp=tau_lp, tau_h=tau_h, top_logprobs=top_k, seed=seed)
+cfg = StrategyConfig(tau_lp=tau_lp, tau_h=tau_h, top_logprobs=top_k, seed=seed, examples=default_examples(backend))
 
 
 @functools.cache
@@ -190,7 +190,7 @@ display(Markdown(calibration.describe_gate(split)))
 
 # %%
 live_problems = load_dataset(dataset, data_path, n_problems, seed)
-gens = engine().run([Call("leader", 0, solver_messages(p), cfg.params()) for p in live_problems])
+gens = engine().run([Call("leader", 0, solver_messages(p, examples=cfg.examples), cfg.params()) for p in live_problems])
 kind = live_problems[0].kind
 ks = sorted({k for k in (1, 2, 5, 10, top_k) if k <= top_k})
 tokens = pd.concat([calibration.entropy_estimates(gens, kind, k=k, answer_only=False,

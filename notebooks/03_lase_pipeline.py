@@ -94,11 +94,11 @@ if live:
     from lase_nb.datasets import load_dataset
     from lase_nb.engine import Engine
     from lase_nb.runner import run_problems
-    from lase_nb.strategies import StrategyConfig
+    from lase_nb.strategies import StrategyConfig, default_examples
 
     problem_list = load_dataset(dataset, data_path, n_problems, seed)
     engine = Engine(make_backend(backend, model, base_url), CallCache())
-    cfg = StrategyConfig(tau_lp=tau_lp, tau_h=tau_h, full_chain=True, seed=seed)
+    cfg = StrategyConfig(tau_lp=tau_lp, tau_h=tau_h, full_chain=True, seed=seed, examples=default_examples(backend))
     if max_tokens:
         cfg = replace(cfg, max_tokens=max_tokens, supporter_max_tokens=min(max_tokens, cfg.supporter_max_tokens))
     results = run_problems("lase", problem_list, engine, cfg, progress=False)
@@ -263,7 +263,7 @@ def lase_from_scratch(problem, engine, cfg):
 # %%
 if run_episode and problem is not None:
     from lase_nb.runner import run_problems
-    from lase_nb.strategies import StrategyConfig
+    from lase_nb.strategies import StrategyConfig, default_examples
 
     if not live:
         from lase_nb.backends import make_backend
@@ -271,7 +271,7 @@ if run_episode and problem is not None:
         from lase_nb.engine import Engine
 
         engine = Engine(make_backend(backend, model, base_url), CallCache())
-    cfg1 = StrategyConfig(tau_lp=tau_lp, tau_h=tau_h, seed=seed)
+    cfg1 = StrategyConfig(tau_lp=tau_lp, tau_h=tau_h, seed=seed, examples=default_examples(backend))
     if max_tokens:
         cfg1 = replace(cfg1, max_tokens=max_tokens, supporter_max_tokens=min(max_tokens, cfg1.supporter_max_tokens))
     ours = lase_from_scratch(problem, engine, cfg1)

@@ -102,11 +102,11 @@ if live:
     from lase_nb.datasets import load_dataset
     from lase_nb.engine import Engine
     from lase_nb.runner import run_problems
-    from lase_nb.strategies import StrategyConfig
+    from lase_nb.strategies import StrategyConfig, default_examples
 
     problem_list = load_dataset(dataset, data_path, n_problems, seed)
     engine = Engine(make_backend(backend, model, base_url), CallCache())
-    cfg = StrategyConfig(tau_lp=tau_lp, tau_h=tau_h, seed=seed)
+    cfg = StrategyConfig(tau_lp=tau_lp, tau_h=tau_h, seed=seed, examples=default_examples(backend))
     if max_tokens:
         cfg = replace(cfg, max_tokens=max_tokens, supporter_max_tokens=min(max_tokens, cfg.supporter_max_tokens))
     runs = {}
