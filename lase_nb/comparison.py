@@ -485,12 +485,13 @@ def describe_claims(claims: pd.DataFrame, seeds: pd.DataFrame, per_stage: pd.Dat
     them are wrong; ``per_stage`` is :func:`lase_nb.pipeline.stage_confidence`.
     """
     out = [f"**{int(claims['holds here'].sum())} of {len(claims)} claims hold in direction here.**"]
-    first, later = per_stage["boxed"].iloc[0], per_stage["boxed"].iloc[1:].mean()
+    own = per_stage["boxed_own"] if "boxed_own" in per_stage else per_stage["boxed"]
+    first, later = own.iloc[0], own.iloc[1:].mean()
     if later < first - 0.1:
-        out.append(f"*Revisions rarely carry an answer:* {_pct(first, 0)} of the leader's first answers do, but "
-                   f"only {_pct(later, 0)} of its revisions (stages 1-{len(per_stage) - 1}). An answerless revision "
-                   f"counts as wrong and as uncertain, so a chain that ends without one loses the first answer, "
-                   f"right or wrong, and every extra stage costs tokens.")
+        out.append(f"*Revisions rarely carry an answer of their own:* {_pct(first, 0)} of the leader's first "
+                   f"answers do, but only {_pct(later, 0)} of its revisions (stages 1-{len(per_stage) - 1}). "
+                   f"Under strict grading an answerless revision counts as wrong; the extraction step asks for "
+                   f"the answer alone, and every extra stage costs tokens either way.")
     c = seeds.set_index("question")["problems"].tolist()
     if c and c[0]:
         out.append(f"*Little to amplify:* of the {c[0]} escalated problems the leader got wrong, the full chain "

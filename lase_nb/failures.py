@@ -28,6 +28,7 @@ from . import reference
 from .confidence import uncertain_mask
 from .errors import DataError
 from .stats import wilson_interval
+from .strategies import EXTRACT_ROLE
 from .transcripts import ANSWERER_ROLES, answer_or_none, render_transcript, transcript_entries
 
 __all__ = [
@@ -286,17 +287,24 @@ def paper_escalation(tau_lp: float | None = None) -> dict[str, float]:
 
 
 def unparsed_by_stage(run: Any) -> pd.DataFrame:
-    """Per stage of a LASE run: leader answers, share with no boxed answer, and how those ended:
-    ``truncated`` (hit max_tokens) or ``stopped`` (ended on its own without a box)."""
+    """Per stage of a LASE run: leader answers, share with no boxed answer of their own, and how
+    those ended: ``truncated`` (hit max_tokens), ``looped`` (the local backend stopped a verbatim
+    repeat) or ``stopped`` (ended on its own without a box); ``extracted`` of them got an answer
+    from the answer-extraction step."""
     lead = run.calls[run.calls["role"].isin(list(ANSWERER_ROLES))].drop_duplicates(["problem_id", "stage"])
     rows = []
     for t, g in lead.groupby("stage", sort=True):
         none = g["answer"].map(answer_or_none).isna()
         n, k = len(g), int(none.sum())
         lo, hi = wilson_interval(k, n)
+        fin = g["finish_reason"]
+        got = run.calls[(run.calls["role"] == EXTRACT_ROLE) & (run.calls["stage"] == t)]
+        got = got[got["problem_id"].isin(g["problem_id"]) & got["answer"].map(answer_or_none).notna()]
         rows.append({"stage": int(t), "answers": n, "unparsed": k, "unparsed_rate": k / n, "ci_lo": lo,
-                     "ci_hi": hi, "truncated": int((none & (g["finish_reason"] == "length")).sum()),
-                     "stopped": int((none & (g["finish_reason"] != "length")).sum())})
+                     "ci_hi": hi, "truncated": int((none & (fin == "length")).sum()),
+                     "looped": int((none & (fin == "repeat")).sum()),
+                     "stopped": int((none & ~fin.isin(["length", "repeat"])).sum()),
+                     "extracted": int(got["problem_id"].nunique())})
     return pd.DataFrame(rows)
 
 
@@ -501,14 +509,19 @@ def plot_unparsed(table: pd.DataFrame, supporters: Sequence[str] = ()):
              for s in table["stage"]]
     n = table["answers"].to_numpy(float)
     tr, sp = table["truncated"].to_numpy(float) / n, table["stopped"].to_numpy(float) / n
+    lp = table["looped"].to_numpy(float) / n if "looped" in table else np.zeros_like(tr)
     ax.bar(names, tr, color="C3", label="ran out of tokens (max_tokens)")
-    ax.bar(names, sp, bottom=tr, color="0.6", label="stopped without a box")
+    ax.bar(names, lp, bottom=tr, color="C4", label="stopped as a verbatim loop")
+    ax.bar(names, sp, bottom=tr + lp, color="0.6", label="stopped without a box")
+    if "extracted" in table and table["extracted"].any():
+        ax.scatter(names, table["extracted"].to_numpy(float) / n, marker="D", color="k", zorder=5,
+                   label="answer recovered by the extraction step")
     r = table["unparsed_rate"].to_numpy(float)
     ax.errorbar(names, r, yerr=[r - table["ci_lo"], table["ci_hi"] - r], fmt="none", color="k", capsize=4,
                 label="95% Wilson CI of the total")
     ax.set(ylim=(0, 1.05), ylabel="share of leader answers with no \\boxed{}", xlabel="stage",
-           title="Answers that never get boxed")
-    ax.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.15), ncol=3)
+           title="Leader answers with no box of their own")
+    ax.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.15), ncol=2)
     fig.tight_layout()
     return fig
 
@@ -626,9 +639,13 @@ def describe_unparsed(unp: pd.DataFrame) -> str:
     s0, rest = unp.iloc[0], unp.iloc[1:]
     out = f"**What it shows.** {_pct(s0['unparsed_rate'])} of the first answers have no box"
     if len(rest) and rest["answers"].sum():
+        looped = int(rest["looped"].sum()) if "looped" in rest else 0
         out += (f", against {_pct(rest['unparsed'].sum() / rest['answers'].sum())} of the revisions; of the unboxed "
-                f"revisions, {int(rest['truncated'].sum())} ran out of tokens and {int(rest['stopped'].sum())} "
-                f"stopped without writing a box")
+                f"revisions, {int(rest['truncated'].sum())} ran out of tokens, {looped} fell into a verbatim loop "
+                f"that the local backend stopped, and {int(rest['stopped'].sum())} ended without writing a box")
+        if "extracted" in rest and rest["extracted"].sum():
+            out += (f". The answer-extraction step recovered an answer for {int(rest['extracted'].sum())} of them "
+                    f"(graded with extraction; strict grading counts them wrong)")
     return out + "."
 
 

@@ -141,16 +141,20 @@ def stage_confidence(chains: Chains, tau_lp: float, tau_h: float) -> pd.DataFram
     """Per stage of the full chain (every problem): boxed share, accuracy, confidence, U rate, changes.
 
     ``reached`` is the share of problems LASE at these thresholds actually runs to this stage;
-    ``changed`` the share whose boxed answer differs from the previous stage's.
+    ``changed`` the share whose boxed answer differs from the previous stage's. ``boxed`` counts
+    answers the extraction step supplied, ``boxed_own`` only those the leader boxed itself.
     """
     stop = stop_stages(chains, tau_lp, tau_h)
     unc = uncertain_mask(chains.p_min, chains.h_max, tau_lp, tau_h)
     boxed = ~np.isnan(chains.p_min)
+    extracted = chains.extracted if chains.extracted is not None else np.zeros_like(boxed)
+    own = boxed & ~extracted.astype(bool)  # the leader boxed it itself (strict)
     out = []
     for t in range(chains.n_stages):
         prev = [answer_or_none(a) for a in chains.answers[:, t - 1]] if t else None
         cur = [answer_or_none(a) for a in chains.answers[:, t]]
         out.append({"stage": t, "reached": float((stop >= t).mean()), "boxed": float(boxed[:, t].mean()),
+                    "boxed_own": float(own[:, t].mean()),
                     "accuracy": float(chains.correct[:, t].mean()),
                     "median_p_min": float(np.nanmedian(chains.p_min[:, t])) if boxed[:, t].any() else np.nan,
                     "median_h_max": float(np.nanmedian(chains.h_max[:, t])) if boxed[:, t].any() else np.nan,
@@ -317,8 +321,9 @@ def plot_stage_walk(table: pd.DataFrame, tau_lp: float, tau_h: float, title: str
         ax.axhline(tau, ls="--", color="C0", label=f"threshold {tau:g}")
         ax.axvline(stop, color="k", lw=2, alpha=0.6)
         last = stop == len(table) - 1
-        ax.text(stop, (ylim or (0, top * 1.1))[1], "LASE stops " if last else " LASE stops", va="top",
-                ha="right" if last else "left", fontsize=11)
+        y_top = (ylim or (0, top * 1.15))[1]  # a vertical label beside the line, clear of the points' labels
+        ax.text(stop + (-0.14 if last else 0.14), 0.04 * y_top, "LASE stops", rotation=90, va="bottom",
+                ha="center", fontsize=11)
         ax.set(ylabel=name, xticks=x, xticklabels=_stage_labels(table), ylim=ylim or (0, top * 1.15),
                xlim=(-0.5, len(table) - 0.5))
         for xi, a in zip(x, table["answer"]):
@@ -345,7 +350,9 @@ def plot_batch(dist: pd.DataFrame, per_stage: pd.DataFrame):
     axes[0].set(ylabel="problems", title="Where LASE stops", ylim=(0, max(1, dist["problems"].max()) * 1.3))
     x = per_stage["stage"]
     axes[1].plot(x, per_stage["accuracy"], "o-", label="accuracy (every problem)")
-    axes[1].plot(x, per_stage["boxed"], "s--", label="share with a boxed answer")
+    axes[1].plot(x, per_stage["boxed_own"], "s--", label="answer boxed by the leader itself")
+    if (per_stage["boxed"] > per_stage["boxed_own"]).any():
+        axes[1].plot(x, per_stage["boxed"], "D:", color="0.4", label="answer with the extraction step")
     axes[1].plot(x, per_stage["uncertain"], "^:", label="share uncertain (U = 1)")
     axes[1].set(xlabel="stage of the full chain", ylabel="share of problems", ylim=(0, 1.05), xticks=x,
                 title="The full chain, stage by stage")
@@ -641,10 +648,14 @@ def describe_paper_sweep() -> str:
 
 def describe_boxing(per_stage: pd.DataFrame) -> str:
     """How often revisions box an answer compared with first answers, from :func:`stage_confidence`."""
-    first, later = per_stage["boxed"].iloc[0], per_stage["boxed"].iloc[1:].mean()
-    out = (f"{_pct(first)} of the leader's first answers carry an extractable answer, against {_pct(later)} of its "
-           f"revisions (stages 1-{len(per_stage) - 1}, averaged).")
-    if later < first - 0.1:
+    first, later = per_stage["boxed_own"].iloc[0], per_stage["boxed_own"].iloc[1:].mean()
+    out = (f"{_pct(first)} of the leader's first answers carry a boxed answer of its own, against {_pct(later)} of "
+           f"its revisions (stages 1-{len(per_stage) - 1}, averaged).")
+    helped = per_stage["boxed"].iloc[1:].mean() - later
+    if helped > 0:
+        out += (f" The answer-extraction step supplies one for another {_pct(helped)} of the revisions; under strict "
+                "grading (no extraction step) those answers would count as wrong.")
+    elif later < first - 0.1:
         out += (" **An answerless revision counts as uncertain, so the chain runs on, and if the last stage has "
                 "none the answer is lost**, even when the first one was right.")
     return out

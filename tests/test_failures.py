@@ -192,7 +192,7 @@ def test_figures_and_sentences():
     assert text.startswith("**6 revisions started from a wrong or missing answer; 2 of them (33%)")
     assert "2 of those" in text
     u = F.describe_unparsed(unp)
-    assert u.startswith("**What it shows.** 0% of the first answers") and "1 ran out of tokens and 0 stopped" in u
+    assert u.startswith("**What it shows.** 0% of the first answers") and "1 ran out of tokens, 0 fell into a verbatim loop" in u
     assert "Confident errors" in F.describe_summary(
         pd.Series({"confident_share_of_errors": 0.5}), o, esc, cost, unp)
 
@@ -249,3 +249,18 @@ def test_describe_debate_states_the_sign():
     assert "3 agents, 2 rounds" in text and "-25 points" in text and "falls below the single agent" in text
     assert "6.0x the tokens" in text
     assert "missing" in F.describe_debate(t.drop(index="mad"))
+
+
+def test_unparsed_counts_loops_and_extracted_answers():
+    calls = pd.DataFrame([
+        {"problem_id": "p1", "role": "leader", "stage": 0, "answer": "4", "finish_reason": "stop"},
+        {"problem_id": "p1", "role": "leader", "stage": 1, "answer": None, "finish_reason": "repeat"},
+        {"problem_id": "p1", "role": "extract", "stage": 1, "answer": "4", "finish_reason": "stop"},
+        {"problem_id": "p2", "role": "leader", "stage": 0, "answer": "5", "finish_reason": "stop"},
+        {"problem_id": "p2", "role": "leader", "stage": 1, "answer": None, "finish_reason": "length"},
+    ])
+    from types import SimpleNamespace
+    unp = F.unparsed_by_stage(SimpleNamespace(calls=calls)).set_index("stage")  # it reads only the calls
+    assert unp.loc[1, "looped"] == 1 and unp.loc[1, "truncated"] == 1 and unp.loc[1, "stopped"] == 0
+    assert unp.loc[1, "extracted"] == 1 and unp.loc[0, "unparsed"] == 0
+    assert "recovered an answer for 1 of them" in F.describe_unparsed(unp.reset_index())

@@ -479,7 +479,7 @@ def test_describe_overview_and_claims_follow_the_table():
     per_stage = pd.DataFrame({"boxed": [1.0, 0.5, 0.4]})
     why = comparison.describe_claims(claims, seeds, per_stage, 6, 2, 10)
     assert f"{int(claims['holds here'].sum())} of {len(claims)} claims" in why
-    assert "only 45% of its revisions" in why and "wrong on 2 of them" in why and "on 1 and LASE output one on 0" in why
+    assert "only 45% of its revisions" in why and "strict grading" in why and "wrong on 2 of them" in why and "on 1 and LASE output one on 0" in why
     assert "12 of 12 rows" in comparison.describe_table1()
 
 
@@ -504,3 +504,13 @@ def test_run_overview_lists_each_run():
     o = comparison.run_overview(runs).set_index("strategy")
     assert o.loc["single", "problems"] == 2 and o.loc["single", "calls"] == 2 and o.loc["single", "run thresholds"] == ""
     assert o.loc["down", "model"] == "openai:g" and o.loc["down", "run thresholds"] == "(0.7, 0.4)"
+
+
+def test_boxing_separates_own_answers_from_extracted_ones(chain_stages):
+    stages = chain_stages.copy()
+    stages["extracted"] = stages["stage"] > 0  # every revision's answer came from the extraction step
+    chains = chains_from_stages(stages)
+    per = pipeline.stage_confidence(chains, 0.8, 0.5)
+    assert (per["boxed_own"].iloc[1:] == 0).all() and per["boxed_own"].iloc[0] == per["boxed"].iloc[0]
+    text = pipeline.describe_boxing(per)
+    assert "against 0% of its revisions" in text and "extraction step supplies one" in text
