@@ -28,11 +28,15 @@ def test_pipeline_chapter_runs_live_on_the_embedded_model(tmp_path, monkeypatch)
     assert not [o for o in outputs if o.get("output_type") == "error"]
     text = "\n".join("".join(o.get("text", "")) + "".join(o.get("data", {}).get("text/markdown", ""))
                      + "".join(o.get("data", {}).get("text/plain", "")) for o in outputs)
-    # two full chains = 2 x (1 leader + 3 x (supporter + revision)) = 14 calls, all made now
-    assert "live run: 14 model calls, 0 from the cache" in text
+    with sqlite3.connect(tmp_path / "cache.sqlite") as con:
+        requests = [json.loads(r) for (r,) in con.execute("SELECT request FROM calls")]
+    # the answer-extraction step adds one call per leader response without a boxed answer
+    extractions = sum(bool(r["params"].get("prefix")) for r in requests)
+    assert extractions <= 8  # at most one per leader response (2 chains x 4 stages)
+    # two full chains = 2 x (1 leader + 3 x (supporter + revision)) = 14 calls, plus the extractions, all made now
+    assert f"live run: {14 + extractions} model calls, 0 from the cache" in text
+    assert len(requests) == 14 + extractions
     assert "2 problems, 4 stages each" in text
     assert "Stage 3 · senior expert" in text  # the transcript reaches the last supporter
-    with sqlite3.connect(tmp_path / "cache.sqlite") as con:
-        assert con.execute("SELECT COUNT(*) FROM calls").fetchone()[0] == 14
     figures = {p.name for p in (tmp_path / "figures").glob("*.png")}
     assert {"pipeline_stage_walk.png", "pipeline_batch.png", "pipeline_inclusions.png"} <= figures
