@@ -320,11 +320,9 @@ def plot_stage_walk(table: pd.DataFrame, tau_lp: float, tau_h: float, title: str
                     bbox=dict(boxstyle="round", fc="white", ec="#D55E00"), zorder=4)
         ax.axhline(tau, ls="--", color="C0", label=f"threshold {tau:g}")
         ax.axvline(stop, color="k", lw=2, alpha=0.6)
-        last = stop == len(table) - 1
-        y_top = (ylim or (0, top * 1.15))[1]  # a vertical label beside the line, clear of the points' labels
-        ax.text(stop + (-0.14 if last else 0.14), 0.04 * y_top, "LASE stops", rotation=90, va="bottom",
-                ha="center", fontsize=11)
-        ax.set(ylabel=name, xticks=x, xticklabels=_stage_labels(table), ylim=ylim or (0, top * 1.15),
+        ticks = list(_stage_labels(table))
+        ticks[stop] += "\n[LASE stops]"  # under the axis, clear of the points and their labels
+        ax.set(ylabel=name, xticks=x, xticklabels=ticks, ylim=ylim or (0, top * 1.15),
                xlim=(-0.5, len(table) - 0.5))
         for xi, a in zip(x, table["answer"]):
             if a is not None:
