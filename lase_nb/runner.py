@@ -83,16 +83,22 @@ def _stream(engine: Engine, active: dict[str, tuple], queue: list[Problem], wind
     answers: dict[str, list] = {}
 
     def post(pid: str, calls: list[Call]) -> None:
-        while not calls:  # a strategy step without calls: step on at once
-            try:
-                calls = active[pid][0].send([])
-            except StopIteration as stop:
-                del active[pid]
-                finish(pid, stop.value)
-                start_more()
-                return
+        if not calls:  # a strategy step without calls: step on at once
+            advance(pid, [])
+            return
         answers[pid] = [None] * len(calls)
         outbox.extend(((pid, j), c) for j, c in enumerate(calls))
+
+    def advance(pid: str, got: list) -> None:
+        """Send a problem's answers to its strategy; post its next calls or finish it."""
+        try:
+            calls = active[pid][0].send(got)
+        except StopIteration as stop:
+            del active[pid]
+            finish(pid, stop.value)
+            start_more()
+            return
+        post(pid, calls)
 
     def start_more() -> None:
         while queue and len(active) < window:
@@ -113,14 +119,7 @@ def _stream(engine: Engine, active: dict[str, tuple], queue: list[Problem], wind
         if any(g is None for g in got):
             return
         del answers[pid]
-        try:
-            calls = active[pid][0].send(got)
-        except StopIteration as stop:
-            del active[pid]
-            finish(pid, stop.value)
-            start_more()
-            return
-        post(pid, calls)
+        advance(pid, got)
 
     start_more()
     engine.stream(more, answered)
