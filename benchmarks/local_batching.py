@@ -23,7 +23,8 @@ llama.cpp server on the same GGUF (started here with ``python -m llama_cpp.serve
 to install it and goes on without). ``--skip-single`` drops the one-at-a-time run.
 
     OMP_WAIT_POLICY=PASSIVE python benchmarks/local_batching.py [--n 64] [--max-tokens 128]
-        [--max-batch 8] [--threads N] [--full-chain] [--llama-server] [--skip-single]
+        [--max-batch 16] [--threads N] [--full-chain] [--llama-server [--llama-python PY]]
+        [--skip-single]
 
 Last line: ``RESULT local_batching tps_batched=... tps_single=... ratio=... peak_mib=...``
 (plus ``tps_llama=... vs_llama=...`` with ``--llama-server``).
@@ -91,18 +92,32 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def llama_server_run(problems, cfg: StrategyConfig, threads: int, window: int,
-                     concurrency: int) -> tuple[float, int, list[ProblemResult]] | None:
-    """(tok/s, completion tokens, results) of the LASE run against a llama.cpp server, or None
-    (with the install hint printed) when ``llama-cpp-python[server]`` is not importable."""
-    if importlib.util.find_spec("llama_cpp") is None or importlib.util.find_spec("uvicorn") is None:
-        print(f"llama.cpp server: llama-cpp-python[server] is not installed; to compare, run\n  {LLAMA_INSTALL}")
+def has_llama_server(python: str) -> bool:
+    """Whether ``python`` can import llama-cpp-python's server (``llama_cpp`` and ``uvicorn``)."""
+    if python == sys.executable:
+        return all(importlib.util.find_spec(m) is not None for m in ("llama_cpp", "uvicorn"))
+    try:
+        return subprocess.run([python, "-c", "import llama_cpp, uvicorn"], capture_output=True,
+                              timeout=60).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+def llama_server_run(problems, cfg: StrategyConfig, threads: int, window: int, concurrency: int,
+                     python: str = sys.executable) -> tuple[float, int, list[ProblemResult]] | None:
+    """(tok/s, completion tokens, results) of the LASE run against a llama.cpp server started
+    with ``python``, or None (with the install hint printed) when that interpreter lacks
+    ``llama-cpp-python[server]``."""
+    if not has_llama_server(python):
+        print(f"llama.cpp server: {python} cannot import llama-cpp-python[server]; to compare, run\n"
+              f"  {LLAMA_INSTALL}\n(or install it into another environment and pass its python "
+              "with --llama-python)")
         return None
     from lase_nb.backends import make_backend
     from lase_nb.backends.local import default_gguf_path
 
     gguf, port = default_gguf_path(), free_port()
-    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--logits_all", "true",
+    cmd = [python, "-m", "llama_cpp.server", "--model", str(gguf), "--logits_all", "true",
            "--n_threads", str(threads), "--n_ctx", "4096", "--host", "127.0.0.1", "--port", str(port)]
     server = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
@@ -116,8 +131,10 @@ def llama_server_run(problems, cfg: StrategyConfig, threads: int, window: int,
                     print(f"llama.cpp server did not start ({' '.join(cmd)})")
                     return None
                 time.sleep(0.5)
+        # the server decodes one request at a time and queues the rest: no per-attempt timeout
+        # may expire (and retry) while a request waits its turn
         backend = make_backend("openai", model=gguf.name, base_url=f"http://127.0.0.1:{port}/v1",
-                               concurrency=concurrency)
+                               concurrency=concurrency, timeout=3600)
         res, wall, _ = timed_run(backend, problems, cfg, window=window)
         tok = completion_tokens(res)
         return tok / wall, tok, res
@@ -134,11 +151,13 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--n", type=int, default=64, help="problems (default 64)")
     ap.add_argument("--max-tokens", type=int, default=StrategyConfig().max_tokens,
                     help="leader tokens per call; supporters get min(this, 80)")
-    ap.add_argument("--max-batch", type=int, default=8, help="rows decoded together in the batched run")
+    ap.add_argument("--max-batch", type=int, default=16, help="rows decoded together in the batched run")
     ap.add_argument("--threads", type=int, default=None, help="torch threads (default: all cores)")
     ap.add_argument("--full-chain", action="store_true", help="force every LASE stage (default: thresholds)")
     ap.add_argument("--llama-server", action="store_true",
                     help="also run the workload against a llama.cpp server on the same GGUF")
+    ap.add_argument("--llama-python", default=sys.executable,
+                    help="python with llama-cpp-python[server] installed (default: this one)")
     ap.add_argument("--skip-single", action="store_true", help="skip the one-call-at-a-time run")
     args = ap.parse_args(argv)
 
@@ -186,7 +205,8 @@ def main(argv: list[str] | None = None) -> None:
     result += f" peak_mib={peak:.0f}"
     if args.llama_server:
         threads = args.threads or os.cpu_count() or 1
-        got = llama_server_run(problems, cfg, threads, window=args.n, concurrency=args.max_batch)
+        got = llama_server_run(problems, cfg, threads, window=args.n, concurrency=args.max_batch,
+                               python=args.llama_python)
         if got is not None:
             tps_l, tok_l, res_l = got
             same = sum(a.answer == b.answer for a, b in zip(res_b, res_l))

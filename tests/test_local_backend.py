@@ -271,6 +271,36 @@ def test_shared_prompt_prefix_is_encoded_once(backend) -> None:
     assert cold.text == warm.text and cold.tokens == warm.tokens
 
 
+def test_follow_up_call_reuses_the_reply_it_quotes(backend) -> None:
+    """A call that quotes an earlier reply (answer extraction, a revision) takes that reply's
+    KV cache from the finished call instead of encoding it again, batched or alone; its result
+    equals the one encoded from scratch up to float rounding."""
+    first = GenParams(max_tokens=24, top_logprobs=3)
+    follow = GenParams(max_tokens=8, top_logprobs=3, prefix="Final answer: \\boxed{")
+    for max_batch in (1, 4):
+        b = local.LocalBackend(max_batch=max_batch)
+        b.clear_prefix_cache()
+        asked = b.generate_many([(SHOTS + [QUESTION], first), (PROMPTS[1], first)])[0]
+        quoting = SHOTS + [QUESTION, {"role": "assistant", "content": asked.text},
+                           {"role": "user", "content": "Now give only the final answer."}]
+        ids, cuts = b._encode(quoting, follow.prefix)
+        reply_end = asked.prompt_tokens + len(b._tok(asked.text, add_special_tokens=False)["input_ids"])
+        before = dict(b.prefix_stats)
+        warm = b.generate(quoting, follow)
+        assert b.prefix_stats["reused_tokens"] - before["reused_tokens"] >= reply_end
+        b.clear_prefix_cache()
+        cold = b.generate(quoting, follow)
+        assert cold.text == warm.text and len(cold.tokens) == len(warm.tokens)
+        assert max(abs(x.logprob - y.logprob) for x, y in zip(cold.tokens, warm.tokens)) < 1e-3
+    # a prompt that only begins like a stored reply is not split inside its message
+    b.clear_prefix_cache()
+    b.generate(SHOTS + [QUESTION], first)
+    before = dict(b.prefix_stats)
+    other = {"role": "user", "content": "What is 3 + 5? Put the final answer in \\boxed{}."}
+    b.generate(SHOTS + [other], first)
+    assert b.prefix_stats["reused_tokens"] - before["reused_tokens"] == b._encode(SHOTS + [other])[1][-1]
+
+
 @pytest.mark.slow
 def test_stream_joins_calls_across_problems_and_stages(backend, tmp_path) -> None:
     """run_problems on the local backend streams calls (no rounds): same calls and texts as

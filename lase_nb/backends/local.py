@@ -49,17 +49,23 @@ What a :class:`~lase_nb.types.Generation` from this backend means:
   logprob, after temperature, with no top-k, entropy or per-request seeded sampling, so it
   cannot serve the confidence gate.) Models whose KV cache is not a plain dynamic one
   (sliding-window, hybrid) fall back to lockstep batches with the same results.
-* **Prefix caching.** The prompt is encoded chunk by chunk, cut where its messages end. Every
-  chunk but the last is kept (per loaded model, up to ``PREFIX_CACHE_MIB``, least recently
-  used dropped first) and reused by any later prompt that starts with the same tokens, so the
-  system prompt and worked examples shared by all calls are encoded once per process. The
-  chunked computation is the same whether a chunk comes from the cache or not, so a result
-  does not depend on which calls ran before (``prefix_stats`` counts reused/encoded tokens).
+* **Prefix caching.** Prompts reuse the KV cache of stretches stored before (per loaded model,
+  up to ``PREFIX_CACHE_MIB``, least recently used dropped first): the chunks of earlier prompts
+  between message boundaries (so the system prompt and worked examples shared by all calls
+  are encoded once per process), and each finished call's reply (so a follow-up call that
+  quotes it, such as the answer-extraction step, a revision or a debate round, encodes only
+  what is new). A stretch is used up to its own end, its reply's end or one of the prompt's
+  message boundaries, never to an arbitrary point inside a message; the rest is encoded chunk
+  by chunk between message boundaries. A reused reply was computed while decoding (in a
+  batch), so a prompt that reuses one can differ from one encoded afresh in the last float
+  bits, like batched rows (``prefix_stats`` counts reused/encoded tokens).
+* **Scheduling.** Waiting requests are served newest first: a strategy's next call for a
+  problem already under way goes before problems not yet started, so problems finish early,
+  follow-ups find their replies still cached, and long chains of calls overlap with the rest.
 * The KV cache grows in place (spare room reserved per layer) instead of being concatenated
   into a fresh copy at every step, which cost about a third of one stream's decode time.
-* Speed on two cores: one stream ~20 tokens/s, a batch of 8 ~3.5-4x that in aggregate on an
-  idle machine (LASE on 64 problems: 34 vs 21 tokens/s batched vs one call at a time, measured
-  with another process busy on one core).
+* Speed on two cores: one stream ~20-25 tokens/s; a LASE run over 64 default problems about
+  3x that batched (``benchmarks/local_batching.py``; README, Performance).
   On a machine where other processes keep a core busy, OpenMP's default spin-waiting makes
   torch several times slower; start Python with ``OMP_WAIT_POLICY=PASSIVE`` there (it costs
   ~15% on an idle machine), or pass ``threads=1``.
@@ -99,7 +105,7 @@ GGUF_FILENAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 DEFAULT_CACHE_NAME = "smollm2-135m-instruct"
 #: Written last into a converted folder; a folder without it is not a finished conversion.
 MARKER = "lase_nb_conversion.json"
-#: Memory the KV caches of shared prompt prefixes may take per loaded model (MiB).
+#: Memory the stored KV caches of prompt stretches and replies may take per loaded model (MiB).
 PREFIX_CACHE_MIB = 256
 
 #: Special tokens that end a chat turn in common chat templates (used when present in the vocab).
@@ -349,6 +355,8 @@ class _Row:
     finish: str | None = None
     latency_s: float = 0.0
     t0: float = 0.0  # when its prefill started
+    chosen: list[int] = dataclasses.field(default_factory=list)  # every token chosen, EOS and cut ones too
+    tail_start: int = 0  # where the last chunk of its prefill (not stored) begins
 
 
 @dataclasses.dataclass
@@ -362,38 +370,74 @@ class _Batch:
     next_ids: list[int] = dataclasses.field(default_factory=list)
 
 
-class _PrefixStore:
-    """KV caches of prompt prefixes, keyed by their token ids; least recently used go first.
+@dataclasses.dataclass
+class _Stretch:
+    """The KV cache of positions ``[start, start + len)`` of the token sequence ``ids``."""
 
-    Each entry holds only its own chunk (the tokens after the previous message boundary), so
-    a shared system prompt is stored once however many prompts continue it."""
+    ids: tuple[int, ...]  # every token from position 0 to the stretch's end
+    start: int
+    kv: list[tuple[Any, Any]]  # per layer (keys, values), ``[1, heads, end - start, dim]``
+    text_end: int  # for a reply: where the text it kept ends (a verbatim loop or stop string cut)
+    nbytes: int = 0
+
+
+class _PrefixStore:
+    """KV caches of token stretches that later prompts may start with; least recently used go first.
+
+    Two kinds of stretch are kept: the chunks of a prompt between its message boundaries (system
+    prompt, worked examples, earlier turns), and a finished call's prompt end plus its reply, so a
+    follow-up call that quotes the reply (answer extraction, a revision, a debate round) does not
+    encode it again. Each stretch holds only its own positions and is found through the tokens
+    before it, so a shared system prompt is stored once however many prompts continue it."""
 
     def __init__(self, budget_bytes: int) -> None:
         self.budget = budget_bytes
         self.used = 0
-        self._items: collections.OrderedDict[tuple[int, ...], list[tuple[Any, Any]]] = collections.OrderedDict()
+        self._items: collections.OrderedDict[tuple[int, ...], _Stretch] = collections.OrderedDict()
+        # the tokens before a stretch -> the stretches that start there (in the order stored)
+        self._after: dict[tuple[int, ...], dict[tuple[int, ...], None]] = {}
 
     def __len__(self) -> int:
         return len(self._items)
 
-    def get(self, key: tuple[int, ...]) -> list[tuple[Any, Any]] | None:
-        kv = self._items.get(key)
-        if kv is not None:
-            self._items.move_to_end(key)
-        return kv
+    def longest(self, ids: Sequence[int], start: int, limit: int, cuts: Sequence[int]) -> tuple[int, _Stretch] | None:
+        """The stored stretch starting at ``start`` that covers most of ``ids[start:limit]``: the
+        end of the part used and the stretch, or None. A stretch is used up to its own end, the
+        end of its reply's text, or one of ``cuts`` (this prompt's message boundaries), so the
+        prompt is never split inside a message at a point where nothing stored ends."""
+        best: tuple[int, _Stretch] | None = None
+        for key in self._after.get(tuple(ids[:start]), ()):
+            s = self._items[key]
+            n, top = start, min(limit, len(s.ids))
+            while n < top and s.ids[n] == ids[n]:
+                n += 1
+            ok = [e for e in (len(s.ids), s.text_end, *cuts) if start < e <= n]
+            if ok and (best is None or max(ok) > best[0]):
+                best = (max(ok), s)
+        if best is not None:
+            self._items.move_to_end(best[1].ids)
+        return best
 
-    def put(self, key: tuple[int, ...], kv: list[tuple[Any, Any]]) -> None:
+    def put(self, ids: Sequence[int], start: int, kv: list[tuple[Any, Any]], text_end: int | None = None) -> None:
+        """Keep the KV cache ``kv`` of positions ``[start, len(ids))`` of ``ids``."""
+        key = tuple(ids)
         size = _nbytes(kv)
-        if key in self._items or size > self.budget:
+        if key in self._items or size > self.budget or start >= len(key):
             return
-        self._items[key] = kv
+        self._items[key] = _Stretch(key, start, kv, len(key) if text_end is None else text_end, size)
+        self._after.setdefault(key[:start], {})[key] = None
         self.used += size
         while self.used > self.budget:
             _, old = self._items.popitem(last=False)
-            self.used -= _nbytes(old)
+            self.used -= old.nbytes
+            before = self._after[old.ids[:old.start]]
+            before.pop(old.ids, None)
+            if not before:
+                del self._after[old.ids[:old.start]]
 
     def clear(self) -> None:
         self._items.clear()
+        self._after.clear()
         self.used = 0
 
 
@@ -409,14 +453,33 @@ def _get_kv(cache: Any) -> list[tuple[Any, Any]]:
     return list(zip(cache.key_cache, cache.value_cache))  # transformers < 4.56
 
 
-def _set_kv(cache: Any, kv: list[tuple[Any, Any]]) -> None:
+def _set_rows(cache: Any, pieces: list[list[tuple[Any, Any]]], width: int) -> None:
+    """Make ``cache`` hold the rows of ``pieces`` (per layer, ``(keys, values)`` blocks
+    ``[rows, heads, len, dim]``, stacked along the batch in order), each block right-aligned
+    and left-padded with zeros to ``width``. The blocks are copied once, into fresh buffers
+    with a growing layer's spare room, so the next decoding step need not copy them again."""
     layers = getattr(cache, "layers", None)
-    if layers is not None:
-        for layer, (k, v) in zip(layers, kv):
-            layer.keys, layer.values = k, v
-    else:  # transformers < 4.56
-        cache.key_cache[:] = [k for k, _ in kv]
-        cache.value_cache[:] = [v for _, v in kv]
+    for i, blocks in enumerate(pieces):
+        k0, v0 = blocks[0]
+        rows = sum(k.shape[0] for k, _ in blocks)
+        room = getattr(layers[i], "room", 0) if layers is not None else 0
+        kb = k0.new_empty((rows, k0.shape[1], width + room, k0.shape[3]))
+        vb = v0.new_empty((rows, v0.shape[1], width + room, v0.shape[3]))
+        at = 0
+        for k, v in blocks:
+            pad, end = width - k.shape[2], at + k.shape[0]
+            kb[at:end, :, :pad] = 0  # padding is masked out, but must be finite
+            vb[at:end, :, :pad] = 0
+            kb[at:end, :, pad:width] = k
+            vb[at:end, :, pad:width] = v
+            at = end
+        keys, values = kb[:, :, :width], vb[:, :, :width]
+        if layers is None:  # transformers < 4.56
+            cache.key_cache[i], cache.value_cache[i] = keys, values
+            continue
+        layers[i].keys, layers[i].values = keys, values
+        if room:  # a GrowingLayer: its next update writes into the room
+            layers[i]._bufs = (kb, vb, keys)
 
 
 def _new_cache(kv: list[tuple[Any, Any]]) -> Any:
@@ -753,17 +816,22 @@ class LocalBackend:
     def _run_continuous(self, waiting: list[_Row], done: Callable[[_Row], None],
                         more: Callable[[], list[_Row]]) -> None:
         """Continuous batching: each row is prefilled alone (reusing cached prompt prefixes),
-        joins the running batch, leaves it as soon as it finishes, and a waiting row (from
-        ``waiting``, then from ``more()``) takes the freed place. The running batch is
-        left-padded with explicit position ids."""
+        joins the running batch, leaves it as soon as it finishes (its reply's KV cache kept
+        for a follow-up call), and a waiting row takes the freed place. The running batch is
+        left-padded with explicit position ids.
+
+        Rows wait in a queue that ``more()`` (asked whenever the batch has room) fills from the
+        front: the newest requests, a strategy's next call for a problem already under way,
+        go first, so problems finish early, a follow-up finds its reply still cached, and long
+        chains of calls overlap with the rest of the work instead of trailing after it."""
         import torch
 
         queue = collections.deque(waiting)
         batch = _Batch()
         with torch.inference_mode():
             while True:
-                if not queue and len(batch.rows) < self.max_batch:
-                    queue.extend(more())
+                if len(batch.rows) < self.max_batch:
+                    queue.extendleft(reversed(more()))
                 if not queue and not batch.rows:
                     return
                 while queue and len(batch.rows) < self.max_batch:
@@ -772,6 +840,7 @@ class LocalBackend:
                     logits, kv = self._prefill(r)
                     tok = self._step([r], logits)[0]
                     if self._finished(r):
+                        self._keep_reply(r, kv)
                         done(r)
                     else:
                         self._join(batch, r, kv, tok)
@@ -783,10 +852,15 @@ class LocalBackend:
                 batch.pos = batch.pos + 1
                 batch.next_ids = self._step(batch.rows, logits)
                 keep = [j for j, r in enumerate(batch.rows) if not self._finished(r)]
-                gone = [r for r in batch.rows if r.finish is not None]
-                if len(keep) < len(batch.rows):
-                    self._select(batch, keep)
-                for r in gone:
+                if len(keep) == len(batch.rows):
+                    continue
+                gone = [(j, r) for j, r in enumerate(batch.rows) if r.finish is not None]
+                layers = _get_kv(batch.cache)
+                for j, r in gone:
+                    n = int(batch.mask[j].sum())
+                    self._keep_reply(r, [(k[j:j + 1, :, -n:], v[j:j + 1, :, -n:]) for k, v in layers])
+                self._select(batch, keep)
+                for _, r in gone:
                     done(r)
 
     def _finished(self, r: _Row) -> bool:
@@ -802,40 +876,48 @@ class LocalBackend:
     def _prefill(self, r: _Row) -> tuple[Any, list[tuple[Any, Any]]]:
         """Last-position logits and KV cache (``[1, heads, len, dim]`` per layer) of ``r``'s prompt.
 
-        The prompt is encoded chunk by chunk between its message boundaries; every chunk but the
-        last (a prefix other calls may share: system prompt, worked examples, earlier turns) is
-        kept in the model's prefix cache and reused instead of encoded again. The chunked
-        computation is the same whether a chunk comes from the cache or not, so a result does
-        not depend on which calls ran before it."""
+        The prompt starts with the longest run of stored stretches it continues (see
+        :class:`_PrefixStore`: system prompt, worked examples, earlier turns, a reply it quotes);
+        the rest is encoded chunk by chunk between its message boundaries, and every chunk but
+        the last is stored for later prompts."""
         import torch
 
         store: _PrefixStore = self._loaded.prefixes
         ids, dev = r.prompt_ids, self.device
-        ends = [c for c in r.cuts if 0 < c < len(ids)] + [len(ids)]
-        reused: list[list[tuple[Any, Any]]] = []
-        start = i = 0
-        while i < len(ends) - 1 and (hit := store.get(tuple(ids[:ends[i]]))) is not None:
-            reused.append(hit)
-            start, i = ends[i], i + 1
-        cache = _new_cache([])
-        if reused:
-            cache = _new_cache(
-                [(torch.cat([c[l][0] for c in reused], dim=-2), torch.cat([c[l][1] for c in reused], dim=-2))
-                 for l in range(len(reused[0]))]
-            )
+        cuts = [c for c in r.cuts if 0 < c < len(ids)]
+        parts: list[list[tuple[Any, Any]]] = []
+        start = 0
+        while (hit := store.longest(ids, start, len(ids) - 1, cuts)) is not None:
+            end, stretch = hit
+            parts.append([(k[:, :, :end - start], v[:, :, :end - start]) for k, v in stretch.kv])
+            start = end
+        cache = _new_cache([] if not parts else [
+            (torch.cat([p[l][0] for p in parts], dim=-2), torch.cat([p[l][1] for p in parts], dim=-2))
+            for l in range(len(parts[0]))])
         self.prefix_stats["reused_tokens"] += start
         self.prefix_stats["encoded_tokens"] += len(ids) - start
         logits = None
-        for end in ends[i:]:
+        for end in [c for c in cuts if c > start] + [len(ids)]:
             chunk = torch.tensor([ids[start:end]], dtype=torch.long, device=dev)
             mask = torch.ones((1, end), dtype=torch.long, device=dev)
             pos = torch.arange(start, end, dtype=torch.long, device=dev).unsqueeze(0)
             logits, cache = self._forward(chunk, mask, pos, cache)
             if end < len(ids):
-                store.put(tuple(ids[:end]), [(k[:, :, start:end].clone(), v[:, :, start:end].clone())
+                store.put(ids[:end], start, [(k[:, :, start:end].clone(), v[:, :, start:end].clone())
                                              for k, v in _get_kv(cache)])
             start = end
+        r.tail_start = start - chunk.shape[1]
         return logits, _get_kv(cache)
+
+    def _keep_reply(self, r: _Row, kv: list[tuple[Any, Any]]) -> None:
+        """Store the end of ``r``'s prompt and its reply (``kv`` covers both, ``[1, heads, len,
+        dim]``) for a follow-up call that quotes the reply."""
+        fed = r.prompt_ids + r.chosen[:-1]  # the last token chosen was never fed to the model
+        if not kv or kv[0][0].shape[-2] != len(fed):
+            return
+        self._loaded.prefixes.put(
+            fed, r.tail_start, [(k[:, :, r.tail_start:].clone(), v[:, :, r.tail_start:].clone()) for k, v in kv],
+            text_end=len(r.prompt_ids) + len(r.ids))
 
     def _join(self, batch: "_Batch", r: _Row, kv: list[tuple[Any, Any]], tok: int) -> None:
         """Add a prefilled row (its KV cache, its next input token) to the running batch."""
@@ -848,12 +930,8 @@ class LocalBackend:
             batch.mask = torch.ones((1, n), dtype=torch.long, device=dev)
             batch.pos, batch.rows, batch.next_ids = pos, [r], [tok]
             return
-        old = _get_kv(batch.cache)
         width = max(batch.mask.shape[1], n)
-        merged = [(torch.cat([_pad_left(bk, width), _pad_left(k, width)]),
-                   torch.cat([_pad_left(bv, width), _pad_left(v, width)]))
-                  for (bk, bv), (k, v) in zip(old, kv)]
-        _set_kv(batch.cache, merged)
+        _set_rows(batch.cache, [[old, new] for old, new in zip(_get_kv(batch.cache), kv)], width)
         row_mask = torch.ones((1, n), dtype=torch.long, device=dev)
         batch.mask = torch.cat([_pad_left(batch.mask, width, dim=1), _pad_left(row_mask, width, dim=1)])
         batch.pos = torch.cat([batch.pos, pos])
@@ -870,7 +948,8 @@ class LocalBackend:
         sel = torch.tensor(keep, dtype=torch.long, device=self.device)
         mask = batch.mask[sel]
         lead = int((mask.sum(0) > 0).int().argmax())  # first column some row still attends to
-        _set_kv(batch.cache, [(k[sel][:, :, lead:], v[sel][:, :, lead:]) for k, v in _get_kv(batch.cache)])
+        _set_rows(batch.cache, [[(k[j:j + 1, :, lead:], v[j:j + 1, :, lead:]) for j in keep]
+                                for k, v in _get_kv(batch.cache)], mask.shape[1] - lead)
         batch.mask, batch.pos = mask[:, lead:], batch.pos[sel]
         batch.rows = [batch.rows[j] for j in keep]
         batch.next_ids = [batch.next_ids[j] for j in keep]
@@ -938,6 +1017,7 @@ class LocalBackend:
             else:
                 tok = _sample(logits[j], p.temperature, p.top_p, r.generator)
             chosen.append(tok)
+            r.chosen.append(tok)
             r.produced += 1
             if tok in self._eos_ids:
                 r.finish = "stop"
