@@ -64,8 +64,9 @@ What a :class:`~lase_nb.types.Generation` from this backend means:
   follow-ups find their replies still cached, and long chains of calls overlap with the rest.
 * The KV cache grows in place (spare room reserved per layer) instead of being concatenated
   into a fresh copy at every step, which cost about a third of one stream's decode time.
-* Speed on two cores: one stream ~20-25 tokens/s; a LASE run over 64 default problems about
-  3x that batched (``benchmarks/local_batching.py``; README, Performance).
+* Speed on two cores (``benchmarks/local_batching.py``, README, Performance): LASE over 64
+  default problems at ``max_batch=16``, 67-74 tokens/s batched vs 23 one call at a time
+  (2.9-3.1x); peak 2.5-2.8 GiB.
   On a machine where other processes keep a core busy, OpenMP's default spin-waiting makes
   torch several times slower; start Python with ``OMP_WAIT_POLICY=PASSIVE`` there (it costs
   ~15% on an idle machine), or pass ``threads=1``.
