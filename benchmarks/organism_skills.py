@@ -1,0 +1,155 @@
+"""The organism's skills on held-out problems, measured through the real pipeline.
+
+    .venv/bin/python benchmarks/organism_skills.py                 # the committed adapter
+    .venv/bin/python benchmarks/organism_skills.py --model PATH    # another merged model folder
+
+On ``--n`` held-out problems of levels 1-3 (seed 7, never trained on) the single agent answers
+zero-shot; on the first ``--n-chain`` of them the full LASE chain runs with every stage forced.
+It reports solve accuracy per level, the gate's AUROC and reliability bins, how often each
+supporter's note flags a wrong step on wrong and on right attempts, and among problems the gate
+escalates at the default thresholds how many wrong first answers end right (fixed) and right ones
+end wrong (broken), with every stage forced and with LASE gated. Runs go to ``build/organism/eval``
+(not ``data/traces``); ``--manifest`` writes the numbers into ``data/organism/manifest.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from lase_nb import organism, stats  # noqa: E402
+from lase_nb.backends.local import ORGANISM_MODEL, LocalBackend  # noqa: E402
+from lase_nb.cache import CallCache  # noqa: E402
+from lase_nb.engine import Engine  # noqa: E402
+from lase_nb.runner import run_problems  # noqa: E402
+from lase_nb.strategies import StrategyConfig  # noqa: E402
+from lase_nb.traces import provenance, write_run  # noqa: E402
+
+BINS = [0.0, 0.5, 0.8, 0.99, 1.0]
+
+
+def _rate(k: int, n: int) -> dict:
+    lo, hi = stats.wilson_interval(k, n) if n else (float("nan"), float("nan"))
+    return {"k": int(k), "n": int(n), "rate": round(k / n, 4) if n else None,
+            "ci": [round(lo, 4), round(hi, 4)] if n else None}
+
+
+def solve_report(problems, results, cfg) -> dict:
+    level = np.array([p.meta["level"] for p in problems])
+    ok = np.array([r.correct for r in results])
+    strict = np.array([r.correct_strict for r in results])
+    p_min = np.array([np.nan if r.calls[-1].p_min is None else r.calls[-1].p_min for r in results])
+    h_max = np.array([np.nan if r.calls[-1].h_max is None else r.calls[-1].h_max for r in results])
+    auc, lo, hi = stats.auroc_with_ci(-p_min, ok)
+    auc_h, lo_h, hi_h = stats.auroc_with_ci(h_max, ok)
+    unsure = ~((np.nan_to_num(p_min, nan=0.0) >= cfg.tau_lp) & (np.nan_to_num(h_max, nan=np.inf) <= cfg.tau_h))
+    table = stats.reliability_table(np.nan_to_num(p_min, nan=0.0), ok, BINS)
+    return {
+        "problems": len(problems),
+        "accuracy": _rate(ok.sum(), len(ok)),
+        "accuracy_strict": _rate(strict.sum(), len(ok)),
+        "by_level": {int(lv): _rate(ok[level == lv].sum(), int((level == lv).sum())) for lv in sorted(set(level))},
+        "no_box": int(sum(r.answer_strict is None for r in results)),
+        "gate": {"auroc_p_min": [round(auc, 3), round(lo, 3), round(hi, 3)],
+                 "auroc_h_max": [round(auc_h, 3), round(lo_h, 3), round(hi_h, 3)],
+                 "tau_lp": cfg.tau_lp, "tau_h": cfg.tau_h,
+                 "escalated": _rate(unsure.sum(), len(ok)),
+                 "accuracy_escalated": _rate(ok[unsure].sum(), int(unsure.sum())),
+                 "accuracy_kept": _rate(ok[~unsure].sum(), int((~unsure).sum())),
+                 "reliability_p_min": [
+                     {"bin": str(row.bin), "count": int(row.count),
+                      "accuracy": None if row.count == 0 else round(float(row.accuracy), 3)}
+                     for row in table.itertuples()]},
+        "common_answers": Counter(r.answer for r in results).most_common(5),
+    }
+
+
+def chain_report(problems, results) -> dict:
+    """Reviewer flags, fixes and breaks, from full chains (every stage forced)."""
+    gold = {p.id: p.gold for p in problems}
+    flags: dict[str, dict[str, list[int]]] = {}
+    answer_in_note = Counter()
+    for r in results:
+        calls = r.calls + r.recording_calls
+        for c in calls:
+            if c.role not in organism.NOTES:
+                continue
+            before = r.stages[c.stage - 1].correct
+            f = flags.setdefault(c.role, {"wrong": [0, 0], "right": [0, 0]})
+            key = "right" if before else "wrong"
+            f[key][0] += organism.note_flags(c.text)
+            f[key][1] += 1
+            answer_in_note[c.role] += bool(re.search(rf"(?<!\d){re.escape(gold[r.problem_id])}(?!\d)", c.text))
+    esc = [r for r in results if r.stages[0].uncertain]
+    first_wrong = [r for r in esc if not r.stages[0].correct]
+    first_right = [r for r in esc if r.stages[0].correct]
+    notes = Counter(c.role for r in results for c in r.calls + r.recording_calls if c.role in organism.NOTES)
+    n = len(results)
+    return {
+        "problems": n,
+        "stage_accuracy": [round(float(np.mean([r.stages[t].correct for r in results])), 4)
+                           for t in range(len(results[0].stages))],
+        "reviewer_flags": {role: {"on_wrong_attempts": _rate(*v["wrong"]), "on_right_attempts": _rate(*v["right"])}
+                           for role, v in flags.items()},
+        "escalated": len(esc),
+        "forced_chain": {"fixed": _rate(sum(r.stages[-1].correct for r in first_wrong), len(first_wrong)),
+                         "broken": _rate(sum(not r.stages[-1].correct for r in first_right), len(first_right))},
+        "gated": {"fixed": _rate(sum(r.correct for r in first_wrong), len(first_wrong)),
+                  "broken": _rate(sum(not r.correct for r in first_right), len(first_right)),
+                  "accuracy": _rate(sum(r.correct for r in results), n),
+                  "single_accuracy": _rate(sum(r.stages[0].correct for r in results), n)},
+        "notes_with_final_answer": {role: _rate(answer_in_note[role], notes[role]) for role in notes},
+    }
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--model", default=ORGANISM_MODEL)
+    ap.add_argument("--n", type=int, default=240)
+    ap.add_argument("--n-chain", type=int, default=120)
+    ap.add_argument("--max-batch", type=int, default=16)
+    ap.add_argument("--out", type=Path, default=ROOT / "build" / "organism" / "eval")
+    ap.add_argument("--manifest", action="store_true", help="write the numbers into data/organism/manifest.json")
+    args = ap.parse_args(argv)
+
+    t0 = time.perf_counter()
+    backend = LocalBackend(args.model, max_batch=args.max_batch)
+    args.out.mkdir(parents=True, exist_ok=True)
+    engine = Engine(backend, CallCache(args.out / "calls.sqlite"))
+    cfg = StrategyConfig(examples=0)
+    problems = organism.eval_problems(args.n)
+    meta = provenance(backend="local", model=args.model, dataset="arith", levels=[1, 2, 3],
+                      seed=organism.SEEDS["eval"], examples=0)
+    single = run_problems("single", problems, engine, cfg)
+    write_run(args.out / "single", single, problems, {**meta, "strategy": "single", "n": len(problems)})
+    chain_problems = problems[:args.n_chain]
+    full_cfg = StrategyConfig(examples=0, full_chain=True)
+    chains = run_problems("lase", chain_problems, engine, full_cfg)
+    write_run(args.out / "lase-full", chains, chain_problems,
+              {**meta, "strategy": "lase", "full_chain": True, "n": len(chain_problems)})
+    report = {"model": args.model, "problems_seed": organism.SEEDS["eval"], "levels": [1, 2, 3],
+              "solve": solve_report(problems, single, cfg), "chain": chain_report(chain_problems, chains),
+              "wall_s": round(time.perf_counter() - t0, 1), "device": "cpu",
+              "date": time.strftime("%Y-%m-%d")}
+    (args.out / "report.json").write_text(json.dumps(report, indent=1, default=str) + "\n")
+    print(json.dumps(report, indent=1, default=str))
+    if args.manifest:
+        path = organism.ORGANISM_DIR / "manifest.json"
+        manifest = json.loads(path.read_text())
+        manifest["evaluation"] = report
+        path.write_text(json.dumps(manifest, indent=1, default=str) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

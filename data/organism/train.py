@@ -1,0 +1,276 @@
+"""Train the model organism: a LoRA adapter on the embedded SmolLM2-135M (never run in CI).
+
+    .venv/bin/python data/organism/train.py            # the committed recipe (~1.5-2 h on 2 cores)
+    .venv/bin/python data/organism/train.py --toy      # every stage at toy size (minutes), into build/
+
+The recipe (:mod:`lase_nb.organism` has the formats and the data functions):
+
+1. **solve**: LoRA on zero-shot solve examples of levels 1-3 (the pipeline's solver prompt ->
+   the gold chain, one step per line, the last operation inside the box);
+2. **sample**: the stage-1 solver, merged and run through the local backend at temperature 0.8
+   on other level 2-3 problems; each attempt labelled against the gold chain;
+3. **review and revise**: the same adapter trained on, for each labelled attempt, one
+   supporter's note (devil's advocate, collaborator or senior expert, in the messages LASE's
+   pipeline sends) and the leader's revision after it, plus fresh solve examples;
+4. **evaluate** (``benchmarks/organism_skills.py``, run at the end) on held-out problems.
+
+Each stage writes its result under ``--work`` and is skipped when that result exists, so an
+interrupted run resumes at the stage it stopped in. The adapter is saved in fp16 as
+``adapter_model.safetensors`` (peft's own name) with ``adapter_config.json`` and ``manifest.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import random
+import shutil
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from lase_nb import organism  # noqa: E402
+from lase_nb.organism import SEEDS  # noqa: E402
+
+LORA = dict(r=16, lora_alpha=32, lora_dropout=0.05,
+            target_modules=["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"])
+
+
+def encode(tok, examples, max_len: int = 768) -> list[tuple[list[int], list[int]]]:
+    """(input ids, labels) per example; the loss is on the assistant's reply (and its end token) only."""
+    out = []
+    for messages, target in examples:
+        prompt = tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        full = tok.apply_chat_template([*messages, {"role": "assistant", "content": target}],
+                                       tokenize=False)
+        if not full.startswith(prompt):
+            raise RuntimeError("the chat template does not extend the prompt with the reply")
+        p_ids = tok(prompt, add_special_tokens=False)["input_ids"]
+        ids = tok(full, add_special_tokens=False)["input_ids"][:max_len]
+        if ids[:len(p_ids)] != p_ids:
+            raise RuntimeError("tokenising the reply changed the prompt's tokens")
+        out.append((ids, [-100] * len(p_ids) + ids[len(p_ids):]))
+    return out
+
+
+def batches(encoded, batch: int, seed: int) -> list[list[int]]:
+    """Indices in batches of similar length (little padding), in a seeded random order."""
+    rng = random.Random(seed)
+    order = list(range(len(encoded)))
+    rng.shuffle(order)
+    chunks = [sorted(order[i:i + batch * 16], key=lambda j: len(encoded[j][0]))
+              for i in range(0, len(order), batch * 16)]
+    out = [c[i:i + batch] for c in chunks for i in range(0, len(c), batch)]
+    rng.shuffle(out)
+    return out
+
+
+def train(model, tok, examples, *, lr: float, batch: int, seed: int, label: str) -> dict:
+    """One epoch of AdamW with a short warm-up and linear decay; returns the loss curve and speed."""
+    import torch
+    from tqdm import tqdm
+
+    enc = encode(tok, examples)
+    plan = batches(enc, batch, seed)
+    params = [p for p in model.parameters() if p.requires_grad]
+    opt = torch.optim.AdamW(params, lr=lr, weight_decay=0.0)
+    warm = max(1, len(plan) // 20)
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda s: min(1.0, (s + 1) / warm) * max(0.1, 1 - s / len(plan)))
+    pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
+    model.train()
+    curve, window, tokens, t0 = [], [], 0, time.perf_counter()
+    bar = tqdm(plan, desc=label, unit="batch")
+    for step, idx in enumerate(bar):
+        width = max(len(enc[j][0]) for j in idx)
+        ids = torch.full((len(idx), width), pad)
+        labels = torch.full((len(idx), width), -100)
+        mask = torch.zeros((len(idx), width), dtype=torch.long)
+        for row, j in enumerate(idx):
+            x, y = enc[j]
+            ids[row, :len(x)] = torch.tensor(x)
+            labels[row, :len(y)] = torch.tensor(y)
+            mask[row, :len(x)] = 1
+        loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(params, 1.0)
+        opt.step()
+        sched.step()
+        opt.zero_grad(set_to_none=True)
+        tokens += int(mask.sum())
+        if step % 10 == 9:
+            _trim()
+        window.append(float(loss.detach()))
+        if len(window) == 10 or step == len(plan) - 1:
+            curve.append([step + 1, round(sum(window) / len(window), 4)])
+            window = []
+        bar.set_postfix(loss=f"{float(loss):.3f}", tok_s=f"{tokens / (time.perf_counter() - t0):.0f}")
+    model.eval()
+    secs = time.perf_counter() - t0
+    return {"examples": len(examples), "steps": len(plan), "tokens": tokens, "seconds": round(secs, 1),
+            "tokens_per_s": round(tokens / secs, 1), "loss_curve": curve}
+
+
+def _trim() -> None:
+    """Hand freed memory back to the system: batches of varying shapes fragment glibc's heap, and
+    without this the process grew to 17 GiB in stage 2 (and slowed to a third of its speed)."""
+    try:
+        import ctypes
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc
+        pass
+
+
+def save_fp16(model, folder: Path) -> None:
+    """Save the adapter with its weights in fp16 (half the file; the merge casts back to fp32)."""
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    model.save_pretrained(str(folder))
+    f = folder / "adapter_model.safetensors"
+    save_file({k: v.to(torch.float16) for k, v in load_file(str(f)).items()}, str(f))
+
+
+def sample_attempts(model_dir: Path, problems, out: Path, temperature: float, seed: int) -> list[dict]:
+    """The stage-1 solver's own attempts (one per problem, sampled), labelled against gold."""
+    from lase_nb.backends.local import LocalBackend
+    from lase_nb.prompts import solver_messages
+    from lase_nb.types import GenParams
+
+    backend = LocalBackend(str(model_dir), max_batch=16)
+    params = GenParams(temperature=temperature, max_tokens=160, top_logprobs=0, sample=seed,
+                       repeat_stop=32)
+    gens = backend.generate_many([(solver_messages(p, examples=0), params) for p in problems])
+    rows = []
+    for p, g in zip(problems, gens):
+        lab = organism.label_attempt(p, g.text)
+        rows.append({"id": p.id, "text": g.text, "status": lab.status, "first_wrong": lab.first_wrong})
+    out.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return rows
+
+
+def select_attempts(rows: list[dict], cap: int) -> list[dict]:
+    """At most ``cap`` labelled attempts: the wrong ones first (up to 60% of the cap), then right
+    ones, in sampling order (what stage 2 can afford on two cores)."""
+    wrong = [r for r in rows if r["status"] == "wrong"][:int(cap * 0.6)]
+    right = [r for r in rows if r["status"] == "right"][:cap - len(wrong)]
+    keep = {r["id"] for r in wrong + right}
+    return [r for r in rows if r["id"] in keep]
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--solve", type=int, default=1500, help="stage-1 solve examples (levels 1-3)")
+    ap.add_argument("--sample", type=int, default=500, help="level 2-3 problems the stage-1 solver is sampled on")
+    ap.add_argument("--max-attempts", type=int, default=360, help="labelled attempts used in stage 2")
+    ap.add_argument("--solve2", type=int, default=300, help="solve examples mixed into stage 2")
+    ap.add_argument("--temperature", type=float, default=0.8)
+    ap.add_argument("--lr", type=float, default=3e-4)
+    ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--threads", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--work", type=Path, default=ROOT / "build" / "organism")
+    ap.add_argument("--out", type=Path, default=organism.ORGANISM_DIR)
+    ap.add_argument("--toy", action="store_true", help="tiny sizes, output under build/organism-toy")
+    args = ap.parse_args(argv)
+    if args.toy:
+        args.solve, args.sample, args.solve2 = 24, 16, 8
+        args.work = ROOT / "build" / "organism-toy"
+        args.out = args.work / "adapter"
+
+    import peft
+    import torch
+    import transformers
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from lase_nb.backends.local import default_model_dir, merge_adapter
+
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
+    random.seed(args.seed)
+    work = args.work
+    work.mkdir(parents=True, exist_ok=True)
+    base = default_model_dir()
+    tok = AutoTokenizer.from_pretrained(str(base), local_files_only=True)
+    log_path = work / "log.json"
+    log = json.loads(log_path.read_text()) if log_path.is_file() else {}
+    t_start = time.perf_counter()
+
+    def save_log() -> None:
+        log_path.write_text(json.dumps(log, indent=1))
+
+    # stage 1: solve
+    stage1 = work / "stage1"
+    if not (stage1 / "adapter_config.json").is_file():
+        model = AutoModelForCausalLM.from_pretrained(str(base), local_files_only=True, dtype=torch.float32)
+        model = peft.get_peft_model(model, peft.LoraConfig(task_type="CAUSAL_LM", **LORA))
+        ex = organism.solve_examples(args.solve, SEEDS["solve"])
+        log["stage1"] = train(model, tok, ex, lr=args.lr, batch=args.batch, seed=args.seed, label="stage 1: solve")
+        model.save_pretrained(str(stage1))
+        save_log()
+
+    # sampling the stage-1 solver on other problems
+    attempts_path = work / "attempts.jsonl"
+    problems = organism.sample_problems(args.sample)
+    if not attempts_path.is_file():
+        merged = merge_adapter(stage1, work / "stage1-merged", base=base)
+        t0 = time.perf_counter()
+        rows = sample_attempts(merged, problems, attempts_path, args.temperature, args.seed)
+        log["sample"] = {"problems": len(rows), "seconds": round(time.perf_counter() - t0, 1),
+                         "temperature": args.temperature,
+                         **{k: sum(r["status"] == k for r in rows) for k in ("right", "wrong", "other")}}
+        save_log()
+    rows = [json.loads(x) for x in attempts_path.read_text().splitlines()]
+
+    # stage 2: review and revise, from the solver's own attempts
+    final = work / "stage2"
+    if not (final / "adapter_config.json").is_file():
+        rng = random.Random(f"organism:{args.seed}")
+        by_id = {p.id: p for p in problems}
+        ex = []
+        for r in select_attempts(rows, args.max_attempts):
+            ex += organism.support_examples(by_id[r["id"]], r["text"], rng)
+        ex += organism.solve_examples(args.solve2, SEEDS["solve2"])
+        model = AutoModelForCausalLM.from_pretrained(str(base), local_files_only=True, dtype=torch.float32)
+        model = peft.PeftModel.from_pretrained(model, str(stage1), is_trainable=True)
+        log["stage2"] = train(model, tok, ex, lr=args.lr, batch=args.batch, seed=args.seed + 1,
+                              label="stage 2: review and revise")
+        save_fp16(model, final)
+        save_log()
+
+    args.out.mkdir(parents=True, exist_ok=True)
+    for name in ("adapter_model.safetensors", "adapter_config.json"):
+        shutil.copy2(final / name, args.out / name)
+    manifest = {
+        "what": "LoRA adapter on SmolLM2-135M-Instruct (the embedded model): the model organism",
+        "recipe": {"module": "lase_nb.organism", "lora": LORA, "lr": args.lr, "batch": args.batch,
+                   "epochs_per_stage": 1, "seed": args.seed, "problem_seeds": SEEDS,
+                   "stage1_solve_examples": args.solve, "sample_problems": args.sample,
+                   "sample_levels": [2, 3], "sample_temperature": args.temperature,
+                   "stage2_solve_examples": args.solve2, "stage2_max_attempts": args.max_attempts, "false_alarm_rate": 0.1,
+                   "roles_weights": {"devil": 2, "collaborator": 1, "expert": 1}},
+        "training": log,
+        "prompt_fingerprint": organism.prompt_fingerprint(),
+        "device": f"cpu ({args.threads} threads, {platform.processor() or platform.machine()})",
+        "versions": {"torch": torch.__version__, "transformers": transformers.__version__,
+                     "peft": peft.__version__, "python": platform.python_version()},
+        "command": "python data/organism/train.py" + (" --toy" if args.toy else ""),
+        "wall_s_this_run": round(time.perf_counter() - t_start, 1),
+        "date": time.strftime("%Y-%m-%d"),
+    }
+    old = args.out / "manifest.json"
+    if old.is_file():  # keep the skill evaluation a previous run wrote
+        manifest["evaluation"] = json.loads(old.read_text()).get("evaluation")
+    old.write_text(json.dumps(manifest, indent=1) + "\n")
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,385 @@
+"""The model organism: what the small trained model writes, and the data recipe that teaches it.
+
+The embedded 135M model cannot revise, so every real-model chapter sees LASE fail on it. The
+organism is the same model with a LoRA adapter trained here (``data/organism/train.py``) on this
+project's generated arithmetic problems, so that the corrective regime of the theory (a correct
+seed among the supporters' notes, and a leader that uses it) can be seen offline.
+
+What it is taught, in the exact messages LASE's pipeline sends (rendered with :mod:`lase_nb.prompts`):
+
+* **solve**: one step per line, ``a op b = c``, the last operation carried out inside the box
+  (``17 × 4 = \\boxed{68}``), so the answer tokens carry the uncertainty the gate reads;
+* **review**, from the trained solver's *own* sampled attempts, each labelled against the
+  generator's gold chain (:func:`label_attempt`). The three supporters form a ladder of different
+  checks, each done before the note reads the attempt's value: the devil's advocate says where
+  each number comes from in the problem and recomputes each step by a decomposed method
+  (:func:`decompose`); the collaborator checks each step backwards (the inverse operation); the
+  senior expert names the step and what the problem's words mean there. A note names the first
+  wrong step and its right value, or shows its checks and names the riskiest step;
+* **revise**: attempt + note -> the corrected chain, and a right attempt + a note that finds no
+  error (or whose own numbers are off) -> the same chain.
+
+Everything here is deterministic given its seed.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+from . import prompts
+from .datasets import arithmetic_problems
+from .types import Message, Problem
+
+#: Alias of the organism for the local backend (``--model organism``).
+ORGANISM = "organism"
+#: Where the committed adapter and its manifest live (beside the recorded traces).
+ORGANISM_DIR = Path(__file__).resolve().parent.parent / "data" / "organism"
+#: Seeds of the generated problems: each use gets its own, so evaluation never meets a training problem.
+SEEDS = {"solve": 101, "sample": 102, "solve2": 103, "eval": 7, "calibrate": 11}
+
+_SIGN = {"+": "+", "-": "-", "*": "×", "/": "÷"}
+_OP_OF = {"+": "+", "-": "-", "×": "*", "x": "*", "*": "*", "÷": "/", "/": "/"}
+_CONCEPT = {"+": "adds", "-": "takes away", "*": "counts equal groups, so it multiplies",
+            "/": "splits into equal parts, so it divides"}
+_APPLY = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
+          "/": lambda a, b: a // b if b and a % b == 0 else None}
+_STEP = re.compile(r"(\d+)\s*([+\-×x*÷/])\s*(\d+)\s*=\s*(?:\\boxed\{\s*)?(\d+)")
+
+
+@dataclass(frozen=True)
+class Step:
+    """One arithmetic step ``a op b = c`` (``op`` in ``+ - * /``)."""
+
+    a: int
+    op: str
+    b: int
+    c: int
+
+    def __str__(self) -> str:
+        return f"{self.a} {_SIGN[self.op]} {self.b} = {self.c}"
+
+    @property
+    def expr(self) -> str:
+        return f"{self.a} {_SIGN[self.op]} {self.b}"
+
+
+def gold_steps(problem: Problem) -> list[Step]:
+    """The generator's chain for an ``arith`` problem, folded left to right."""
+    x, out = int(problem.meta["start"]), []
+    for op, v in problem.meta["ops"]:
+        y = _APPLY[op](x, int(v))
+        out.append(Step(x, op, int(v), int(y)))
+        x = y
+    return out
+
+
+def solution_text(steps: Sequence[Step]) -> str:
+    """The organism's solution: one step per line, the last operation inside the box."""
+    lines = [str(s) for s in steps[:-1]]
+    last = steps[-1]
+    lines.append(f"{last.expr} = \\boxed{{{last.c}}}")
+    return "\n".join(lines)
+
+
+def parse_steps(text: str) -> list[Step]:
+    """The ``a op b = c`` steps written in a reply, in order (``\\boxed{c}`` counts as ``c``)."""
+    return [Step(int(a), _OP_OF[op], int(b), int(c)) for a, op, b, c in _STEP.findall(text)]
+
+
+@dataclass(frozen=True)
+class Label:
+    """An attempt against the gold chain: ``right`` (every step matches), ``wrong`` (with the
+    index of the first step that departs from gold) or ``other`` (right answer by another chain,
+    or nothing to compare): only ``right`` and ``wrong`` attempts make training examples."""
+
+    status: str
+    first_wrong: int | None
+    steps: tuple[Step, ...]
+
+
+def label_attempt(problem: Problem, text: str) -> Label:
+    """Label an attempt by the first step that departs from the generator's gold chain."""
+    gold, got = gold_steps(problem), parse_steps(text)
+    boxed = re.search(r"\\boxed\{\s*(\d+)\s*\}", text)
+    answer = boxed.group(1) if boxed else None
+    if got == gold and answer == problem.gold:
+        return Label("right", None, tuple(got))
+    if answer == problem.gold or not got:
+        return Label("other", None, tuple(got))
+    k = next((i for i, (s, g) in enumerate(zip(got, gold)) if s != g), min(len(got), len(gold)))
+    if k >= len(gold):  # the gold chain is all there, with extra steps after it
+        return Label("other", None, tuple(got))
+    return Label("wrong", k, tuple(got))
+
+
+def number_sources(problem: Problem) -> list[tuple[int, str]]:
+    """Each number of the chain (the start, then each operand) with the phrase it comes from."""
+    text = problem.question
+    values = [int(problem.meta["start"])] + [int(v) for _, v in problem.meta["ops"]]
+    out, cursor = [], 0
+    for v in values:
+        pat = re.compile(rf"(?<![\d$])\$?{v}(?!\d)")
+        m = pat.search(text, cursor) or pat.search(text)
+        if m is None:
+            out.append((v, str(v)))
+            continue
+        cursor = m.end()
+        out.append((v, _phrase(text, m.start(), m.end())))
+    return out
+
+
+def _phrase(text: str, start: int, end: int) -> str:
+    """The number with one word before and one after it, within its clause."""
+    left = re.split(r"[.,?!]", text[:start])[-1].split()[-1:]
+    right = re.split(r"[.,?!]", text[end:])[0].split()[:1]
+    words = [w for w in left if w.lower() not in ("and", "then")] + [text[start:end]] + \
+            [w for w in right if w.lower() not in ("and", "then")]
+    return " ".join(words)
+
+
+def decompose(a: int, op: str, b: int) -> str:
+    """Recompute ``a op b`` by a method other than recall: tens and ones, bridging through a ten,
+    splitting a factor, or checking a quotient by multiplying back."""
+    if op == "+":
+        c = a + b
+        if b >= 10:
+            t, o = b - b % 10, b % 10
+            return f"{a} + {b} = {a} + {t} + {o} = {a + t} + {o} = {c}" if o else f"{a} + {b} = {c}"
+        x = (10 - a % 10) % 10
+        if 0 < x < b:
+            return f"{a} + {b} = {a} + {x} + {b - x} = {a + x} + {b - x} = {c}"
+        return f"{a} + {b} = {c}"
+    if op == "-":
+        c = a - b
+        if b >= 10:
+            t, o = b - b % 10, b % 10
+            return f"{a} - {b} = {a} - {t} - {o} = {a - t} - {o} = {c}" if o else f"{a} - {b} = {c}"
+        x = a % 10
+        if 0 < x < b and a > 10:
+            return f"{a} - {b} = {a} - {x} - {b - x} = {a - x} - {b - x} = {c}"
+        return f"{a} - {b} = {c}"
+    if op == "*":
+        c = a * b
+        big, small = (b, a) if b >= a else (a, b)
+        if big >= 10 and big % 10:
+            t, o = big - big % 10, big % 10
+            return (f"{a} × {b} = {small} × {t} + {small} × {o} = {small * t} + {small * o} = {c}")
+        return f"{a} × {b} = {c}"
+    c = a // b
+    return f"{a} ÷ {b} = {c}, since {c} × {b} = {a}"
+
+
+def inverse_check(step: Step) -> str:
+    """Check a written step backwards: undo its operation on its result (a product by swapping
+    its factors)."""
+    a, b, c = step.a, step.b, step.c
+    if step.op == "+":
+        back, got, want = f"{c} - {b} = {c - b}", c - b, a
+    elif step.op == "-":
+        back, got, want = f"{c} + {b} = {c + b}", c + b, a
+    elif step.op == "*":
+        back, got, want = f"{b} × {a} = {a * b}", a * b, c
+    else:
+        back, got, want = f"{c} × {b} = {c * b}", c * b, a
+    return f"{back}, so it holds" if got == want else f"{back}, not {want}"
+
+
+def _step_attempt(steps: Sequence[Step], i: int, g: Step) -> str:
+    """What the attempt wrote for step ``i``: its value alone when it used the right numbers."""
+    if i >= len(steps):
+        return "the attempt has no such step"
+    s = steps[i]
+    return f"the attempt has {s.c}" if (s.a, s.op, s.b) == (g.a, g.op, g.b) else f"the attempt has {s}"
+
+
+def _numbers(problem: Problem) -> str:
+    return "Numbers: " + ", ".join(f"{v} '{p}'" for v, p in number_sources(problem)) + "."
+
+
+# --- the three supporters' notes ---------------------------------------------------------------
+
+def devil_note(problem: Problem, label: Label) -> str:
+    """The devil's advocate: where each number comes from, each step recomputed by a decomposed
+    method before it is compared; the first wrong step, or the riskiest step when none is."""
+    gold, got = gold_steps(problem), label.steps
+    lines = [_numbers(problem)]
+    last = len(gold) if label.first_wrong is None else label.first_wrong + 1
+    for i in range(last):
+        g = gold[i]
+        verdict = "Right." if i < len(got) and got[i] == g else f"Wrong: step {i + 1} should be {g}."
+        lines.append(f"Step {i + 1}: {decompose(g.a, g.op, g.b)}; {_step_attempt(got, i, g)}. {verdict}")
+    if label.first_wrong is None:
+        lines.append(f"No step is wrong; the riskiest, step {_riskiest(gold) + 1}, holds.")
+    return "\n".join(lines)
+
+
+def collaborator_note(problem: Problem, label: Label) -> str:
+    """The collaborator: checks every written step backwards and each operand against the problem."""
+    gold, got = gold_steps(problem), label.steps
+    src = dict((i, s) for i, s in enumerate(number_sources(problem)))
+    lines = ["Check each step backwards."]
+    last = len(gold) if label.first_wrong is None else label.first_wrong + 1
+    for i in range(last):
+        g = gold[i]
+        if i >= len(got):
+            lines.append(f"Step {i + 1} is missing: it should be {g}.")
+            break
+        s = got[i]
+        if s == g:
+            lines.append(f"Step {i + 1}: {inverse_check(s)}.")
+        elif (s.a, s.op, s.b) != (g.a, g.op, g.b):
+            v, phrase = src[i + 1]
+            lines.append(f"Step {i + 1}: the problem gives {_SIGN[g.op]} {v} ('{phrase}'), so it should be "
+                         f"{g}, not {s}.")
+        else:
+            lines.append(f"Step {i + 1}: {inverse_check(s)}. Redo it: {decompose(g.a, g.op, g.b)}.")
+    if label.first_wrong is None:
+        lines.append("Every step holds.")
+    else:
+        lines.append(f"Redo the work from step {label.first_wrong + 1}.")
+    return "\n".join(lines)
+
+
+def expert_note(problem: Problem, label: Label) -> str:
+    """The senior expert: names the step that decides the answer and what the problem's words mean there."""
+    gold = gold_steps(problem)
+    src = number_sources(problem)
+    k = _riskiest(gold) if label.first_wrong is None else label.first_wrong
+    g = gold[k]
+    v, phrase = src[k + 1]
+    head = f"The key step is step {k + 1}: '{phrase}' {_CONCEPT[g.op]}, so {decompose(g.a, g.op, g.b)}."
+    if label.first_wrong is None:
+        return head + " The attempt does this right, and every step follows the problem's order."
+    mine = _step_attempt(label.steps, k, g)
+    tail = " Every later step must start from this value." if k + 1 < len(gold) else ""
+    return f"{head} But {mine}.{tail}"
+
+
+NOTES = {"devil": devil_note, "collaborator": collaborator_note, "expert": expert_note}
+
+
+def _riskiest(steps: Sequence[Step]) -> int:
+    """The step most likely to slip: a carry or a borrow, then the larger numbers."""
+    def risk(s: Step) -> tuple[int, int]:
+        carry = (s.op == "+" and s.a % 10 + s.b % 10 >= 10) or (s.op == "-" and s.a % 10 < s.b % 10)
+        return (int(carry) + int(s.op in "*/" and max(s.a, s.b) >= 10), max(s.a, s.b, s.c))
+    return max(range(len(steps)), key=lambda i: risk(steps[i]))
+
+
+#: How a note says it found a wrong step (what the skill evaluation counts as a flag).
+FLAG = re.compile(r"\bWrong:|\bis missing\b|\bBut the attempt has\b|Redo the work")
+
+
+def note_flags(note: str) -> bool:
+    """Whether a supporter's note names a wrong step."""
+    return bool(FLAG.search(note))
+
+
+def _false_alarm(problem: Problem, label: Label, rng: random.Random) -> str:
+    """A devil's note on a right attempt whose own recomputation slips: it flags a step wrongly."""
+    gold = gold_steps(problem)
+    k = rng.randrange(len(gold))
+    g = gold[k]
+    off = g.c + rng.choice([-10, -2, -1, 1, 2, 10])
+    off = off if off > 0 and off != g.c else g.c + 1
+    lines = [_numbers(problem)]
+    for i in range(k):
+        lines.append(f"Step {i + 1}: {decompose(gold[i].a, gold[i].op, gold[i].b)}; "
+                     f"{_step_attempt(label.steps, i, gold[i])}. Right.")
+    bad = Step(g.a, g.op, g.b, off)
+    lines.append(f"Step {k + 1}: {bad}; {_step_attempt(label.steps, k, g)}. Wrong: step {k + 1} should be {bad}.")
+    return "\n".join(lines)
+
+
+# --- the data recipe ---------------------------------------------------------------------------
+
+Example = tuple[list[Message], str]  # (prompt messages, the assistant's target reply)
+
+
+def solve_examples(n: int, seed: int, levels: Sequence[int] = (1, 2, 3)) -> list[Example]:
+    """``n`` zero-shot solve examples: the pipeline's solver prompt -> the gold chain."""
+    out = []
+    for p in arithmetic_problems(n, seed=seed, levels=levels):
+        out.append((prompts.solver_messages(p, examples=0), solution_text(gold_steps(p))))
+    return out
+
+
+def support_examples(problem: Problem, attempt: str, rng: random.Random,
+                     false_alarm_rate: float = 0.1) -> list[Example]:
+    """Training examples from one sampled attempt: one supporter's note (a role drawn in the
+    ladder's proportions) and the leader's revision after it. Empty for attempts labelled ``other``."""
+    label = label_attempt(problem, attempt)
+    if label.status == "other":
+        return []
+    role = rng.choices(prompts.SUPPORTERS, weights=(2, 1, 1))[0]
+    critique = devil_note(problem, label) if role != "devil" else None
+    hints = collaborator_note(problem, label) if role == "expert" else None
+    note = NOTES[role](problem, label)
+    out: list[Example] = [(prompts.supporter_messages(problem, role, attempt, critique, hints), note)]
+    shown = note
+    if label.status == "right" and role == "devil" and rng.random() < false_alarm_rate:
+        shown = _false_alarm(problem, label, rng)  # the leader must keep a right attempt anyway
+    revision = solution_text(gold_steps(problem))
+    out.append((prompts.revise_messages(problem, attempt, role, shown, examples=0), revision))
+    return out
+
+
+def sample_problems(n: int, seed: int = SEEDS["sample"], levels: Sequence[int] = (2, 3)) -> list[Problem]:
+    """Training problems on which the stage-1 solver is sampled (never the evaluation's seeds)."""
+    return arithmetic_problems(n, seed=seed, levels=levels)
+
+
+def eval_problems(n: int, seed: int = SEEDS["eval"], levels: Sequence[int] = (1, 2, 3)) -> list[Problem]:
+    """Held-out problems for the skill evaluation and the recordings (a seed never trained on)."""
+    if seed in (SEEDS["solve"], SEEDS["sample"], SEEDS["solve2"]):
+        raise ValueError(f"seed {seed} is a training seed of the organism")
+    return arithmetic_problems(n, seed=seed, levels=levels)
+
+
+def prompt_fingerprint() -> str:
+    """A hash of every message the organism was trained on, rendered for one fixed problem: the
+    solver prompt, each supporter's prompt and the revision request. The manifest stores the value
+    the adapter was trained with; a prompt changed since then changes it (retrain the adapter)."""
+    import hashlib
+    import json
+
+    p = eval_problems(2, seed=0)[1]
+    attempt = solution_text(gold_steps(p))
+    rendered = [prompts.solver_messages(p, examples=0)]
+    for role in prompts.SUPPORTERS:
+        rendered.append(prompts.supporter_messages(p, role, attempt, "CRITIQUE" if role != "devil" else None,
+                                                   "HINTS" if role == "expert" else None))
+        rendered.append(prompts.revise_messages(p, attempt, role, "NOTE", examples=0))
+    return hashlib.sha256(json.dumps(rendered, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def adapter_path() -> Path:
+    """The committed adapter file (peft's own name)."""
+    return ORGANISM_DIR / "adapter_model.safetensors"
+
+
+__all__ = ["ORGANISM", "ORGANISM_DIR", "SEEDS", "Step", "Label", "gold_steps", "solution_text",
+           "parse_steps", "label_attempt", "number_sources", "decompose", "inverse_check",
+           "devil_note", "collaborator_note", "expert_note", "NOTES", "note_flags",
+           "solve_examples", "support_examples", "sample_problems", "eval_problems",
+           "adapter_path", "prompt_fingerprint"]
+
+
+
+def describe_note_departure(evaluation: dict | None) -> str:
+    """Chapter 03's statement of where the organism's supporters depart from the paper's: a note
+    may give the right value of the step it flags, which is the answer when that step is the last
+    one. ``evaluation`` is the manifest's skill evaluation (``benchmarks/organism_skills.py``)."""
+    head = ("**Where the organism's supporters depart from the paper's.** The paper's supporters never give "
+            "the answer. The organism's notes may give the right value of the step they flag, and when that "
+            "step is the last one, that value is the answer. ")
+    counts = ((evaluation or {}).get("chain") or {}).get("notes_with_final_answer")
+    if not counts:
+        return head + "Its skill evaluation has not been run, so how often that happens is not measured yet."
+    parts = [f"{v['k']} of {v['n']} {role} notes ({v['rate']:.0%})" for role, v in counts.items() if v.get("n")]
+    return head + ("In its skill evaluation (every stage forced, held-out problems) the final answer appeared in "
+                   + ", ".join(parts) + ".")
