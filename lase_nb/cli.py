@@ -23,7 +23,8 @@ CACHE_HELP = "call cache: use (default), refresh (call again and overwrite) or r
 
 def _backend_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--backend", default="local", help="local (default), openai or gemini")
-    p.add_argument("--model", default=None, help="model name, or a local model folder for --backend local")
+    p.add_argument("--model", default=None, help="model name; for --backend local: smollm2-135m (default), "
+                   "organism (the default model with the trained adapter of data/organism), a model folder or a .gguf")
     p.add_argument("--base-url", default=None, help="OpenAI-compatible server URL (vLLM, llama.cpp, Ollama)")
     p.add_argument("--concurrency", type=int, default=8, help="API calls in flight at once")
     p.add_argument("--timeout", type=float, default=None, help="API backends: seconds per HTTP attempt (default 60)")
@@ -73,33 +74,45 @@ def _open_cache(args):
 
 
 def _examples(args) -> int:
-    """Worked examples per prompt: as given, else 2 for the local model and 0 for API backends."""
+    """Worked examples per prompt: as given, else 2 for the embedded local model, 0 for the
+    organism and for API backends."""
     from .strategies import default_examples
-    return args.examples if args.examples is not None else default_examples(args.backend)
+    return args.examples if args.examples is not None else default_examples(args.backend, args.model)
 
 
 def cmd_ask(args) -> int:
+    """One question through the pipeline's own single-agent step: the reply, then (when it has no
+    ``\\boxed{}``) the answer-extraction step, exactly as ``run`` and LASE's leader do."""
     from .confidence import measure
-    from .engine import Call
-    from .prompts import solver_messages
-    from .types import GenParams, Problem
+    from .strategies import EXTRACT_ROLE, StrategyConfig, drive, single
+    from .types import Problem
     _canonical_names(args)
     problem = Problem("ask", args.question, gold="", kind=args.kind)
     engine = _engine(args, cache=not args.no_cache)
-    params = GenParams(max_tokens=args.max_tokens, top_logprobs=args.top_logprobs)
-    examples = _examples(args)
-    (gen,) = engine.run([Call("solver", 0, solver_messages(problem, examples=examples), params)])
-    conf = measure(gen, problem.kind)
+    cfg = StrategyConfig(max_tokens=args.max_tokens, top_logprobs=args.top_logprobs,
+                         examples=_examples(args), extract_answers=not args.no_extract).validate()
+    result, made = drive(single(problem, cfg), engine.run)
+    (call, gen), *rest = made
     print(gen.text.strip())
     print("-" * 60)
-    shown = conf.answer if conf.answer is not None else r"(none: no \boxed{} in the reply)"
-    print(f"answer:            {shown}")
+    source = "the reply's \\boxed{}"
+    if rest:
+        _, xgen = rest[-1]
+        print(f"extraction step:   {xgen.text.strip()}")
+        source = "the answer-extraction step (the reply has no \\boxed{})"
+        gen = xgen
+    elif result.answer is None:
+        source = "nothing: no \\boxed{} in the reply" + ("" if cfg.extract_answers else " (--no-extract)")
+    conf = measure(gen, problem.kind)
+    print(f"answer:            {result.answer if result.answer is not None else '(none)'}   from {source}")
     if conf.lp_min is not None:
         print(f"exp(LP_min):       {math.exp(conf.lp_min):.4f}   (lowest answer-token probability)")
         print(f"H_max:             {conf.h_max:.4f} nats   (entropy: {conf.estimator})")
-        print(f"answer tokens:     {conf.n_answer_tokens}")
-    print(f"tokens:            prompt {gen.prompt_tokens}, completion {gen.completion_tokens}"
-          f"   ({gen.backend}:{gen.model}{', cached' if gen.cached else ''}, {gen.latency_s:.2f} s)")
+        print(f"answer tokens:     {conf.n_answer_tokens}, read from the {'extraction' if rest else 'reply'} call")
+    for c, g in made:
+        role = "extraction" if c.role == EXTRACT_ROLE else "reply"
+        print(f"tokens ({role}):{' ' * (10 - len(role))}prompt {g.prompt_tokens}, completion {g.completion_tokens}"
+              f"   ({g.backend}:{g.model}{', cached' if g.cached else ''}, {g.latency_s:.2f} s)")
     return 0
 
 
@@ -129,7 +142,7 @@ def cmd_run(args) -> int:
         raise ConfigError(f"--n must be a positive number of problems (got {args.n})")
     if args.window < 1:
         raise ConfigError(f"--window must be >= 1 problem in flight (got {args.window})")
-    problems = load_dataset(args.dataset, args.data_path, args.n, args.seed)
+    problems = load_dataset(args.dataset, args.data_path, args.n, args.seed, levels=args.levels)
     engine = _engine(args, cache=False)
     if args.strategy in GATED and not engine.backend.supports_logprobs:
         from .errors import LogprobsUnavailable
@@ -147,7 +160,7 @@ def cmd_run(args) -> int:
         command="lase-nb " + " ".join(shlex.quote(a) for a in _public_argv(args.argv or [])),
         strategy=args.strategy, backend=engine.backend.name, model=engine.backend.model,
         base_url=public_url(args.base_url), dataset=args.dataset,
-        data_path=args.data_path, n=len(problems), seed=args.seed, config=asdict(cfg),
+        data_path=args.data_path, n=len(problems), seed=args.seed, levels=args.levels, config=asdict(cfg),
         cache={"path": str(engine.cache.path), "mode": engine.cache.mode}, engine=asdict(engine.stats))
     traces.write_run(out, results, problems, manifest)
     print(summary_table(out).to_string())
@@ -239,6 +252,8 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--top-logprobs", type=int, default=d.top_logprobs)
     a.add_argument("--examples", type=int, default=None, choices=[0, 1, 2], help=EXAMPLES_HELP)
     a.add_argument("--no-cache", action="store_true", help="always call the model")
+    a.add_argument("--no-extract", action="store_true",
+                   help="no answer-extraction step: a reply without \\boxed{} stays unanswered")
     a.add_argument("--cache", default=None, help="cache file (default $LASE_CACHE or ~/.cache/lase_nb)")
     a.add_argument("--cache-mode", default="use", help=CACHE_HELP)
     a.set_defaults(func=cmd_ask)
@@ -250,6 +265,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--data-path", default=None, help="file/folder for the paper's data sets")
     r.add_argument("--n", type=int, default=None, help="number of problems")
     r.add_argument("--seed", type=int, default=0)
+    r.add_argument("--levels", type=int, nargs="+", default=None,
+                   help="arith only: difficulty levels to mix, e.g. --levels 1 2 3 (default: 1)")
     r.add_argument("--out", required=True, help="output folder")
     r.add_argument("--full-chain", action="store_true", help="LASE: record every stage (for sweeps)")
     r.add_argument("--tau-lp", type=float, default=d.tau_lp, help="gate: min answer-token probability")

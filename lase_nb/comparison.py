@@ -156,7 +156,8 @@ def compute_matched(mv: pd.DataFrame, grid: pd.DataFrame, tokens: str = "avg_tok
     """For each MV(k) budget, the best LASE threshold pair that spends no more (per problem, ``tokens``).
 
     The LASE pick is chosen on the same problems it is scored on, so its accuracy is an
-    optimistic estimate; NaN where no threshold fits the budget.
+    optimistic estimate; NaN where no threshold fits the budget. ``lase_is_single`` marks picks
+    that escalate no problem: at that budget LASE *is* the single agent, not a debate method.
     """
     out = []
     for _, r in mv.iterrows():
@@ -164,10 +165,11 @@ def compute_matched(mv: pd.DataFrame, grid: pd.DataFrame, tokens: str = "avg_tok
         try:
             best = choose_thresholds(grid, r[tokens], cost=tokens)
             row.update({"lase_accuracy": best["accuracy"], "lase_tokens": best[tokens], "tau_lp": best["tau_lp"],
-                        "tau_h": best["tau_h"], "lase_escalation": best["escalation_rate"]})
+                        "tau_h": best["tau_h"], "lase_escalation": best["escalation_rate"],
+                        "lase_is_single": bool(best["escalation_rate"] == 0)})
         except ValueError:
             row.update({"lase_accuracy": np.nan, "lase_tokens": np.nan, "tau_lp": np.nan, "tau_h": np.nan,
-                        "lase_escalation": np.nan})
+                        "lase_escalation": np.nan, "lase_is_single": False})
         out.append(row)
     return pd.DataFrame(out)
 
@@ -291,6 +293,30 @@ def _plain_log_axis(ax) -> None:
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
     ax.xaxis.set_minor_formatter(NullFormatter())
 
+def dodge(x: np.ndarray, width: float = 0.035) -> np.ndarray:
+    """Positions for points on a log axis, spread apart where their x lie within ``width`` decades
+    of each other (so that markers and interval bars do not hide one another). Groups of close
+    points are spread symmetrically about their mean; order and far-apart points are kept."""
+    x = np.asarray(x, float)
+    lx = np.log10(x)
+    out = lx.copy()
+    order = np.argsort(lx, kind="stable")
+    groups, cur = [], [order[0]] if len(order) else []
+    for i in order[1:]:
+        if lx[i] - lx[cur[-1]] < width:
+            cur.append(i)
+        else:
+            groups.append(cur)
+            cur = [i]
+    if cur:
+        groups.append(cur)
+    for g in groups:
+        if len(g) > 1:
+            centre = lx[g].mean()
+            out[g] = centre + width * (np.arange(len(g)) - (len(g) - 1) / 2)
+    return 10 ** out
+
+
 def plot_accuracy_vs_tokens(table: pd.DataFrame, paper: pd.DataFrame | None = None, mv: pd.DataFrame | None = None,
                             grid: pd.DataFrame | None = None, labels: Mapping[str, str] | None = None):
     """Accuracy % (with 95% Wilson intervals) against average tokens per problem; the paper's Table 1
@@ -315,10 +341,11 @@ def plot_accuracy_vs_tokens(table: pd.DataFrame, paper: pd.DataFrame | None = No
     if grid is not None and len(grid):
         ax.plot(grid["avg_tokens"], 100 * grid["accuracy"], "o", color=style("lase")["color"], alpha=0.25, ms=6,
                 label="LASE at other thresholds")
-    for s, r in table.iterrows():
+    shown_x = dodge(table["avg_tokens"].to_numpy(float))
+    for (s, r), x in zip(table.iterrows(), shown_x):
         y, lo, hi = 100 * r["accuracy"], 100 * r["acc_lo"], 100 * r["acc_hi"]
         st = style(s)
-        ax.errorbar(r["avg_tokens"], y, yerr=[[y - lo], [hi - y]], fmt=st["marker"], ms=_size(s), capsize=4,
+        ax.errorbar(x, y, yerr=[[y - lo], [hi - y]], fmt=st["marker"], ms=_size(s), capsize=4,
                     color=st["color"], mec="k", label=labels.get(s, s), alpha=0.9)
     _plain_log_axis(ax)
     xs = [table["avg_tokens"].to_numpy(float)]
@@ -329,7 +356,7 @@ def plot_accuracy_vs_tokens(table: pd.DataFrame, paper: pd.DataFrame | None = No
             ys.append(100 * extra["accuracy"].to_numpy(float))
     xs, top = np.concatenate(xs), float(np.nanmax(np.concatenate(ys)))
     ax.set(xlabel="average tokens per problem (prompt + completion, log scale)", ylabel="accuracy %",
-           title="This run (bars: 95% Wilson intervals)", ylim=(-2, min(103.0, max(20.0, 1.25 * top + 5))),
+           title="This run (bars: 95% Wilson intervals; close points spread apart)", ylim=(-2, min(103.0, max(20.0, 1.25 * top + 5))),
            xlim=(np.nanmin(xs) / 1.3, np.nanmax(xs) * 1.3))
     ax.legend(fontsize=10, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     if paper is not None:
@@ -338,7 +365,7 @@ def plot_accuracy_vs_tokens(table: pd.DataFrame, paper: pd.DataFrame | None = No
         p = paper.dropna(subset=["paper accuracy %"])
         cells = [[labels.get(s, label(s)), f"{float(r['paper accuracy %']):.1f}", f"{int(r['paper avg tokens']):,}",
                   f"{float(r['paper multiplier']):.1f}x"] for s, r in p.iterrows()]
-        tab = ax2.table(cellText=cells, colLabels=["method", "accuracy %", "avg tokens", "x single"],
+        tab = ax2.table(cellText=cells, colLabels=["method", "accuracy\n%", "avg\ntokens", "x\nsingle"],
                         loc="upper center", cellLoc="center", colLoc="center", bbox=[0.0, 0.35, 1.0, 0.55],
                         colWidths=[0.36, 0.24, 0.22, 0.18])
         tab.auto_set_font_size(False)
@@ -402,6 +429,7 @@ def describe_methods(configs: Mapping[str, Mapping[str, Any]], calls: Mapping[st
             continue
         c = dict(configs.get(s) or configs.get("lase") or {})
         n, t = int(c.get("n_agents", 3)), reading_rounds(c) + 1  # rounds in all, the first answers included
+        dr = int(c.get("down_rounds", t - 1))  # recordings before down_rounds ran MAD's reading rounds
         text = {
             "single": "one answer from the leader's prompt",
             "mv": f"{c.get('n_samples', 7)} independent samples at temperature {c.get('temperature', 0.7)}, "
@@ -411,8 +439,9 @@ def describe_methods(configs: Mapping[str, Mapping[str, Any]], calls: Mapping[st
             "moa": f"mixture of agents: {c.get('moa_proposers', 3)} proposers per layer, {c.get('moa_layers', 2)} "
                    f"layers, then an aggregator",
             "down": f"DOWN: one first answer, scored by its own confidence, the mean token probability over the "
-                    f"whole response; only when that is at most {c.get('down_threshold', 0.8)} do {n} agents debate "
-                    f"({t} rounds, peers shown with their scores), final answer by {c.get('down_final', 'vote')}. "
+                    f"whole response; only when that is at most {c.get('down_threshold', 0.8):.3g} do {n} agents "
+                    f"debate: their first answers, then {dr} refinement round{'s' if dr != 1 else ''} reading the "
+                    f"others with their scores, final answer by {c.get('down_final', 'vote')}. "
                     f"LASE instead reads only the answer's tokens (lowest probability and highest entropy) and "
                     f"calls one supporter at a time",
             "lase": f"LASE at (tau_lp, tau_h) = ({c.get('tau_lp', 0.8)}, {c.get('tau_h', 0.5)}), replayed from the "
@@ -463,12 +492,18 @@ def describe_comparison(table: pd.DataFrame, short: Mapping[str, pd.DataFrame],
 
 def describe_matched(matched: pd.DataFrame, mv: pd.DataFrame, grid: pd.DataFrame) -> str:
     """The compute-matched view in words, from :func:`compute_matched`, :func:`mv_curve` and a sweep."""
-    ok = matched.dropna(subset=["lase_accuracy"])
+    fits = matched.dropna(subset=["lase_accuracy"])
+    single = fits[fits["lase_is_single"].astype(bool)]
+    ok = fits[~fits["lase_is_single"].astype(bool)]
     ahead = int((ok["lase_accuracy"] > ok["mv_accuracy"]).sum())
     behind = int((ok["lase_accuracy"] < ok["mv_accuracy"]).sum())
     lmv = reference.LASE_MV
-    return (f"**What it shows.** At the {len(ok)} MV budgets that some LASE threshold fits, the best LASE pick is "
-            f"ahead of MV(k) at {ahead}, behind at {behind} and level at {len(ok) - ahead - behind}. One MV sample "
+    solo = (f" At {len(single)} budget{'s' if len(single) != 1 else ''} (k = "
+            f"{', '.join(str(int(k)) for k in single['k'])}) the best pick escalates no problem: there LASE "
+            f"is the single agent, so those rows compare MV with one sample, not with debate."
+            if len(single) else "")
+    return (f"**What it shows.** At the {len(ok)} MV budgets where the best LASE pick actually escalates, it is "
+            f"ahead of MV(k) at {ahead}, behind at {behind} and level at {len(ok) - ahead - behind}.{solo} One MV sample "
             f"costs about {mv['avg_tokens'].iloc[0]:.0f} tokens, {mv['avg_tokens'].iloc[-1]:.0f} for all "
             f"{int(mv['k'].iloc[-1])}; MV's accuracy goes from {_pct(mv['accuracy'].iloc[0])} (k = 1) to "
             f"{_pct(mv['accuracy'].iloc[-1])} (k = {int(mv['k'].iloc[-1])}). LASE's thresholds span "

@@ -880,13 +880,16 @@ def _hub_dump(name: str, folder: str) -> str:
 
 
 def load_dataset(name: str = "arith", path: "str | os.PathLike[str] | None" = None,
-                 n: int | None = None, seed: int = 0) -> list[Problem]:
+                 n: int | None = None, seed: int = 0,
+                 levels: Sequence[int] | None = None) -> list[Problem]:
     """Load a data set by name (see :data:`DATASETS`).
 
     ``arith`` is generated (``n`` defaults to 50; it takes no path). The paper's sets are read
     from ``path``; when ``n`` is smaller than the set, a deterministic subset of ``n`` problems
     chosen with ``seed`` is returned in file order (MMLU-Pro: stratified by category); when it is
     larger, the whole set. ``seed`` also fixes the option shuffles of GPQA and TruthfulQA.
+    ``levels`` (``arith`` only) picks the difficulty levels to interleave (default
+    :data:`DEFAULT_LEVELS`).
     Without ``path``, the hub is used only if the ``datasets`` package is installed and the
     environment sets ``LASE_ALLOW_HUB=1``.
     """
@@ -898,7 +901,10 @@ def load_dataset(name: str = "arith", path: "str | os.PathLike[str] | None" = No
         if path is not None:
             raise ConfigError("the 'arith' data set is generated; it takes no data path "
                               "(pass n and seed instead)")
-        return arithmetic_problems(50 if n is None else n, seed=seed)
+        return arithmetic_problems(50 if n is None else n, seed=seed,
+                                   levels=DEFAULT_LEVELS if levels is None else levels)
+    if levels is not None:
+        raise ConfigError(f"levels apply to the generated 'arith' set only, not to {name!r}")
     if path is None:
         if os.environ.get("LASE_ALLOW_HUB") == "1":
             try:

@@ -153,7 +153,8 @@ def revision_outcomes(run: Any, problems: dict[str, Any] | None = None) -> pd.Da
     Columns: problem_id, stage, supporter, note (the supporter's raw text), note_flags_error
     (:func:`flags_error`), note_has_gold, revision_has_gold, leaked (boxed answers the supporter
     wrote, which the leader saw withheld), prev_answer, prev_correct, answer, correct, outcome (see
-    :data:`FROM_WRONG`, :data:`FROM_RIGHT`), finish_reason of the revision.
+    :data:`FROM_WRONG`, :data:`FROM_RIGHT`), ``answer_strict`` (the revision's own boxed answer,
+    None when it has none and the answer came from the extraction step), finish_reason of the revision.
 
     ``note_has_gold``: the gold answer appears in the note as a whole word while it appears
     neither in the question (when ``problems`` maps ids to problems) nor in the attempt the note
@@ -191,6 +192,7 @@ def revision_outcomes(run: Any, problems: dict[str, Any] | None = None) -> pd.Da
                 "revision_has_gold": mentions(revision, gold) and not in_question,
                 "leaked": int(sup["leaked"].get(key, 0)) if key in sup.index else 0,
                 "prev_answer": prev_ans, "prev_correct": prev_ok, "answer": ans, "correct": ok,
+                "answer_strict": answer_or_none(cur.get("answer_strict", cur["answer"])),
                 "outcome": _outcome(prev_ok, prev_ans, ok, ans),
                 "finish_reason": lead["finish_reason"].get(key) if key in lead.index else None,
             })

@@ -21,11 +21,31 @@ import pandas as pd
 from .errors import DataError, LaseError
 from .traces import Run, call_rows, load_run, problem_rows, stage_rows
 
-__all__ = ["RUN_DIRS", "load_runs", "fill_columns", "run_from_results", "problems_from_manifest", "common_ids"]
+__all__ = ["RUN_DIRS", "resolve_data_path", "load_runs", "fill_columns", "run_from_results", "problems_from_manifest", "common_ids"]
 
 #: Folder of a strategy name when it differs from the name: "lase" is read from the full-chain run
 #: (LASE at any thresholds is replayed from it).
 RUN_DIRS: dict[str, str] = {"lase": "lase-full"}
+
+#: The repository this package was installed from (editable install); data paths fall back to it.
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+def resolve_data_path(path: str | Path) -> Path:
+    """``path`` as given when it exists from the working directory; otherwise the same relative
+    path read from the repository's ``notebooks/`` folder (where the chapters' defaults such as
+    ``../data/traces/arith-smollm2`` point) or from its root. A chapter therefore finds its data
+    whether papermill runs it from ``notebooks/``, from the repository root or from elsewhere.
+    Returns ``path`` unchanged when none exists (the caller's error names it)."""
+    p = Path(path).expanduser()
+    if p.is_absolute() or p.exists():
+        return p
+    for base in (REPO_ROOT / "notebooks", REPO_ROOT):
+        q = (base / p).resolve()
+        if q.exists():
+            return q
+    return p
+
 
 RECORD_HINT = "record them with `python data/traces/record.py` (or `make traces`) or pass the folder as `traces`"
 
@@ -37,7 +57,7 @@ def load_runs(folder: str | Path, names: Iterable[str] | None = None, require: S
     ones are left out (``[n for n in names if n not in runs]`` lists them), except those named
     in ``require``, which raise :class:`~lase_nb.errors.DataError`.
     """
-    folder = Path(folder)
+    folder = resolve_data_path(folder)
     if names is None:
         if not folder.is_dir():
             raise DataError(f"no folder of recorded runs at {folder.resolve()}; {RECORD_HINT}")

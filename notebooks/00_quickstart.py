@@ -14,6 +14,15 @@
 # %% [markdown]
 # # 00 · Quickstart: one question, one answer, and how sure the model was
 #
+# **The question.** When a language model answers, can we tell from the answer itself whether to
+# trust it, without asking anyone else? LASE bets that we can: it reads how probable the model
+# found the few tokens of its final answer, and calls in help only when that number is low.
+#
+# **What you will see.** One word problem sent to a model; its reply with the answer tokens
+# picked out; for each answer token its probability and the entropy of the distribution it was
+# drawn from; and the two numbers the gate reads, with the verdict "sure" or "unsure" at the
+# paper's thresholds. A bar chart shows where in the reply the uncertainty sits.
+#
 # **What you will learn.** How to ask a model one question through `lase_nb`, where its final
 # answer sits among the generated tokens, and the two confidence numbers that LASE gates on:
 # the lowest answer-token probability `exp(LP_min)` and the highest answer-token entropy `H_max`.
@@ -63,7 +72,7 @@ problem = Problem("quickstart", question, gold="", kind=kind)
 # the papers), and then the question:
 
 # %%
-messages = solver_messages(problem, examples=default_examples(backend))
+messages = solver_messages(problem, examples=default_examples(backend, model))
 for m in messages:
     print(f"[{m['role']}] {m['content']}\n")
 

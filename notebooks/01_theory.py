@@ -40,15 +40,16 @@
 # | paper statement | what it says | section |
 # | --- | --- | --- |
 # | Figure 2 | vote, debate and the gated leader star | 1.0 |
-# | Theorem 2.4 (Choi et al.) | symmetric debate is a martingale: neutral | 1.1 |
-# | Theorem 2.5 (Hu et al.) | a correct seed raises the next round: corrective | 1.2 |
-# | Proposition 3.2 | topology *and* gate together break the symmetry | 1.3 |
+# | Theorem 2.7 (Choi et al.) | symmetric debate is a martingale: neutral | 1.1 |
+# | Theorem 2.4 (Hu et al.) | a correct seed raises the next round: corrective | 1.2 |
+# | Theorem 2.5 (Hu et al.) | so debate can beat the initial majority vote | 1.2 |
+# | Proposition 3.2 | the leader star alone voids Theorem 2.7's symmetry condition; the gate adds selection on $U$ | 1.3 |
 # | Assumption 3.3 | lower confidence means lower accuracy (calibration) | 1.3, chapter 02 |
 # | Assumptions 3.4-3.6 (A1-A3) | seed rate rho, amplification delta, no harm without a seed | 1.4 |
 # | Theorem 3.7 | selective gain: Acc(LASE) >= Acc(solo) + P(U=1) rho delta | 1.4 |
-# | Proposition 3.8 | cost identity: Cost(LASE) = C_L + P(U=1) C_peer | 1.4 |
-# | Corollary 3.9 | LASE is cheaper than always-interact and gains at least P(U=1) rho delta over solo | 1.4 |
-# | Theorem 2.7 | all-to-all debate costs Theta(T n^2) inclusions, a star O(T) | 1.5 |
+# | Eq. (20) | cost identity: Cost(LASE) = C_L + P(U=1) C_peer | 1.4 |
+# | Corollary 3.9 | with 0 < P(U=1) < 1 and A1-A3, LASE is strictly cheaper than always-debate and keeps Theorem 3.7's gain | 1.4 |
+# | Proposition 3.8 | all-to-all debate costs Theta(T n^2) inclusions, a star O(T) | 1.5 |
 #
 # **You need** basic probability (expectations, conditional probability, Bayes' rule) and some
 # numpy. No language model is called here: every model is a toy, and each section ends with the
@@ -113,7 +114,7 @@ plots.savefig(fig, "theory_architectures");
 # a guess, which is why the two gates escalate different problems; chapters 02 and 04 compare them.
 
 # %% [markdown]
-# ## 1.1 The neutral regime: symmetric debate is a martingale (Theorem 2.4)
+# ## 1.1 The neutral regime: symmetric debate is a martingale (Theorem 2.7)
 #
 # **Setting (Choi et al.).** Each of $n$ agents keeps a Dirichlet belief over the $K$ options,
 # with parameters $\alpha_{i,t}$. In every round each agent answers by sampling from its posterior,
@@ -180,7 +181,7 @@ pd.DataFrame({"initial accuracy": list(tests),
 # breaks the "belief equals neighbours' average" condition, in either direction.
 
 # %% [markdown]
-# ## 1.2 The corrective regime: a correct seed is amplified (Theorem 2.5)
+# ## 1.2 The corrective regime: a correct seed is amplified (Theorems 2.4 and 2.5)
 #
 # **Setting (our toy version of Hu et al.).** A problem has $K$ latent concepts; concept $k$
 # leads to answer $k$, and concept 0 is the true one. Given the concept behind each response,
@@ -224,7 +225,8 @@ pd.concat({name: theory.seed_effect(t) for name, t in worlds.items()}).droplevel
 # %% [markdown]
 # **What it shows.** With correct seeds, accuracy climbs round after round: seeds convince other
 # agents, who then find grounded arguments of their own. Split by round-0 pool, debates that had a
-# seed gain far more than those without, which is Theorem 2.5's claim. Unseeded pools are not
+# seed gain far more than those without, which is Theorem 2.4's claim (Theorem 2.5 draws the consequence: debate can then beat the
+# initial majority vote). Unseeded pools are not
 # flat: bare answers are weak evidence, so a pool drifts towards its plurality, up when the
 # right answer leads and down when a wrong one does (the below-1/K run above). With misleading
 # seeds, debates without a correct seed do worse still: the same mechanism that amplifies a right
@@ -250,8 +252,12 @@ pd.concat({name: theory.seed_effect(t) for name, t in worlds.items()}).droplevel
 # peer's, so the martingale condition fails there, and the expected correctness drifts towards
 # the peers; on confident instances the leader does not read at all.** Towards the peers is *up*
 # only when the right option is the peers' plurality, i.e. when the starting accuracy is above
-# 1/K; below it the same gate drifts down. And the topology alone, without the gate, is neutral:
-# Proposition 3.2 needs both. The third star below starts below 1/K.
+# 1/K; below it the same gate drifts down. **Proposition 3.2's proof needs only the star**: when
+# peers never read each other, the leader's belief is no longer the average of its neighbours',
+# so the symmetry condition of Theorem 2.7 fails. Failing the condition does not by itself make
+# the drift positive: the ungated star below, whose leader is drawn like its peers, stays level on
+# average. Conditioning on $U$ is what the gate adds on top: it selects the instances where
+# reading a peer helps. The third star below starts below 1/K.
 
 # %%
 tau = 0.6
@@ -282,14 +288,14 @@ theory.star_drift(star_gated)
 # chapter measures how well real token probabilities do.
 
 # %% [markdown]
-# ## 1.4 The selective-gain bound (Theorem 3.7), the cost identity (Proposition 3.8), Corollary 3.9
+# ## 1.4 The selective-gain bound (Theorem 3.7), the cost identity (Eq. 20), Corollary 3.9
 #
 # **Theorem 3.7 (selective gain).** Assume (A1, Assumption 3.4) a correct seed appears with
 # probability at least $\rho$ when $U=1$; (A2, Assumption 3.5) with a seed the leader's accuracy
 # rises by at least $\delta$; (A3, Assumption 3.6) without a seed it does not fall. Then **$\mathrm{Acc(LASE)} \ge \mathrm{Acc(solo)} + P(U{=}1)\,\rho\,\delta$:
 # the gain is at least the escalation rate times the seed rate times the amplification.**
 #
-# **Proposition 3.8 (cost identity).** The leader always pays $C_L$; a peer stage costs $C_{peer}$ and is paid only
+# **Cost identity (Eq. 20).** The leader always pays $C_L$; a peer stage costs $C_{peer}$ and is paid only
 # when $U=1$, so **$\mathrm{Cost(LASE)} = C_L + P(U{=}1)\,C_{peer} \le C_L + C_{peer} =
 # \mathrm{Cost(always\ interact)}$.**
 #
@@ -337,7 +343,8 @@ print(theory.describe_bound(grid_table))
 # of its answer), points fall clearly below the line: the bound is only as good as its assumptions. Right: the measured tokens per problem follow
 # $C_L + P(U{=}1) C_{peer}$ and reach the always-interact cost only when every problem escalates.
 #
-# **Corollary 3.9.** Under A1-A3, LASE costs less than always-interacting, and gains at least
+# **Corollary 3.9.** With $0 < P(U{=}1) < 1$ and A1-A3, LASE is strictly cheaper than
+# always-interacting in expected cost and keeps Theorem 3.7's gain of at least
 # $P(U{=}1)\rho\delta$ over the solo leader. It does *not* say LASE is more accurate than
 # always-interacting. Sweeping the gate rate traces a curve from solo to always-interact; gating
 # on *confidence* puts the peer calls where they pay off, and a random gate with the same
@@ -364,7 +371,7 @@ corollary
 # replays real transcripts to measure $P(U{=}1)$, the seed rate and the gain directly.
 
 # %% [markdown]
-# ## 1.5 Topology cost: who reads whom (Theorem 2.7)
+# ## 1.5 Topology cost: who reads whom (Proposition 3.8)
 #
 # **Claim.** In all-to-all debate every agent reads every other agent's previous answer in each
 # of $T$ rounds: **$T\,n(n-1)$ ordered cross-agent context inclusions, $\Theta(Tn^2)$.** A leader

@@ -152,7 +152,10 @@ display(Markdown(calibration.describe_paper(frame, scores)))
 #
 # - **AUROC for errors**: the chance that a randomly chosen wrong answer looks *less* confident
 #   than a randomly chosen right one. 0.5 means the proxy carries no information, 1.0 that it
-#   separates them perfectly. The interval is a stratified bootstrap (`lase_nb.stats.auroc_with_ci`).
+#   separates them perfectly. **For a gate, an AUROC of 0.6 means that in six of ten (wrong,
+#   right) pairs the wrong answer looks less sure: any threshold that escalates most errors also
+#   escalates many right answers, so the gate saves little over escalating at random.** The
+#   interval is a stratified bootstrap (`lase_nb.stats.auroc_with_ci`).
 #   We compute it on boxed answers only; the column `auroc_with_unanswered` also counts missing
 #   answers as the least confident, which flatters the proxy because such answers are always wrong.
 # - **ECE**: the gap between confidence and accuracy, averaged over ten equal-width bins. Only

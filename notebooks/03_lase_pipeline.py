@@ -32,8 +32,8 @@
 # 4. Why supporters must not give answers, and how often ours tried to (leaks counted).
 # 5. How many cross-agent context inclusions LASE really makes, counted from the transcripts
 #    and checked against the star bound $2kT$ (and against all-to-all debate's $Tn(n-1)$).
-# 6. The paper's selective-gain bound (Theorem 3.7) measured term by term: $P(U=1)$, the share of
-#    escalated problems escalation fixes ($\rho\delta$) and the share it breaks (assumption A3).
+# 6. What a recording can and cannot say about the paper's selective-gain bound (Theorem 3.7):
+#    $P(U=1)$, how many escalated answers escalation fixes and how many it breaks.
 #
 # **You need** chapter 1 (the gate $U$, the star topology) and chapter 2 helps (what the
 # confidence numbers mean). By default the chapter reads **recorded traces** of the embedded
@@ -44,7 +44,7 @@
 #
 # The chapter's logic lives in `lase_nb/pipeline.py`; transcripts are drawn by
 # `lase_nb/transcripts.py`, runs loaded by `lase_nb/runs.py` and replay done by `lase_nb/analysis.py`.
-# It covers the paper's Theorem 3.7 (the selective-gain bound, measured in section 3.5) and the
+# It covers the paper's Theorem 3.7 (the selective-gain bound, section 3.5) and the
 # escalation rates of its Table 5; the numbers are printed below from `lase_nb.reference`.
 
 # %% tags=["parameters"]
@@ -134,6 +134,20 @@ print(f"{run.manifest.get('backend')}:{run.manifest.get('model')} on {run.manife
 pipeline.prompt_table()
 
 # %% [markdown]
+# The project also ships a **model organism** (`--model organism`: the embedded model with a LoRA
+# adapter trained here, `data/organism/`), whose supporters were taught to find its own errors.
+# Its notes keep the roles' instructions but depart from the paper in one respect:
+
+# %%
+import json
+
+from lase_nb import organism
+
+_manifest = organism.ORGANISM_DIR / "manifest.json"
+display(Markdown(organism.describe_note_departure(
+    json.loads(_manifest.read_text()).get("evaluation") if _manifest.is_file() else None)))
+
+# %% [markdown]
 # **Token caps and the extraction step.** A response cut off at its token cap usually has no
 # boxed answer. When a leader's response has none, the pipeline asks once for the final answer
 # alone (the extraction step, its own call, counted in the tokens) and the gate reads that
@@ -185,19 +199,24 @@ entries = transcripts.transcript_entries(run.calls, pid, stop_stage=stop, tau_lp
 display(Markdown(transcripts.render_transcript(entries, max_chars=600)))
 
 # %% [markdown]
-# For contrast, the first escalated chain (by problem id) whose revisions never box an answer,
-# if there is one: the typical failure of a small model (texts clipped harder).
+# For contrast, the typical escalated chain: the one whose revisions most often box no answer
+# of their own (the first such by problem id), the typical failure of a small model (texts
+# clipped harder). The rule (`pipeline.pick_unboxed`) finds one whenever anything escalates.
 
 # %%
 typical = pipeline.pick_unboxed(chains, tau_lp, tau_h)
-if typical is not None and typical != pid:
+if typical is None:
+    print("nothing escalates at these thresholds")
+elif typical == pid:
+    print("the walkthrough above is already the typical escalated chain")
+else:
     t_gold = problems[typical].gold if typical in problems else None
     t_stop = int(replay(chains, tau_lp, tau_h).set_index("problem_id").loc[typical, "stop_stage"])
     print(f"problem {typical}:", problems[typical].prompt_text() if typical in problems else "", f"(gold {t_gold})")
     display(Markdown(transcripts.render_transcript(transcripts.transcript_entries(
         run.calls, typical, stop_stage=t_stop, tau_lp=tau_lp, tau_h=tau_h, gold=t_gold, kind=kind), max_chars=250)))
-else:
-    print("no escalated chain without boxed revisions in this run")
+    n_unboxed = int(pipeline.unboxed_revisions(chains)[list(chains.problem_ids).index(typical)])
+    print(f"{n_unboxed} of its {chains.n_stages - 1} revisions box no answer of their own")
 
 # %% [markdown]
 # The exact messages the devil's advocate received in this chain (the collaborator and the
@@ -303,6 +322,16 @@ fig = pipeline.plot_batch(dist, per_stage)
 plots.savefig(fig, "pipeline_batch")
 plt.show()
 
+# %% [markdown]
+# **What the gate reads after escalation.** When a revision boxes no answer, the extraction step
+# asks for the answer alone and the gate reads *that* call's answer tokens (the recording keeps
+# which call, `gate_call`, for every stage):
+
+# %%
+reads = pipeline.gate_reads(chains)
+display(reads)
+display(Markdown(pipeline.describe_gate_reads(reads)))
+
 # %%
 display(pipeline.outcome_flips(chains, tau_lp, tau_h))
 display(Markdown(pipeline.describe_batch(chains, tau_lp, tau_h) + " " + pipeline.describe_boxing(per_stage)))
@@ -319,16 +348,21 @@ reference.paper_column(reference.THRESHOLD_SWEEP[["tau_lp", "tau_h", "escalation
 print(reference.LLAMA3_8B_NOTE)
 
 # %% [markdown]
-# ## 3.5 The selective-gain bound, measured (Theorem 3.7)
+# ## 3.5 What the recording says about the selective-gain bound (Theorem 3.7)
 #
 # The paper's Theorem 3.7 says: if an escalated problem holds a correct seed with probability at
 # least $\rho$ (A1), a seed raises the leader's accuracy by at least $\delta$ (A2), and escalation
 # without a seed never lowers it (A3), then
 # $\mathrm{Acc}(\mathrm{LASE}) \ge \mathrm{Acc}(\mathrm{solo}) + P(U=1)\,\rho\,\delta$.
-# A full-chain recording measures every term at once: $P(U=1)$ is the share the gate escalates,
-# the share of escalated problems that escalation turns from wrong to right is the measurable
-# counterpart of $\rho\delta$, and the share it turns from right to wrong counts violations of A3
-# (`pipeline.bound_terms`, 95% Wilson intervals).
+#
+# **Counting fixes and breaks does not test this bound.** LASE's accuracy is the leader's plus
+# the answers escalation fixes minus those it breaks, divided by $n$: an identity, true of every
+# recording. Testing the theorem needs its own terms: $\rho$, whether a supporter's note actually
+# holds a correct seed, and $\delta$, how much reading such a note raises the leader's chance of a
+# right answer. Both need every note classified against the problem's worked solution, which this
+# chapter does not do. What the recording does show is $P(U=1)$ (the share the gate escalates)
+# and the two counts the bound's premises are about: fixes (the gain the theorem promises) and
+# breaks (which A3 rules out when no seed is present) (`pipeline.bound_terms`, 95% Wilson intervals).
 
 # %%
 terms = pipeline.bound_terms(chains, tau_lp, tau_h)
@@ -336,7 +370,7 @@ display(terms.to_frame("measured").T[["n", "escalated", "p_u1", "p_u1_lo", "p_u1
                                        "fixed_share_lo", "fixed_share_hi", "broken", "broken_share", "acc_solo",
                                        "bound", "acc_lase", "acc_lase_lo", "acc_lase_hi", "a3_holds"]])
 display(Markdown(pipeline.describe_bound(terms)))
-display(Markdown(pipeline.describe_regime(terms)))
+display(Markdown(pipeline.describe_regime(terms, full=True)))
 
 # %% [markdown]
 # ## 3.6 Supporters that give the answer away
@@ -413,8 +447,9 @@ if interactive:
 # - Supporters sometimes give the answer away anyway; the pipeline strips and counts it.
 # - LASE's inclusions, counted from real transcripts, stay within the star bound and do not grow
 #   with the number of agents.
-# - Theorem 3.7's bound can be measured term by term from one recording; section 3.5 says whether
-#   its assumption A3 held in this run, and which regime the recording is in.
+# - Fixes minus breaks is bookkeeping, not a test of Theorem 3.7: its terms $\rho$ and $\delta$
+#   need the notes themselves classified. Section 3.5 shows $P(U=1)$, the fixes and the breaks,
+#   and which regime the recording is in.
 #
 # Chapter 4 puts LASE beside single agents, majority vote, debate, mixture-of-agents and DOWN on
 # the same problems.

@@ -90,7 +90,13 @@ BASELINES = ["single", "mv", "mad", "moa", "down", "lase-mv", "lase-shuffled"]
 # **MAD and DOWN, as their papers define them.** MAD is Du et al.'s debate with 3 agents and 2
 # rounds: round 1 is the independent answers, round 2 one round of reading the others. DOWN asks
 # one agent first and scores that response by its own confidence, the mean probability of all its
-# tokens; only a low score starts a debate. LASE's gate differs in what it reads (the answer's
+# tokens; only a low score starts a debate, which is DOWN's "two-round refinement": the agents'
+# first answers, then two rounds in which each reads the others' answers with their scores, then a
+# vote. **DOWN's threshold is chosen, not fixed**: DOWN describes a threshold-selection strategy we
+# do not have the text of, so the recording script picks $\theta$ by a stated rule on a calibration
+# split of problems the evaluated run never sees: the $\theta$ with the best accuracy there, ties
+# going to fewer debates (`analysis.choose_down_threshold`). The manifest records $\theta$, the rule
+# and the calibration table; the cell below prints them. LASE's gate differs in what it reads (the answer's
 # tokens only, lowest probability and highest entropy) and in what it calls (one supporter at a
 # time, not a debate); chapter 1 has the long version. The list below gives each run's sizes and
 # the calls per problem counted from its recording.
@@ -128,6 +134,12 @@ display(Markdown(comparison.describe_methods(configs, {s: comparison.calls_per_p
                                                        for s, r in runs.items() if s != "lase"})))
 if missing:
     print("not recorded (left out of the comparison):", ", ".join(missing))
+down_theta = runs["down"].manifest.get("down_threshold") if "down" in runs else None
+if isinstance(down_theta, dict):
+    print(f"DOWN's theta = {down_theta['theta']:.3f}, chosen on {down_theta['calibration_n']} calibration problems "
+          f"(seed {down_theta['calibration_seed']}): {down_theta['rule']}")
+elif "down" in runs:
+    print(f"DOWN's theta = {configs['down'].get('down_threshold')} (fixed in this run, not calibrated)")
 
 # %% [markdown]
 # ## 4.1 One table, the same problems
@@ -290,6 +302,5 @@ if interactive:
 # - Compare at equal compute: majority vote over the first k recorded samples gives the whole
 #   MV(k) curve for free, and LASE's threshold replay gives its curve.
 # - With strong models the paper found LASE about as accurate as voting at a fraction of the
-#   tokens. Whether this run is in that regime or is a negative control (the gate works, the
-#   supporters cannot correct) is stated in section 4.1 from the measured rho·delta, with the
-#   command that records the other regime; section 4.3 lists which claims held in your run.
+#   tokens. Section 4.1 names this recording's regime in one line (chapter 03, section 3.5, says
+#   what it means); section 4.3 lists which claims held in your run.

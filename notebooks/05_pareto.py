@@ -324,8 +324,7 @@ if interactive:
 #   thousands of threshold pairs in well under a second.
 # - The frontier puts the thresholds in their place: between the leader alone and always
 #   interacting, below the oracle gate, beside majority vote and MAD at their own costs. Section
-#   5.2 says whether this recording is a negative control (supporters that cannot correct) and
-#   what to run to see the other regime.
+#   5.2 names this recording's regime (chapter 03, section 3.5, explains it).
 # - Whether the thresholds are "a budget knob, not an accuracy knob" depends on the model: it needs
 #   informative confidence and supporters that help. This chapter prints which reading the
 #   recording supports instead of assuming the paper's.

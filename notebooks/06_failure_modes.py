@@ -216,10 +216,12 @@ summarize(pd.concat([r.problems.assign(strategy=n) for n, r in runs.items()]))[
     ["problems", "accuracy", "accuracy_strict", "unparsed", "cap_hit_rate"]]
 
 # %% [markdown]
-# One revision that never got boxed:
+# One revision that boxed no answer of its own (its graded answer, if any, came from the
+# extraction step):
 
 # %%
-unboxed = outcomes[outcomes["answer"].isna()].sort_values("stage", kind="stable")
+unboxed = outcomes[outcomes["answer_strict"].isna()].sort_values("stage", kind="stable")
+print(f"{len(unboxed)} of {len(outcomes)} revisions box no answer of their own")
 for r in unboxed.head(1).itertuples():
     display(HTML(failures.render_answer(lase, r.problem_id, r.stage, problems.get(r.problem_id), max_chars)))
 

@@ -130,6 +130,17 @@ def test_pick_walkthrough_prefers_a_rescue(chain_stages):
     assert pipeline.pick_unboxed(chains, 0.0, math.inf) is None  # nothing escalates
 
 
+def test_pick_unboxed_counts_answers_the_extraction_step_supplied(chain_stages):
+    """Revisions whose answer came from the extraction step have a confidence but no box of their
+    own: the typical chain is still found when every revision's answer was extracted."""
+    st = chain_stages.assign(extracted=False)
+    st.loc[(st["problem_id"] == "p4") & (st["stage"] > 0), "extracted"] = True
+    st["p_min"] = st["p_min"].fillna(0.5)  # the extraction step fills every confidence
+    chains = chains_from_stages(st)
+    assert pipeline.unboxed_revisions(chains).tolist() == [0, 0, 0, 3]
+    assert pipeline.pick_unboxed(chains, 0.8, 0.5) == "p4"
+
+
 def test_stop_distribution_flips_and_stage_confidence(chain_stages):
     chains = chains_from_stages(chain_stages)
     dist = pipeline.stop_distribution(chains, 0.8, 0.5)
@@ -312,6 +323,20 @@ def test_compute_matched_respects_the_budget(chain_stages):
     assert m.loc[3, "lase_accuracy"] == grid["accuracy"].max()
 
 
+def test_compute_matched_labels_budgets_where_lase_is_the_single_agent(chain_stages):
+    chains = chains_from_stages(chain_stages)
+    grid = analysis.sweep(chains, [0.0, 0.8, 1.0], [0.5, math.inf])
+    only_gate_off = grid[grid["escalation_rate"] == 0]
+    mv = pd.DataFrame({"k": [1, 2], "accuracy": [0.2, 0.9], "avg_tokens": [120.0, 5000.0]})
+    m = comparison.compute_matched(mv, grid).set_index("k")
+    assert m.loc[1, "lase_is_single"] and m.loc[1, "lase_escalation"] == 0  # only the gate-off pair fits
+    assert not m.loc[2, "lase_is_single"]
+    text = comparison.describe_matched(m.reset_index(), mv, grid)
+    assert "At 1 budget (k = 1) the best pick escalates no problem: there LASE is the single agent" in text
+    assert "at 1 MV budgets where the best LASE pick actually escalates" in text.replace("At the", "at")
+    assert len(only_gate_off)
+
+
 def test_outcomes_at_and_seed_table(chain_stages):
     chains = chains_from_stages(chain_stages)
     r = replay(chains, 0.8, 0.5)
@@ -380,15 +405,17 @@ def test_bound_terms_count_fixes_and_breaks(chain_stages):
     assert t["p_u1_lo"] < t["p_u1"] < t["p_u1_hi"]
     assert (t["p_u1_lo"], t["p_u1_hi"]) == pytest.approx(stats.wilson_interval(3, 4))
     text = pipeline.describe_bound(t)
-    assert "Assumption A3 is violated" in text and "broke 1 right answer " in text and "75%" in text
+    assert "1 from right to wrong" in text and "75%" in text
+    assert "not a test of Theorem 3.7" in text and "needs the notes classified" in text
     assert "negative control" in pipeline.describe_regime(t)  # fixes no more than it breaks (1 vs 1)
     ok = chains.subset(np.isin(chains.problem_ids, ["p1", "p2", "p3"]))
     t2 = pipeline.bound_terms(ok, 0.8, 0.5)
-    assert t2["a3_holds"] and "A3 holds" in pipeline.describe_bound(t2)
-    assert "supporters help" in pipeline.describe_regime(t2)
+    assert t2["a3_holds"] and "No right answer was broken" in pipeline.describe_bound(t2)
+    assert "supporters help" in pipeline.describe_regime(t2, full=True)
+    assert "**corrective**" in pipeline.describe_regime(t2) and "section 3.5" in pipeline.describe_regime(t2)
     none = pipeline.bound_terms(chains, 0.0, math.inf)
     assert none["escalated"] == 0 and "Nothing escalates" in pipeline.describe_bound(none)
-    regime = pipeline.describe_regime(none)
+    regime = pipeline.describe_regime(none, full=True)
     assert "negative control" in regime and "--backend openai --model gpt-4.1-mini" in regime
 
 
@@ -514,3 +541,21 @@ def test_boxing_separates_own_answers_from_extracted_ones(chain_stages):
     assert (per["boxed_own"].iloc[1:] == 0).all() and per["boxed_own"].iloc[0] == per["boxed"].iloc[0]
     text = pipeline.describe_boxing(per)
     assert "against 0% of its revisions" in text and "extraction step supplies one" in text
+
+
+def test_gate_reads_counts_which_call_the_gate_read(chain_stages):
+    st = chain_stages.assign(extracted=False)
+    st.loc[(st["problem_id"].isin(["p3", "p4"])) & (st["stage"] > 0), "extracted"] = True
+    reads = pipeline.gate_reads(chains_from_stages(st))
+    assert reads["read_extraction"].tolist() == [0, 2, 2, 2]
+    assert (reads["read_reply"] + reads["read_extraction"] == 4).all()
+    text = pipeline.describe_gate_reads(reads)
+    assert "0 of 4 first answers and for 6 of 12 revisions (50%)" in text
+
+
+def test_dodge_spreads_close_points_and_keeps_far_ones():
+    x = np.array([930.0, 980.0, 220.0, 5000.0])
+    d = comparison.dodge(x)
+    assert d[2] == pytest.approx(220.0) and d[3] == pytest.approx(5000.0)
+    assert np.log10(d[1]) - np.log10(d[0]) == pytest.approx(0.035)
+    assert d[0] < d[1] and np.isclose(np.log10(d[:2]).mean(), np.log10(x[:2]).mean())

@@ -88,3 +88,17 @@ def test_comparison_table_has_strict_accuracy():
     t = stats.comparison_table({"single": a, "mv": b})
     assert t.loc["single", "accuracy_strict"] == 0.5 and t.loc["single", "accuracy"] == 1.0
     assert t.loc["mv", "accuracy_strict"] == t.loc["mv", "accuracy"] == 0.5
+
+
+def test_data_paths_resolve_from_any_working_directory(tmp_path, monkeypatch):
+    from lase_nb.runs import REPO_ROOT, resolve_data_path
+
+    default = "../data/traces/arith-smollm2"  # the chapters' default, relative to notebooks/
+    for cwd in (REPO_ROOT, REPO_ROOT / "notebooks", tmp_path):
+        monkeypatch.chdir(cwd)
+        assert resolve_data_path(default).resolve() == (REPO_ROOT / "data/traces/arith-smollm2").resolve()
+        assert resolve_data_path("data/traces/arith-smollm2").resolve() == (REPO_ROOT / "data/traces/arith-smollm2")
+    (tmp_path / "mine").mkdir()
+    monkeypatch.chdir(tmp_path)
+    assert resolve_data_path("mine") == Path("mine")  # a path that exists where the user is wins
+    assert resolve_data_path("nowhere/at/all") == Path("nowhere/at/all")
