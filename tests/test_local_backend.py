@@ -74,7 +74,7 @@ def backend(converted: tuple[object, float]) -> "local.LocalBackend":
 
 
 def test_unknown_model_is_a_clear_error(tmp_path) -> None:
-    with pytest.raises(ConfigError, match="neither the alias"):
+    with pytest.raises(ConfigError, match="neither an alias"):
         local.resolve_model_path(str(tmp_path / "no-such-model"))
     (tmp_path / "empty").mkdir()
     with pytest.raises(ConfigError, match="config.json"):
