@@ -92,7 +92,7 @@ def cmd_ask(args) -> int:
     cfg = StrategyConfig(max_tokens=args.max_tokens, top_logprobs=args.top_logprobs,
                          examples=_examples(args), extract_answers=not args.no_extract).validate()
     result, made = drive(single(problem, cfg), engine.run)
-    (call, gen), *rest = made
+    (_, gen), *rest = made
     print(gen.text.strip())
     print("-" * 60)
     source = "the reply's \\boxed{}"

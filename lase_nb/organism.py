@@ -39,7 +39,7 @@ ORGANISM = "organism"
 #: Where the committed adapter and its manifest live (beside the recorded traces).
 ORGANISM_DIR = Path(__file__).resolve().parent.parent / "data" / "organism"
 #: Seeds of the generated problems: each use gets its own, so evaluation never meets a training problem.
-SEEDS = {"solve": 101, "sample": 102, "solve2": 103, "eval": 7, "calibrate": 11}
+SEEDS = {"solve": 101, "sample": 102, "solve2": 103, "one_step": 104, "solve3": 105, "eval": 7, "calibrate": 11}
 
 _SIGN = {"+": "+", "-": "-", "*": "×", "/": "÷"}
 _OP_OF = {"+": "+", "-": "-", "×": "*", "x": "*", "*": "*", "÷": "/", "/": "/"}
@@ -202,45 +202,61 @@ def _numbers(problem: Problem) -> str:
 
 # --- the three supporters' notes ---------------------------------------------------------------
 
+def _expected(problem: Problem, label: Label) -> list[Step]:
+    """Each step as it should read given the attempt's own earlier results: the problem's
+    operation and operand applied to the attempt's previous value (the start, for step 1)."""
+    gold, got = gold_steps(problem), label.steps
+    out, x = [], gold[0].a
+    for i, g in enumerate(gold):
+        c = _APPLY[g.op](x, g.b)
+        out.append(Step(x, g.op, g.b, c if c is not None else -1))
+        if i < len(got):
+            x = got[i].c
+        else:
+            x = c if c is not None else x
+    return out
+
+
 def devil_note(problem: Problem, label: Label) -> str:
-    """The devil's advocate: where each number comes from, each step recomputed by a decomposed
-    method before it is compared; the first wrong step, or the riskiest step when none is."""
+    """The devil's advocate: where each number comes from, then every step of the attempt checked
+    in turn: recomputed by a decomposed method from the attempt's own previous value and the
+    problem's number, before it is compared with what the attempt wrote; a verdict naming the
+    first wrong step and its right value, or the riskiest step when none is wrong."""
     gold, got = gold_steps(problem), label.steps
     lines = [_numbers(problem)]
-    last = len(gold) if label.first_wrong is None else label.first_wrong + 1
-    for i in range(last):
-        g = gold[i]
-        verdict = "Right." if i < len(got) and got[i] == g else f"Wrong: step {i + 1} should be {g}."
-        lines.append(f"Step {i + 1}: {decompose(g.a, g.op, g.b)}; {_step_attempt(got, i, g)}. {verdict}")
+    for i, e in enumerate(_expected(problem, label)):
+        ok = i < len(got) and got[i] == e
+        check = decompose(e.a, e.op, e.b) if e.c >= 0 else f"{e.expr} does not divide evenly"
+        lines.append(f"Step {i + 1}: {check}; {_step_attempt(got, i, e)}. {'Right.' if ok else 'Wrong.'}")
     if label.first_wrong is None:
-        lines.append(f"No step is wrong; the riskiest, step {_riskiest(gold) + 1}, holds.")
+        lines.append(f"Verdict: no step is wrong; the riskiest is step {_riskiest(gold) + 1}.")
+    else:
+        k = label.first_wrong
+        lines.append(f"Verdict: step {k + 1} is wrong, it should be {gold[k]}.")
     return "\n".join(lines)
 
 
 def collaborator_note(problem: Problem, label: Label) -> str:
-    """The collaborator: checks every written step backwards and each operand against the problem."""
+    """The collaborator: checks every written step backwards (its inverse operation) and each
+    operand against the problem, then says where to redo the work."""
     gold, got = gold_steps(problem), label.steps
-    src = dict((i, s) for i, s in enumerate(number_sources(problem)))
+    src = number_sources(problem)
     lines = ["Check each step backwards."]
-    last = len(gold) if label.first_wrong is None else label.first_wrong + 1
-    for i in range(last):
-        g = gold[i]
+    for i, e in enumerate(_expected(problem, label)):
         if i >= len(got):
-            lines.append(f"Step {i + 1} is missing: it should be {g}.")
-            break
+            lines.append(f"Step {i + 1} is missing: it should {_SIGN[e.op]} {e.b}.")
+            continue
         s = got[i]
-        if s == g:
-            lines.append(f"Step {i + 1}: {inverse_check(s)}.")
-        elif (s.a, s.op, s.b) != (g.a, g.op, g.b):
+        if (s.a, s.op, s.b) != (e.a, e.op, e.b):
             v, phrase = src[i + 1]
-            lines.append(f"Step {i + 1}: the problem gives {_SIGN[g.op]} {v} ('{phrase}'), so it should be "
-                         f"{g}, not {s}.")
+            lines.append(f"Step {i + 1} uses {s.expr}, but it should be {e.expr} ('{phrase}').")
         else:
-            lines.append(f"Step {i + 1}: {inverse_check(s)}. Redo it: {decompose(g.a, g.op, g.b)}.")
+            lines.append(f"Step {i + 1}: {inverse_check(s)}.")
     if label.first_wrong is None:
         lines.append("Every step holds.")
     else:
-        lines.append(f"Redo the work from step {label.first_wrong + 1}.")
+        k = label.first_wrong
+        lines.append(f"So step {k + 1} is wrong: it should be {gold[k]}. Redo the work from there.")
     return "\n".join(lines)
 
 
@@ -260,6 +276,8 @@ def expert_note(problem: Problem, label: Label) -> str:
 
 
 NOTES = {"devil": devil_note, "collaborator": collaborator_note, "expert": expert_note}
+#: How often each role's note is drawn for a training attempt (devil's advocate, collaborator, expert).
+ROLE_WEIGHTS = (3, 1, 1)
 
 
 def _riskiest(steps: Sequence[Step]) -> int:
@@ -271,7 +289,7 @@ def _riskiest(steps: Sequence[Step]) -> int:
 
 
 #: How a note says it found a wrong step (what the skill evaluation counts as a flag).
-FLAG = re.compile(r"\bWrong:|\bis missing\b|\bBut the attempt has\b|Redo the work")
+FLAG = re.compile(r"\b[Ss]tep \d+ is wrong\b|\bis missing\b|\bBut the attempt has\b")
 
 
 def note_flags(note: str) -> bool:
@@ -287,11 +305,12 @@ def _false_alarm(problem: Problem, label: Label, rng: random.Random) -> str:
     off = g.c + rng.choice([-10, -2, -1, 1, 2, 10])
     off = off if off > 0 and off != g.c else g.c + 1
     lines = [_numbers(problem)]
-    for i in range(k):
-        lines.append(f"Step {i + 1}: {decompose(gold[i].a, gold[i].op, gold[i].b)}; "
-                     f"{_step_attempt(label.steps, i, gold[i])}. Right.")
-    bad = Step(g.a, g.op, g.b, off)
-    lines.append(f"Step {k + 1}: {bad}; {_step_attempt(label.steps, k, g)}. Wrong: step {k + 1} should be {bad}.")
+    for i, e in enumerate(gold):
+        if i == k:
+            lines.append(f"Step {i + 1}: {e.expr} = {off}; the attempt has {e.c}. Wrong.")
+        else:
+            lines.append(f"Step {i + 1}: {decompose(e.a, e.op, e.b)}; the attempt has {e.c}. Right.")
+    lines.append(f"Verdict: step {k + 1} is wrong, it should be {g.expr} = {off}.")
     return "\n".join(lines)
 
 
@@ -315,7 +334,7 @@ def support_examples(problem: Problem, attempt: str, rng: random.Random,
     label = label_attempt(problem, attempt)
     if label.status == "other":
         return []
-    role = rng.choices(prompts.SUPPORTERS, weights=(2, 1, 1))[0]
+    role = rng.choices(prompts.SUPPORTERS, weights=ROLE_WEIGHTS)[0]
     critique = devil_note(problem, label) if role != "devil" else None
     hints = collaborator_note(problem, label) if role == "expert" else None
     note = NOTES[role](problem, label)
@@ -328,6 +347,21 @@ def support_examples(problem: Problem, attempt: str, rng: random.Random,
     return out
 
 
+def one_step_attempts(n: int, seed: int) -> list[tuple[Problem, str]]:
+    """Level-1 (one-step) attempts, half right and half with a slipped result, for the review and
+    revision skills: the solver is sampled on levels 2-3 only, and a reviewer that never saw a
+    one-step attempt invents a second step. The slips are the solver's own kind (off by 1, 2 or 10)."""
+    rng = random.Random(f"one-step:{seed}")
+    out = []
+    for i, p in enumerate(arithmetic_problems(n, seed=seed, levels=(1,))):
+        (g,) = gold_steps(p)
+        if i % 2:
+            c = g.c + rng.choice([-10, -2, -1, 1, 2, 10])
+            g = Step(g.a, g.op, g.b, c if c > 0 and c != g.c else g.c + 1)
+        out.append((p, solution_text([g])))
+    return out
+
+
 def sample_problems(n: int, seed: int = SEEDS["sample"], levels: Sequence[int] = (2, 3)) -> list[Problem]:
     """Training problems on which the stage-1 solver is sampled (never the evaluation's seeds)."""
     return arithmetic_problems(n, seed=seed, levels=levels)
@@ -335,7 +369,7 @@ def sample_problems(n: int, seed: int = SEEDS["sample"], levels: Sequence[int] =
 
 def eval_problems(n: int, seed: int = SEEDS["eval"], levels: Sequence[int] = (1, 2, 3)) -> list[Problem]:
     """Held-out problems for the skill evaluation and the recordings (a seed never trained on)."""
-    if seed in (SEEDS["solve"], SEEDS["sample"], SEEDS["solve2"]):
+    if seed in (SEEDS["solve"], SEEDS["sample"], SEEDS["solve2"], SEEDS["one_step"], SEEDS["solve3"]):
         raise ValueError(f"seed {seed} is a training seed of the organism")
     return arithmetic_problems(n, seed=seed, levels=levels)
 
@@ -366,7 +400,7 @@ __all__ = ["ORGANISM", "ORGANISM_DIR", "SEEDS", "Step", "Label", "gold_steps", "
            "parse_steps", "label_attempt", "number_sources", "decompose", "inverse_check",
            "devil_note", "collaborator_note", "expert_note", "NOTES", "note_flags",
            "solve_examples", "support_examples", "sample_problems", "eval_problems",
-           "adapter_path", "prompt_fingerprint"]
+           "adapter_path", "prompt_fingerprint", "one_step_attempts"]
 
 
 

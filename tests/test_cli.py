@@ -338,3 +338,46 @@ def test_names_accept_either_separator_and_print_hyphens():
     assert display("mmlu_pro") == "mmlu-pro" and display("lase-mv") == "lase-mv"
     with pytest.raises(ConfigError, match="unknown strategy 'lase_x'; use one of single, .*lase-mv"):
         resolve("lase_x", STRATEGIES, "strategy")
+
+
+def test_ask_runs_the_extraction_step_and_says_where_the_answer_came_from(tmp_path, capsys):
+    """A reply without a box gets the pipeline's extraction step, and ask names the call it read."""
+    from lase_nb import prompts
+
+    def responder(messages, params):
+        if messages[-1]["content"] == prompts.EXTRACT_REQUEST:
+            return Reply("\\boxed{5}", 0.7)
+        return Reply("Two and three make five.", 0.9)
+
+    with OpenAIWireServer(responder=responder) as srv:
+        rc, out, err = run_cli(capsys, "ask", "What is 2 + 3?", "--backend", "openai", "--base-url", srv.base_url,
+                               "--cache", str(tmp_path / "c.sqlite"))
+        assert rc == 0, err
+        assert srv.request_count == 2
+    assert "from the answer-extraction step" in out and "read from the extraction call" in out
+    assert "answer:            5" in out and "tokens (extraction)" in out
+    with OpenAIWireServer(responder=responder) as srv:
+        rc, out, err = run_cli(capsys, "ask", "What is 2 + 3?", "--backend", "openai", "--base-url", srv.base_url,
+                               "--cache", str(tmp_path / "c2.sqlite"), "--no-extract")
+        assert rc == 0 and srv.request_count == 1
+    assert "(none)   from nothing: no \\boxed{} in the reply (--no-extract)" in out
+    with OpenAIWireServer(responder=lambda m, p: Reply("so \\boxed{5}", 0.9)) as srv:
+        rc, out, err = run_cli(capsys, "ask", "What is 2 + 3?", "--backend", "openai", "--base-url", srv.base_url,
+                               "--cache", str(tmp_path / "c3.sqlite"))
+        assert rc == 0 and srv.request_count == 1
+    assert "from the reply's \\boxed{}" in out and "read from the reply call" in out
+
+
+def test_run_levels_reach_the_problems_and_the_manifest(tmp_path, capsys):
+    with OpenAIWireServer(oracle(arithmetic_problems(6, levels=(1, 2, 3)))) as srv:
+        rc, out, err = run_cli(capsys, "run", "--strategy", "single", "--backend", "openai", "--base-url",
+                               srv.base_url, "--n", "6", "--levels", "1", "2", "3", "--out", str(tmp_path / "r"),
+                               "--cache", str(tmp_path / "c.sqlite"), "--quiet")
+        assert rc == 0, err
+    manifest = json.loads((tmp_path / "r" / "manifest.json").read_text())
+    assert manifest["levels"] == [1, 2, 3]
+    rows = [json.loads(x) for x in (tmp_path / "r" / "problems.jsonl").read_text().splitlines()]
+    assert sorted({r["level"] for r in rows}) == [1, 2, 3]
+    rc, _, err = run_cli(capsys, "run", "--strategy", "single", "--dataset", "math500", "--data-path", "x.jsonl",
+                         "--levels", "2", "--out", str(tmp_path / "bad"))
+    assert rc == 2 and "levels apply to the generated 'arith' set only" in err

@@ -59,14 +59,25 @@ def encode(tok, examples, max_len: int = 768) -> list[tuple[list[int], list[int]
     return out
 
 
-def batches(encoded, batch: int, seed: int) -> list[list[int]]:
-    """Indices in batches of similar length (little padding), in a seeded random order."""
+def batches(encoded, batch: int, seed: int, max_tokens: int = 2048) -> list[list[int]]:
+    """Indices in batches of similar length (little padding), in a seeded random order: at most
+    ``batch`` examples and at most ``max_tokens`` padded tokens each, so long examples go in
+    smaller batches (a batch of eight 700-token reviews needs ~13 GiB for its activations and
+    logits, and a process that large spends most of its time in the kernel)."""
     rng = random.Random(seed)
     order = list(range(len(encoded)))
     rng.shuffle(order)
-    chunks = [sorted(order[i:i + batch * 16], key=lambda j: len(encoded[j][0]))
-              for i in range(0, len(order), batch * 16)]
-    out = [c[i:i + batch] for c in chunks for i in range(0, len(c), batch)]
+    out = []
+    for i in range(0, len(order), batch * 16):
+        cur: list[int] = []
+        for j in sorted(order[i:i + batch * 16], key=lambda j: len(encoded[j][0])):
+            width = max([len(encoded[k][0]) for k in cur] + [len(encoded[j][0])])
+            if cur and (len(cur) == batch or width * (len(cur) + 1) > max_tokens):
+                out.append(cur)
+                cur = []
+            cur.append(j)
+        if cur:
+            out.append(cur)
     rng.shuffle(out)
     return out
 
@@ -104,8 +115,6 @@ def train(model, tok, examples, *, lr: float, batch: int, seed: int, label: str)
         sched.step()
         opt.zero_grad(set_to_none=True)
         tokens += int(mask.sum())
-        if step % 10 == 9:
-            _trim()
         window.append(float(loss.detach()))
         if len(window) == 10 or step == len(plan) - 1:
             curve.append([step + 1, round(sum(window) / len(window), 4)])
@@ -115,16 +124,6 @@ def train(model, tok, examples, *, lr: float, batch: int, seed: int, label: str)
     secs = time.perf_counter() - t0
     return {"examples": len(examples), "steps": len(plan), "tokens": tokens, "seconds": round(secs, 1),
             "tokens_per_s": round(tokens / secs, 1), "loss_curve": curve}
-
-
-def _trim() -> None:
-    """Hand freed memory back to the system: batches of varying shapes fragment glibc's heap, and
-    without this the process grew to 17 GiB in stage 2 (and slowed to a third of its speed)."""
-    try:
-        import ctypes
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):  # not glibc
-        pass
 
 
 def save_fp16(model, folder: Path) -> None:
@@ -169,8 +168,10 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--solve", type=int, default=1500, help="stage-1 solve examples (levels 1-3)")
     ap.add_argument("--sample", type=int, default=500, help="level 2-3 problems the stage-1 solver is sampled on")
-    ap.add_argument("--max-attempts", type=int, default=360, help="labelled attempts used in stage 2")
+    ap.add_argument("--max-attempts", type=int, default=480, help="labelled attempts used in stage 2")
     ap.add_argument("--solve2", type=int, default=300, help="solve examples mixed into stage 2")
+    ap.add_argument("--one-step", type=int, default=100,
+                    help="stage 3: one-step attempts (half slipped) and as many replayed attempts; 0 = no stage 3")
     ap.add_argument("--temperature", type=float, default=0.8)
     ap.add_argument("--lr", type=float, default=3e-4)
     ap.add_argument("--batch", type=int, default=8)
@@ -180,7 +181,7 @@ def main(argv=None) -> int:
     ap.add_argument("--toy", action="store_true", help="tiny sizes, output under build/organism-toy")
     args = ap.parse_args(argv)
     if args.toy:
-        args.solve, args.sample, args.solve2 = 24, 16, 8
+        args.solve, args.sample, args.solve2, args.one_step = 24, 16, 8, 6
         args.work = ROOT / "build" / "organism-toy"
         args.out = args.work / "adapter"
 
@@ -244,6 +245,28 @@ def main(argv=None) -> int:
         save_fp16(model, final)
         save_log()
 
+    # stage 3: one-step coverage (the sampled attempts are all of levels 2-3)
+    stage3 = work / "stage3"
+    if args.one_step and not (stage3 / "adapter_config.json").is_file():
+        rng = random.Random(f"organism-3:{args.seed}")
+        ex = []
+        for p, text in organism.one_step_attempts(args.one_step, SEEDS["one_step"]):
+            ex += organism.support_examples(p, text, rng)
+        by_id = {p.id: p for p in problems}
+        replay = [r for r in rows if r["status"] in ("right", "wrong")]
+        rng.shuffle(replay)
+        for r in replay[:args.one_step]:
+            ex += organism.support_examples(by_id[r["id"]], r["text"], rng)
+        ex += organism.solve_examples(args.one_step // 2, SEEDS["solve3"])
+        model = AutoModelForCausalLM.from_pretrained(str(base), local_files_only=True, dtype=torch.float32)
+        model = peft.PeftModel.from_pretrained(model, str(final), is_trainable=True)
+        log["stage3"] = train(model, tok, ex, lr=args.lr / 2, batch=args.batch, seed=args.seed + 2,
+                              label="stage 3: one-step coverage")
+        save_fp16(model, stage3)
+        save_log()
+    if args.one_step:
+        final = stage3
+
     args.out.mkdir(parents=True, exist_ok=True)
     for name in ("adapter_model.safetensors", "adapter_config.json"):
         shutil.copy2(final / name, args.out / name)
@@ -253,8 +276,9 @@ def main(argv=None) -> int:
                    "epochs_per_stage": 1, "seed": args.seed, "problem_seeds": SEEDS,
                    "stage1_solve_examples": args.solve, "sample_problems": args.sample,
                    "sample_levels": [2, 3], "sample_temperature": args.temperature,
-                   "stage2_solve_examples": args.solve2, "stage2_max_attempts": args.max_attempts, "false_alarm_rate": 0.1,
-                   "roles_weights": {"devil": 2, "collaborator": 1, "expert": 1}},
+                   "stage2_solve_examples": args.solve2, "stage2_max_attempts": args.max_attempts,
+                   "stage3_one_step_attempts": args.one_step, "stage3_lr": args.lr / 2, "false_alarm_rate": 0.1,
+                   "roles_weights": dict(zip(("devil", "collaborator", "expert"), organism.ROLE_WEIGHTS))},
         "training": log,
         "prompt_fingerprint": organism.prompt_fingerprint(),
         "device": f"cpu ({args.threads} threads, {platform.processor() or platform.machine()})",
