@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 import time
 from collections import Counter
@@ -30,7 +29,9 @@ sys.path.insert(0, str(ROOT))
 from lase_nb import organism, stats  # noqa: E402
 from lase_nb.backends.local import ORGANISM_MODEL, LocalBackend  # noqa: E402
 from lase_nb.cache import CallCache  # noqa: E402
+from lase_nb.confidence import uncertain_mask  # noqa: E402
 from lase_nb.engine import Engine  # noqa: E402
+from lase_nb.failures import mentions  # noqa: E402
 from lase_nb.runner import run_problems  # noqa: E402
 from lase_nb.strategies import StrategyConfig  # noqa: E402
 from lase_nb.traces import provenance, write_run  # noqa: E402
@@ -52,7 +53,7 @@ def solve_report(problems, results, cfg) -> dict:
     h_max = np.array([np.nan if r.calls[-1].h_max is None else r.calls[-1].h_max for r in results])
     auc, lo, hi = stats.auroc_with_ci(-p_min, ok)
     auc_h, lo_h, hi_h = stats.auroc_with_ci(h_max, ok)
-    unsure = ~((np.nan_to_num(p_min, nan=0.0) >= cfg.tau_lp) & (np.nan_to_num(h_max, nan=np.inf) <= cfg.tau_h))
+    unsure = uncertain_mask(p_min, h_max, cfg.tau_lp, cfg.tau_h)
     table = stats.reliability_table(np.nan_to_num(p_min, nan=0.0), ok, BINS)
     return {
         "problems": len(problems),
@@ -89,7 +90,7 @@ def chain_report(problems, results) -> dict:
             key = "right" if before else "wrong"
             f[key][0] += organism.note_flags(c.text)
             f[key][1] += 1
-            answer_in_note[c.role] += bool(re.search(rf"(?<!\d){re.escape(gold[r.problem_id])}(?!\d)", c.text))
+            answer_in_note[c.role] += mentions(c.text, gold[r.problem_id])
     esc = [r for r in results if r.stages[0].uncertain]
     first_wrong = [r for r in esc if not r.stages[0].correct]
     first_right = [r for r in esc if r.stages[0].correct]

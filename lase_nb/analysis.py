@@ -281,4 +281,3 @@ def pareto_front(cost: np.ndarray, accuracy: np.ndarray) -> np.ndarray:
             front.append(i)
             best = accuracy[i]
     return np.asarray(front, dtype=int)
-

@@ -134,7 +134,7 @@ def gate_reads(chains: Chains) -> pd.DataFrame:
     n = len(chains.problem_ids)
     names = ["leader alone", *prompts.SUPPORTERS][: chains.n_stages]
     ext = chains.extracted.sum(axis=0)
-    return pd.DataFrame({"stage": range(chains.n_stages), "after": names[: chains.n_stages],
+    return pd.DataFrame({"stage": range(chains.n_stages), "after": names,
                          "problems": n, "read_reply": n - ext, "read_extraction": ext})
 
 
@@ -142,14 +142,13 @@ def describe_gate_reads(reads: pd.DataFrame) -> str:
     """One sentence: how often the gate read the extraction step's tokens, first answers vs revisions."""
     first, rev = reads.iloc[0], reads.iloc[1:]
     n_rev, x_rev = int(rev["problems"].sum()), int(rev["read_extraction"].sum())
-    return (f"The gate read the extraction step's answer tokens, not the leader's own box, for "
-            f"{int(first['read_extraction'])} of {int(first['problems'])} first answers and for {x_rev} of "
-            f"{n_rev} revisions ({_pct(x_rev / n_rev if n_rev else np.nan)}): after escalation it mostly gates on "
-            f"how sure the model is when asked for the answer alone, not on its revision."
-            if x_rev * 2 > n_rev else
-            f"The gate read the extraction step's answer tokens, not the leader's own box, for "
-            f"{int(first['read_extraction'])} of {int(first['problems'])} first answers and for {x_rev} of "
-            f"{n_rev} revisions ({_pct(x_rev / n_rev if n_rev else np.nan)}); the rest it read from the leader's own box.")
+    counts = (f"The gate read the extraction step's answer tokens, not the leader's own box, for "
+              f"{int(first['read_extraction'])} of {int(first['problems'])} first answers and for {x_rev} of "
+              f"{n_rev} revisions ({_pct(x_rev / n_rev if n_rev else np.nan)})")
+    if x_rev * 2 > n_rev:
+        return counts + (": after escalation it mostly gates on how sure the model is when asked for the "
+                         "answer alone, not on its revision.")
+    return counts + "; the rest it read from the leader's own box."
 
 
 def unboxed_revisions(chains: Chains) -> np.ndarray:

@@ -13,14 +13,15 @@ machine needs (device, batch size).
 from __future__ import annotations
 
 import argparse
+import json
 import sys
-from collections import Counter
 import time
+from collections import Counter
 from dataclasses import asdict, replace
 from pathlib import Path
 
 from lase_nb import traces
-from lase_nb.backends.local import LocalBackend
+from lase_nb.backends.local import MARKER, LocalBackend
 from lase_nb.cache import CallCache
 from lase_nb.datasets import load_dataset
 from lase_nb.engine import Engine
@@ -33,9 +34,8 @@ BASELINES = ("single", "mv", "mad", "moa", "down", "lase-mv", "lase-shuffled")
 def _model_info(backend: LocalBackend) -> dict:
     """What the manifest says about the weights: the merged folder and, for the organism, its adapter."""
     info = {"path": str(backend.path)}
-    marker = Path(backend.path) / "lase_nb_conversion.json"
+    marker = Path(backend.path) / MARKER
     if marker.is_file():
-        import json
         info.update(json.loads(marker.read_text()))
     return info
 
