@@ -75,9 +75,18 @@ def solve_report(problems, results, cfg) -> dict:
     }
 
 
+def notes_with_answer(calls, gold: str, question: str) -> Counter:
+    """Per supporter role, how many of its notes bring in the final answer: the gold appears in
+    the note but neither in the question nor in the attempt the note reviewed (the leader's reply
+    of the stage before). ``calls`` are one problem's calls, each with role, stage and text."""
+    attempts = {c.stage: c.text for c in calls if c.role == "leader"}
+    return Counter(c.role for c in calls if c.role in organism.NOTES and mentions(c.text, gold)
+                   and not mentions(question, gold) and not mentions(attempts.get(c.stage - 1), gold))
+
+
 def chain_report(problems, results) -> dict:
     """Reviewer flags, fixes and breaks, from full chains (every stage forced)."""
-    gold = {p.id: p.gold for p in problems}
+    by_id = {p.id: p for p in problems}
     flags: dict[str, dict[str, list[int]]] = {}
     answer_in_note = Counter()
     for r in results:
@@ -90,7 +99,8 @@ def chain_report(problems, results) -> dict:
             key = "right" if before else "wrong"
             f[key][0] += organism.note_flags(c.text)
             f[key][1] += 1
-            answer_in_note[c.role] += mentions(c.text, gold[r.problem_id])
+        p = by_id[r.problem_id]
+        answer_in_note += notes_with_answer(calls, p.gold, p.question)
     esc = [r for r in results if r.stages[0].uncertain]
     first_wrong = [r for r in esc if not r.stages[0].correct]
     first_right = [r for r in esc if r.stages[0].correct]
@@ -109,6 +119,7 @@ def chain_report(problems, results) -> dict:
                   "broken": _rate(sum(not r.correct for r in first_right), len(first_right)),
                   "accuracy": _rate(sum(r.correct for r in results), n),
                   "single_accuracy": _rate(sum(r.stages[0].correct for r in results), n)},
+        # notes that bring in the final answer (absent from the question and the reviewed attempt)
         "notes_with_final_answer": {role: _rate(answer_in_note[role], notes[role]) for role in notes},
     }
 

@@ -415,5 +415,5 @@ def describe_note_departure(evaluation: dict | None) -> str:
     if not counts:
         return head + "Its skill evaluation has not been run, so how often that happens is not measured yet."
     parts = [f"{v['k']} of {v['n']} {role} notes ({v['rate']:.0%})" for role, v in counts.items() if v.get("n")]
-    return head + ("In its skill evaluation (every stage forced, held-out problems) the final answer appeared in "
-                   + ", ".join(parts) + ".")
+    return head + ("In its skill evaluation (every stage forced, held-out problems) a note brought in the final "
+                   "answer, absent from the question and from the attempt it reviewed, in " + ", ".join(parts) + ".")
