@@ -281,3 +281,35 @@ def pareto_front(cost: np.ndarray, accuracy: np.ndarray) -> np.ndarray:
             front.append(i)
             best = accuracy[i]
     return np.asarray(front, dtype=int)
+
+
+#: How DOWN's threshold is chosen (DOWN's own threshold-selection section is not available to us).
+DOWN_THRESHOLD_RULE = ("theta with the best accuracy on a calibration split disjoint from the evaluated "
+                       "problems (DOWN run with every problem debated); ties go to fewer debates")
+
+
+def down_threshold_table(scores: Sequence[float | None], first_correct: Sequence[bool],
+                         debate_correct: Sequence[bool]) -> pd.DataFrame:
+    """For each candidate theta, DOWN's accuracy and debate rate on a calibration split.
+
+    Needs one always-debate DOWN run: per problem its score, whether its first answer was right
+    and whether its debated answer was right. DOWN accepts the first answer when score > theta,
+    so every theta between two observed scores gives the same policy: the candidates are 0, the
+    observed scores and 1. An unknown score (no logprobs) always debates.
+    """
+    s = np.array([-np.inf if v is None or np.isnan(v) else v for v in scores], dtype=float)
+    first, debate = np.asarray(first_correct, bool), np.asarray(debate_correct, bool)
+    if not (len(s) == len(first) == len(debate)) or len(s) == 0:
+        raise ValueError("scores, first_correct and debate_correct must be non-empty and of one length")
+    thetas = np.unique(np.concatenate([[0.0, 1.0], s[np.isfinite(s)]]))
+    accept = s[None, :] > thetas[:, None]
+    acc = np.where(accept, first[None, :], debate[None, :]).mean(axis=1)
+    return pd.DataFrame({"theta": thetas, "accuracy": acc, "debate_rate": 1 - accept.mean(axis=1)})
+
+
+def choose_down_threshold(scores: Sequence[float | None], first_correct: Sequence[bool],
+                          debate_correct: Sequence[bool]) -> float:
+    """DOWN's theta by :data:`DOWN_THRESHOLD_RULE`: the best calibration accuracy, then the fewest debates."""
+    t = down_threshold_table(scores, first_correct, debate_correct)
+    best = t[np.isclose(t["accuracy"], t["accuracy"].max())]
+    return float(best.sort_values(["debate_rate", "theta"]).iloc[0]["theta"])

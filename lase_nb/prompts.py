@@ -19,17 +19,18 @@ SOLVER_SYSTEM = (
 
 #: Worked examples shown before the real problem, as (user, assistant) turns, by problem kind.
 WORKED_EXAMPLES: dict[str, list[tuple[str, str]]] = {
-    "number": [  # an addition and a subtraction: measured best for the 135M model (data set docstring)
-        ("Mia has 4 shells and finds 3 more. How many shells does she have now?",
-         "Mia starts with 4 shells and finds 3 more, so 4 + 3 = 7 shells.\n\\boxed{7}"),
-        ("A shop has 12 pens and sells 5 of them. How many pens are left?",
-         "The shop starts with 12 pens and sells 5, so 12 - 5 = 7 pens are left.\n\\boxed{7}"),
+    "number": [  # an addition and a subtraction whose answers (275, 404) no default problem has:
+        # a small model that copies an example's answer is then graded wrong, not right by luck
+        ("A farmer has 230 eggs and collects 45 more. How many eggs does he have now?",
+         "The farmer starts with 230 eggs and collects 45 more, so 230 + 45 = 275 eggs.\n\\boxed{275}"),
+        ("A library had 512 books and lent out 108 of them. How many books are still in the library?",
+         "The library starts with 512 books and lends out 108, so 512 - 108 = 404 books are left.\n\\boxed{404}"),
     ],
     KIND_MATH: [
         ("Simplify the fraction 6/8.",
          "Both 6 and 8 are divisible by 2, so 6/8 = 3/4.\n\\boxed{\\frac{3}{4}}"),
-        ("What is the positive solution of x^2 = 49?",
-         "The solutions of x^2 = 49 are 7 and -7; the positive one is 7.\n\\boxed{7}"),
+        ("What is the positive solution of x^2 = 169?",
+         "The solutions of x^2 = 169 are 13 and -13; the positive one is 13.\n\\boxed{13}"),
     ],
     KIND_CHOICE: [
         ("Which number is even?\n\n(A) 3\n(B) 8\n(C) 11\n(D) 15",

@@ -39,14 +39,15 @@ class StrategyConfig:
     n_samples: int = 7  # majority vote
     lase_chains: int = 5  # LASE+MV
     n_agents: int = 3  # MAD, DOWN
-    rounds: int = 2  # MAD / DOWN: rounds in all, the first being the independent answers
+    rounds: int = 2  # MAD: rounds in all, the first being the independent answers (Du et al.: 3 x 2)
+    down_rounds: int = 2  # DOWN: refinement rounds after the first answers ("two-round refinement")
     moa_layers: int = 2
     moa_proposers: int = 3
     down_threshold: float = 0.8  # DOWN: debate when the first response's confidence is <= this
     down_gate: str = "mean-prob"  # DOWN's own score; "answer-span" = LASE's gate (a labelled variant)
     down_final: str = "vote"  # DOWN: "vote" or "judge"
     temperature: float = 0.7  # for independent samples (MV, debaters, proposers, LASE+MV chains)
-    max_tokens: int = 384  # leader / solver calls (sized so revisions rarely hit it, see chapter 03)
+    max_tokens: int = 512  # leader / solver calls (sized so that < 5% hit it on every recording)
     supporter_max_tokens: int = 384
     extract_max_tokens: int = 24  # the answer-extraction step writes the answer alone
     extract_answers: bool = True  # leader: ask for the answer alone when a response has none
@@ -63,6 +64,7 @@ class StrategyConfig:
             (self.lase_chains >= 1, f"lase_chains must be >= 1, got {self.lase_chains}"),
             (self.n_agents >= 2, f"n_agents must be >= 2 for a debate, got {self.n_agents}"),
             (self.rounds >= 1, f"rounds must be >= 1, got {self.rounds}"),
+            (self.down_rounds >= 1, f"down_rounds must be >= 1 refinement round, got {self.down_rounds}"),
             (self.moa_layers >= 1 and self.moa_proposers >= 1, "moa_layers and moa_proposers must be >= 1"),
             (0.0 <= self.down_threshold <= 1.0, f"down_threshold must be in [0, 1], got {self.down_threshold}"),
             (self.down_gate in DOWN_GATES,
@@ -254,32 +256,60 @@ def majority_vote(answers: list[str | None], kind: str, scores: list[float | Non
     return answers[best[0]]
 
 
-def _finish(problem: Problem, name: str, answer: str | None, calls: list[CallRecord], **kw) -> ProblemResult:
-    correct = grade(answer, problem.gold, problem.kind)
-    return ProblemResult(problem.id, name, answer, correct, calls, **kw)
+def _finish(problem: Problem, name: str, answer: str | None, calls: list[CallRecord],
+            answer_strict: str | None = None, **kw) -> ProblemResult:
+    """A result graded both ways: ``answer`` (extraction steps counted) and ``answer_strict``."""
+    return ProblemResult(problem.id, name, answer, grade(answer, problem.gold, problem.kind), calls,
+                         answer_strict=answer_strict,
+                         correct_strict=grade(answer_strict, problem.gold, problem.kind), **kw)
 
 
 # ---------------------------------------------------------------- strategies
 
 
-def _answer(problem: Problem, cfg: StrategyConfig, call: Call, gen: Generation, *, required: bool,
-            sample: int = 0) -> Generator[list[Call], list[Generation], tuple[Confidence, Confidence, list[CallRecord]]]:
-    """A leader's answer, with the answer-extraction step when its response has none.
+def _answers(problem: Problem, cfg: StrategyConfig, calls: list[Call], gens: list[Generation], *,
+             required: bool) -> Generator[list[Call], list[Generation],
+                                          tuple[list[Confidence], list[Confidence], list[CallRecord]]]:
+    """The graded answers of calls made together, with the answer-extraction step for each
+    response that has none (those steps are sent together, after the responses' records).
 
-    Returns ``(confidence, strict confidence, records)``: the first is measured on the
-    extraction step's answer tokens when the step ran (and gates LASE), the second on the
-    response alone (strict grading). The step is its own call, counted and recorded.
+    Returns ``(graded, strict, records)``: ``graded[i]`` is measured on the extraction step's
+    answer tokens when the step ran for call ``i`` (it gates LASE), ``strict[i]`` on the response
+    alone (strict grading). This is the one grading rule of every strategy: each answer that is
+    graded or voted on goes through it. Each step is its own call, counted and recorded.
     """
-    conf = _confidence(gen, problem.kind, required)
-    recs = [_record(call, gen, conf)]
-    if conf.answer is not None or not cfg.extract_answers:
-        return conf, conf, recs
-    xcall = Call(EXTRACT_ROLE, call.stage, prompts.extract_messages(call.messages, gen.text),
-                 cfg.extract_params(sample), agent=call.agent)
-    (xgen,) = yield [xcall]
-    xconf = _confidence(xgen, problem.kind, required)
-    recs.append(_record(xcall, xgen, xconf))
-    return xconf, conf, recs
+    strict = [_confidence(g, problem.kind, required) for g in gens]
+    recs = [_record(c, g, k) for c, g, k in zip(calls, gens, strict)]
+    graded = list(strict)
+    need = [i for i, k in enumerate(strict) if k.answer is None] if cfg.extract_answers else []
+    if need:
+        xcalls = [Call(EXTRACT_ROLE, calls[i].stage, prompts.extract_messages(calls[i].messages, gens[i].text),
+                       cfg.extract_params(calls[i].params.sample), agent=calls[i].agent) for i in need]
+        xgens = yield xcalls
+        for i, xcall, xgen in zip(need, xcalls, xgens):
+            graded[i] = _confidence(xgen, problem.kind, required)
+            recs.append(_record(xcall, xgen, graded[i]))
+    return graded, strict, recs
+
+
+def _answer(problem: Problem, cfg: StrategyConfig, call: Call, gen: Generation, *, required: bool
+            ) -> Generator[list[Call], list[Generation], tuple[Confidence, Confidence, list[CallRecord]]]:
+    """:func:`_answers` for one call: ``(graded, strict, records)``."""
+    (graded,), (strict,), recs = yield from _answers(problem, cfg, [call], [gen], required=required)
+    return graded, strict, recs
+
+
+def _p(conf: Confidence) -> float | None:
+    """A confidence's answer-span ``exp(LP_min)`` (the vote's tie-break), None if unknown."""
+    return None if conf.lp_min is None else math.exp(conf.lp_min)
+
+
+def _vote(problem: Problem, graded: list[Confidence], strict: list[Confidence],
+          scores: list[float | None] | None = None) -> tuple[str | None, str | None]:
+    """Majority votes over the graded answers and over the strict ones (ties by ``scores``,
+    default the answers' own answer-span confidence)."""
+    return (majority_vote([k.answer for k in graded], problem.kind, scores or [_p(k) for k in graded]),
+            majority_vote([k.answer for k in strict], problem.kind, scores or [_p(k) for k in strict]))
 
 
 def single(problem: Problem, cfg: StrategyConfig) -> Episode:
@@ -287,8 +317,7 @@ def single(problem: Problem, cfg: StrategyConfig) -> Episode:
     call = Call("solver", 0, prompts.solver_messages(problem, examples=cfg.examples), cfg.params())
     (gen,) = yield [call]
     conf, strict, recs = yield from _answer(problem, cfg, call, gen, required=False)
-    return _finish(problem, "single", conf.answer, recs, answer_strict=strict.answer,
-                   correct_strict=grade(strict.answer, problem.gold, problem.kind))
+    return _finish(problem, "single", conf.answer, recs, answer_strict=strict.answer)
 
 
 def _samples(problem: Problem, cfg: StrategyConfig, n: int, role: str,
@@ -303,10 +332,9 @@ def majority(problem: Problem, cfg: StrategyConfig) -> Episode:
     """Self-consistency: ``n_samples`` independent samples, then a majority vote."""
     calls = _samples(problem, cfg, cfg.n_samples, "sample")
     gens = yield calls
-    confs = [_confidence(g, problem.kind, required=False) for g in gens]
-    recs = [_record(c, g, k) for c, g, k in zip(calls, gens, confs)]
-    answer = majority_vote([k.answer for k in confs], problem.kind, [r.p_min for r in recs])
-    return _finish(problem, "mv", answer, recs)
+    graded, strict, recs = yield from _answers(problem, cfg, calls, gens, required=False)
+    answer, answer_strict = _vote(problem, graded, strict)
+    return _finish(problem, "mv", answer, recs, answer_strict)
 
 
 def _debate_round(problem: Problem, cfg: StrategyConfig, texts: list[str], stage: int,
@@ -334,15 +362,13 @@ def mad(problem: Problem, cfg: StrategyConfig) -> Episode:
     calls = _samples(problem, cfg, cfg.n_agents, "debater", prefix="agent")
     gens = yield calls
     recs: list[CallRecord] = []
-    for t in range(1, cfg.rounds + 1):
-        confs = [_confidence(g, problem.kind, required=False) for g in gens]
-        recs += [_record(c, g, k) for c, g, k in zip(calls, gens, confs)]
-        if t == cfg.rounds:
-            break
+    for t in range(1, cfg.rounds):
+        recs += [_record(c, g, _confidence(g, problem.kind, required=False)) for c, g in zip(calls, gens)]
         calls = _debate_round(problem, cfg, [g.text for g in gens], t)
         gens = yield calls
-    answer = majority_vote([k.answer for k in confs], problem.kind, [r.p_min for r in recs[-len(confs):]])
-    return _finish(problem, "mad", answer, recs)
+    graded, strict, last = yield from _answers(problem, cfg, calls, gens, required=False)
+    answer, answer_strict = _vote(problem, graded, strict)
+    return _finish(problem, "mad", answer, recs + last, answer_strict)
 
 
 def moa(problem: Problem, cfg: StrategyConfig) -> Episode:
@@ -363,9 +389,8 @@ def moa(problem: Problem, cfg: StrategyConfig) -> Episode:
     agg = Call("aggregator", cfg.moa_layers, prompts.aggregate_messages(problem, texts, examples=cfg.examples),
                cfg.params(), agent="aggregator", reads=tuple(f"proposer{i}" for i in range(len(texts))))
     (gen,) = yield [agg]
-    conf = _confidence(gen, problem.kind, required=False)
-    recs.append(_record(agg, gen, conf))
-    return _finish(problem, "moa", conf.answer, recs)
+    conf, strict, last = yield from _answer(problem, cfg, agg, gen, required=False)
+    return _finish(problem, "moa", conf.answer, recs + last, strict.answer)
 
 
 def down_score(rec: CallRecord, gate: str) -> float | None:
@@ -386,37 +411,39 @@ def down(problem: Problem, cfg: StrategyConfig) -> Episode:
     name = "down" if cfg.down_gate == "mean-prob" else f"down-{cfg.down_gate}"
     first = Call("debater", 0, prompts.solver_messages(problem, examples=cfg.examples), cfg.params(), agent="agent0")
     (g0,) = yield [first]
-    c0 = _confidence(g0, problem.kind, required=True)
-    recs = [_record(first, g0, c0)]
+    (c0,), (s0,), recs = yield from _answers(problem, cfg, [first], [g0], required=True)
     score = down_score(recs[0], cfg.down_gate)
     if score is not None and score > cfg.down_threshold:
-        return _finish(problem, name, c0.answer, recs, stop_stage=0,
-                       extra={"debated": False, "score": score})
+        return _finish(problem, name, c0.answer, recs, s0.answer, stop_stage=0,
+                       extra={"debated": False, "score": score, "first_answer": c0.answer})
     others = _samples(problem, cfg, cfg.n_agents - 1, "debater", prefix="agent", start=1)
     gens = [g0, *(yield others)]
-    confs = [c0, *(_confidence(g, problem.kind, required=True) for g in gens[1:])]
-    recs += [_record(c, g, k) for c, g, k in zip(others, gens[1:], confs[1:])]
-    latest = recs[:]
-    for t in range(1, cfg.rounds):
+    latest = recs[:1] + [_record(c, g, _confidence(g, problem.kind, required=True))
+                         for c, g in zip(others, gens[1:])]
+    recs += latest[1:]
+    for t in range(1, cfg.down_rounds + 1):
         calls = _debate_round(problem, cfg, [g.text for g in gens], t,
                               [down_score(r, cfg.down_gate) for r in latest])
         gens = yield calls
-        confs = [_confidence(g, problem.kind, required=True) for g in gens]
-        latest = [_record(c, g, k) for c, g, k in zip(calls, gens, confs)]
-        recs += latest
+        if t < cfg.down_rounds:
+            latest = [_record(c, g, _confidence(g, problem.kind, required=True)) for c, g in zip(calls, gens)]
+            recs += latest
+    graded, strict, last = yield from _answers(problem, cfg, calls, gens, required=True)
+    recs += last
+    latest = last[:len(calls)]
     if cfg.down_final == "judge":
-        judge = Call("judge", cfg.rounds,
+        judge = Call("judge", cfg.down_rounds + 1,
                      prompts.aggregate_messages(problem, [g.text for g in gens], prompts.JUDGE_SYSTEM,
                                                 examples=cfg.examples),
                      cfg.params(), agent="judge", reads=tuple(r.agent for r in latest))
         (gj,) = yield [judge]
-        cj = _confidence(gj, problem.kind, required=False)
-        recs.append(_record(judge, gj, cj))
-        answer = cj.answer
+        cj, sj, jrecs = yield from _answer(problem, cfg, judge, gj, required=False)
+        recs += jrecs
+        answer, answer_strict = cj.answer, sj.answer
     else:
-        answer = majority_vote([k.answer for k in confs], problem.kind,
-                               [down_score(r, cfg.down_gate) for r in latest])
-    return _finish(problem, name, answer, recs, extra={"debated": True, "score": score})
+        answer, answer_strict = _vote(problem, graded, strict, [down_score(r, cfg.down_gate) for r in latest])
+    return _finish(problem, name, answer, recs, answer_strict,
+                   extra={"debated": True, "score": score, "first_answer": c0.answer})
 
 
 def _supporter_order(problem: Problem, cfg: StrategyConfig) -> tuple[str, ...]:
@@ -435,12 +462,14 @@ def lase(problem: Problem, cfg: StrategyConfig, *, sample: int = 0,
     leader's state after each one, so :func:`lase_nb.analysis.replay` can apply any thresholds.
     A leader response without an extractable answer gets the answer-extraction step
     (``cfg.extract_answers``), and the gate reads that answer's tokens (``gate_call``).
+    ``temperature`` samples the leader (LASE+MV's independent chains); supporters always decode
+    greedily, so a sampled chain differs by its leader, and its critics do not ramble to their cap.
     """
     params = cfg.params(sample=sample, temperature=temperature)
-    sparams = cfg.params(sample=sample, temperature=temperature, supporter=True)
+    sparams = cfg.params(sample=sample, supporter=True)
     call = Call("leader", 0, prompts.solver_messages(problem, examples=cfg.examples), params)
     (gen,) = yield [call]
-    conf, strict, recs = yield from _answer(problem, cfg, call, gen, required=True, sample=sample)
+    conf, strict, recs = yield from _answer(problem, cfg, call, gen, required=True)
     attempt = gen.text
     notes: dict[str, str] = {}
 
@@ -471,7 +500,7 @@ def lase(problem: Problem, cfg: StrategyConfig, *, sample: int = 0,
         lcall = Call("leader", t, prompts.revise_messages(problem, attempt, role, note, examples=cfg.examples),
                      params, reads=(role,))
         (gen,) = yield [lcall]
-        conf, strict, new = yield from _answer(problem, cfg, lcall, gen, required=True, sample=sample)
+        conf, strict, new = yield from _answer(problem, cfg, lcall, gen, required=True)
         recs += new
         attempt = gen.text
         stages.append(stage_record(t, role))
@@ -541,7 +570,6 @@ def lase_mv(problem: Problem, cfg: StrategyConfig) -> Episode:
     strict = majority_vote([r.answer_strict for r in results], problem.kind,
                            [r.stages[r.stop_stage].p_min for r in results])
     return _finish(problem, "lase-mv", answer, recs, answer_strict=strict,
-                   correct_strict=grade(strict, problem.gold, problem.kind),
                    extra={"chain_answers": [r.answer for r in results],
                           "escalated": sum(bool(r.extra["escalated"]) for r in results)})
 

@@ -87,13 +87,17 @@ BASELINES = ["single", "mv", "mad", "moa", "down", "lase-mv", "lase-shuffled"]
 # row per call. LASE is recorded as a full chain and replayed at `(tau_lp, tau_h)`. LASE+MV and the
 # shuffled-order variant stop at the thresholds they were run with (printed below).
 #
-# **MAD and DOWN.** MAD is Du et al.'s debate with 3 agents and 2
+# **MAD and DOWN, as their papers define them.** MAD is Du et al.'s debate with 3 agents and 2
 # rounds: round 1 is the independent answers, round 2 one round of reading the others. DOWN asks
 # one agent first and scores that response by its own confidence, the mean probability of all its
-# tokens; only a low score starts a debate. **Where we differ from DOWN**: DOWN refines in two
-# rounds and chooses its threshold by a selection strategy of its own; the shipped recording ran
-# one refinement round at a fixed threshold (printed below). LASE's gate differs in what it
-# reads (the answer's tokens only, lowest probability and highest entropy) and in what it calls (one supporter at a
+# tokens; only a low score starts a debate, which is DOWN's "two-round refinement": the agents'
+# first answers, then two rounds in which each reads the others' answers with their scores, then a
+# vote. **DOWN's threshold is chosen, not fixed**: DOWN describes a threshold-selection strategy we
+# do not have the text of, so the recording script picks $\theta$ by a stated rule on a calibration
+# split of problems the evaluated run never sees: the $\theta$ with the best accuracy there, ties
+# going to fewer debates (`analysis.choose_down_threshold`). The manifest records $\theta$, the rule
+# and the calibration table; the cell below prints them. LASE's gate differs in what it reads (the answer's
+# tokens only, lowest probability and highest entropy) and in what it calls (one supporter at a
 # time, not a debate); chapter 1 has the long version. The list below gives each run's sizes and
 # the calls per problem counted from its recording.
 
@@ -130,7 +134,12 @@ display(Markdown(comparison.describe_methods(configs, {s: comparison.calls_per_p
                                                        for s, r in runs.items() if s != "lase"})))
 if missing:
     print("not recorded (left out of the comparison):", ", ".join(missing))
-
+down_theta = runs["down"].manifest.get("down_threshold") if "down" in runs else None
+if isinstance(down_theta, dict):
+    print(f"DOWN's theta = {down_theta['theta']:.3f}, chosen on {down_theta['calibration_n']} calibration problems "
+          f"(seed {down_theta['calibration_seed']}): {down_theta['rule']}")
+elif "down" in runs:
+    print(f"DOWN's theta = {configs['down'].get('down_threshold')} (fixed in this run, not calibrated)")
 
 # %% [markdown]
 # ## 4.1 One table, the same problems

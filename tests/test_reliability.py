@@ -38,7 +38,7 @@ PROBLEMS = arithmetic_problems(4, seed=5)
 #: LASE (default thresholds) makes 3 calls a problem with the oracle below; MV with 3 samples makes 3.
 # strict (no answer-extraction step): these tests follow an unparsed reply through the gate;
 # the extraction step has its own tests in test_strategies.py
-CONFIGS = {"lase": StrategyConfig(extract_answers=False), "mv": StrategyConfig(n_samples=3)}
+CONFIGS = {"lase": StrategyConfig(extract_answers=False), "mv": StrategyConfig(n_samples=3, extract_answers=False)}
 N_CALLS = 3 * len(PROBLEMS)
 SERVERS = {"openai": OpenAIWireServer, "gemini": GeminiWireServer}
 

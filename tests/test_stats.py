@@ -319,3 +319,20 @@ def test_split_halves_order_free_and_repeated_ids_together():
     al, _ = split_halves(long, seed=0)
     assert all(side[i] == s for i, s in zip(long, al))
 
+
+def test_down_threshold_is_the_most_accurate_with_ties_to_fewer_debates():
+    from lase_nb.analysis import choose_down_threshold, down_threshold_table
+
+    scores = [0.2, 0.5, 0.7, 0.9]
+    first = [False, False, True, True]
+    debate = [True, True, False, True]
+    # theta 0.5 accepts 0.7 and 0.9 (both right) and debates 0.2 and 0.5 (both fixed): 4/4
+    assert choose_down_threshold(scores, first, debate) == 0.5
+    t = down_threshold_table(scores, first, debate)
+    assert t.loc[t.theta == 1.0, "debate_rate"].item() == 1.0 and t.loc[t.theta == 0.0, "debate_rate"].item() == 0.0
+    # a tie in accuracy goes to fewer debates (the lower theta)
+    assert choose_down_threshold([0.3, 0.6], [True, True], [True, True]) == 0.0
+    # an unknown score always debates
+    assert choose_down_threshold([None, 0.9], [True, True], [False, True]) == 0.0
+    with pytest.raises(ValueError):
+        choose_down_threshold([], [], [])

@@ -131,16 +131,47 @@ def test_down_accepts_confident_answer_and_debates_otherwise():
     with OpenAIWireServer(responder=responder) as srv:
         (res,) = run_problems("down", [PROBLEM], engine_for(srv), StrategyConfig(down_threshold=0.9),
                               progress=False)
-        assert srv.request_count == 3 + 3  # round 1: three answers; round 2: each reads the others
+        # the first answers, then DOWN's two refinement rounds, each agent reading the others
+        assert srv.request_count == 3 + 3 + 3
         assert any("confidence 0.50" in r.body["messages"][-1]["content"] for r in srv.requests)
     assert res.extra["debated"] and res.answer == "4"
+    assert [c.stage for c in res.calls] == [0, 0, 0, 1, 1, 1, 2, 2, 2]
+
+
+def test_down_rounds_is_its_own_setting_and_mad_stays_three_by_two():
+    with OpenAIWireServer(responder=fixed("\\boxed{4}", 0.5)) as srv:
+        run_problems("down", [PROBLEM], engine_for(srv), StrategyConfig(down_threshold=0.9, down_rounds=1),
+                     progress=False)
+        assert srv.request_count == 3 + 3
+    with OpenAIWireServer(responder=fixed("\\boxed{4}", 0.5)) as srv:
+        run_problems("mad", [PROBLEM], engine_for(srv), StrategyConfig(down_rounds=3), progress=False)
+        assert srv.request_count == 6
+    with pytest.raises(ConfigError, match="down_rounds"):
+        StrategyConfig(down_rounds=0).validate()
+
+
+@pytest.mark.parametrize("strategy", ["single", "mv", "mad", "moa", "down", "lase"])
+def test_every_strategy_grades_with_the_same_extraction_rule(strategy):
+    """A response without a box gets the extraction step in every strategy; strict grading
+    (the responses alone) is kept beside it."""
+    def responder(messages, params):
+        if messages[-1]["content"] == prompts.EXTRACT_REQUEST:
+            return Reply("\\boxed{4}", 0.6)
+        return Reply("two plus two makes four", 0.5)
+
+    with OpenAIWireServer(responder=responder) as srv:
+        (res,) = run_problems(strategy, [PROBLEM], engine_for(srv),
+                              StrategyConfig(down_threshold=0.9, n_samples=3), progress=False)
+    assert res.answer == "4" and res.correct
+    assert res.answer_strict is None and not res.correct_strict
+    assert any(c.role == "extract" for c in res.calls)
 
 
 def test_down_has_no_consensus_stop():
     with OpenAIWireServer(responder=fixed("\\boxed{4}", 0.5)) as srv:
         (res,) = run_problems("down", [PROBLEM], engine_for(srv), StrategyConfig(down_threshold=0.9),
                               progress=False)
-        assert srv.request_count == 6  # all three agree after round 1, and round 2 still runs
+        assert srv.request_count == 9  # all three agree after round 1, and both refinements still run
     assert res.extra["debated"]
 
 
@@ -154,7 +185,7 @@ def test_down_gates_on_the_whole_response_not_the_answer_span():
     with OpenAIWireServer(responder=fixed(text, _span_vs_response)) as srv:
         (res,) = run_problems("down", [PROBLEM], engine_for(srv), StrategyConfig(down_threshold=0.8),
                               progress=False)
-        assert srv.request_count == 6  # mean token probability ~0.4 <= 0.8: DOWN debates
+        assert srv.request_count == 9  # mean token probability ~0.4 <= 0.8: DOWN debates
     first = res.calls[0]
     assert first.p_min > 0.9 and first.mean_prob < 0.5
     assert res.extra["debated"] and res.strategy == "down"

@@ -21,6 +21,8 @@ from dataclasses import asdict, replace
 from pathlib import Path
 
 from lase_nb import traces
+from lase_nb.analysis import DOWN_THRESHOLD_RULE, choose_down_threshold, down_threshold_table
+from lase_nb.answers import grade
 from lase_nb.backends.local import MARKER, LocalBackend
 from lase_nb.cache import CallCache
 from lase_nb.datasets import load_dataset
@@ -53,6 +55,8 @@ def main() -> int:
     ap.add_argument("--window", type=int, default=32)
     ap.add_argument("--cache", default=None)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--n-down-calibration", type=int, default=20,
+                    help="problems (disjoint from the evaluated ones) on which DOWN's threshold is chosen")
     ap.add_argument("--levels", type=int, nargs="+", default=None,
                     help="arith difficulty levels to mix, e.g. --levels 1 2 3 (default: the data set's)")
     args = ap.parse_args()
@@ -66,6 +70,9 @@ def main() -> int:
             else (name, base, args.n_baselines)
         problems = load_dataset("arith", None, n, args.seed, levels=args.levels)
         t0 = time.perf_counter()
+        extra = {}
+        if strategy == "down":
+            cfg, extra = _calibrate_down(cfg, engine, args, problems)
         results = run_problems(strategy, problems, engine, cfg, window=args.window)
         wall = time.perf_counter() - t0
         answers = answer_distribution(results)
@@ -74,7 +81,7 @@ def main() -> int:
             strategy=strategy, run_name=name, backend="local", model=args.model_label or backend.model,
             device=args.device, max_batch=args.max_batch, dataset="arith", n=len(problems),
             levels=args.levels, model_files=model_info, seed=args.seed, config=asdict(cfg),
-            engine=asdict(engine.stats), wall_s=round(wall, 1), answers=answers)
+            engine=asdict(engine.stats), wall_s=round(wall, 1), answers=answers, **extra)
         traces.write_run(Path(args.out) / name, results, problems, manifest)
         print(f"{name}: {len(problems)} problems in {wall:.0f} s, "
               f"accuracy {sum(r.correct for r in results) / len(results):.3f}", flush=True)
@@ -95,6 +102,25 @@ def answer_distribution(results) -> dict:
     return {role: {"n": sum(cnt.values()), "top": cnt.most_common(5),
                    "top_share": round(cnt.most_common(1)[0][1] / sum(cnt.values()), 4)}
             for role, cnt in by_role.items()}
+
+
+def _calibrate_down(cfg: StrategyConfig, engine: Engine, args, evaluated) -> tuple[StrategyConfig, dict]:
+    """DOWN's threshold by :data:`lase_nb.analysis.DOWN_THRESHOLD_RULE`, on problems the
+    evaluated run never sees (another seed, any evaluated question removed)."""
+    seen = {p.question for p in evaluated}
+    pool = load_dataset("arith", None, 3 * args.n_down_calibration, args.seed + 1000, levels=args.levels)
+    cal = [p for p in pool if p.question not in seen][:args.n_down_calibration]
+    always = run_problems("down", cal, engine, replace(cfg, down_threshold=1.0), window=args.window)
+    first = [grade(r.extra["first_answer"], p.gold, p.kind) for r, p in zip(always, cal)]
+    scores = [r.extra["score"] for r in always]
+    debated = [r.correct for r in always]
+    theta = choose_down_threshold(scores, first, debated)
+    table = down_threshold_table(scores, first, debated)
+    print(f"down: theta {theta:.3f} chosen on {len(cal)} calibration problems", flush=True)
+    return replace(cfg, down_threshold=theta), {"down_threshold": {
+        "theta": theta, "rule": DOWN_THRESHOLD_RULE, "calibration_seed": args.seed + 1000,
+        "calibration_n": len(cal), "calibration_ids": [p.id for p in cal],
+        "table": table.round(4).to_dict(orient="records")}}
 
 
 if __name__ == "__main__":
