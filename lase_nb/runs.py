@@ -130,7 +130,8 @@ def problems_from_manifest(manifest: Mapping[str, Any], data_path: str | None = 
 
     try:
         name = resolve(manifest.get("dataset", "arith"), DATASETS, "data set")
-        probs = load_dataset(name, data_path or manifest.get("data_path"), manifest.get("n"), manifest.get("seed", 0))
+        probs = load_dataset(name, data_path or manifest.get("data_path"), manifest.get("n"), manifest.get("seed", 0),
+                             levels=manifest.get("levels"))
     except (LaseError, OSError):
         return {}
     return {p.id: p for p in probs}
