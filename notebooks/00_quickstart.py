@@ -41,7 +41,7 @@
 
 # %% tags=["parameters"]
 backend = "local"  # local | openai | gemini
-model = None  # None = the backend's default model
+model = None  # None: the backend's default model
 base_url = None  # an OpenAI-compatible server, e.g. "http://127.0.0.1:8000/v1"
 question = "Sara has 9 stickers and gets 6 more. How many stickers does she have now?"
 kind = "number"  # number | math | choice
