@@ -26,7 +26,6 @@ import pandas as pd
 from . import reference
 from .analysis import Chains
 from .answers import grade
-from .pipeline import reading_rounds
 from .plots import label, style
 from .stats import choose_thresholds
 from .strategies import majority_vote
@@ -35,8 +34,7 @@ from .transcripts import answer_or_none, number_or_none
 __all__ = [
     "STRATEGY_ORDER", "paper_reference", "comparison_display", "mv_subsample", "mv_curve", "mv_sample_rows",
     "compute_matched", "seed_table", "claims_table", "split_by_coverage", "plot_accuracy_vs_tokens",
-    "run_overview", "calls_per_problem", "describe_methods", "describe_overview", "describe_comparison", "describe_matched",
-    "describe_claims", "describe_table1",
+    "run_overview", "calls_per_problem", "describe_matched",
 ]
 
 #: The comparison chapter's strategies, in display order ("lase" is replayed from ``lase-full``).
@@ -410,86 +408,6 @@ def calls_per_problem(calls: pd.DataFrame) -> float:
     return float(c.groupby("problem_id").size().mean()) if len(c) else float("nan")
 
 
-def describe_methods(configs: Mapping[str, Mapping[str, Any]], calls: Mapping[str, float] | None = None) -> str:
-    """What each strategy does, with its sizes from the runs' configs and its measured calls per problem.
-
-    MAD follows Du et al.: n agents answer independently (round 1), then each reads the others and
-    answers again, for ``rounds`` rounds in all: n x rounds calls. DOWN gates on its own confidence
-    (mean token probability over the whole first response) and debates only below its threshold.
-    """
-    calls = calls or {}
-
-    def n_calls(s: str) -> str:
-        v = calls.get(s)
-        return f"; {v:.1f} calls per problem measured" if v is not None and np.isfinite(v) else ""
-
-    lines = []
-    for s in STRATEGY_ORDER:
-        if s not in configs and s not in ("lase-full",):
-            continue
-        c = dict(configs.get(s) or configs.get("lase") or {})
-        n, t = int(c.get("n_agents", 3)), reading_rounds(c) + 1  # rounds in all, the first answers included
-        dr = int(c.get("down_rounds", t - 1))  # recordings before down_rounds ran MAD's reading rounds
-        text = {
-            "single": "one answer from the leader's prompt",
-            "mv": f"{c.get('n_samples', 7)} independent samples at temperature {c.get('temperature', 0.7)}, "
-                  f"majority vote",
-            "mad": f"multi-agent debate as Du et al. define it: {n} agents answer independently, then each reads "
-                   f"the other {n - 1} answers and answers again, {t} rounds in all: {n} x {t} = {n * t} calls",
-            "moa": f"mixture of agents: {c.get('moa_proposers', 3)} proposers per layer, {c.get('moa_layers', 2)} "
-                   f"layers, then an aggregator",
-            "down": f"DOWN: one first answer, scored by its own confidence, the mean token probability over the "
-                    f"whole response; only when that is at most {c.get('down_threshold', 0.8):.3g} do {n} agents "
-                    f"debate: their first answers, then {dr} refinement round{'s' if dr != 1 else ''} reading the "
-                    f"others with their scores, final answer by {c.get('down_final', 'vote')}. "
-                    f"LASE instead reads only the answer's tokens (lowest probability and highest entropy) and "
-                    f"calls one supporter at a time",
-            "lase": f"LASE at (tau_lp, tau_h) = ({c.get('tau_lp', 0.8)}, {c.get('tau_h', 0.5)}), replayed from the "
-                    f"full-chain recording",
-            "lase-full": "LASE forced through every stage (always interact)",
-            "lase-mv": f"{c.get('lase_chains', 5)} LASE chains, majority vote over their answers",
-            "lase-shuffled": "LASE with the supporters in a random order per problem",
-        }[s]
-        lines.append(f"- **{label(s, c)}**: {text}{n_calls(s)}.")
-    return "\n".join(lines)
-
-
-def describe_overview(table: pd.DataFrame, labels: Mapping[str, str] | None = None) -> str:
-    """The comparison in words: best strategy, single agent, LASE and MV, both gradings, with intervals."""
-    labels = labels or {}
-    best = table["accuracy"].idxmax()
-    sg = table.loc["single"] if "single" in table.index else None
-    out = (f"**What it shows.** On {int(table['n'].iloc[0])} common problems the most accurate strategy is "
-           f"**{labels.get(best, best)}** ({_pct(table.loc[best, 'accuracy'])}; strict grading "
-           f"{_pct(table.loc[best, 'accuracy_strict'])}).")
-    if sg is not None:
-        out += (f" The single agent gets {_pct(sg['accuracy'])} [{_pct(sg['acc_lo'])}, {_pct(sg['acc_hi'])}] with "
-                f"{sg['avg_tokens']:.0f} tokens per problem (prompt + completion).")
-    if "lase" in table.index:
-        l = table.loc["lase"]
-        out += (f" LASE gets {_pct(l['accuracy'])} [{_pct(l['acc_lo'])}, {_pct(l['acc_hi'])}] (strict "
-                f"{_pct(l['accuracy_strict'])}) at {l['token_multiplier']:.1f}x the single agent's tokens "
-                f"({l['completion_multiplier']:.1f}x counting completions only), escalating "
-                f"{_pct(l['escalation_rate'], 0)} of the problems; McNemar p = {l['p_vs_single']:.2f} vs the "
-                f"single agent.")
-        if "mv" in table.index:
-            mv = table.loc["mv"]
-            out += (f" MV gets {_pct(mv['accuracy'])} at {mv['token_multiplier']:.1f}x; LASE vs MV: "
-                    f"{100 * (l['accuracy'] - mv['accuracy']):+.1f} points, p = {l['p_vs_mv']:.2f}.")
-    n = int(table["n"].iloc[0])
-    return out + f" With {n} problems one problem moves accuracy by {100 / n:.1f} points; read the intervals."
-
-
-def describe_comparison(table: pd.DataFrame, short: Mapping[str, pd.DataFrame],
-                        labels: Mapping[str, str] | None = None) -> str:
-    """How the strategies recorded on fewer problems were compared (one line each)."""
-    labels = labels or {}
-    if not short:
-        return "Every strategy was recorded on (about) the same problems."
-    return "\n".join(f"- {labels.get(s, s)}: compared on the {int(t['n'].iloc[0])} problems it shares with the "
-                     f"single agent, MV and LASE." for s, t in short.items())
-
-
 def describe_matched(matched: pd.DataFrame, mv: pd.DataFrame, grid: pd.DataFrame) -> str:
     """The compute-matched view in words, from :func:`compute_matched`, :func:`mv_curve` and a sweep."""
     fits = matched.dropna(subset=["lase_accuracy"])
@@ -512,40 +430,3 @@ def describe_matched(matched: pd.DataFrame, mv: pd.DataFrame, grid: pd.DataFrame
             f"is LASE+MV(5) vs MV(7) ({lmv.attrs['model']}, {lmv.attrs['dataset']}; table below).")
 
 
-def describe_claims(claims: pd.DataFrame, seeds: pd.DataFrame, per_stage: pd.DataFrame, confident: int,
-                    confident_wrong: int, n: int) -> str:
-    """Which of the paper's claims hold here, and the reasons the recording measures.
-
-    ``confident`` / ``confident_wrong``: first answers the gate accepts (U = 0) and how many of
-    them are wrong; ``per_stage`` is :func:`lase_nb.pipeline.stage_confidence`.
-    """
-    out = [f"**{int(claims['holds here'].sum())} of {len(claims)} claims hold in direction here.**"]
-    own = per_stage["boxed_own"] if "boxed_own" in per_stage else per_stage["boxed"]
-    first, later = own.iloc[0], own.iloc[1:].mean()
-    if later < first - 0.1:
-        out.append(f"*Revisions rarely carry an answer of their own:* {_pct(first, 0)} of the leader's first "
-                   f"answers do, but only {_pct(later, 0)} of its revisions (stages 1-{len(per_stage) - 1}). "
-                   f"Under strict grading an answerless revision counts as wrong; the extraction step asks for "
-                   f"the answer alone, and every extra stage costs tokens either way.")
-    c = seeds.set_index("question")["problems"].tolist()
-    if c and c[0]:
-        out.append(f"*Little to amplify:* of the {c[0]} escalated problems the leader got wrong, the full chain "
-                   f"reached a right answer at some stage on {c[1]} and LASE output one on {c[2]}"
-                   + (f"; MV's independent samples contained a right answer on {c[3]}" if len(c) > 3 else "")
-                   + ". Debate can only amplify a correct seed that appears (chapter 1).")
-    if confident:
-        out.append(f"*Confident errors are never revisited:* the leader was confident (U = 0) on {confident} "
-                   f"problems and wrong on {confident_wrong} of them; LASE keeps those answers by design.")
-    out.append(f"*Few problems:* {n} paired problems, so differences of a few points are within noise; the "
-               f"McNemar p-values say which differences could be chance.")
-    return "\n\n".join(out)
-
-
-def describe_table1() -> str:
-    """The paper's Table 1 summarised: where LASE is best, by how much, and who spends the most."""
-    t1 = reference.table1_wide("accuracy")
-    margin = t1["lase"] - t1[["single", "mv", "mad"]].max(axis=1)
-    tok = reference.table1_wide("avg_tokens")
-    return (f"In the paper's Table 1 LASE is best or tied on {int((margin >= 0).sum())} of {len(t1)} rows, by at most "
-            f"{margin.max():.1f} points; MAD spends the most tokens on {int((tok.idxmax(axis=1) == 'mad').sum())} of "
-            f"{len(tok)} rows.")

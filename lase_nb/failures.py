@@ -49,16 +49,11 @@ __all__ = [
     "plot_confident_errors",
     "confidence_coords",
     "gate_counts",
-    "describe_confident_plot",
-    "describe_debate",
     "plot_revision_outcomes",
     "plot_escalation",
     "plot_unparsed",
-    "describe_confident",
     "describe_revisions",
     "describe_escalation",
-    "describe_unparsed",
-    "describe_summary",
 ]
 
 #: Words and phrases taken as "this note says the attempt is wrong" (the heuristic of :func:`flags_error`).
@@ -536,60 +531,6 @@ def _pct(x: float) -> str:
     return "n/a" if x is None or not np.isfinite(x) else f"{x:.0%}"
 
 
-def describe_confident(split: pd.Series, ce: pd.DataFrame) -> str:
-    """Confident errors: how many, and what the (recorded) rest of the chain would have done with them."""
-    from .calibration import describe_gate
-
-    out = describe_gate(split)
-    if len(ce):
-        out += (f" Had LASE escalated them anyway, some later stage would have been right on "
-                f"{int(ce['later_right'].sum())} of the {len(ce)}, and the last stage on {int(ce['final_correct'].sum())}.")
-    return out
-
-
-def describe_confident_plot(frame: pd.DataFrame, tau_lp: float, tau_h: float) -> str:
-    """Where the confident errors sit against the right answers, and what removing them by
-    threshold would cost: the text under the confident-errors figure, from this run's answers."""
-    f = with_gate(frame[frame["answered"]], tau_lp, tau_h)
-    ok, u = f["correct"].to_numpy(bool), f["U"].to_numpy(bool)
-    ce = f[~ok & ~u]
-    right = f[ok]
-    if ce.empty:
-        return f"**What it shows.** No wrong first answer passes the gate at tau_lp = {tau_lp:g}, tau_h = {tau_h:g}."
-    out = (f"**What it shows.** The {len(ce)} confident errors have median exp(LP_min) {ce['p_min'].median():.3f} "
-           f"and H_max {ce['h_max'].median():.3f} nats; the {len(right)} right answers "
-           + (f"{right['p_min'].median():.3f} and {right['h_max'].median():.3f}. " if len(right) else "(none). "))
-    # the strictest single-threshold gate that would escalate every confident error
-    need_lp, need_h = float(ce["p_min"].max()), float(ce["h_max"].min())
-    by_lp = int(((right["p_min"] <= need_lp) & ~f.loc[ok, "U"]).sum())
-    by_h = int(((right["h_max"] >= need_h) & ~f.loc[ok, "U"]).sum())
-    accepted_right = int((ok & ~u).sum())
-    out += (f"Raising tau_lp above {need_lp:.3f} would escalate every one of them, and with them {by_lp} of the "
-            f"{accepted_right} right answers the gate now accepts; lowering tau_h below {need_h:.3f} would escalate "
-            f"{by_h} of them. ")
-    out += ("**The errors sit among the right answers: no threshold removes them without escalating right answers "
-            "too**" if min(by_lp, by_h) > 0.5 * max(accepted_right, 1) else
-            "**A stricter threshold would catch them at a modest cost in right answers escalated**")
-    return out + " (chapter 02 measures how much the two groups overlap)."
-
-
-def describe_debate(table: pd.DataFrame, mad_config: dict[str, Any] | None = None) -> str:
-    """MAD against the single agent on the problems every run answered (:func:`lase_nb.stats.comparison_table`)."""
-    from .pipeline import reading_rounds
-
-    if not {"mad", "single"} <= set(table.index):
-        return "The MAD or single-agent run is missing, so the symmetric-debate comparison is left out."
-    m, s = table.loc["mad"], table.loc["single"]
-    c = dict(mad_config or {})
-    d = m["accuracy"] - s["accuracy"]
-    return (f"On the {int(m['n'])} problems every run answered, MAD ({c.get('n_agents', 3)} agents, "
-            f"{reading_rounds(c) + 1} rounds, the first being the independent answers) scores {_pct(m['accuracy'])} "
-            f"(strict {_pct(m['accuracy_strict'])}) against the single agent's {_pct(s['accuracy'])} "
-            f"({100 * d:+.0f} points, McNemar p = {m['p_vs_single']:.2f}) at {m['token_multiplier']:.1f}x the tokens. "
-            + ("**Debate falls below the single agent here**, as chapter 01 predicts without a correct seed to "
-               "amplify." if d < 0 else "Debate does not fall below the single agent here."))
-
-
 def describe_revisions(outcomes: pd.DataFrame, fails: pd.DataFrame) -> str:
     """Revision outcomes and the heuristic execution-failure count, with the heuristic named."""
     fw = outcomes[~outcomes["prev_correct"]]
@@ -636,43 +577,3 @@ def describe_escalation(esc: pd.DataFrame, cost: pd.DataFrame, paper: dict[str, 
     return out
 
 
-def describe_unparsed(unp: pd.DataFrame) -> str:
-    """Unboxed first answers vs revisions, and how the unboxed revisions ended."""
-    s0, rest = unp.iloc[0], unp.iloc[1:]
-    out = f"**What it shows.** {_pct(s0['unparsed_rate'])} of the first answers have no box"
-    if len(rest) and rest["answers"].sum():
-        looped = int(rest["looped"].sum()) if "looped" in rest else 0
-        out += (f", against {_pct(rest['unparsed'].sum() / rest['answers'].sum())} of the revisions; of the unboxed "
-                f"revisions, {int(rest['truncated'].sum())} ran out of tokens, {looped} fell into a verbatim loop "
-                f"that the local backend stopped, and {int(rest['stopped'].sum())} ended without writing a box")
-        if "extracted" in rest and rest["extracted"].sum():
-            out += (f". The answer-extraction step recovered an answer for {int(rest['extracted'].sum())} of them "
-                    f"(graded with extraction; strict grading counts them wrong)")
-    return out + "."
-
-
-def describe_summary(split: pd.Series, outcomes: pd.DataFrame, esc: pd.DataFrame, cost: pd.DataFrame,
-                     unp: pd.DataFrame) -> str:
-    """The chapter's closing bullets, each carrying its number from this run."""
-    fw = outcomes[~outcomes["prev_correct"]]
-    rest = unp.iloc[1:]
-    unb = rest["unparsed"].sum() / rest["answers"].sum() if len(rest) and rest["answers"].sum() else np.nan
-    wrong_rev = fw[~fw["correct"]]
-    lv, lc = esc[esc["level"] != "all"], cost[cost["level"] != "all"]
-    unboxed_share = (wrong_rev["outcome"] == FROM_WRONG[3]).mean() if len(wrong_rev) else np.nan
-    return "\n".join([
-        f"- **Confident errors** are built into the design: the gate cannot see them. Here they are "
-        f"{_pct(split['confident_share_of_errors'])} of the leader's wrong first answers.",
-        f"- **Revisions** of a weak leader fix few wrong answers ({int(fw['correct'].sum())} of {len(fw)} here), "
-        f"even after notes that flag an error; our selection of such cases is a word-list heuristic, shown with "
-        f"its transcripts so you can judge it.",
-        f"- **Weak models** pay more for LASE: the paper's Llama-3-8B spent a larger token multiple than "
-        f"GPT-4.1-mini. Our small model escalates {_pct(esc.iloc[-1]['escalation_rate'])} of the problems and spends "
-        f"{cost.iloc[-1]['multiplier']:.1f}x the solo tokens; by level, escalation goes from "
-        f"{_pct(lv['escalation_rate'].iloc[0])} to {_pct(lv['escalation_rate'].iloc[-1])} and the multiplier from "
-        f"{lc['multiplier'].iloc[0]:.1f}x to {lc['multiplier'].iloc[-1]:.1f}x as solo accuracy goes from "
-        f"{_pct(lv['accuracy'].iloc[0])} to {_pct(lv['accuracy'].iloc[-1])}.",
-        f"- **Unboxed revisions**: {_pct(unb)} of the revisions carry no boxed answer, "
-        f"{_pct(unboxed_share)} of the failed revisions from a wrong answer end that way. They count as wrong, "
-        f"and we report them as their own number.",
-    ])

@@ -101,6 +101,23 @@ def kernel_environment() -> Iterator[None]:
         ipython_dir.cleanup()
 
 
+def kernel_config():
+    """Traitlets config for the kernels papermill starts: CurveZMQ transport encryption.
+
+    A kernel reached over TCP without encryption warns about it on every start (ipykernel 7); the
+    kernel manager (jupyter_client >= 8.10) provisions CurveZMQ keys when the kernelspec declares
+    support (``"auto"``), so the chapters' traffic is encrypted and the kernel has nothing to warn
+    about. Older jupyter_client versions, or a pyzmq without CurveZMQ, keep their default.
+    """
+    import zmq
+    from jupyter_client.manager import KernelManager
+    from traitlets.config import Config
+
+    if "transport_encryption" in KernelManager.class_trait_names() and zmq.has("curve"):
+        return Config({"KernelManager": {"transport_encryption": "auto"}})
+    return Config()
+
+
 def execute(nb: Path, out: Path, params: dict[str, Any] | None = None, cell_timeout: int = CELL_TIMEOUT_S) -> None:
     """Run one chapter with papermill into ``out``; a cell running past ``cell_timeout`` seconds
     raises :class:`NotebookTimeout` naming the chapter and the cell."""
@@ -116,7 +133,7 @@ def execute(nb: Path, out: Path, params: dict[str, Any] | None = None, cell_time
         try:
             pm.execute_notebook(str(nb), str(out), parameters=params or {}, cwd=str(NOTEBOOKS),
                                 kernel_name="python3", progress_bar=False, execution_timeout=cell_timeout,
-                                on_cell_start=on_cell_start)
+                                on_cell_start=on_cell_start, config=kernel_config())
         except CellTimeoutError:
             first = (current.get("source") or "").strip().splitlines()[:1]
             raise NotebookTimeout(

@@ -28,9 +28,7 @@ __all__ = [
     "policy_points", "baseline_points", "recorded_gate_check", "paper_sweep_beside",
     "tau_h_beside", "knob_reading", "SplitCheck", "select_and_check", "split_checks",
     "draw_frontier", "plot_frontier", "plot_escalation", "plot_sweep_vs_paper",
-    "plot_split", "describe_frontier", "describe_escalation_map", "describe_sweep", "describe_effects",
-    "describe_split", "describe_replay_check",
-]
+    "plot_split", "describe_frontier", "describe_sweep", "describe_split", ]
 
 # ---------------------------------------------------------------------------------------------
 # The grid, fast
@@ -560,13 +558,6 @@ def _p(x: float, digits: int = 1) -> str:
     return "n/a" if x is None or not np.isfinite(float(x)) else f"{float(x):.{digits}%}"
 
 
-def describe_replay_check(agree: Mapping[str, float], tau_lp: float, tau_h: float) -> str:
-    """Replay at the recording's own thresholds vs what the live gate did (:func:`recorded_gate_check`)."""
-    return (f"Replay at the recorded thresholds (tau_lp = {tau_lp:g}, tau_h = {tau_h:g}) against the live run, "
-            f"{int(agree['n'])} problems: same stop stage on {_p(agree['stop_stage'], 0)}, same grade on "
-            f"{_p(agree['correct'], 0)}, same tokens on {_p(agree['total_tokens'], 0)}.")
-
-
 def describe_frontier(grid: pd.DataFrame, policies: pd.DataFrame, oracle: pd.DataFrame, default: pd.Series,
                       effects: pd.DataFrame, baselines: pd.DataFrame | None = None,
                       common_grid: pd.DataFrame | None = None) -> str:
@@ -619,28 +610,6 @@ def describe_frontier(grid: pd.DataFrame, policies: pd.DataFrame, oracle: pd.Dat
     return "**What it shows.**\n\n" + "\n".join(lines)
 
 
-def describe_escalation_map(chains: Chains, metrics: Mapping[str, np.ndarray], tau_lp_axis: Sequence[float],
-                            tau_h_axis: Sequence[float], tau_lp: float, tau_h: float) -> str:
-    """The escalation map in numbers: the spread of first-answer confidences and of the escalation rate."""
-    from .analysis import grid_metrics
-
-    p0, h0 = chains.p_min[:, 0], chains.h_max[:, 0]
-    esc = np.asarray(metrics["escalation_rate"])
-    along_lp = grid_metrics(chains, tau_lp_axis, [tau_h])["escalation_rate"][:, 0]
-    along_h = grid_metrics(chains, [tau_lp], tau_h_axis)["escalation_rate"][0]
-    have = ~np.isnan(p0)
-    conf = (f"The leader's first answers have $\\exp(LP_{{min}})$ from {np.nanmin(p0):.2f} to {np.nanmax(p0):.2f} "
-            f"(median {np.nanmedian(p0):.2f}) and $H_{{max}}$ from {np.nanmin(h0):.2f} to {np.nanmax(h0):.2f} nats "
-            f"(median {np.nanmedian(h0):.2f}); " if have.any() else "No first answer carries a confidence; ")
-    return (f"**What it shows.** {conf}{_p(1 - have.mean(), 0)} have no extractable answer and escalate whatever the "
-            f"thresholds. Over the plane the escalation rate runs from {_p(esc.min(), 0)} to {_p(esc.max(), 0)}; "
-            f"{_p((esc >= 0.95).mean(), 0)} of the pairs escalate at least 95% of the problems. Along $\\tau_{{lp}}$ "
-            f"(at $\\tau_h$ = {tau_h:g}) it moves from {_p(along_lp.min(), 0)} to {_p(along_lp.max(), 0)}; along "
-            f"$\\tau_h$ (at $\\tau_{{lp}}$ = {tau_lp:g}) from {_p(along_h.min(), 0)} to {_p(along_h.max(), 0)}. "
-            f"**Both thresholds cut the same cloud of first-answer confidences, and the token contours follow the "
-            f"escalation rate, because escalation is what costs.**")
-
-
 _VERDICT = {"budget knob": "**This run reproduces the paper's reading**",
             "inert": "**This run does not reproduce the paper's reading: here the thresholds are not even a budget knob**",
             "accuracy falls": "**This run does not reproduce the paper's reading: here the thresholds are an accuracy "
@@ -660,27 +629,6 @@ def describe_sweep(beside: pd.DataFrame, grid: pd.DataFrame, n: int) -> str:
     return (f"- {paper.sentence}\n- {ours.sentence}\n- {whole.sentence}\n\n{_VERDICT[ours.verdict]} (on the paper's "
             f"five threshold pairs, tau_lp from {ref['tau_lp'].iloc[0]:g} to {ref['tau_lp'].iloc[-1]:g}; over the "
             f"whole grid the reading is '{whole.verdict}').")
-
-
-def describe_effects(chains: Chains, effects: pd.DataFrame, seed: int = 0) -> str:
-    """Why the readings can differ: how well first-answer confidence flags errors (AUROC with a
-    bootstrap interval) and what the supporters fix and break over the full chain."""
-    from .stats import auroc_with_ci
-
-    ap = auroc_with_ci(-chains.p_min[:, 0], chains.correct[:, 0], seed=seed, nan="drop")
-    ah = auroc_with_ci(chains.h_max[:, 0], chains.correct[:, 0], seed=seed, nan="drop")
-    last = effects.iloc[-1]
-
-    def auc(a):
-        return "n/a" if not np.isfinite(a[0]) else f"{a[0]:.2f} [{a[1]:.2f}, {a[2]:.2f}]"
-
-    return (f"- How well the leader's first-answer confidence flags its errors (AUROC on the boxed first answers, as "
-            f"in chapter 02, with a 95% bootstrap interval; 0.5 = no better than chance): {auc(ap)} for $\\exp(LP_{{min}})$ and {auc(ah)} for "
-            f"$H_{{max}}$.\n- After all {len(effects) - 1} supporters the leader has fixed "
-            f"{int(last['fixed_vs_leader'])} of its {int((~chains.correct[:, 0]).sum())} wrong first answers and "
-            f"broken {int(last['broken_vs_leader'])} of its {int(chains.correct[:, 0].sum())} right ones; "
-            f"{_p(last['no_answer'], 0)} of its final revisions have no extractable answer (against "
-            f"{_p(effects['no_answer'].iloc[0], 0)} at stage 0).")
 
 
 def describe_split(check: SplitCheck, many: pd.DataFrame, median_budget: bool) -> str:

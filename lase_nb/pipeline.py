@@ -13,7 +13,7 @@ Transcripts are drawn by :mod:`lase_nb.transcripts`, runs loaded by :mod:`lase_n
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping
 
 import numpy as np
 import pandas as pd
@@ -27,8 +27,8 @@ from .transcripts import ROLE_TITLES, SUPPORTERS, answer_or_none
 
 __all__ = [
     "WALK_KINDS", "walkthrough_change", "bound_terms", "prompt_table", "role_calls", "OTHER_REGIME",
-    "describe_walk", "describe_batch", "describe_paper_sweep", "describe_bound", "describe_regime",
-    "describe_caps", "describe_leaks", "describe_inclusions", "describe_boxing", "reading_rounds",
+    "describe_walk", "describe_batch", "describe_regime",
+    "reading_rounds",
     "role_table", "stage_table", "pick_walkthrough", "pick_unboxed", "stop_distribution", "stage_confidence",
     "outcome_flips", "leak_table", "inclusion_counts", "inclusion_bounds", "inclusion_summary",
     "plot_stage_walk", "plot_batch", "plot_inclusions",
@@ -136,19 +136,6 @@ def gate_reads(chains: Chains) -> pd.DataFrame:
     ext = chains.extracted.sum(axis=0)
     return pd.DataFrame({"stage": range(chains.n_stages), "after": names,
                          "problems": n, "read_reply": n - ext, "read_extraction": ext})
-
-
-def describe_gate_reads(reads: pd.DataFrame) -> str:
-    """One sentence: how often the gate read the extraction step's tokens, first answers vs revisions."""
-    first, rev = reads.iloc[0], reads.iloc[1:]
-    n_rev, x_rev = int(rev["problems"].sum()), int(rev["read_extraction"].sum())
-    counts = (f"The gate read the extraction step's answer tokens, not the leader's own box, for "
-              f"{int(first['read_extraction'])} of {int(first['problems'])} first answers and for {x_rev} of "
-              f"{n_rev} revisions ({_pct(x_rev / n_rev if n_rev else np.nan)})")
-    if x_rev * 2 > n_rev:
-        return counts + (": after escalation it mostly gates on how sure the model is when asked for the "
-                         "answer alone, not on its revision.")
-    return counts + "; the rest it read from the leader's own box."
 
 
 def unboxed_revisions(chains: Chains) -> np.ndarray:
@@ -476,39 +463,6 @@ def _pct(x: float, digits: int = 0) -> str:
     return "n/a" if x is None or not np.isfinite(float(x)) else f"{float(x):.{digits}%}"
 
 
-def _ci(t: pd.Series, name: str, digits: int = 0) -> str:
-    return f"{_pct(t[name], digits)} [{_pct(t[f'{name}_lo'], digits)}, {_pct(t[f'{name}_hi'], digits)}]"
-
-
-def describe_bound(terms: pd.Series) -> str:
-    """What the counts of :func:`bound_terms` show about Theorem 3.7, and what they cannot show.
-
-    LASE's accuracy = solo + (fixed - broken) / n is an identity of any recording, so the counts
-    do not test the bound; its terms rho and delta need the supporters' notes classified.
-    """
-    t = terms
-    head = (f"At tau_lp = {t['tau_lp']:g}, tau_h = {t['tau_h']:g} ({t['n']} problems, 95% Wilson "
-            f"intervals) the gate escalates P(U=1) = {_ci(t, 'p_u1')} ({t['escalated']} problems). ")
-    if not t["escalated"]:
-        return head + ("Nothing escalates, so LASE is the leader alone: "
-                       f"Acc(LASE) = Acc(solo) = {_pct(t['acc_solo'], 1)}.")
-    out = head + (
-        f"Escalation turns {t['fixed']} of them from wrong to right ({_ci(t, 'fixed_share')} of the escalated) "
-        f"and {t['broken']} from right to wrong ({_ci(t, 'broken_share')}), so LASE scores "
-        f"{_ci(t, 'acc_lase', 1)} against {_pct(t['acc_solo'], 1)} for the leader alone: "
-        f"the difference is exactly (fixed - broken) / n, an identity and not a test of Theorem 3.7. ")
-    if t["broken"]:
-        out += (f"Each of the {t['broken']} broken answers is escalation hurting a right answer, which "
-                "assumption A3 excludes when no supporter's note holds a correct seed; whether those notes "
-                "held one, and so whether A3 or only the gain failed, needs the notes classified.")
-    else:
-        out += "No right answer was broken."
-    if t["acc_lase_strict"] != t["acc_lase"]:
-        out += (f" Graded strictly (no extraction step) LASE scores {_pct(t['acc_lase_strict'], 1)} against "
-                f"{_pct(t['acc_solo_strict'], 1)} for the leader alone.")
-    return out
-
-
 def regime(terms: pd.Series) -> str:
     """``"corrective"`` when escalation fixes more answers than it breaks, else ``"negative control"``."""
     return "corrective" if terms["escalated"] and terms["fixed"] > terms["broken"] else "negative control"
@@ -587,32 +541,6 @@ def role_calls(calls: pd.DataFrame) -> pd.DataFrame:
     return cap_hits(calls)
 
 
-def describe_caps(table: pd.DataFrame, stages: pd.DataFrame, filled: Sequence[str] = ()) -> str:
-    """Cap-hit rate per role and how often the extraction step ran, from :func:`role_calls` and a stages table.
-
-    ``filled`` lists the columns :func:`lase_nb.runs.fill_columns` had to fill (an older recording).
-    """
-    lead = table[table["role"] == "leader"]
-    sup = table[table["role"].isin(SUPPORTERS)]
-    parts = []
-    if len(lead):
-        parts.append(f"{int(lead['cap_hits'].sum())} of {int(lead['calls'].sum())} leader calls "
-                     f"({_pct(lead['cap_hits'].sum() / lead['calls'].sum())}) stopped at their token cap")
-    if len(sup):
-        parts.append(f"{int(sup['cap_hits'].sum())} of {int(sup['calls'].sum())} supporter calls "
-                     f"({_pct(sup['cap_hits'].sum() / sup['calls'].sum())})")
-    out = "**What it shows.** " + (", and ".join(parts) if parts else "No leader or supporter calls") + ". "
-    n_ans = len(stages)
-    n_ext = int(stages["extracted"].fillna(False).astype(bool).sum()) if "extracted" in stages else 0
-    if "stages.extracted" in filled:
-        out += ("This recording predates the answer-extraction step, so it never ran: strict and "
-                "with-extraction grades coincide, and a capped response without `\\boxed{}` counts as wrong.")
-    else:
-        out += (f"The extraction step supplied the answer of {n_ext} of {n_ans} leader answers "
-                f"({_pct(n_ext / n_ans if n_ans else np.nan)}); strict grading counts those as unanswered.")
-    return out
-
-
 # ---------------------------------------------------------------------------------------------
 # the chapter's other sentences
 # ---------------------------------------------------------------------------------------------
@@ -675,60 +603,3 @@ def describe_batch(chains: Chains, tau_lp: float, tau_h: float) -> str:
             f"**{flips['right -> wrong (talked out of it)']}**.")
 
 
-def describe_paper_sweep() -> str:
-    """The paper's Table 5 escalation rates and tokens, read as they are (not monotone in tau_lp)."""
-    from . import reference
-
-    t = reference.THRESHOLD_SWEEP.sort_values("tau_lp")
-    esc = t["escalation_rate"].to_numpy(float)
-    listing = ", ".join(f"{e:.1f}% at tau_lp = {a:g}" for a, e in zip(t["tau_lp"], esc))
-    mono = bool(np.all(np.diff(esc) >= 0))
-    return (f"**What the paper reported** (Table 5, {t.attrs['model']}, {t.attrs['dataset']}, "
-            f"tau_h = {t['tau_h'].iloc[0]:g}): escalation {listing}; tokens per problem "
-            f"{t['avg_tokens'].min():,.0f} to {t['avg_tokens'].max():,.0f}. "
-            + ("The escalation rate rises with tau_lp throughout." if mono else
-               f"The escalation rate is **not monotone** in tau_lp at the low end ({esc[0]:.1f}% then {esc[1]:.1f}%); "
-               f"it rises from tau_lp = {t['tau_lp'].iloc[int(np.argmin(esc))]:g} on, to {esc.max():.1f}% at "
-               f"{t['tau_lp'].iloc[int(np.argmax(esc))]:g}: a minority of problems escalates throughout."))
-
-
-def describe_boxing(per_stage: pd.DataFrame) -> str:
-    """How often revisions box an answer compared with first answers, from :func:`stage_confidence`."""
-    first, later = per_stage["boxed_own"].iloc[0], per_stage["boxed_own"].iloc[1:].mean()
-    out = (f"{_pct(first)} of the leader's first answers carry a boxed answer of its own, against {_pct(later)} of "
-           f"its revisions (stages 1-{len(per_stage) - 1}, averaged).")
-    helped = per_stage["boxed"].iloc[1:].mean() - later
-    if helped > 0:
-        out += (f" The answer-extraction step supplies one for another {_pct(helped)} of the revisions; under strict "
-                "grading (no extraction step) those answers would count as wrong.")
-    elif later < first - 0.1:
-        out += (" **An answerless revision counts as uncertain, so the chain runs on, and if the last stage has "
-                "none the answer is lost**, even when the first one was right.")
-    return out
-
-
-def describe_leaks(leaks: pd.DataFrame) -> str:
-    """Supporter leaks, from :func:`leak_table`."""
-    n_sup = int(leaks["calls"].sum()) if len(leaks) else 0
-    n_leak = int(leaks["calls_with_leak"].sum()) if len(leaks) else 0
-    return (f"**What it shows.** {n_leak} of {n_sup} supporter calls ({_pct(n_leak / n_sup if n_sup else np.nan)}) "
-            f"wrote a boxed answer despite being told not to; each box was replaced before the leader read the "
-            f"note. The paper does not report a leak rate; it only states the rule.")
-
-
-def describe_inclusions(summary: pd.DataFrame) -> str:
-    """Inclusions counted against the formulas, from :func:`inclusion_summary`."""
-    s = summary.set_index("strategy")
-    out = "**What it shows.** "
-    if "lase" in s.index:
-        li = s.loc["lase"]
-        out += (f"LASE made {li['mean_counted']:.2f} inclusions per problem on average (at most "
-                f"{li['max_counted']}); its star inclusions {'stay within' if li['star_within_2kT'] else 'EXCEED'} "
-                f"2kT = {li['star_bound_2kT']:.0f} on every problem, and are zero whenever the leader is confident "
-                f"at once. ")
-    if "mad" in s.index:
-        mi = s.loc["mad"]
-        out += (f"MAD's all-to-all debate made {mi['mean_counted']:.0f} per problem "
-                f"({'exactly' if mi['obeys_formula'] else 'NOT'} its formula {mi['formula']} = {mi['bound']}). ")
-    return out + ("LASE's count does not depend on how many agents exist; all-to-all debate's grows with their "
-                  "square (chapter 1 draws both curves).")

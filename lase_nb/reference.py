@@ -19,7 +19,7 @@ __all__ = [
     "SOURCE", "DOWN_SOURCE", "METHODS", "DATASET_SIZES", "PERCENT_COLUMNS",
     "TABLE1", "TOKEN_MULTIPLIERS", "THRESHOLD_SWEEP", "TAU_H_SWEEP", "CALIBRATION", "LASE_MV",
     "SHUFFLED_ORDER", "SHUFFLED_SUMMARY", "LLAMA3_8B", "LLAMA3_8B_NOTE", "MOA_VS_LASE",
-    "DOWN_CLAIM", "table1_wide", "as_fraction", "paper_column", "beside", "describe_results", "llama3_multiplier",
+    "DOWN_CLAIM", "table1_wide", "as_fraction", "paper_column", "beside", "llama3_multiplier",
 ]
 
 SOURCE = ("Yoa et al., 'Efficient Multi-Agent Reasoning via Confidence-Guided Adaptive Debate' "
@@ -177,64 +177,9 @@ def beside(ours: pd.DataFrame, ref: pd.DataFrame, on: Sequence[str], label_ours:
     return merged
 
 
-def _t1_row(model: str, dataset: str) -> str:
-    r = TABLE1[(TABLE1["model"] == model) & (TABLE1["dataset"] == dataset)].set_index("method")
-    names = {"single": "single agent", "mv": "MV(7)", "mad": "MAD(3x2)", "lase": "LASE"}
-    return ", ".join(f"{names[m]} {r.loc[m, 'accuracy']:.1f}% at {r.loc[m, 'avg_tokens']:,} tokens" for m in METHODS)
-
-
-def _results() -> dict[str, str]:
-    m = TOKEN_MULTIPLIERS.set_index("method")["token_multiplier"]
-    t5 = THRESHOLD_SWEEP
-    cal = "; ".join(f"{r.accuracy:.1f}% when {r.condition}" for r in CALIBRATION.itertuples())
-    lmv = LASE_MV.set_index("method")
-    sh = SHUFFLED_SUMMARY
-    ll = LLAMA3_8B.set_index("method")
-    moa = MOA_VS_LASE.set_index("method")
-    wide = table1_wide("accuracy")
-    best = int((wide["lase"] >= wide[["single", "mv", "mad"]].max(axis=1)).sum())
-    return {
-        "table1": (f"**Table 1** (6 data sets x 2 models): LASE is the most accurate or tied on {best} of "
-                   f"{len(wide)} rows; on {_O}, GSM-Symbolic: {_t1_row(_O, 'GSM-Symbolic')}. Average token "
-                   f"multipliers against the single agent: MV(7) {m['mv']:.1f}x, MAD(3x2) {m['mad']:.1f}x, "
-                   f"LASE {m['lase']:.1f}x."),
-        "table5": (f"**Table 5** (threshold sweep, {t5.attrs['model']}, {t5.attrs['dataset']}, tau_h = 0.5): "
-                   + ", ".join(f"tau_lp = {r.tau_lp:g}: {r.accuracy:.1f}%, {r.avg_tokens:,} tokens, "
-                               f"{r.escalation_rate:.1f}% escalated" for r in t5.itertuples())
-                   + f"; tau_h = {', '.join(f'{v:g}' for v in TAU_H_SWEEP['tau_h'])} gave "
-                   + ", ".join(f"{v:.1f}%" for v in TAU_H_SWEEP["accuracy"]) + "."),
-        "calibration": (f"**Figure 3** (calibration, {CALIBRATION.attrs['n_answers']:,} MATH-500 answers): "
-                        f"accuracy {cal}."),
-        "lase_mv": (f"**LASE+MV** ({LASE_MV.attrs['model']}, {LASE_MV.attrs['dataset']}): LASE+MV(5) "
-                    f"{lmv.loc['lase+mv', 'accuracy']:.1f}% at {lmv.loc['lase+mv', 'avg_tokens']:,} tokens vs MV(7) "
-                    f"{lmv.loc['mv', 'accuracy']:.1f}% at {lmv.loc['mv', 'avg_tokens']:,}."),
-        "shuffled": (f"**Shuffled supporter order**: {sh['mean']:.1f}% +- {sh['sd']:.2f} over three shuffled runs "
-                     f"vs {sh['original']:.1f}% in the original order."),
-        "llama3": (f"**Llama-3-8B** (MATH-500): single {ll.loc['single', 'accuracy']:.1f}%, MV "
-                   f"{ll.loc['mv', 'accuracy']:.1f}%, MAD {ll.loc['mad', 'accuracy']:.1f}%, LASE "
-                   f"{ll.loc['lase', 'accuracy']:.1f}%; LASE spent {llama3_multiplier():.1f}x the single agent's "
-                   f"tokens ({ll.loc['lase', 'total_tokens'] / 1e6:.1f}M vs {ll.loc['single', 'total_tokens'] / 1e6:.1f}M)."),
-        "moa": (f"**MoA vs LASE** ({MOA_VS_LASE.attrs['model']}, {MOA_VS_LASE.attrs['dataset']}): MoA "
-                f"{moa.loc['moa', 'accuracy']:.1f}% with {moa.loc['moa', 'total_tokens'] / 1e6:.1f}M tokens, LASE "
-                f"{moa.loc['lase', 'accuracy']:.1f}% with {moa.loc['lase', 'total_tokens'] / 1e6:.1f}M."),
-        "down": f"**DOWN**: {DOWN_CLAIM}",
-    }
-
-
 def llama3_multiplier() -> float:
     """LASE's total tokens over the single agent's on Llama-3-8B (the one number for it; ~4.7x)."""
     ll = LLAMA3_8B.set_index("method")["total_tokens"]
     return float(ll["lase"] / ll["single"])
 
 
-def describe_results(*keys: str) -> str:
-    """The paper's results a chapter covers, as Markdown bullets in the paper's own numbers.
-
-    Keys: table1, table5, calibration, lase_mv, shuffled, llama3, moa, down.
-    """
-    res = _results()
-    unknown = [k for k in keys if k not in res]
-    if unknown:
-        raise ValueError(f"unknown result(s) {unknown}; choose from {list(res)}")
-    return "**The paper's results this chapter covers** (from `lase_nb.reference`):\n\n" + "\n".join(
-        f"- {res[k]}" for k in keys)

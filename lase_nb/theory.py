@@ -711,26 +711,6 @@ def corollary_39(gate_rates: list[float] | np.ndarray, rho: float = 0.5, delta: 
     return pd.DataFrame(rows)
 
 
-def describe_corollary(check: pd.DataFrame) -> str:
-    """One paragraph on :func:`corollary_39`'s table, numbers included."""
-    n = len(check)
-    cheaper, holds = int(check["cheaper"].sum()), int(check["gain_holds"].sum())
-    short = check[~check["gain_holds"]]
-    better_always = int((check["acc_always"] > check["acc_lase"]).sum())
-    lo, hi = check["cost"].min(), check["cost"].max()
-    text = (f"At {cheaper} of {n} gate rates LASE costs less than always-interact ({lo:,.0f}-{hi:,.0f} tokens "
-            f"per problem against {check['cost_always'].iloc[0]:,.0f}), and at {holds} of {n} its gain over solo "
-            f"is at least P(U=1) rho delta within sampling error.")
-    if len(short):
-        where = ", ".join(f"{q:.0%}" for q in short["gate_rate"])
-        text += (f" It falls short at {where}: " + ("there tau + delta > 1, so a confident leader cannot rise by "
-                 "delta and assumption A2 fails." if (~short["a2_holds"]).all() else
-                 "at least one of these rates satisfies A2, so the shortfall is not explained by the assumptions."))
-    return text + (f" That is all Corollary 3.9 claims: always-interact is still the more accurate policy at "
-                   f"{better_always} of {n} rates ({check['acc_always'].iloc[0]:.1%} against at most "
-                   f"{check['acc_lase'].max():.1%} for LASE), because in this simulation a peer never hurts.")
-
-
 def describe_bound(grid: pd.DataFrame, z: float = 4.0) -> str:
     """Per regime of the bound grid: settings above the bound, within ``z`` standard errors below
     it, and clearly below it; the sentence names the tolerance it applies."""
@@ -743,60 +723,6 @@ def describe_bound(grid: pd.DataFrame, z: float = 4.0) -> str:
         parts.append(f"{regime}: {above} of {len(g)} settings on or above the bound, {near} below it by less "
                      f"than {z:g} standard errors (sampling noise), {below} clearly below")
     return "; ".join(parts) + "."
-
-
-def describe_star(gated: StarTrace, ungated: StarTrace, low: StarTrace, n_options: int) -> str:
-    """The gated star's drift, the ungated star's neutrality and the below-1/K case, in numbers."""
-    def path(t: StarTrace) -> str:
-        m = t.belief.mean(axis=0)
-        return f"{m[0]:.4f} -> {m[-1]:.4f}"
-
-    def z(t: StarTrace) -> float:
-        d = t.belief[:, -1] - t.belief[:, 0]
-        return float(d.mean() / (d.std(ddof=1) / np.sqrt(len(d))))
-
-    a_low = float(low.belief[:, 0].mean())
-    return (f"Starting near {gated.belief[:, 0].mean():.0%}, the gated leader's mean belief in the right option "
-            f"goes {path(gated)} over {gated.consulted.shape[1]} stages (z = {z(gated):+.1f}); the ungated "
-            f"leader, same topology, goes {path(ungated)} (z = {z(ungated):+.1f}). With a starting accuracy of "
-            f"{a_low:.0%}, below 1/K = {1 / n_options:.0%}, a wrong option is the peers' plurality and the gated "
-            f"leader drifts down: {path(low)} (z = {z(low):+.1f}).")
-
-
-def describe_seed_effect(worlds: dict[str, ConceptTrace]) -> str:
-    """Seeded against unseeded one-step change per world, with the difference the theorem is about."""
-    parts = []
-    for name, trace in worlds.items():
-        eff = seed_effect(trace).set_index("condition")
-        seeded, unseeded = eff.loc["correct seed in pool"], eff.loc["no correct seed"]
-        if seeded["runs"] == 0:
-            parts.append(f"{name}: no seed ever appears and the mean belief moves by "
-                         f"{unseeded['mean_increment']:+.3f} (+-{_Z95 * unseeded['se']:.3f}) in one round")
-        else:
-            parts.append(f"{name}: {seeded['mean_increment']:+.3f} with a seed against "
-                         f"{unseeded['mean_increment']:+.3f} without (difference "
-                         f"{seeded['mean_increment'] - unseeded['mean_increment']:+.3f})")
-    return "One-step change of the mean belief in the truth, round 0 -> 1. " + "; ".join(parts) + "."
-
-
-def describe_topology(tables: dict[int, pd.DataFrame]) -> str:
-    """The largest all-to-all count against the star's, from the counted transcripts."""
-    rounds = max(tables)
-    t = tables[rounds]
-    n = int(t["n_agents"].max())
-    row = t[t["n_agents"] == n].set_index("topology")["counted"]
-    return (f"At {n} agents and {rounds} rounds, all-to-all debate pastes {int(row['all-to-all']):,} responses "
-            f"into contexts; the leader star pastes {int(row['leader star'])}, and the gated star "
-            f"{row['gated star']:.1f} on average.")
-
-
-def describe_increments(tests: dict[float, IncrementTest], z: float = 4.0) -> str:
-    """Whether every starting accuracy's mean increment is within ``z`` standard errors of zero."""
-    worst = max(abs(t.z) for t in tests.values())
-    inside = all(abs(t.z) < z for t in tests.values())
-    return (f"The largest |z| over the {len(tests)} starting accuracies is {worst:.1f}: "
-            + (f"every mean increment is within {z:g} standard errors of zero." if inside else
-               f"at least one increment is more than {z:g} standard errors from zero."))
 
 
 # --------------------------------------------------------------------------------------------

@@ -41,7 +41,7 @@
 
 # %% tags=["parameters"]
 backend = "local"  # local | openai | gemini
-model = None  # None = the backend's default model
+model = None  # None: the backend's default model
 base_url = None  # an OpenAI-compatible server, e.g. "http://127.0.0.1:8000/v1"
 question = "Sara has 9 stickers and gets 6 more. How many stickers does she have now?"
 kind = "number"  # number | math | choice
@@ -52,6 +52,7 @@ interactive = True  # False under papermill in CI
 import math
 
 import matplotlib.pyplot as plt
+import numpy as np
 import pandas as pd
 
 from lase_nb import plots
@@ -111,6 +112,51 @@ if conf.answer is not None:
     display(table)
 
 # %% [markdown]
+# **The two numbers, by hand.** A reply is a list of tokens, each with its text, its character
+# offset in the reply, its log-probability and the entropy of the distribution it was drawn from
+# (exact on a local model; an API gives only the top-k alternatives, so the entropy is estimated
+# from them plus one bucket for the missing mass). The whole mechanism is four steps: find the
+# content of the last `\boxed{...}` (braces balanced, spaces trimmed), keep the tokens whose
+# characters overlap it, and take the **lowest log-probability** and the **highest entropy** among
+# them. Written out with numpy, then checked against `confidence.measure`:
+
+# %%
+def entropy(t):
+    """Exact when the backend gives it; else the top-k alternatives plus one residual bucket."""
+    if t.entropy is not None:
+        return t.entropy
+    p = np.exp([lp for _, lp in t.top])
+    rest = max(1.0 - p.sum(), 0.0)
+    return float(-(p * np.log(p)).sum() - (rest * np.log(rest) if rest > 0 else 0.0))
+
+
+text = gen.text
+if conf.answer is not None and kind != "choice" and "\\boxed{" in text:
+    start = text.rindex("\\boxed{") + len("\\boxed{")
+    end, depth = start, 1
+    while depth:  # walk to the brace that closes the box
+        depth += (text[end] == "{") - (text[end] == "}")
+        end += 1
+    end -= 1
+    while text[start].isspace():
+        start += 1
+    while text[end - 1].isspace():
+        end -= 1
+    offsets = np.array([t.offset for t in gen.tokens])
+    lengths = np.array([len(t.token) for t in gen.tokens])
+    in_answer = (offsets < end) & (offsets + lengths > start)  # any overlap with the span counts
+    logprob = np.array([t.logprob for t in gen.tokens])
+    lp_min = logprob[in_answer].min()
+    h_max = max(entropy(gen.tokens[i]) for i in np.flatnonzero(in_answer))
+    print(f"answer {text[start:end]!r} in characters [{start}, {end}), tokens {np.flatnonzero(in_answer).tolist()}: "
+          f"exp(LP_min) = {np.exp(lp_min):.3f}, H_max = {h_max:.3f} nats")
+    assert (text[start:end], (start, end)) == (conf.answer, conf.span)
+    assert np.flatnonzero(in_answer).tolist() == idx
+    assert np.isclose(lp_min, conf.lp_min) and np.isclose(h_max, conf.h_max)
+else:
+    print("no boxed answer in this reply: nothing to measure, and the gate counts it as uncertain")
+
+# %% [markdown]
 # Every generated token with its probability; the answer tokens are highlighted. A confident
 # answer has high probability on all of its tokens; one low-probability token is enough to make
 # `exp(LP_min)` small and send LASE to its supporters.
@@ -124,6 +170,10 @@ if gen.tokens:
 
 # %% [markdown]
 # **What this shows.** The model's answer, whether it was boxed, and the two numbers LASE uses.
-# Small models are often *confidently wrong*: high answer-token probability does not guarantee a
-# right answer. How well these numbers separate right from wrong answers across many problems is
-# the subject of the calibration chapter (02).
+# With the embedded model and the default question, the reply restates the question and then
+# boxes a number it never computed, and the model hesitates on exactly that token: its top
+# alternatives split the probability, so `exp(LP_min)` is far below the paper's threshold of 0.8
+# and LASE would call its supporters. This is the case the gate is built for. The opposite case
+# is common too: small models are often *confidently wrong*, and a high answer-token probability
+# does not guarantee a right answer. How well these numbers separate right from wrong answers
+# across many problems is the subject of the calibration chapter (02).

@@ -38,9 +38,13 @@
 # `papermill 02_calibration.ipynb out.ipynb -p live True -p backend openai -p model gpt-4.1-mini`.
 #
 # The chapter's logic lives in `lase_nb/calibration.py` (reliability, AUROC and ECE come from
-# `lase_nb/stats.py`, whose one interval for an accuracy, Wilson's, every chapter uses). It covers
-# the paper's calibration figure (Figure 3), the evidence for its Assumption 3.3, printed below in
-# the paper's own numbers.
+# `lase_nb/stats.py`, whose one interval for an accuracy, Wilson's, every chapter uses).
+#
+# **The paper's evidence** (its Figure 3, the support for Assumption 3.3): on 2,000 MATH-500
+# answers of two strong models, accuracy was 85.5% when the lowest answer-token probability was
+# at least 0.99, 50.9% when it was below 0.50, and 30.4% when the answer entropy exceeded 1.0
+# nats. Section 2.2 sets our answers beside these numbers, condition by condition, in a column
+# labelled as the paper's.
 
 # %% tags=["parameters"]
 backend = "local"  # local | openai | gemini (used by the live steps)
@@ -61,6 +65,7 @@ interactive = True  # False under papermill: no widgets are created
 import functools
 
 import matplotlib.pyplot as plt
+import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 
@@ -76,7 +81,6 @@ from lase_nb.strategies import StrategyConfig, default_examples
 
 plots.set_style()
 pd.set_option("display.precision", 3)
-display(Markdown(reference.describe_results("calibration")))
 cfg = StrategyConfig(tau_lp=tau_lp, tau_h=tau_h, top_logprobs=top_k, seed=seed, examples=default_examples(backend))
 
 
@@ -109,7 +113,14 @@ print(source)
 frame.head()
 
 # %%
-display(Markdown(calibration.describe_frame(frame)))
+print(f"{len(frame)} answers, {frame['correct'].mean():.0%} right, {int((~frame['answered']).sum())} never boxed")
+frame[frame["answered"]].groupby("correct")[["p_min", "h_max"]].describe().T
+
+# %% [markdown]
+# **What the table says.** The embedded model boxes its first answers, and gets roughly half of
+# them right. Its answer tokens are very probable almost everywhere: the typical `exp(LP_min)` is
+# well above 0.9 for right and wrong answers alike, and the two groups differ only a little in
+# their medians. The question of this chapter is whether that little is enough to gate on.
 
 # %% [markdown]
 # ## 2.2 Reliability plots, with the paper's numbers as a reference
@@ -129,6 +140,28 @@ pd.concat(tables, names=["proxy"]).droplevel(1)[["bin", "count", "n_correct", "a
                                                   "share"]]
 
 # %% [markdown]
+# **Reliability bins, by hand.** A reliability table is a histogram with a second count: cut the
+# confidence axis at the edges, count the answers that fall in each bin and how many of them are
+# right. An answer exactly on an edge goes to the more confident side, as in the gate
+# (`exp(LP_min) >= tau_lp` is certain), so bins are $[lo, hi)$, the last one closed. The edges are
+# the library's (`calibration.default_bins`: a few round values, the paper's cut points and
+# `tau_lp`); the counts are checked against the table above.
+
+# %%
+answered = frame[frame["answered"]]
+p_min, right = answered["p_min"].to_numpy(float), answered["correct"].to_numpy(bool)
+edges = calibration.default_bins("p_min", tau_lp)
+rows = []
+for lo, hi in zip(edges[:-1], edges[1:]):
+    inside = (p_min >= lo) & ((p_min < hi) | (hi == edges[-1]))
+    rows.append({"lo": lo, "hi": hi, "count": int(inside.sum()), "n_correct": int(right[inside].sum())})
+by_hand = pd.DataFrame(rows).assign(accuracy=lambda t: t["n_correct"] / t["count"].where(t["count"] > 0))
+library = tables["p_min"][tables["p_min"]["bin"] != calibration.NO_ANSWER]
+assert by_hand["count"].tolist() == library["count"].tolist()
+assert by_hand["n_correct"].tolist() == library["n_correct"].tolist()
+by_hand
+
+# %% [markdown]
 # The paper's calibration table (its conditions, on MATH-500 answers of two strong models), beside
 # the same conditions on our answers (accuracies as fractions, with our 95% Wilson interval):
 
@@ -138,12 +171,18 @@ print(reference.CALIBRATION.attrs["source"])
 print(reference.CALIBRATION.attrs["note"])
 cond
 
-# %%
-display(Markdown(calibration.describe_reliability(frame, tables, cond)))
-
-# %%
-scores = calibration.proxy_scores(frame, tau_lp, tau_h, seed=seed)
-display(Markdown(calibration.describe_paper(frame, scores)))
+# %% [markdown]
+# **What it shows.** Most answers crowd into the bins just below certainty, and there the right
+# and the wrong ones sit side by side. The very confident bin is more often right and the few
+# hesitant answers are mostly wrong, so the direction the paper assumes is there, but so few
+# answers fall at either end that the intervals overlap widely, and accuracy does not climb
+# cleanly from bin to bin. The paper's conditions pick out only a handful of our answers each:
+# compare the `n` column before reading the accuracies against the paper's.
+#
+# **What the paper reported, and why ours differs.** The paper's strong models were right on most
+# answers and unsure on few, and their probability split the two. Ours gives its answer tokens a
+# high probability whether it is right or wrong, so the probability separates them better than
+# chance but far from cleanly: the next section puts a number on it.
 
 # %% [markdown]
 # ## 2.3 AUROC and ECE: how well does each proxy flag errors?
@@ -163,10 +202,29 @@ display(Markdown(calibration.describe_paper(frame, scores)))
 #   that ECE as a rough indication.
 
 # %%
+scores = calibration.proxy_scores(frame, tau_lp, tau_h, seed=seed)
 scores
 
+# %% [markdown]
+# **AUROC, by hand.** Take every pair of one wrong and one right answer; count the pairs in which
+# the wrong answer has the lower `exp(LP_min)` (ties count one half) and divide by the number of
+# pairs. That fraction is the AUROC for errors; the library computes it as a Mann-Whitney
+# statistic (`stats.auroc_for_errors`), which is the same count without the pairs table.
+
 # %%
-display(Markdown(calibration.describe_scores(scores, frame)))
+pairs = p_min[~right][:, None] - p_min[right][None, :]  # one row per wrong answer, one column per right one
+auc = ((pairs < 0).sum() + 0.5 * (pairs == 0).sum()) / pairs.size
+assert np.isclose(auc, scores.set_index("proxy").loc["exp(LP_min)", "auroc"])
+print(f"{pairs.shape[0]} wrong x {pairs.shape[1]} right = {pairs.size} pairs; the wrong answer is less sure in "
+      f"{(pairs < 0).sum()} (ties {(pairs == 0).sum()}): AUROC = {auc:.3f}")
+
+# %% [markdown]
+# **What it shows.** On this recording both proxies flag errors better than chance, but only
+# modestly, and their bootstrap intervals reach down close to 0.5: the data allow anything from
+# almost no signal to a modest one. The gate, a yes/no verdict, ranks errors less well than the
+# proxies here: it keeps only which side of the thresholds an answer fell on.
+# The ECE of `exp(LP_min)` is large: the answer-token probabilities promise far more accuracy
+# than the model delivers. The paper reports neither number.
 
 # %% [markdown]
 # ## 2.4 What the gate does with these answers
@@ -177,8 +235,13 @@ display(Markdown(calibration.describe_scores(scores, frame)))
 
 # %%
 split = calibration.gate_split(frame, tau_lp, tau_h)
-display(split.to_frame(f"tau_lp={tau_lp:g}, tau_h={tau_h:g}"))
-display(Markdown(calibration.describe_gate(split)))
+split.to_frame(f"tau_lp={tau_lp:g}, tau_h={tau_h:g}")
+
+# %% [markdown]
+# **What it shows.** At the paper's thresholds the gate escalates a minority of the answers, and
+# those it escalates are right much less often than those it accepts: the gate does point at
+# errors. But most of the wrong answers look as confident as the right ones and pass it:
+# **confident errors are the majority of this model's errors**, and LASE never revisits them.
 
 # %% [markdown]
 # ## 2.5 Exact entropy vs the top-k estimate (live, small)
@@ -243,9 +306,17 @@ if interactive:
 
 # %% [markdown]
 # ## Summary
-
-# %%
-display(Markdown(calibration.describe_summary(frame, scores, split)))
+#
+# - The gate is only as good as the link between confidence and correctness. Reliability tables
+#   show that link bin by bin; AUROC and ECE put a number and an interval on it.
+# - The embedded model is confident almost always, right or wrong. Its answer-token probability
+#   flags errors a little better than chance, and the probabilities overstate its accuracy by a
+#   wide margin. The paper's strong models were both more accurate and better calibrated.
+# - At the paper's thresholds the gate escalates few answers, of which most are wrong; most
+#   wrong answers pass it as confident errors. The numbers are in sections 2.3 and 2.4.
+# - With the full set of API alternatives the top-k entropy estimate stays close to the exact
+#   entropy on short answers (section 2.5 measures by how much); with fewer alternatives it
+#   drifts down (it is a lower bound), and a gate on `H_max` can change its verdict.
 
 # %% [markdown]
 # Chapter 06 looks at the errors the gate lets through, and at what happens after it escalates.

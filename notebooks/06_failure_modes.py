@@ -36,9 +36,14 @@
 #
 # The chapter's logic lives in `lase_nb/failures.py`; runs are loaded by `lase_nb/runs.py`,
 # transcripts drawn by `lase_nb/transcripts.py`, and the strategies' table is
-# `lase_nb.stats.comparison_table`, as in chapter 4. It covers the paper's calibration figure
-# (Figure 3: confident answers are not always right), the escalation rates of its Table 5 and its
-# Llama-3-8B result (a weaker model escalates more), printed below in the paper's own numbers.
+# `lase_nb.stats.comparison_table`, as in chapter 4.
+#
+# **What the paper reported.** Its calibration figure (Figure 3) shows that even strong models'
+# most confident answers are not always right: 85.5% accuracy where the lowest answer-token
+# probability is at least 0.99. Its threshold sweep (Table 5, GPT-4.1-mini on MATH-500) escalated
+# between about a fifth and two fifths of the problems. And on the weaker Llama-3-8B, LASE spent
+# about 4.7x the single agent's tokens against about 1.8x on GPT-4.1-mini: a weaker model
+# escalates more and pays more. Section 6.3 plots the sweep's escalation rates beside ours.
 
 # %% tags=["parameters"]
 traces = "../data/traces/arith-smollm2"  # folder of recorded runs; needs <traces>/lase-full
@@ -55,14 +60,13 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from IPython.display import HTML, Markdown, display
 
-from lase_nb import calibration, failures, pipeline, plots, reference, stats
+from lase_nb import calibration, failures, plots, stats
 from lase_nb.analysis import chains_from_stages, summarize
 from lase_nb.runs import load_runs, problems_from_manifest
 
 plots.set_style()
 pd.set_option("display.precision", 3)
 pd.set_option("display.max_colwidth", 80)
-display(Markdown(reference.describe_results("calibration", "table5", "llama3")))
 runs = load_runs(traces, require=["lase-full"])
 lase = runs["lase-full"]
 problems = problems_from_manifest(lase.manifest)
@@ -86,9 +90,37 @@ ce = failures.confident_errors(lase.stages, tau_lp, tau_h)
 fig = failures.plot_confident_errors(first, tau_lp, tau_h)
 plots.savefig(fig, "failure_confident_errors")
 plt.show()
-display(Markdown(failures.describe_confident(split, ce)))
-display(Markdown(failures.describe_confident_plot(first, tau_lp, tau_h)))
+print(f"{int(split['confident_errors'])} of {int(split['errors'])} wrong first answers pass the gate; escalating them anyway, "
+      f"some later stage is right on {int(ce['later_right'].sum())} and the last stage on {int(ce['final_correct'].sum())}")
 ce.head(10)
+
+# %% [markdown]
+# **What it shows.** Most of this model's wrong answers are confident errors, and they sit in the
+# same corner of the figure as its right answers, with almost the same typical `exp(LP_min)` and
+# `H_max`: no threshold removes them without escalating most of the right answers too (chapter 02
+# measures the overlap). Nor would escalating them have helped: the full chain, which recorded
+# what the supporters would have done anyway, almost never turns one into a right answer.
+#
+# **A confident error, found by hand.** From the recording's stage-0 rows: the gate accepts an
+# answer when it exists, `exp(LP_min) >= tau_lp` and `H_max <= tau_h`; a confident error is an
+# accepted answer that is wrong. Sorted from the most confident, and checked against
+# `failures.confident_errors`:
+
+# %%
+st = lase.stages
+lead = st[st["stage"] == 0].set_index("problem_id")
+p, h = lead["p_min"].astype(float), lead["h_max"].astype(float)
+accepted = (p >= tau_lp) & (h <= tau_h)  # a missing answer (NaN) compares False: never accepted
+by_hand = lead[accepted & ~lead["correct"].astype(bool)].assign(p_min=p).sort_values("p_min", ascending=False,
+                                                                                      kind="stable")
+assert by_hand.index.astype(str).tolist() == ce["problem_id"].tolist()
+if len(by_hand):
+    worst = by_hand.index[0]
+    chain = st[st["problem_id"] == worst].sort_values("stage")
+    assert chain.loc[chain["stage"] > 0, "correct"].astype(bool).any() == ce["later_right"].iloc[0]
+    print(f"the most confident error: {worst}, answer {by_hand['answer'].iloc[0]} (gold {problems[worst].gold if worst in problems else '?'}), "
+          f"exp(LP_min) = {by_hand['p_min'].iloc[0]:.3f}, H_max = {by_hand['h_max'].iloc[0]:.3f} nats")
+    display(chain[["stage", "supporter", "answer", "correct", "p_min", "h_max"]])
 
 # %% [markdown]
 # The most confident of them, as the leader wrote them:
@@ -179,6 +211,14 @@ esc.merge(cost[["level", "solo_tokens", "lase_tokens", "multiplier", "lase_accur
 display(Markdown(failures.describe_escalation(esc, cost, paper)))
 
 # %% [markdown]
+# **What it shows.** Each escalated problem costs many times a solo answer here, because every
+# stage pastes the problem, the attempt and a note into a new prompt and the small model writes
+# long revisions; so even a modest escalation rate multiplies the bill, as the paper saw with its
+# weaker model. Whether escalation rises with difficulty depends on calibration: chapter 02 found
+# this model about as confident when wrong as when right, so failing more often need not trip the
+# gate more often.
+
+# %% [markdown]
 # **Symmetric debate without a correct seed.** Chapter 01 predicts that debate among agents with no
 # correct seed to amplify can fall below a single agent. When the baseline runs are present, their
 # accuracies (95% Wilson intervals, as in chapter 4; exact McNemar test against the single agent on the same
@@ -190,9 +230,13 @@ if len(present) > 1:
     table = stats.comparison_table({n: runs[n].problems for n in present})
     display(table[["n", "accuracy", "acc_lo", "acc_hi", "accuracy_strict", "avg_tokens", "token_multiplier",
                    "p_vs_single"]])
-    display(Markdown(failures.describe_debate(table, runs["mad"].manifest.get("config") if "mad" in runs else None)))
 else:
     print("No baseline runs next to lase-full; record them with `python data/traces/record.py` (or `make traces`).")
+
+# %% [markdown]
+# On this recording **debate falls below the single agent**: MAD's accuracy is far under the
+# single agent's, and the McNemar test says the gap is not chance, at several times the tokens.
+# Chapter 01's prediction for debate with no correct seed to amplify, seen on real transcripts.
 
 # %% [markdown]
 # ## 6.4 Answers that never get boxed
@@ -211,11 +255,16 @@ plt.show()
 unp
 
 # %%
-display(Markdown(failures.describe_unparsed(unp) + " Unparsed answers per strategy, from every run present:"))
 summarize(pd.concat([r.problems.assign(strategy=n) for n, r in runs.items()]))[
     ["problems", "accuracy", "accuracy_strict", "unparsed", "cap_hit_rate"]]
 
 # %% [markdown]
+# **What it shows.** The leader boxes its first answers, but almost none of its revisions: they
+# mostly fall into a verbatim loop that the local backend stops, or end without writing a box. The
+# answer-extraction step (ask for the final answer alone) recovers an answer for them, so under
+# the default grading they count; strict grading would count every one of them wrong. The table
+# above gives each strategy's share of unparsed answers.
+#
 # One revision that boxed no answer of its own (its graded answer, if any, came from the
 # extraction step):
 
@@ -246,7 +295,17 @@ if interactive:
 
 # %% [markdown]
 # ## Summary
-
-# %%
-display(Markdown(failures.describe_summary(split, outcomes, esc, cost, unp)))
-display(Markdown(pipeline.describe_regime(pipeline.bound_terms(chains, tau_lp, tau_h))))
+#
+# - **Confident errors** are built into the design: the gate cannot see them. With the embedded
+#   model they are most of the leader's wrong first answers, and they look like its right ones.
+# - **Revisions** of a weak leader rarely fix a wrong answer, even after notes that flag an
+#   error, and they lose some right ones; our selection of such cases is a word-list heuristic,
+#   shown with its transcripts so you can judge it.
+# - **Weak models** pay more for LASE: the paper's Llama-3-8B spent a larger token multiple than
+#   GPT-4.1-mini, and our small model spends several times its solo tokens on a modest escalation
+#   rate (section 6.3 has the numbers).
+# - **Unboxed revisions** are the rule for this model, not the exception; the extraction step
+#   recovers their answers, and strict grading reports what happens without it.
+#
+# Taken together this recording is what chapter 03 (section 3.5) calls a **negative control**:
+# the gate behaves, but the supporters cannot correct the leader.

@@ -246,31 +246,7 @@ def test_figures_build():
     plt.close(fig)
 
 
-def test_sentences_carry_computed_numbers_and_survive_empty_classes():
-    f = _frame([0.99, 0.95, 0.6, 0.5], [0.1, 0.2, 0.8, 0.9], [True, True, False, False])
-    scores = C.proxy_scores(f, 0.8, 0.5, n_boot=20)
-    assert "1.00" in C.describe_scores(scores, f)
-    assert "4 leader answers, 50% right" in C.describe_frame(f)
-    g = C.gate_split(f, 0.8, 0.5)
-    assert "0 of the 2" in C.describe_gate(g)
+def test_scores_survive_an_empty_class():
     all_wrong = _frame([0.9, 0.8], [0.1, 0.2], [False, False])
     s2 = C.proxy_scores(all_wrong, 0.8, 0.5, n_boot=20)
-    assert "n/a" in C.describe_scores(s2, all_wrong)
-    assert "cannot compare" in C.describe_paper(all_wrong, s2)
-    tables = {p: C.reliability(f, p) for p in ("p_min", "h_max")}
-    assert "paper 85.5%" in C.describe_reliability(f, tables, C.paper_conditions(f))
-
-
-def test_auroc_sentences_state_the_interval_as_it_is():
-    f = _frame([0.99, 0.95, 0.6, 0.5], [0.1, 0.2, 0.8, 0.9], [True, True, False, False])
-    scores = C.proxy_scores(f, 0.8, 0.5, n_boot=20)
-    text = C.describe_scores(scores, f)
-    assert "**The gate itself**" in text and "weak but real" not in text
-    barely = scores.assign(auroc=0.55, auroc_lo=0.504, auroc_hi=0.60)
-    text = C.describe_scores(barely, f)
-    assert "reaches down to 0.50, barely above 0.5" in text and "better than chance" in text
-    chance = scores.assign(auroc=0.54, auroc_lo=0.47, auroc_hi=0.60)
-    assert "contains 0.5" in C.describe_scores(chance, f)
-    summary = C.describe_summary(f, scores, C.gate_split(f, 0.8, 0.5))
-    assert "4 answers" in summary and "0.970 when the leader is right and 0.550 when it is wrong" in summary
-    assert "0 of 2 wrong answers pass the gate" in summary
+    assert s2["auroc"].isna().all() and (s2["errors_answered"] == 2).all()

@@ -70,6 +70,21 @@ def test_notebook_declares_parameters(nb: Path):
     assert "interactive" in declared, f"{nb.name}: the parameters cell must set `interactive`"
 
 
+@pytest.mark.parametrize("nb", BOOKS, ids=lambda p: p.stem)
+def test_papermill_reads_every_parameter(nb: Path, caplog):
+    """Papermill finds each name the parameters cell assigns (a second `=` on a line, even in its
+    comment, makes it skip the line with "Unable to parse", and `-p` then drops that parameter)."""
+    import ast
+
+    cell = next(c for c in nbformat.read(str(nb), as_version=4).cells if "parameters" in c.metadata.get("tags", []))
+    assigned = [t.id for node in ast.parse(cell.source).body if isinstance(node, ast.Assign)
+                for t in node.targets if isinstance(t, ast.Name)]
+    with caplog.at_level("WARNING", logger="papermill"):
+        declared = pm.inspect_notebook(str(nb))
+    assert not [r for r in caplog.records if "Unable to parse" in r.getMessage()], caplog.text
+    assert list(declared) == assigned
+
+
 @pytest.mark.parametrize("text, value", [("False", False), ("false", False), ("True", True), ("no", False),
                                          ("None", None), ("3", 3), ("0.25", 0.25), ("gpt-4.1-mini", "gpt-4.1-mini"),
                                          ("[1, 2]", [1, 2]), ("http://127.0.0.1:8000/v1", "http://127.0.0.1:8000/v1")])
@@ -94,6 +109,16 @@ def test_executed_notebook_keeps_inline_figures_and_no_progress_bars(tmp_path, m
     assert 'href="99_tiny.html"' in index.read_text()
     assert "data:image/png;base64," in page  # the figure is embedded, not linked
     assert not re.search(r'src="https?://', page), "the page would load something from the network"
+
+
+def test_kernel_starts_without_a_transport_warning(tmp_path, capfd):
+    """The chapters' kernels talk over CurveZMQ-encrypted sockets, so ipykernel has no plain-TCP
+    warning to print for every chapter (and the run still works)."""
+    src = _tiny_notebook(tmp_path / "97_quiet.ipynb", "print(6 * 7)")
+    execute(src, tmp_path / "out.ipynb")
+    assert "42" in _text(_outputs(tmp_path / "out.ipynb"))
+    err = capfd.readouterr().err
+    assert "without encryption" not in err and "WARNING" not in err, err[-2000:]
 
 
 def test_a_hung_cell_fails_in_bounded_time_naming_chapter_and_cell(tmp_path):
