@@ -26,7 +26,8 @@ from .analysis import Chains, stop_stages
 from .errors import DataError
 from .failures import mentions
 
-__all__ = ["SEED_RULE", "gold_values", "seed_values", "note_seeds", "seed_table", "bound_check"]
+__all__ = ["SEED_RULE", "gold_values", "seed_values", "note_seeds", "seed_table", "bound_check", "a3_verdict",
+           "describe_assumptions"]
 
 #: The operational definition of a correct seed used by :func:`note_seeds`.
 SEED_RULE = ("a note holds a correct seed when it states a value of the gold chain (a step's right "
@@ -153,3 +154,48 @@ def bound_check(table: pd.DataFrame, n_boot: int = 2000, seed: int = 0, level: f
     out = pd.DataFrame({"estimate": est, "lo": lo, "hi": hi, "count": count}, index=_TERMS)
     out.loc[np.isnan(out["estimate"]), ["lo", "hi"]] = np.nan
     return out
+
+
+def _term(check: pd.DataFrame, name: str, pct: bool = True) -> str:
+    e, lo, hi = check.loc[name, ["estimate", "lo", "hi"]]
+    if np.isnan(e):
+        return "undefined"
+    f = (lambda x: f"{100 * x:+.0f} points") if not pct else (lambda x: f"{100 * x:.0f}%")
+    return f"{f(e)} [{f(lo)}, {f(hi)}]"
+
+
+def a3_verdict(check: pd.DataFrame) -> str:
+    """``"holds"`` (no loss without a seed), ``"fails"`` (the interval lies below zero),
+    ``"not rejected"`` (a loss whose interval reaches zero) or ``"untested"`` (nothing escalated without a seed)."""
+    e, hi = check.loc["a3_gap", ["estimate", "hi"]]
+    if np.isnan(e):
+        return "untested"
+    return "holds" if e >= 0 else "fails" if hi < 0 else "not rejected"
+
+
+def describe_assumptions(check: pd.DataFrame) -> str:
+    """Theorem 3.7's assumptions and bound as measured by :func:`bound_check`, in one paragraph."""
+    c = check["count"]
+    if c["rho"] == 0:
+        return (f"Nothing escalates at these thresholds (P(U=1) = 0 of {c['p_u1']} problems), so LASE is "
+                "the leader alone and the bound holds with equality.")
+    parts = [f"P(U=1) = {_term(check, 'p_u1')} of {c['p_u1']} problems escalate.",
+             f"A1: in {_term(check, 'rho')} of the {c['rho']} escalated problems a note the leader read "
+             "holds a correct seed (rho)."]
+    if c["delta"]:
+        parts.append(f"A2: on those {c['delta']}, reading it changed the share of right answers by "
+                     f"{_term(check, 'delta', pct=False)} (delta).")
+    else:
+        parts.append("A2 cannot be measured: no escalated problem had a seed.")
+    if c["a3_gap"]:
+        a3 = a3_verdict(check)
+        parts.append(f"A3: on the {c['a3_gap']} escalated without a seed, LASE changed the share of right "
+                     f"answers by {_term(check, 'a3_gap', pct=False)}, so A3 "
+                     f"{'is not rejected' if a3 == 'not rejected' else a3}.")
+    else:
+        parts.append("A3 is untested: every escalated problem had a seed.")
+    slack = check.loc["slack", "estimate"]
+    parts.append(f"The bound Acc(solo) + P(U=1) rho delta = {_term(check, 'bound')} against the observed "
+                 f"{_term(check, 'acc_lase')}: {'it holds' if slack >= 0 else 'it fails'} "
+                 f"(slack {_term(check, 'slack', pct=False)}).")
+    return " ".join(parts)

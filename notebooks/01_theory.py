@@ -313,6 +313,10 @@ theory.star_drift(star_gated)
 # helping a little even without a seed, and with A3 violated. Column `z` is (gain - bound) in
 # standard errors: when A3 holds with equality the bound is tight, so the measured gain scatters
 # around it by a standard error or two.
+#
+# This is the bound on simulated problems whose $\rho$, $\delta$ and A3 we set. On real recordings
+# they have to be measured: chapter 3, section 3.5, classifies every supporter's note for a correct
+# seed and estimates $P(U=1)$, $\rho$, $\delta$ and A3 with intervals (`lase_nb/seeds.py`).
 
 # %%
 settings = [dict(gate_rate=gate_rate, rho=rho, delta=delta),  # A3 holds with equality: the bound is tight

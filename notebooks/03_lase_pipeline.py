@@ -32,8 +32,9 @@
 # 4. Why supporters must not give answers, and how often ours tried to (leaks counted).
 # 5. How many cross-agent context inclusions LASE really makes, counted from the transcripts
 #    and checked against the star bound $2kT$ (and against all-to-all debate's $Tn(n-1)$).
-# 6. What a recording can and cannot say about the paper's selective-gain bound (Theorem 3.7):
-#    $P(U=1)$, how many escalated answers escalation fixes and how many it breaks.
+# 6. The paper's selective-gain bound (Theorem 3.7) checked with its own terms: $P(U=1)$, the
+#    share $\rho$ of escalated problems whose notes hold a correct seed, the gain $\delta$ a seed
+#    brings, and whether escalation without a seed hurts (A3).
 #
 # **You need** chapter 1 (the gate $U$, the star topology) and chapter 2 helps (what the
 # confidence numbers mean). By default the chapter reads **recorded traces** of the embedded
@@ -375,25 +376,41 @@ print(reference.LLAMA3_8B_NOTE)
 #
 # **Counting fixes and breaks does not test this bound.** LASE's accuracy is the leader's plus
 # the answers escalation fixes minus those it breaks, divided by $n$: an identity, true of every
-# recording. Testing the theorem needs its own terms: $\rho$, whether a supporter's note actually
-# holds a correct seed, and $\delta$, how much reading such a note raises the leader's chance of a
-# right answer. Both need every note classified against the problem's worked solution, which this
-# chapter does not do. What the recording does show is $P(U=1)$ (the share the gate escalates)
-# and the two counts the bound's premises are about: fixes (the gain the theorem promises) and
-# breaks (which A3 rules out when no seed is present) (`pipeline.bound_terms`, 95% Wilson intervals).
+# recording. Testing the theorem needs its own terms, so we classify every note the leader read
+# before LASE stopped (`lase_nb/seeds.py`). A note **holds a correct seed** when it states a value
+# of the problem's worked solution that the attempt it reviewed lacks and the question does not
+# contain: the right result of a step the attempt got wrong or skipped, up to the answer itself.
+# A right attempt lacks no value, so its notes hold no seed and only A3 protects it. The rule reads
+# numbers, not arguments: a note that writes the right value and then argues against it still
+# counts, so $\rho$ here is an upper estimate.
+#
+# Then, over the escalated problems: $\rho$ is the share with a seed; $\delta$ is, among those,
+# the share right after LASE minus the share right before; A3 asks that among the others LASE is
+# not less accurate than the leader alone. The bound $\mathrm{Acc(solo)} + P(U=1)\,\rho\,\delta$
+# is set beside the observed accuracy; every term has a 95% bootstrap interval (problems resampled
+# together, so the intervals are paired).
 
 # %%
-terms = pipeline.bound_terms(chains, tau_lp, tau_h)
-display(terms.to_frame("measured").T[["n", "escalated", "p_u1", "p_u1_lo", "p_u1_hi", "fixed", "fixed_share",
-                                       "fixed_share_lo", "fixed_share_hi", "broken", "broken_share", "acc_solo",
-                                       "bound", "acc_lase", "acc_lase_lo", "acc_lase_hi", "a3_holds"]])
-display(Markdown(pipeline.describe_regime(terms, full=True)))
+from lase_nb import seeds
+
+seed_rows = seeds.seed_table(chains, run.calls, problems, tau_lp, tau_h)
+check = seeds.bound_check(seed_rows)
+display(check.round(3))
+display(Markdown(seeds.describe_assumptions(check)))
+display(Markdown(pipeline.describe_regime(pipeline.bound_terms(chains, tau_lp, tau_h), full=True)))
 
 # %% [markdown]
-# How to read the row: LASE's accuracy differs from the leader's by exactly (fixed - broken) / n,
-# an identity. Each broken answer is escalation hurting a right answer, which assumption A3
-# excludes when no supporter's note holds a correct seed; whether those notes held one, and so
-# whether A3 or only the gain failed, needs the notes classified.
+# The notes behind $\rho$: up to three escalated problems whose notes hold a seed, with the value
+# that counts as the seed and whether LASE ended right. Read them before trusting the number.
+
+# %%
+shown = seed_rows[seed_rows["seed"]].head(3)
+if shown.empty:
+    print("No note the leader read holds a correct seed at these thresholds.")
+for _, r in shown.iterrows():
+    display(Markdown(f"**{r['problem_id']}** (gold {problems[r['problem_id']].gold}; seed value {r['seed_value']}, "
+                     f"{r['seed_role']}, stage {r['seed_stage']}; LASE {'right' if r['lase_right'] else 'wrong'})"))
+    print("attempt:", r["attempt"][:300], "\nnote:   ", r["note"][:400], "\n")
 
 # %% [markdown]
 # ## 3.6 Supporters that give the answer away
@@ -474,9 +491,9 @@ if interactive:
 # - Supporters sometimes give the answer away anyway; the pipeline strips and counts it.
 # - LASE's inclusions, counted from real transcripts, stay within the star bound and do not grow
 #   with the number of agents.
-# - Fixes minus breaks is bookkeeping, not a test of Theorem 3.7: its terms $\rho$ and $\delta$
-#   need the notes themselves classified. Section 3.5 shows $P(U=1)$, the fixes and the breaks,
-#   and which regime the recording is in.
+# - Fixes minus breaks is bookkeeping, not a test of Theorem 3.7; classifying the notes gives its
+#   own terms. Section 3.5 measures $P(U=1)$, $\rho$, $\delta$ and A3 with intervals, sets the
+#   bound beside the observed accuracy, and says which regime the recording is in.
 #
 # Chapter 4 puts LASE beside single agents, majority vote, debate, mixture-of-agents and DOWN on
 # the same problems.

@@ -108,3 +108,22 @@ def test_missing_problems_are_a_clear_error():
         seeds.seed_table(chains, calls, {}, 0.8, 10.0)
     with pytest.raises(DataError, match="not in `problems`"):
         seeds.seed_table(chains, calls, {"a": probs["a"]}, 0.8, 10.0)
+
+
+def test_describe_assumptions_names_each_term_and_verdict():
+    chains, calls, probs = _run(ROWS)
+    check = seeds.bound_check(seeds.seed_table(chains, calls, probs, 0.8, 10.0), n_boot=300)
+    text = seeds.describe_assumptions(check)
+    assert "P(U=1) = 67%" in text and "of 6 problems" in text
+    assert "in 50%" in text and "of the 4 escalated" in text
+    assert "by +50 points" in text and "by -50 points" in text
+    assert seeds.a3_verdict(check) in text and "it fails" in text
+    quiet = seeds.bound_check(seeds.seed_table(*_run([r for r in ROWS if r[1] > 0.5]), 0.8, 10.0), n_boot=100)
+    assert "Nothing escalates" in seeds.describe_assumptions(quiet) and seeds.a3_verdict(quiet) == "untested"
+
+
+@pytest.mark.parametrize("est, hi, verdict", [(0.1, 0.3, "holds"), (0.0, 0.0, "holds"),
+                                              (-0.2, -0.05, "fails"), (-0.2, 0.1, "not rejected")])
+def test_a3_verdict(est, hi, verdict):
+    check = pd.DataFrame({"estimate": [est], "lo": [est - 0.1], "hi": [hi], "count": [5]}, index=["a3_gap"])
+    assert seeds.a3_verdict(check) == verdict
