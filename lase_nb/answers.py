@@ -275,6 +275,20 @@ def extract_number(text: str) -> Extracted | None:
     return Extracted(last.group(0), last.start(), last.end())
 
 
+def reply_states(text: str | None, answer: str | None, kind: str) -> bool:
+    """Whether a reply writes ``answer`` somewhere (for ``number`` problems: some number in it
+    grades equal to ``answer``). The answer-extraction step may only recover what the reply
+    reached: a value it wrote nowhere is the step's invention (a worked example's answer, a
+    favourite number), not the reply's answer. ``math`` and ``choice`` answers are not checked
+    (an expression or a letter can be stated in too many ways), so they always pass.
+    """
+    if kind != KIND_NUMBER:
+        return True
+    if not text or answer is None:
+        return False
+    return any(grade(m.group(0), answer, KIND_NUMBER) for m in _NUMBER_IN_TEXT_RE.finditer(text))
+
+
 def extract_answer(
     text: str, kind: str, fallback: bool = False, n_choices: int | None = None
 ) -> Extracted | None:

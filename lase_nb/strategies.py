@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Generator
 
 from . import prompts
-from .answers import grade, normalize_answer, strip_boxed
+from .answers import grade, normalize_answer, reply_states, strip_boxed
 from .confidence import Confidence, is_uncertain, measure
 from .engine import Call
 from .errors import ConfigError, LogprobsUnavailable
@@ -203,6 +203,10 @@ class ProblemResult:
 # ---------------------------------------------------------------- helpers
 
 
+#: The confidence of a response with no answer (unknown: the gate treats it as unsure).
+NO_ANSWER = Confidence(None, None, None, 0, "none")
+
+
 def _confidence(gen: Generation, kind: str, required: bool) -> Confidence:
     """Answer confidence; without logprobs it is an error only when a gate needs it."""
     try:
@@ -275,7 +279,8 @@ def _answers(problem: Problem, cfg: StrategyConfig, calls: list[Call], gens: lis
 
     Returns ``(graded, strict, records)``: ``graded[i]`` is measured on the extraction step's
     answer tokens when the step ran for call ``i`` (it gates LASE), ``strict[i]`` on the response
-    alone (strict grading). This is the one grading rule of every strategy: each answer that is
+    alone (strict grading). The step only recovers a value the response wrote
+    (:func:`~lase_nb.answers.reply_states`); one it wrote nowhere counts as no answer. This is the one grading rule of every strategy: each answer that is
     graded or voted on goes through it. Each step is its own call, counted and recorded.
     """
     strict = [_confidence(g, problem.kind, required) for g in gens]
@@ -287,8 +292,11 @@ def _answers(problem: Problem, cfg: StrategyConfig, calls: list[Call], gens: lis
                        cfg.extract_params(calls[i].params.sample), agent=calls[i].agent) for i in need]
         xgens = yield xcalls
         for i, xcall, xgen in zip(need, xcalls, xgens):
-            graded[i] = _confidence(xgen, problem.kind, required)
-            recs.append(_record(xcall, xgen, graded[i]))
+            found = _confidence(xgen, problem.kind, required)
+            if found.answer is not None and not reply_states(gens[i].text, found.answer, problem.kind):
+                found = NO_ANSWER  # the step wrote a value the reply never reached: not the reply's answer
+            graded[i] = found
+            recs.append(_record(xcall, xgen, found))
     return graded, strict, recs
 
 

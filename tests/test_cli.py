@@ -347,7 +347,7 @@ def test_ask_runs_the_extraction_step_and_says_where_the_answer_came_from(tmp_pa
     def responder(messages, params):
         if messages[-1]["content"] == prompts.EXTRACT_REQUEST:
             return Reply("\\boxed{5}", 0.7)
-        return Reply("Two and three make five.", 0.9)
+        return Reply("Two and three make 5.", 0.9)
 
     with OpenAIWireServer(responder=responder) as srv:
         rc, out, err = run_cli(capsys, "ask", "What is 2 + 3?", "--backend", "openai", "--base-url", srv.base_url,

@@ -157,7 +157,7 @@ def test_every_strategy_grades_with_the_same_extraction_rule(strategy):
     def responder(messages, params):
         if messages[-1]["content"] == prompts.EXTRACT_REQUEST:
             return Reply("\\boxed{4}", 0.6)
-        return Reply("two plus two makes four", 0.5)
+        return Reply("two plus two makes 4", 0.5)
 
     with OpenAIWireServer(responder=responder) as srv:
         (res,) = run_problems(strategy, [PROBLEM], engine_for(srv),
@@ -200,7 +200,7 @@ def test_extraction_step_fires_only_on_unextractable_leader_responses():
     def responder(messages, params):
         if messages[-1]["content"] == prompts.EXTRACT_REQUEST:
             return Reply("\\boxed{4}", 0.6)
-        return Reply("two plus two makes four" if role_of(messages) == "leader" else "\\boxed{4}", 0.99)
+        return Reply("two plus two makes 4" if role_of(messages) == "leader" else "\\boxed{4}", 0.99)
 
     with OpenAIWireServer(responder=responder) as srv:
         (res,) = run_problems("single", [PROBLEM], engine_for(srv), StrategyConfig(), progress=False)
@@ -322,3 +322,33 @@ def test_lase_mv_runs_chains_together_and_votes():
         assert srv.request_count == 3  # one confident leader call per chain, sent as one batch
     assert res.extra["chain_answers"] == ["4", "5", "4"] and res.answer == "4" and res.correct
     assert {c.agent for c in res.calls} == {"chain0.leader", "chain1.leader", "chain2.leader"}
+
+
+def test_extraction_cannot_invent_a_value_the_reply_never_wrote():
+    """The step recovers the reply's answer; a number the reply never wrote (a worked example's,
+    a favourite one) is no answer: the call is kept and counted, its value is not graded."""
+    def responder(messages, params):
+        if messages[-1]["content"] == prompts.EXTRACT_REQUEST:
+            return Reply("\\boxed{20}", 0.9)
+        return Reply("I am not sure how to add these.", 0.5)
+
+    with OpenAIWireServer(responder=responder) as srv:
+        (res,) = run_problems("single", [PROBLEM], engine_for(srv), StrategyConfig(), progress=False)
+        assert srv.request_count == 2
+    solver, extract = res.calls
+    assert extract.role == "extract" and "20" in extract.text and extract.answer is None
+    assert res.answer is None and not res.correct
+
+
+@pytest.mark.parametrize("text, answer, kind, expected", [
+    ("so the total is 1,200 apples", "1200", "number", True),
+    ("it costs $20.00 in all", "20", "number", True),
+    ("I get 120 in the end", "20", "number", False),
+    ("no numbers here", "7", "number", False),
+    (None, "7", "number", False),
+    ("whatever", "\\frac{1}{2}", "math", True),   # not checked for math and choice answers
+    ("whatever", "B", "choice", True),
+])
+def test_reply_states(text, answer, kind, expected):
+    from lase_nb.answers import reply_states
+    assert reply_states(text, answer, kind) is expected
