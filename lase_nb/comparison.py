@@ -26,10 +26,9 @@ import pandas as pd
 from . import reference
 from .analysis import Chains
 from .answers import grade
-from .pipeline import reading_rounds
 from .plots import label, style
 from .stats import choose_thresholds
-from .strategies import majority_vote
+from .strategies import SPECS, majority_vote
 from .transcripts import answer_or_none, number_or_none
 
 __all__ = [
@@ -39,8 +38,9 @@ __all__ = [
     "describe_claims", "describe_table1",
 ]
 
-#: The comparison chapter's strategies, in display order ("lase" is replayed from ``lase-full``).
-STRATEGY_ORDER = ("single", "mv", "mad", "moa", "down", "lase", "lase-full", "lase-mv", "lase-shuffled")
+#: The comparison chapter's strategies, in display order ("lase" is replayed from ``lase-full``):
+#: every strategy's record, :data:`lase_nb.strategies.SPECS`.
+STRATEGY_ORDER = tuple(SPECS)
 
 def paper_reference(model: str = "GPT-4.1-mini", dataset: str = "GSM-Symbolic") -> pd.DataFrame:
     """The paper's numbers beside our strategies: Table 1's row for (model, dataset) and the side results.
@@ -400,7 +400,7 @@ def run_overview(runs: Mapping[str, Any]) -> pd.DataFrame:
         rows.append({"strategy": s, "method": label(s, c), "problems": len(r.problems), "calls": len(r.calls),
                      "model": f"{r.manifest.get('backend')}:{r.manifest.get('model')}",
                      "run thresholds": f"({c.get('tau_lp')}, {c.get('tau_h')})"
-                     if s in ("lase-mv", "lase-shuffled", "down") else ""})
+                     if s in SPECS and SPECS[s].keeps_run_thresholds else ""})
     return pd.DataFrame(rows)
 
 
@@ -424,33 +424,13 @@ def describe_methods(configs: Mapping[str, Mapping[str, Any]], calls: Mapping[st
         return f"; {v:.1f} calls per problem measured" if v is not None and np.isfinite(v) else ""
 
     lines = []
-    for s in STRATEGY_ORDER:
-        if s not in configs and s not in ("lase-full",):
+    for s, spec in SPECS.items():
+        if s not in configs and spec.variant_of is None:  # a variant is shown from its base's recording
             continue
         c = dict(configs.get(s) or configs.get("lase") or {})
-        n, t = int(c.get("n_agents", 3)), reading_rounds(c) + 1  # rounds in all, the first answers included
-        dr = int(c.get("down_rounds", t - 1))  # recordings before down_rounds ran MAD's reading rounds
-        text = {
-            "single": "one answer from the leader's prompt",
-            "mv": f"{c.get('n_samples', 7)} independent samples at temperature {c.get('temperature', 0.7)}, "
-                  f"majority vote",
-            "mad": f"multi-agent debate as Du et al. define it: {n} agents answer independently, then each reads "
-                   f"the other {n - 1} answers and answers again, {t} rounds in all: {n} x {t} = {n * t} calls",
-            "moa": f"mixture of agents: {c.get('moa_proposers', 3)} proposers per layer, {c.get('moa_layers', 2)} "
-                   f"layers, then an aggregator",
-            "down": f"DOWN: one first answer, scored by its own confidence, the mean token probability over the "
-                    f"whole response; only when that is at most {c.get('down_threshold', 0.8):.3g} do {n} agents "
-                    f"debate: their first answers, then {dr} refinement round{'s' if dr != 1 else ''} reading the "
-                    f"others with their scores, final answer by {c.get('down_final', 'vote')}. "
-                    f"LASE instead reads only the answer's tokens (lowest probability and highest entropy) and "
-                    f"calls one supporter at a time",
-            "lase": f"LASE at (tau_lp, tau_h) = ({c.get('tau_lp', 0.8)}, {c.get('tau_h', 0.5)}), replayed from the "
-                    f"full-chain recording",
-            "lase-full": "LASE forced through every stage (always interact)",
-            "lase-mv": f"{c.get('lase_chains', 5)} LASE chains, majority vote over their answers",
-            "lase-shuffled": "LASE with the supporters in a random order per problem",
-        }[s]
-        lines.append(f"- **{label(s, c)}**: {text}{n_calls(s)}.")
+        lines.append(f"- **{spec.label(c)}**: {spec.describe(c)}{n_calls(s)}.")
+    lines += [f"- **{s}**: a run of a strategy this package has no record of{n_calls(s)}."
+              for s in configs if s not in SPECS]
     return "\n".join(lines)
 
 

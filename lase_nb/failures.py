@@ -28,7 +28,7 @@ from . import reference
 from .confidence import uncertain_mask
 from .errors import DataError
 from .stats import wilson_interval
-from .strategies import EXTRACT_ROLE
+from .strategies import EXTRACT_ROLE, SPECS, reading_rounds
 from .transcripts import ANSWERER_ROLES, answer_or_none, render_transcript, transcript_entries
 
 __all__ = [
@@ -50,6 +50,7 @@ __all__ = [
     "confidence_coords",
     "gate_counts",
     "describe_confident_plot",
+    "debate_runs",
     "describe_debate",
     "plot_revision_outcomes",
     "plot_escalation",
@@ -573,10 +574,16 @@ def describe_confident_plot(frame: pd.DataFrame, tau_lp: float, tau_h: float) ->
     return out + " (chapter 02 measures how much the two groups overlap)."
 
 
+def debate_runs(names: Sequence[str]) -> list[str]:
+    """The runs among ``names`` that the symmetric-debate comparison shows, in display order: the
+    strategies whose agents read no one or everyone (their record's ``topology``), beside LASE
+    forced through every stage."""
+    return [n for n, s in SPECS.items()
+            if n in names and (s.topology in ("none", "all-to-all") or n == "lase-full")]
+
+
 def describe_debate(table: pd.DataFrame, mad_config: dict[str, Any] | None = None) -> str:
     """MAD against the single agent on the problems every run answered (:func:`lase_nb.stats.comparison_table`)."""
-    from .pipeline import reading_rounds
-
     if not {"mad", "single"} <= set(table.index):
         return "The MAD or single-agent run is missing, so the symmetric-debate comparison is left out."
     m, s = table.loc["mad"], table.loc["single"]
