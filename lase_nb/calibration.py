@@ -25,7 +25,7 @@ import pandas as pd
 from . import reference
 from .confidence import topk_entropy, uncertain_mask
 from .errors import DataError
-from .stats import NO_ANSWER, auroc_with_ci, ece, reliability_table, wilson_interval
+from .stats import NO_ANSWER, auroc_with_ci, ece, pct, reliability_table, wilson_interval
 from .transcripts import ANSWERER_ROLES
 from .types import Generation
 
@@ -493,10 +493,6 @@ def plot_entropy_estimate(all_tokens: pd.DataFrame, by_k: pd.DataFrame, tau_h: f
 # the chapter's sentences, built from computed numbers (no number is typed into the text)
 
 
-def _pct(x: float, digits: int = 0) -> str:
-    return "n/a" if x is None or not np.isfinite(x) else f"{x:.{digits}%}"
-
-
 def _num(x: float, digits: int = 2) -> str:
     return "n/a" if x is None or not np.isfinite(x) else f"{x:.{digits}f}"
 
@@ -504,7 +500,7 @@ def _num(x: float, digits: int = 2) -> str:
 def describe_frame(frame: pd.DataFrame) -> str:
     """One sentence on the answers being calibrated (count, accuracy, unboxed, spread of the proxies)."""
     a = frame[frame["answered"]]
-    return (f"**{len(frame)} leader answers, {_pct(frame['correct'].mean())} right, "
+    return (f"**{len(frame)} leader answers, {pct(frame['correct'].mean())} right, "
             f"{int((~frame['answered']).sum())} without a boxed answer.** Among the boxed ones the lowest "
             f"answer-token probability has median {_num(a['p_min'].median(), 3)} (middle half "
             f"{_num(a['p_min'].quantile(0.25), 3)} to {_num(a['p_min'].quantile(0.75), 3)}), and the highest "
@@ -518,15 +514,15 @@ def describe_reliability(frame: pd.DataFrame, tables: dict[str, pd.DataFrame], c
     parts = ["**What it shows.**"]
     if len(filled):
         top = filled.iloc[-1]
-        parts.append(f"{_pct(top['share'])} of the answers sit in the most confident occupied probability bin "
-                     f"{top['bin']}, where accuracy is {_pct(top['accuracy'])} (95% CI {_pct(top['ci_lo'])} to "
-                     f"{_pct(top['ci_hi'])}); over all answers it is {_pct(frame['correct'].mean())}.")
+        parts.append(f"{pct(top['share'])} of the answers sit in the most confident occupied probability bin "
+                     f"{top['bin']}, where accuracy is {pct(top['accuracy'])} (95% CI {pct(top['ci_lo'])} to "
+                     f"{pct(top['ci_hi'])}); over all answers it is {pct(frame['correct'].mean())}.")
     mono = {k: is_monotone(t) for k, t in tables.items()}
     parts.append(f"Accuracy {'never falls' if mono['p_min'] else 'does not always rise'} from a less to a more "
                  f"confident probability bin, and {'never falls' if mono['h_max'] else 'does not always rise'} "
                  f"across the entropy bins; with this many answers per bin the intervals overlap widely.")
     conds = "; ".join(f"*{r.condition}*: {r.n} of our answers"
-                      + (f", accuracy {_pct(r.accuracy)} (paper {r.paper_accuracy:.1%})" if r.n else " (none)")
+                      + (f", accuracy {pct(r.accuracy)} (paper {r.paper_accuracy:.1%})" if r.n else " (none)")
                       for r in cond.itertuples())
     parts.append(f"Under the paper's conditions: {conds}.")
     return " ".join(parts)
@@ -612,7 +608,7 @@ def describe_summary(frame: pd.DataFrame, scores: pd.DataFrame, split: pd.Series
         f"{_num(mw, 3)} when it is wrong; its AUROC for errors is {_num(lp['auroc'])} "
         f"[{_num(lp['auroc_lo'])}, {_num(lp['auroc_hi'])}]. The paper's strong models reached "
         f"{reference.CALIBRATION['accuracy'].max():.1f}% accuracy among their most confident answers; here "
-        f"accuracy among the answers the gate accepts is {_pct(split['accuracy_if_U0'])}, and "
+        f"accuracy among the answers the gate accepts is {pct(split['accuracy_if_U0'])}, and "
         f"{int(split['confident_errors'])} of {int(split['errors'])} wrong answers pass the gate.",
         "- With the full set of API alternatives, the top-k entropy estimate stays close to the exact entropy on "
         "short answers (section 2.5 measures by how much); with fewer alternatives it drifts down (it is a lower "
@@ -622,10 +618,10 @@ def describe_summary(frame: pd.DataFrame, scores: pd.DataFrame, split: pd.Series
 
 def describe_gate(split: pd.Series) -> str:
     """What the gate does at the chosen thresholds, from :func:`gate_split`."""
-    return (f"The gate escalates {_pct(split['escalation_rate'])} of the answers. Accuracy among the accepted "
-            f"ones ($U=0$) is {_pct(split['accuracy_if_U0'])}, among the escalated ones "
-            f"{_pct(split['accuracy_if_U1'])}. **{int(split['confident_errors'])} of the {int(split['errors'])} "
-            f"wrong answers ({_pct(split['confident_share_of_errors'])}) pass the gate as confident errors.**")
+    return (f"The gate escalates {pct(split['escalation_rate'])} of the answers. Accuracy among the accepted "
+            f"ones ($U=0$) is {pct(split['accuracy_if_U0'])}, among the escalated ones "
+            f"{pct(split['accuracy_if_U1'])}. **{int(split['confident_errors'])} of the {int(split['errors'])} "
+            f"wrong answers ({pct(split['confident_share_of_errors'])}) pass the gate as confident errors.**")
 
 
 def describe_entropy(summary: pd.DataFrame, tokens: pd.DataFrame, k: int, tau_h: float) -> str:

@@ -27,7 +27,7 @@ from . import reference
 from .analysis import Chains
 from .answers import grade
 from .plots import label, style
-from .stats import choose_thresholds
+from .stats import choose_thresholds, pct
 from .strategies import SPECS, majority_vote
 from .transcripts import answer_or_none, number_or_none
 
@@ -387,10 +387,6 @@ def plot_accuracy_vs_tokens(table: pd.DataFrame, paper: pd.DataFrame | None = No
 # ---------------------------------------------------------------------------------------------
 
 
-def _pct(x: float, digits: int = 1) -> str:
-    return "n/a" if x is None or not np.isfinite(float(x)) else f"{100 * float(x):.{digits}f}%"
-
-
 def run_overview(runs: Mapping[str, Any]) -> pd.DataFrame:
     """One row per loaded run: its label, problems, calls (all recorded), model, and the thresholds
     it ran with where they matter (LASE+MV, shuffled LASE and DOWN stop at their own)."""
@@ -440,21 +436,21 @@ def describe_overview(table: pd.DataFrame, labels: Mapping[str, str] | None = No
     best = table["accuracy"].idxmax()
     sg = table.loc["single"] if "single" in table.index else None
     out = (f"**What it shows.** On {int(table['n'].iloc[0])} common problems the most accurate strategy is "
-           f"**{labels.get(best, best)}** ({_pct(table.loc[best, 'accuracy'])}; strict grading "
-           f"{_pct(table.loc[best, 'accuracy_strict'])}).")
+           f"**{labels.get(best, best)}** ({pct(table.loc[best, 'accuracy'], 1)}; strict grading "
+           f"{pct(table.loc[best, 'accuracy_strict'], 1)}).")
     if sg is not None:
-        out += (f" The single agent gets {_pct(sg['accuracy'])} [{_pct(sg['acc_lo'])}, {_pct(sg['acc_hi'])}] with "
+        out += (f" The single agent gets {pct(sg['accuracy'], 1)} [{pct(sg['acc_lo'], 1)}, {pct(sg['acc_hi'], 1)}] with "
                 f"{sg['avg_tokens']:.0f} tokens per problem (prompt + completion).")
     if "lase" in table.index:
         l = table.loc["lase"]
-        out += (f" LASE gets {_pct(l['accuracy'])} [{_pct(l['acc_lo'])}, {_pct(l['acc_hi'])}] (strict "
-                f"{_pct(l['accuracy_strict'])}) at {l['token_multiplier']:.1f}x the single agent's tokens "
+        out += (f" LASE gets {pct(l['accuracy'], 1)} [{pct(l['acc_lo'], 1)}, {pct(l['acc_hi'], 1)}] (strict "
+                f"{pct(l['accuracy_strict'], 1)}) at {l['token_multiplier']:.1f}x the single agent's tokens "
                 f"({l['completion_multiplier']:.1f}x counting completions only), escalating "
-                f"{_pct(l['escalation_rate'], 0)} of the problems; McNemar p = {l['p_vs_single']:.2f} vs the "
+                f"{pct(l['escalation_rate'], 0)} of the problems; McNemar p = {l['p_vs_single']:.2f} vs the "
                 f"single agent.")
         if "mv" in table.index:
             mv = table.loc["mv"]
-            out += (f" MV gets {_pct(mv['accuracy'])} at {mv['token_multiplier']:.1f}x; LASE vs MV: "
+            out += (f" MV gets {pct(mv['accuracy'], 1)} at {mv['token_multiplier']:.1f}x; LASE vs MV: "
                     f"{100 * (l['accuracy'] - mv['accuracy']):+.1f} points, p = {l['p_vs_mv']:.2f}.")
     n = int(table["n"].iloc[0])
     return out + f" With {n} problems one problem moves accuracy by {100 / n:.1f} points; read the intervals."
@@ -485,10 +481,10 @@ def describe_matched(matched: pd.DataFrame, mv: pd.DataFrame, grid: pd.DataFrame
     return (f"**What it shows.** At the {len(ok)} MV budgets where the best LASE pick actually escalates, it is "
             f"ahead of MV(k) at {ahead}, behind at {behind} and level at {len(ok) - ahead - behind}.{solo} One MV sample "
             f"costs about {mv['avg_tokens'].iloc[0]:.0f} tokens, {mv['avg_tokens'].iloc[-1]:.0f} for all "
-            f"{int(mv['k'].iloc[-1])}; MV's accuracy goes from {_pct(mv['accuracy'].iloc[0])} (k = 1) to "
-            f"{_pct(mv['accuracy'].iloc[-1])} (k = {int(mv['k'].iloc[-1])}). LASE's thresholds span "
+            f"{int(mv['k'].iloc[-1])}; MV's accuracy goes from {pct(mv['accuracy'].iloc[0], 1)} (k = 1) to "
+            f"{pct(mv['accuracy'].iloc[-1], 1)} (k = {int(mv['k'].iloc[-1])}). LASE's thresholds span "
             f"{grid['avg_tokens'].min():.0f} to {grid['avg_tokens'].max():.0f} tokens and "
-            f"{_pct(grid['accuracy'].min())} to {_pct(grid['accuracy'].max())}. The paper's equal-budget comparison "
+            f"{pct(grid['accuracy'].min(), 1)} to {pct(grid['accuracy'].max(), 1)}. The paper's equal-budget comparison "
             f"is LASE+MV(5) vs MV(7) ({lmv.attrs['model']}, {lmv.attrs['dataset']}; table below).")
 
 
@@ -503,8 +499,8 @@ def describe_claims(claims: pd.DataFrame, seeds: pd.DataFrame, per_stage: pd.Dat
     own = per_stage["boxed_own"] if "boxed_own" in per_stage else per_stage["boxed"]
     first, later = own.iloc[0], own.iloc[1:].mean()
     if later < first - 0.1:
-        out.append(f"*Revisions rarely carry an answer of their own:* {_pct(first, 0)} of the leader's first "
-                   f"answers do, but only {_pct(later, 0)} of its revisions (stages 1-{len(per_stage) - 1}). "
+        out.append(f"*Revisions rarely carry an answer of their own:* {pct(first, 0)} of the leader's first "
+                   f"answers do, but only {pct(later, 0)} of its revisions (stages 1-{len(per_stage) - 1}). "
                    f"Under strict grading an answerless revision counts as wrong; the extraction step asks for "
                    f"the answer alone, and every extra stage costs tokens either way.")
     c = seeds.set_index("question")["problems"].tolist()

@@ -27,7 +27,7 @@ import pandas as pd
 from . import reference
 from .confidence import uncertain_mask
 from .errors import DataError
-from .stats import wilson_interval
+from .stats import pct, wilson_interval
 from .strategies import EXTRACT_ROLE, SPECS, reading_rounds
 from .transcripts import ANSWERER_ROLES, answer_or_none, render_transcript, transcript_entries
 
@@ -533,10 +533,6 @@ def plot_unparsed(table: pd.DataFrame, supporters: Sequence[str] = ()):
 # the chapter's sentences, built from computed numbers
 
 
-def _pct(x: float) -> str:
-    return "n/a" if x is None or not np.isfinite(x) else f"{x:.0%}"
-
-
 def describe_confident(split: pd.Series, ce: pd.DataFrame) -> str:
     """Confident errors: how many, and what the (recorded) rest of the chain would have done with them."""
     from .calibration import describe_gate
@@ -590,8 +586,8 @@ def describe_debate(table: pd.DataFrame, mad_config: dict[str, Any] | None = Non
     c = dict(mad_config or {})
     d = m["accuracy"] - s["accuracy"]
     return (f"On the {int(m['n'])} problems every run answered, MAD ({c.get('n_agents', 3)} agents, "
-            f"{reading_rounds(c) + 1} rounds, the first being the independent answers) scores {_pct(m['accuracy'])} "
-            f"(strict {_pct(m['accuracy_strict'])}) against the single agent's {_pct(s['accuracy'])} "
+            f"{reading_rounds(c) + 1} rounds, the first being the independent answers) scores {pct(m['accuracy'])} "
+            f"(strict {pct(m['accuracy_strict'])}) against the single agent's {pct(s['accuracy'])} "
             f"({100 * d:+.0f} points, McNemar p = {m['p_vs_single']:.2f}) at {m['token_multiplier']:.1f}x the tokens. "
             + ("**Debate falls below the single agent here**, as chapter 01 predicts without a correct seed to "
                "amplify." if d < 0 else "Debate does not fall below the single agent here."))
@@ -603,7 +599,7 @@ def describe_revisions(outcomes: pd.DataFrame, fails: pd.DataFrame) -> str:
     fr = outcomes[outcomes["prev_correct"]]
     fixed = int(fw["correct"].sum())
     out = (f"**{len(fw)} revisions started from a wrong or missing answer; {fixed} of them "
-           f"({_pct(fixed / len(fw)) if len(fw) else 'n/a'}) ended right.** ")
+           f"({pct(fixed / len(fw)) if len(fw) else 'n/a'}) ended right.** ")
     if len(fr):
         out += (f"Of the {len(fr)} that started from a right answer, {int((~fr['correct']).sum())} lost it. ")
     out += (f"{int(fw['note_flags_error'].sum())} of the notes on a wrong answer claimed an error, and {len(fails)} "
@@ -623,16 +619,16 @@ def describe_escalation(esc: pd.DataFrame, cost: pd.DataFrame, paper: dict[str, 
     allrow, callrow = esc.iloc[-1], cost.iloc[-1]
     e = lv["escalation_rate"].to_numpy(float)
     rises = len(e) > 1 and bool(np.all(np.diff(e) >= 0)) and e[-1] > e[0]
-    out = (f"**What it shows.** Solo accuracy goes from {_pct(lv['accuracy'].iloc[0])} at level "
-           f"{lv['level'].iloc[0]} to {_pct(lv['accuracy'].iloc[-1])} at level {lv['level'].iloc[-1]}, and the "
-           f"escalation rate from {_pct(e[0])} to {_pct(e[-1])}: ")
+    out = (f"**What it shows.** Solo accuracy goes from {pct(lv['accuracy'].iloc[0])} at level "
+           f"{lv['level'].iloc[0]} to {pct(lv['accuracy'].iloc[-1])} at level {lv['level'].iloc[-1]}, and the "
+           f"escalation rate from {pct(e[0])} to {pct(e[-1])}: ")
     out += ("**escalation rises as the model gets relatively weaker**, as the paper argues. " if rises else
             "**on our data the escalation rate does not rise steadily with difficulty** (see the intervals), "
             "which fits chapter 02: this model is about as confident when it is wrong as when it is right, "
             "so failing more often does not trip the gate more often. ")
-    out += (f"Over all levels the gate escalates {_pct(allrow['escalation_rate'])} of the problems (the paper's "
-            f"threshold sweep on GPT-4.1-mini escalated {_pct(paper['escalation_min'])} to "
-            f"{_pct(paper['escalation_max'])}), and LASE spends {callrow['multiplier']:.1f}x the solo tokens "
+    out += (f"Over all levels the gate escalates {pct(allrow['escalation_rate'])} of the problems (the paper's "
+            f"threshold sweep on GPT-4.1-mini escalated {pct(paper['escalation_min'])} to "
+            f"{pct(paper['escalation_max'])}), and LASE spends {callrow['multiplier']:.1f}x the solo tokens "
             f"(paper: {paper['multiplier_gpt41mini']:.1f}x on GPT-4.1-mini, {paper['multiplier_llama3_8b']:.1f}x "
             f"on Llama-3-8B).")
     esc_only = cost.iloc[-1]
@@ -646,10 +642,10 @@ def describe_escalation(esc: pd.DataFrame, cost: pd.DataFrame, paper: dict[str, 
 def describe_unparsed(unp: pd.DataFrame) -> str:
     """Unboxed first answers vs revisions, and how the unboxed revisions ended."""
     s0, rest = unp.iloc[0], unp.iloc[1:]
-    out = f"**What it shows.** {_pct(s0['unparsed_rate'])} of the first answers have no box"
+    out = f"**What it shows.** {pct(s0['unparsed_rate'])} of the first answers have no box"
     if len(rest) and rest["answers"].sum():
         looped = int(rest["looped"].sum()) if "looped" in rest else 0
-        out += (f", against {_pct(rest['unparsed'].sum() / rest['answers'].sum())} of the revisions; of the unboxed "
+        out += (f", against {pct(rest['unparsed'].sum() / rest['answers'].sum())} of the revisions; of the unboxed "
                 f"revisions, {int(rest['truncated'].sum())} ran out of tokens, {looped} fell into a verbatim loop "
                 f"that the local backend stopped, and {int(rest['stopped'].sum())} ended without writing a box")
         if "extracted" in rest and rest["extracted"].sum():
@@ -669,17 +665,17 @@ def describe_summary(split: pd.Series, outcomes: pd.DataFrame, esc: pd.DataFrame
     unboxed_share = (wrong_rev["outcome"] == FROM_WRONG[3]).mean() if len(wrong_rev) else np.nan
     return "\n".join([
         f"- **Confident errors** are built into the design: the gate cannot see them. Here they are "
-        f"{_pct(split['confident_share_of_errors'])} of the leader's wrong first answers.",
+        f"{pct(split['confident_share_of_errors'])} of the leader's wrong first answers.",
         f"- **Revisions** of a weak leader fix few wrong answers ({int(fw['correct'].sum())} of {len(fw)} here), "
         f"even after notes that flag an error; our selection of such cases is a word-list heuristic, shown with "
         f"its transcripts so you can judge it.",
         f"- **Weak models** pay more for LASE: the paper's Llama-3-8B spent a larger token multiple than "
-        f"GPT-4.1-mini. Our small model escalates {_pct(esc.iloc[-1]['escalation_rate'])} of the problems and spends "
+        f"GPT-4.1-mini. Our small model escalates {pct(esc.iloc[-1]['escalation_rate'])} of the problems and spends "
         f"{cost.iloc[-1]['multiplier']:.1f}x the solo tokens; by level, escalation goes from "
-        f"{_pct(lv['escalation_rate'].iloc[0])} to {_pct(lv['escalation_rate'].iloc[-1])} and the multiplier from "
+        f"{pct(lv['escalation_rate'].iloc[0])} to {pct(lv['escalation_rate'].iloc[-1])} and the multiplier from "
         f"{lc['multiplier'].iloc[0]:.1f}x to {lc['multiplier'].iloc[-1]:.1f}x as solo accuracy goes from "
-        f"{_pct(lv['accuracy'].iloc[0])} to {_pct(lv['accuracy'].iloc[-1])}.",
-        f"- **Unboxed revisions**: {_pct(unb)} of the revisions carry no boxed answer, "
-        f"{_pct(unboxed_share)} of the failed revisions from a wrong answer end that way. They count as wrong, "
+        f"{pct(lv['accuracy'].iloc[0])} to {pct(lv['accuracy'].iloc[-1])}.",
+        f"- **Unboxed revisions**: {pct(unb)} of the revisions carry no boxed answer, "
+        f"{pct(unboxed_share)} of the failed revisions from a wrong answer end that way. They count as wrong, "
         f"and we report them as their own number.",
     ])

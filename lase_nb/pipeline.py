@@ -22,7 +22,7 @@ from . import prompts
 from .analysis import Chains, stop_stages
 from .confidence import uncertain_mask
 from .errors import DataError
-from .stats import wilson_interval
+from .stats import pct, wilson_interval
 from .strategies import SPECS, reading_rounds
 from .transcripts import ROLE_TITLES, SUPPORTERS, answer_or_none
 
@@ -145,7 +145,7 @@ def describe_gate_reads(reads: pd.DataFrame) -> str:
     n_rev, x_rev = int(rev["problems"].sum()), int(rev["read_extraction"].sum())
     counts = (f"The gate read the extraction step's answer tokens, not the leader's own box, for "
               f"{int(first['read_extraction'])} of {int(first['problems'])} first answers and for {x_rev} of "
-              f"{n_rev} revisions ({_pct(x_rev / n_rev if n_rev else np.nan)})")
+              f"{n_rev} revisions ({pct(x_rev / n_rev if n_rev else np.nan)})")
     if x_rev * 2 > n_rev:
         return counts + (": after escalation it mostly gates on how sure the model is when asked for the "
                          "answer alone, not on its revision.")
@@ -444,12 +444,8 @@ OTHER_REGIME = (
     "then `papermill <chapter>.ipynb out.ipynb -p traces ../data/traces/arith-gpt41mini -p interactive False`")
 
 
-def _pct(x: float, digits: int = 0) -> str:
-    return "n/a" if x is None or not np.isfinite(float(x)) else f"{float(x):.{digits}%}"
-
-
 def _ci(t: pd.Series, name: str, digits: int = 0) -> str:
-    return f"{_pct(t[name], digits)} [{_pct(t[f'{name}_lo'], digits)}, {_pct(t[f'{name}_hi'], digits)}]"
+    return f"{pct(t[name], digits)} [{pct(t[f'{name}_lo'], digits)}, {pct(t[f'{name}_hi'], digits)}]"
 
 
 def describe_bound(terms: pd.Series) -> str:
@@ -463,11 +459,11 @@ def describe_bound(terms: pd.Series) -> str:
             f"intervals) the gate escalates P(U=1) = {_ci(t, 'p_u1')} ({t['escalated']} problems). ")
     if not t["escalated"]:
         return head + ("Nothing escalates, so LASE is the leader alone: "
-                       f"Acc(LASE) = Acc(solo) = {_pct(t['acc_solo'], 1)}.")
+                       f"Acc(LASE) = Acc(solo) = {pct(t['acc_solo'], 1)}.")
     out = head + (
         f"Escalation turns {t['fixed']} of them from wrong to right ({_ci(t, 'fixed_share')} of the escalated) "
         f"and {t['broken']} from right to wrong ({_ci(t, 'broken_share')}), so LASE scores "
-        f"{_ci(t, 'acc_lase', 1)} against {_pct(t['acc_solo'], 1)} for the leader alone: "
+        f"{_ci(t, 'acc_lase', 1)} against {pct(t['acc_solo'], 1)} for the leader alone: "
         f"the difference is exactly (fixed - broken) / n, an identity and not a test of Theorem 3.7. ")
     if t["broken"]:
         out += (f"Each of the {t['broken']} broken answers is escalation hurting a right answer, which "
@@ -476,8 +472,8 @@ def describe_bound(terms: pd.Series) -> str:
     else:
         out += "No right answer was broken."
     if t["acc_lase_strict"] != t["acc_lase"]:
-        out += (f" Graded strictly (no extraction step) LASE scores {_pct(t['acc_lase_strict'], 1)} against "
-                f"{_pct(t['acc_solo_strict'], 1)} for the leader alone.")
+        out += (f" Graded strictly (no extraction step) LASE scores {pct(t['acc_lase_strict'], 1)} against "
+                f"{pct(t['acc_solo_strict'], 1)} for the leader alone.")
     return out
 
 
@@ -505,7 +501,7 @@ def describe_regime(terms: pd.Series, full: bool = False) -> str:
         other = "To see the negative control, run the embedded model (the default recording)."
     else:
         lead = (f"**With this recording the chapters are a negative control**: the gate behaves as the paper's "
-                f"does (it escalates {_pct(t['p_u1'])} of the problems, {t['escalated']} of {t['n']}), but the "
+                f"does (it escalates {pct(t['p_u1'])} of the problems, {t['escalated']} of {t['n']}), but the "
                 f"supporters cannot correct the leader: escalation fixes {t['fixed']} and breaks "
                 f"{t['broken']}. A 135M model cannot find its own errors in a critique or keep a right answer "
                 f"against one; the paper's gains need a model that can produce, recognise and keep a right "
@@ -569,10 +565,10 @@ def describe_caps(table: pd.DataFrame, stages: pd.DataFrame, filled: Sequence[st
     parts = []
     if len(lead):
         parts.append(f"{int(lead['cap_hits'].sum())} of {int(lead['calls'].sum())} leader calls "
-                     f"({_pct(lead['cap_hits'].sum() / lead['calls'].sum())}) stopped at their token cap")
+                     f"({pct(lead['cap_hits'].sum() / lead['calls'].sum())}) stopped at their token cap")
     if len(sup):
         parts.append(f"{int(sup['cap_hits'].sum())} of {int(sup['calls'].sum())} supporter calls "
-                     f"({_pct(sup['cap_hits'].sum() / sup['calls'].sum())})")
+                     f"({pct(sup['cap_hits'].sum() / sup['calls'].sum())})")
     out = "**What it shows.** " + (", and ".join(parts) if parts else "No leader or supporter calls") + ". "
     n_ans = len(stages)
     n_ext = int(stages["extracted"].fillna(False).astype(bool).sum()) if "extracted" in stages else 0
@@ -581,7 +577,7 @@ def describe_caps(table: pd.DataFrame, stages: pd.DataFrame, filled: Sequence[st
                 "with-extraction grades coincide, and a capped response without `\\boxed{}` counts as wrong.")
     else:
         out += (f"The extraction step supplied the answer of {n_ext} of {n_ans} leader answers "
-                f"({_pct(n_ext / n_ans if n_ans else np.nan)}); strict grading counts those as unanswered.")
+                f"({pct(n_ext / n_ans if n_ans else np.nan)}); strict grading counts those as unanswered.")
     return out
 
 
@@ -634,11 +630,11 @@ def describe_batch(chains: Chains, tau_lp: float, tau_h: float) -> str:
     flips = outcome_flips(chains, tau_lp, tau_h).set_index("outcome")["problems"]
 
     def acc(t):
-        return f"{_pct(t['correct'].mean(), 1)} (strict {_pct(t['correct_strict'].mean(), 1)})"
+        return f"{pct(t['correct'].mean(), 1)} (strict {pct(t['correct_strict'].mean(), 1)})"
 
     st = solo["total_tokens"].mean()
     return (f"**What it shows.** At (tau_lp, tau_h) = ({tau_lp:g}, {tau_h:g}) LASE escalates "
-            f"**{_pct((stop > 0).mean())}** of the {n} problems. Accuracy with the extraction step "
+            f"**{pct((stop > 0).mean())}** of the {n} problems. Accuracy with the extraction step "
             f"(strict grading in brackets): leader alone {acc(solo)}, LASE {acc(lase)}, every stage always "
             f"{acc(full)}. Tokens per problem (prompt + completion): {st:.0f} alone, "
             f"{lase['total_tokens'].mean():.0f} for LASE ({lase['total_tokens'].mean() / st:.1f}x), "
@@ -667,11 +663,11 @@ def describe_paper_sweep() -> str:
 def describe_boxing(per_stage: pd.DataFrame) -> str:
     """How often revisions box an answer compared with first answers, from :func:`stage_confidence`."""
     first, later = per_stage["boxed_own"].iloc[0], per_stage["boxed_own"].iloc[1:].mean()
-    out = (f"{_pct(first)} of the leader's first answers carry a boxed answer of its own, against {_pct(later)} of "
+    out = (f"{pct(first)} of the leader's first answers carry a boxed answer of its own, against {pct(later)} of "
            f"its revisions (stages 1-{len(per_stage) - 1}, averaged).")
     helped = per_stage["boxed"].iloc[1:].mean() - later
     if helped > 0:
-        out += (f" The answer-extraction step supplies one for another {_pct(helped)} of the revisions; under strict "
+        out += (f" The answer-extraction step supplies one for another {pct(helped)} of the revisions; under strict "
                 "grading (no extraction step) those answers would count as wrong.")
     elif later < first - 0.1:
         out += (" **An answerless revision counts as uncertain, so the chain runs on, and if the last stage has "
@@ -683,7 +679,7 @@ def describe_leaks(leaks: pd.DataFrame) -> str:
     """Supporter leaks, from :func:`leak_table`."""
     n_sup = int(leaks["calls"].sum()) if len(leaks) else 0
     n_leak = int(leaks["calls_with_leak"].sum()) if len(leaks) else 0
-    return (f"**What it shows.** {n_leak} of {n_sup} supporter calls ({_pct(n_leak / n_sup if n_sup else np.nan)}) "
+    return (f"**What it shows.** {n_leak} of {n_sup} supporter calls ({pct(n_leak / n_sup if n_sup else np.nan)}) "
             f"wrote a boxed answer despite being told not to; each box was replaced before the leader read the "
             f"note. The paper does not report a leak rate; it only states the rule.")
 
