@@ -629,10 +629,9 @@ def _down_calls(c: Mapping[str, Any]) -> Formula:
 
 
 def _describe_mad(c: Mapping[str, Any]) -> str:
-    n, t = int(_get(c, "n_agents")), reading_rounds(c) + 1
+    n, t, calls = int(_get(c, "n_agents")), reading_rounds(c) + 1, _mad_calls(c)
     return (f"multi-agent debate as Du et al. define it: {n} agents answer independently, then each reads "
-            f"the other {n - 1} answers and answers again, {t} rounds in all: {_mad_calls(c).text} = "
-            f"{_mad_calls(c).bound} calls")
+            f"the other {n - 1} answers and answers again, {t} rounds in all: {calls.text} = {calls.bound} calls")
 
 
 def _describe_down(c: Mapping[str, Any]) -> str:
