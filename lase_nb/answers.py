@@ -336,17 +336,23 @@ def _strip_delims(s: str) -> str:
     return s
 
 
+def _unwrap_text(s: str, repl: str = r"\1") -> str:
+    """``\\text{..}``-style wrappers replaced by ``repl`` (their content), nested ones too (at most three deep)."""
+    for _ in range(3):
+        s2 = _TEXT_WRAP_RE.sub(repl, s)
+        if s2 == s:
+            break
+        s = s2
+    return s
+
+
 def _norm_latex(s: str) -> str:
     """Cosmetic LaTeX normalisation: no spacing commands, no whitespace, one spelling of ``\\frac``."""
     s = _strip_delims(s)
     s = _SPACING_RE.sub("", s)
     s = re.sub(r"\\[dt]frac(?![A-Za-z])", r"\\frac", s)
     s = _FRAC_SHORT_RE.sub(r"\\frac{\1}{\2}", s)
-    for _ in range(3):
-        s2 = _TEXT_WRAP_RE.sub(r"\1", s)
-        if s2 == s:
-            break
-        s = s2
+    s = _unwrap_text(s)
     s = _DEGREE_RE.sub("", s)
     s = re.sub(r"\s+", "", s)
     s = s.rstrip(".")
@@ -358,11 +364,7 @@ _TEXTY_RE = re.compile(r"[A-Za-z][A-Za-z\s'\-,.]*")
 
 def _norm_text(s: str) -> str:
     s = _strip_delims(s)
-    for _ in range(3):
-        s2 = _TEXT_WRAP_RE.sub(r"\1", s)
-        if s2 == s:
-            break
-        s = s2
+    s = _unwrap_text(s)
     s = re.sub(r"\s+", " ", s).strip().rstrip(".").strip()
     return s.casefold()
 
@@ -430,11 +432,7 @@ def _parse_number(s: str, units: bool) -> Fraction | None:
     t = _CURRENCY_RE.sub("", t)
     t = _DEGREE_RE.sub("", t)
     t = t.replace("\\%", "").replace("%", "")
-    for _ in range(3):
-        t2 = _TEXT_WRAP_RE.sub(r" \1 ", t)
-        if t2 == t:
-            break
-        t = t2
+    t = _unwrap_text(t, r" \1 ")  # a unit in \text{} stays apart from the number
     t = t.strip().rstrip(".").strip()
     got = _plain_fraction(t)
     if got is not None:

@@ -25,7 +25,7 @@ import pandas as pd
 from . import reference
 from .confidence import topk_entropy, uncertain_mask
 from .errors import DataError
-from .stats import NO_ANSWER, auroc_with_ci, ece, reliability_table, wilson_interval
+from .stats import NO_ANSWER, auroc_with_ci, ece, pct, reliability_table, wilson_interval
 from .transcripts import ANSWERER_ROLES
 from .types import Generation
 

@@ -84,14 +84,15 @@ def cmd_ask(args) -> int:
     """One question through the pipeline's own single-agent step: the reply, then (when it has no
     ``\\boxed{}``) the answer-extraction step, exactly as ``run`` and LASE's leader do."""
     from .confidence import measure
-    from .strategies import EXTRACT_ROLE, StrategyConfig, drive, single
+    from .runner import run_episode
+    from .strategies import EXTRACT_ROLE, StrategyConfig, single
     from .types import Problem
     _canonical_names(args)
     problem = Problem("ask", args.question, gold="", kind=args.kind)
     engine = _engine(args, cache=not args.no_cache)
     cfg = StrategyConfig(max_tokens=args.max_tokens, top_logprobs=args.top_logprobs,
                          examples=_examples(args), extract_answers=not args.no_extract).validate()
-    result, made = drive(single(problem, cfg), engine.run)
+    result, made = run_episode(single(problem, cfg), engine)
     (_, gen), *rest = made
     print(gen.text.strip())
     print("-" * 60)

@@ -27,8 +27,8 @@ from . import reference
 from .analysis import Chains
 from .answers import grade
 from .plots import label, style
-from .stats import choose_thresholds
-from .strategies import majority_vote
+from .stats import choose_thresholds, pct
+from .strategies import SPECS, majority_vote
 from .transcripts import answer_or_none, number_or_none
 
 __all__ = [
@@ -37,8 +37,9 @@ __all__ = [
     "run_overview", "calls_per_problem", "describe_matched",
 ]
 
-#: The comparison chapter's strategies, in display order ("lase" is replayed from ``lase-full``).
-STRATEGY_ORDER = ("single", "mv", "mad", "moa", "down", "lase", "lase-full", "lase-mv", "lase-shuffled")
+#: The comparison chapter's strategies, in display order ("lase" is replayed from ``lase-full``):
+#: every strategy's record, :data:`lase_nb.strategies.SPECS`.
+STRATEGY_ORDER = tuple(SPECS)
 
 def paper_reference(model: str = "GPT-4.1-mini", dataset: str = "GSM-Symbolic") -> pd.DataFrame:
     """The paper's numbers beside our strategies: Table 1's row for (model, dataset) and the side results.
@@ -385,10 +386,6 @@ def plot_accuracy_vs_tokens(table: pd.DataFrame, paper: pd.DataFrame | None = No
 # ---------------------------------------------------------------------------------------------
 
 
-def _pct(x: float, digits: int = 1) -> str:
-    return "n/a" if x is None or not np.isfinite(float(x)) else f"{100 * float(x):.{digits}f}%"
-
-
 def run_overview(runs: Mapping[str, Any]) -> pd.DataFrame:
     """One row per loaded run: its label, problems, calls (all recorded), model, and the thresholds
     it ran with where they matter (LASE+MV, shuffled LASE and DOWN stop at their own)."""
@@ -398,7 +395,7 @@ def run_overview(runs: Mapping[str, Any]) -> pd.DataFrame:
         rows.append({"strategy": s, "method": label(s, c), "problems": len(r.problems), "calls": len(r.calls),
                      "model": f"{r.manifest.get('backend')}:{r.manifest.get('model')}",
                      "run thresholds": f"({c.get('tau_lp')}, {c.get('tau_h')})"
-                     if s in ("lase-mv", "lase-shuffled", "down") else ""})
+                     if s in SPECS and SPECS[s].keeps_run_thresholds else ""})
     return pd.DataFrame(rows)
 
 
@@ -423,10 +420,10 @@ def describe_matched(matched: pd.DataFrame, mv: pd.DataFrame, grid: pd.DataFrame
     return (f"**What it shows.** At the {len(ok)} MV budgets where the best LASE pick actually escalates, it is "
             f"ahead of MV(k) at {ahead}, behind at {behind} and level at {len(ok) - ahead - behind}.{solo} One MV sample "
             f"costs about {mv['avg_tokens'].iloc[0]:.0f} tokens, {mv['avg_tokens'].iloc[-1]:.0f} for all "
-            f"{int(mv['k'].iloc[-1])}; MV's accuracy goes from {_pct(mv['accuracy'].iloc[0])} (k = 1) to "
-            f"{_pct(mv['accuracy'].iloc[-1])} (k = {int(mv['k'].iloc[-1])}). LASE's thresholds span "
+            f"{int(mv['k'].iloc[-1])}; MV's accuracy goes from {pct(mv['accuracy'].iloc[0], 1)} (k = 1) to "
+            f"{pct(mv['accuracy'].iloc[-1], 1)} (k = {int(mv['k'].iloc[-1])}). LASE's thresholds span "
             f"{grid['avg_tokens'].min():.0f} to {grid['avg_tokens'].max():.0f} tokens and "
-            f"{_pct(grid['accuracy'].min())} to {_pct(grid['accuracy'].max())}. The paper's equal-budget comparison "
+            f"{pct(grid['accuracy'].min(), 1)} to {pct(grid['accuracy'].max(), 1)}. The paper's equal-budget comparison "
             f"is LASE+MV(5) vs MV(7) ({lmv.attrs['model']}, {lmv.attrs['dataset']}; table below).")
 
 

@@ -108,75 +108,53 @@ def _r(rng: random.Random, lo: int, hi: int) -> int:
 
 
 # Level 1: one step. Operands are single digits (a subtrahend's minuend up to 12).
-def _l1_add_items(g: random.Random, c: _Ctx) -> Built:
-    a, b = _r(g, 2, 9), _r(g, 2, 9)
-    return (f"{c.name} has {a} {c.item} and buys {b} more. How many {c.item} does {c.p} have now?",
-            a, [("+", b)], "items")
+def _one_step(g: random.Random, op: str) -> tuple[int, int]:
+    """Level 1's operands ``(a, b)`` for ``a op b``: single digits, a minuend up to 12, and a
+    dividend up to 12 that ``b`` divides."""
+    if op == "-":
+        a = _r(g, 5, 12)
+        return a, _r(g, 2, a - 1)
+    if op == "/":
+        b = _r(g, 2, 5)
+        return b * _r(g, 2, 12 // b), b
+    return _r(g, 2, 9), _r(g, 2, 9)
 
 
-def _l1_sub_items(g: random.Random, c: _Ctx) -> Built:
-    a = _r(g, 5, 12)
-    b = _r(g, 2, a - 1)
-    return (f"{c.name} had {a} {c.item} and gave {b} of them to {c.friend}. "
-            f"How many {c.item} does {c.name} have left?", a, [("-", b)], "items")
+#: Level 1's templates: (name, question, operation, topic). The question names the operands
+#: ``{a}`` and ``{b}`` and the problem's people and things (``{c.name}``, ``{c.item}``: :class:`_Ctx`).
+_LEVEL1 = (
+    ("add_items", "{c.name} has {a} {c.item} and buys {b} more. How many {c.item} does {c.p} have now?",
+     "+", "items"),
+    ("sub_items", "{c.name} had {a} {c.item} and gave {b} of them to {c.friend}. "
+                  "How many {c.item} does {c.name} have left?", "-", "items"),
+    ("mul_items", "There are {a} {c.box} with {b} {c.item} in each. How many {c.item} are there altogether?",
+     "*", "items"),
+    ("div_items", "{c.name} shares {a} {c.item} equally among {b} friends. How many {c.item} does "
+                  "each friend get?", "/", "items"),
+    ("add_money", "A {c.thing} costs ${a} and a {c.thing2} costs ${b}. How many dollars do they cost together?",
+     "+", "money"),
+    ("sub_money", "{c.name} has ${a} and spends ${b} on a {c.thing}. How many dollars does {c.p} have left?",
+     "-", "money"),
+    ("mul_money", "One {c.thing} costs ${a}. How many dollars does {c.name} pay for {b} of them?", "*", "money"),
+    ("div_money", "{c.name} and {c.poss} friends share ${a} equally, {b} people in all. How many "
+                  "dollars does each person get?", "/", "money"),
+    ("add_time", "{c.name} reads for {a} minutes before lunch and {b} minutes after lunch. How many "
+                 "minutes does {c.p} read in total?", "+", "time"),
+    ("sub_time", "A bus ride takes {a} minutes. {c.name} has been on the bus for {b} minutes. How "
+                 "many minutes of the ride are left?", "-", "time"),
+    ("mul_time", "{c.name} practises the piano for {a} minutes each day. How many minutes does "
+                 "{c.p} practise in {b} days?", "*", "time"),
+)
 
 
-def _l1_mul_items(g: random.Random, c: _Ctx) -> Built:
-    a, b = _r(g, 2, 9), _r(g, 2, 9)
-    return (f"There are {a} {c.box} with {b} {c.item} in each. How many {c.item} are there "
-            f"altogether?", a, [("*", b)], "items")
+def _level1(name: str, question: str, op: str, topic: str) -> Callable[[random.Random, _Ctx], Built]:
+    """A level-1 template as a builder (named ``_l1_<name>``: the problem's ``template``)."""
+    def build(g: random.Random, c: _Ctx) -> Built:
+        a, b = _one_step(g, op)
+        return question.format(a=a, b=b, c=c), a, [(op, b)], topic
 
-
-def _l1_div_items(g: random.Random, c: _Ctx) -> Built:
-    b = _r(g, 2, 5)
-    a = b * _r(g, 2, 12 // b)
-    return (f"{c.name} shares {a} {c.item} equally among {b} friends. How many {c.item} does "
-            f"each friend get?", a, [("/", b)], "items")
-
-
-def _l1_add_money(g: random.Random, c: _Ctx) -> Built:
-    a, b = _r(g, 2, 9), _r(g, 2, 9)
-    return (f"A {c.thing} costs ${a} and a {c.thing2} costs ${b}. How many dollars do they cost "
-            f"together?", a, [("+", b)], "money")
-
-
-def _l1_sub_money(g: random.Random, c: _Ctx) -> Built:
-    a = _r(g, 5, 12)
-    b = _r(g, 2, a - 1)
-    return (f"{c.name} has ${a} and spends ${b} on a {c.thing}. How many dollars does {c.p} "
-            f"have left?", a, [("-", b)], "money")
-
-
-def _l1_mul_money(g: random.Random, c: _Ctx) -> Built:
-    a, b = _r(g, 2, 9), _r(g, 2, 9)
-    return (f"One {c.thing} costs ${a}. How many dollars does {c.name} pay for {b} of them?",
-            a, [("*", b)], "money")
-
-
-def _l1_div_money(g: random.Random, c: _Ctx) -> Built:
-    b = _r(g, 2, 5)
-    a = b * _r(g, 2, 12 // b)
-    return (f"{c.name} and {c.poss} friends share ${a} equally, {b} people in all. How many "
-            f"dollars does each person get?", a, [("/", b)], "money")
-
-
-def _l1_add_time(g: random.Random, c: _Ctx) -> Built:
-    a, b = _r(g, 2, 9), _r(g, 2, 9)
-    return (f"{c.name} reads for {a} minutes before lunch and {b} minutes after lunch. How many "
-            f"minutes does {c.p} read in total?", a, [("+", b)], "time")
-
-
-def _l1_sub_time(g: random.Random, c: _Ctx) -> Built:
-    a = _r(g, 5, 12)
-    b = _r(g, 2, a - 1)
-    return (f"A bus ride takes {a} minutes. {c.name} has been on the bus for {b} minutes. How "
-            f"many minutes of the ride are left?", a, [("-", b)], "time")
-
-
-def _l1_mul_time(g: random.Random, c: _Ctx) -> Built:
-    a, b = _r(g, 2, 9), _r(g, 2, 9)
-    return (f"{c.name} practises the piano for {a} minutes each day. How many minutes does "
-            f"{c.p} practise in {b} days?", a, [("*", b)], "time")
+    build.__name__ = f"_l1_{name}"
+    return build
 
 
 # Level 2: two steps.
@@ -319,8 +297,7 @@ def _l3_pairs_coupon(g: random.Random, c: _Ctx) -> Built:
 
 
 _TEMPLATES: dict[int, tuple[Callable[[random.Random, _Ctx], Built], ...]] = {
-    1: (_l1_add_items, _l1_sub_items, _l1_mul_items, _l1_div_items, _l1_add_money,
-        _l1_sub_money, _l1_mul_money, _l1_div_money, _l1_add_time, _l1_sub_time, _l1_mul_time),
+    1: tuple(_level1(*t) for t in _LEVEL1),
     2: (_l2_add_sub, _l2_mul_sub, _l2_mul_add, _l2_earn_spend, _l2_spend_split, _l2_walks,
         _l2_groups, _l2_trip, _l2_pairs),
     3: (_l3_week, _l3_bakery, _l3_earn, _l3_chairs, _l3_school_day, _l3_bags, _l3_tickets,

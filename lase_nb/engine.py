@@ -1,11 +1,11 @@
-"""The call primitive every strategy uses: a batch of ready calls -> Generations, through the cache.
+"""The call primitive every strategy uses: calls -> Generations, through the cache.
 
-Strategies never talk to a backend directly. They hand the engine all calls that are ready at
-the same time; the engine answers cache hits, sends the misses together with
-``backend.generate_many`` (the local backend batches them, API backends run them concurrently),
-stores each result as soon as its batch returns, and counts what it did. With a backend that
-decodes requests as they arrive (``generate_stream``: the local backend), :meth:`Engine.stream`
-feeds it calls over time instead of in rounds.
+Strategies never talk to a backend directly. The runner hands the engine calls as they become
+ready (:meth:`Engine.stream`, the one batching path); the engine answers cache hits, sends the
+misses that wait at the same time together (to ``backend.generate_stream`` where the backend
+decodes requests as they arrive, the local backend; otherwise to ``backend.generate_many``, which
+API backends run concurrently), stores each result as soon as it is made, and counts what it
+did. :meth:`Engine.run` answers one list of calls the same way.
 """
 
 from __future__ import annotations
@@ -57,48 +57,30 @@ class Engine:
         return call_key(self.backend.name, self.backend.model, messages, params)
 
     def run(self, calls: Sequence[Call]) -> list[Generation]:
-        """Results for ``calls`` in order; misses go to the backend in one ``generate_many``."""
-        self.stats.requested += len(calls)
+        """Results for ``calls`` in order: :meth:`stream` with every call ready at once."""
         results: list[Generation | None] = [None] * len(calls)
-        misses: list[int] = []
-        keys = [self.key(c.messages, c.params) for c in calls]
-        for i, (c, k) in enumerate(zip(calls, keys)):
-            if self.cache is not None:
-                results[i] = self.cache.lookup(k, f"{c.role} call (stage {c.stage}, sample {c.params.sample})")
-            if results[i] is None:
-                misses.append(i)
-        self.stats.cache_hits += len(calls) - len(misses)
-        # identical requests in one batch are made once
-        unique: dict[str, int] = {}
-        for i in misses:
-            unique.setdefault(keys[i], i)
-        todo = list(unique.values())
-        if todo:
-            def store(j: int, gen: Generation) -> None:  # runs as each call finishes
-                i = todo[j]
-                if self.cache is not None:
-                    self.cache.put(keys[i], self.backend.name, self.backend.model,
-                                   calls[i].messages, calls[i].params, gen)
-                results[i] = gen
-                with self._lock:
-                    self.stats.model_calls += 1
+        todo = list(enumerate(calls))
 
-            self.backend.generate_many([(calls[i].messages, calls[i].params) for i in todo], on_result=store)
-            self.stats.batches += 1
-            for i in misses:
-                if results[i] is None:
-                    results[i] = results[unique[keys[i]]]
+        def more() -> list[tuple[int, Call]]:
+            out = list(todo)
+            todo.clear()
+            return out
+
+        self.stream(more, results.__setitem__)
         return results  # type: ignore[return-value]
 
     def stream(self, more: Callable[[], Sequence[tuple[Any, Call]]],
                on_result: Callable[[Any, Generation], None]) -> None:
-        """Answer calls that arrive over time, through the cache, with continuous batching.
+        """Answer calls that arrive over time, through the cache: the one batching path.
 
         ``more()`` returns new ``(tag, call)`` pairs (or none); ``on_result(tag, gen)`` gets each
         answer and may make ``more()`` return new calls. Cache hits are answered at once;
-        identical calls in flight together are made once; misses go to
-        ``backend.generate_stream``, which decodes them as they come. Returns when ``more()`` is
-        empty and every call is answered. Needs a backend with ``generate_stream``."""
+        identical calls in flight together are made once; each result is stored as soon as it
+        is made. Misses go to ``backend.generate_stream`` where the backend has it (the local
+        backend: it decodes calls as they come, continuous batching); otherwise every miss that
+        is waiting goes to one ``backend.generate_many`` (API backends run them concurrently),
+        and the calls their answers bring make the next batch. Returns when ``more()`` is empty
+        and every call is answered."""
         hits: deque[tuple[Any, Generation]] = deque()
         todo: list[tuple[str, list[Message], GenParams]] = []
         waiting: dict[str, tuple[Call, list[Any]]] = {}  # key -> (call, tags waiting for it)
@@ -130,21 +112,35 @@ class Engine:
             todo.clear()
             return out
 
-        def finished(k: str, gen: Generation) -> None:
-            c, tags = waiting.pop(k)
+        def store(k: str, gen: Generation) -> None:  # may run in a backend's worker thread
+            c = waiting[k][0]
             if self.cache is not None:
                 self.cache.put(k, self.backend.name, self.backend.model, c.messages, c.params, gen)
-            self.stats.model_calls += 1
-            for tag in tags:
+            with self._lock:
+                self.stats.model_calls += 1
+
+        def deliver(k: str, gen: Generation) -> None:
+            for tag in waiting.pop(k)[1]:
                 on_result(tag, gen)
 
-        first = requests()
-        if not first:
+        batch = requests()
+        if not batch:
             return
-        pending = [first]
+        if callable(getattr(self.backend, "generate_stream", None)):
+            pending = [batch]
 
-        def more_requests() -> list[tuple[str, list[Message], GenParams]]:
-            return pending.pop() if pending else requests()
+            def finished(k: str, gen: Generation) -> None:
+                store(k, gen)
+                deliver(k, gen)
 
-        self.stats.batches += 1
-        self.backend.generate_stream(more_requests, finished)  # type: ignore[attr-defined]
+            self.stats.batches += 1
+            self.backend.generate_stream(lambda: pending.pop() if pending else requests(),  # type: ignore[attr-defined]
+                                         finished)
+            return
+        while batch:
+            self.stats.batches += 1
+            gens = self.backend.generate_many([(m, p) for _, m, p in batch],
+                                              on_result=lambda j, gen: store(batch[j][0], gen))
+            for (k, _, _), gen in zip(batch, gens):
+                deliver(k, gen)
+            batch = requests()

@@ -27,8 +27,8 @@ import pandas as pd
 from . import reference
 from .confidence import uncertain_mask
 from .errors import DataError
-from .stats import wilson_interval
-from .strategies import EXTRACT_ROLE
+from .stats import pct, wilson_interval
+from .strategies import EXTRACT_ROLE, SPECS, reading_rounds
 from .transcripts import ANSWERER_ROLES, answer_or_none, render_transcript, transcript_entries
 
 __all__ = [
@@ -49,6 +49,7 @@ __all__ = [
     "plot_confident_errors",
     "confidence_coords",
     "gate_counts",
+    "debate_runs",
     "plot_revision_outcomes",
     "plot_escalation",
     "plot_unparsed",
@@ -527,8 +528,14 @@ def plot_unparsed(table: pd.DataFrame, supporters: Sequence[str] = ()):
 # the chapter's sentences, built from computed numbers
 
 
-def _pct(x: float) -> str:
-    return "n/a" if x is None or not np.isfinite(x) else f"{x:.0%}"
+def debate_runs(names: Sequence[str]) -> list[str]:
+    """The runs among ``names`` that the symmetric-debate comparison shows, in display order: the
+    strategies whose agents read no one or everyone (their record's ``topology``), beside LASE
+    forced through every stage."""
+    return [n for n, s in SPECS.items()
+            if n in names and (s.topology in ("none", "all-to-all") or n == "lase-full")]
+
+
 
 
 def describe_revisions(outcomes: pd.DataFrame, fails: pd.DataFrame) -> str:
@@ -537,7 +544,7 @@ def describe_revisions(outcomes: pd.DataFrame, fails: pd.DataFrame) -> str:
     fr = outcomes[outcomes["prev_correct"]]
     fixed = int(fw["correct"].sum())
     out = (f"**{len(fw)} revisions started from a wrong or missing answer; {fixed} of them "
-           f"({_pct(fixed / len(fw)) if len(fw) else 'n/a'}) ended right.** ")
+           f"({pct(fixed / len(fw)) if len(fw) else 'n/a'}) ended right.** ")
     if len(fr):
         out += (f"Of the {len(fr)} that started from a right answer, {int((~fr['correct']).sum())} lost it. ")
     out += (f"{int(fw['note_flags_error'].sum())} of the notes on a wrong answer claimed an error, and {len(fails)} "
@@ -557,16 +564,16 @@ def describe_escalation(esc: pd.DataFrame, cost: pd.DataFrame, paper: dict[str, 
     allrow, callrow = esc.iloc[-1], cost.iloc[-1]
     e = lv["escalation_rate"].to_numpy(float)
     rises = len(e) > 1 and bool(np.all(np.diff(e) >= 0)) and e[-1] > e[0]
-    out = (f"**What it shows.** Solo accuracy goes from {_pct(lv['accuracy'].iloc[0])} at level "
-           f"{lv['level'].iloc[0]} to {_pct(lv['accuracy'].iloc[-1])} at level {lv['level'].iloc[-1]}, and the "
-           f"escalation rate from {_pct(e[0])} to {_pct(e[-1])}: ")
+    out = (f"**What it shows.** Solo accuracy goes from {pct(lv['accuracy'].iloc[0])} at level "
+           f"{lv['level'].iloc[0]} to {pct(lv['accuracy'].iloc[-1])} at level {lv['level'].iloc[-1]}, and the "
+           f"escalation rate from {pct(e[0])} to {pct(e[-1])}: ")
     out += ("**escalation rises as the model gets relatively weaker**, as the paper argues. " if rises else
             "**on our data the escalation rate does not rise steadily with difficulty** (see the intervals), "
             "which fits chapter 02: this model is about as confident when it is wrong as when it is right, "
             "so failing more often does not trip the gate more often. ")
-    out += (f"Over all levels the gate escalates {_pct(allrow['escalation_rate'])} of the problems (the paper's "
-            f"threshold sweep on GPT-4.1-mini escalated {_pct(paper['escalation_min'])} to "
-            f"{_pct(paper['escalation_max'])}), and LASE spends {callrow['multiplier']:.1f}x the solo tokens "
+    out += (f"Over all levels the gate escalates {pct(allrow['escalation_rate'])} of the problems (the paper's "
+            f"threshold sweep on GPT-4.1-mini escalated {pct(paper['escalation_min'])} to "
+            f"{pct(paper['escalation_max'])}), and LASE spends {callrow['multiplier']:.1f}x the solo tokens "
             f"(paper: {paper['multiplier_gpt41mini']:.1f}x on GPT-4.1-mini, {paper['multiplier_llama3_8b']:.1f}x "
             f"on Llama-3-8B).")
     esc_only = cost.iloc[-1]

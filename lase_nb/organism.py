@@ -217,6 +217,14 @@ def _expected(problem: Problem, label: Label) -> list[Step]:
     return out
 
 
+def _verdict(label: Label, gold: Sequence[Step], none_wrong: str, wrong: str) -> str:
+    """A note's last line: ``none_wrong`` when no step is wrong, else ``wrong`` with ``{k}`` the
+    first wrong step (counted from 1) and ``{right}`` that step done right."""
+    if label.first_wrong is None:
+        return none_wrong
+    return wrong.format(k=label.first_wrong + 1, right=gold[label.first_wrong])
+
+
 def devil_note(problem: Problem, label: Label) -> str:
     """The devil's advocate: where each number comes from, then every step of the attempt checked
     in turn: recomputed by a decomposed method from the attempt's own previous value and the
@@ -228,11 +236,8 @@ def devil_note(problem: Problem, label: Label) -> str:
         ok = i < len(got) and got[i] == e
         check = decompose(e.a, e.op, e.b) if e.c >= 0 else f"{e.expr} does not divide evenly"
         lines.append(f"Step {i + 1}: {check}; {_step_attempt(got, i, e)}. {'Right.' if ok else 'Wrong.'}")
-    if label.first_wrong is None:
-        lines.append(f"Verdict: no step is wrong; the riskiest is step {_riskiest(gold) + 1}.")
-    else:
-        k = label.first_wrong
-        lines.append(f"Verdict: step {k + 1} is wrong, it should be {gold[k]}.")
+    lines.append(_verdict(label, gold, f"Verdict: no step is wrong; the riskiest is step {_riskiest(gold) + 1}.",
+                          "Verdict: step {k} is wrong, it should be {right}."))
     return "\n".join(lines)
 
 
@@ -252,11 +257,8 @@ def collaborator_note(problem: Problem, label: Label) -> str:
             lines.append(f"Step {i + 1} uses {s.expr}, but it should be {e.expr} ('{phrase}').")
         else:
             lines.append(f"Step {i + 1}: {inverse_check(s)}.")
-    if label.first_wrong is None:
-        lines.append("Every step holds.")
-    else:
-        k = label.first_wrong
-        lines.append(f"So step {k + 1} is wrong: it should be {gold[k]}. Redo the work from there.")
+    lines.append(_verdict(label, gold, "Every step holds.",
+                          "So step {k} is wrong: it should be {right}. Redo the work from there."))
     return "\n".join(lines)
 
 

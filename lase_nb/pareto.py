@@ -25,7 +25,7 @@ from .traces import Run
 
 __all__ = [
     "threshold_axes", "front_of", "oracle_frontier", "stage_effects",
-    "policy_points", "baseline_points", "recorded_gate_check", "paper_sweep_beside",
+    "policy_points", "paper_baselines", "baseline_points", "recorded_gate_check", "paper_sweep_beside",
     "tau_h_beside", "knob_reading", "SplitCheck", "select_and_check", "split_checks",
     "draw_frontier", "plot_frontier", "plot_escalation", "plot_sweep_vs_paper",
     "plot_split", "describe_frontier", "describe_sweep", "describe_split", ]
@@ -107,6 +107,13 @@ def _with_ci(df: pd.DataFrame) -> pd.DataFrame:
 def policy_points(chains: Chains) -> pd.DataFrame:
     """Solo, always-interact and the oracle (:func:`lase_nb.analysis.fixed_policies`) with n and 95% CIs."""
     return _with_ci(fixed_policies(chains).assign(n=len(chains.problem_ids)))
+
+
+def paper_baselines() -> list[str]:
+    """The strategies drawn as points beside the frontier: the paper's Table 1 baselines
+    (:data:`lase_nb.reference.METHODS`) other than the single agent (here the leader alone,
+    ``solo``) and LASE (the frontier itself)."""
+    return [m for m in reference.METHODS if m not in ("single", "lase")]
 
 
 def baseline_points(runs: Mapping[str, Run], problem_ids: Sequence[str]) -> pd.DataFrame:

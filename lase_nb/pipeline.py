@@ -22,7 +22,8 @@ from . import prompts
 from .analysis import Chains, stop_stages
 from .confidence import uncertain_mask
 from .errors import DataError
-from .stats import wilson_interval
+from .stats import pct, wilson_interval
+from .strategies import SPECS, reading_rounds
 from .transcripts import ROLE_TITLES, SUPPORTERS, answer_or_none
 
 __all__ = [
@@ -251,48 +252,19 @@ def inclusion_counts(calls: pd.DataFrame, stops: Mapping[str, int] | None = None
                      "star": star, "relay": relay})
     return pd.DataFrame(rows, columns=["strategy", "problem_id", "calls", "counted", "star", "relay"])
 
-def reading_rounds(config: Mapping[str, Any] | None) -> int:
-    """Debate rounds in which agents read each other (MAD, DOWN), from a run's config.
-
-    Current runs count ``rounds`` in all, the first being the independent answers (Du et al.'s
-    3 x 2 = 6 calls), so agents read each other in ``rounds - 1`` of them. Configs written before
-    that change (they lack the ``examples`` key) ran ``rounds`` reading rounds after the first answers.
-    """
-    c = dict(config or {})
-    rounds = int(c.get("rounds", 2))
-    return rounds if c and "examples" not in c else max(rounds - 1, 0)
-
-
 def inclusion_bounds(strategy: str, config: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """The topology formula for a strategy's inclusions per problem, from its run config.
+    """The topology formula for a strategy's inclusions per problem, from its run config (the
+    strategy's record, :data:`lase_nb.strategies.SPECS`).
 
     T is the number of reading rounds (:func:`reading_rounds`). Returns ``formula`` (text),
     ``bound`` (number), ``exact`` (every problem must hit it) and, for
     LASE, ``star_bound`` = 2kT with k = 1 peer per stage and T = 3 stages (relays excluded).
     """
-    c = dict(config or {})
-    n, t = int(c.get("n_agents", 3)), reading_rounds(c)
-    stages = len(c.get("supporter_order", prompts.SUPPORTERS))
-    star, relay = 2 * stages, stages * (stages - 1) // 2
-    if strategy in ("single", "mv"):
-        return {"formula": "0 (no agent reads another)", "bound": 0, "exact": True, "star_bound": np.nan}
-    if strategy == "mad":
-        return {"formula": f"T n(n-1) = {t}*{n}*{n - 1}", "bound": t * n * (n - 1), "exact": True, "star_bound": np.nan}
-    if strategy == "down":
-        return {"formula": f"<= T n(n-1) = {t}*{n}*{n - 1} (0 if it accepts the first answer)",
-                "bound": t * n * (n - 1), "exact": False, "star_bound": np.nan}
-    if strategy == "moa":
-        layers, p = int(c.get("moa_layers", 2)), int(c.get("moa_proposers", 3))
-        return {"formula": f"(L-1) p^2 + p = {layers - 1}*{p}^2+{p}", "bound": (layers - 1) * p * p + p,
-                "exact": True, "star_bound": np.nan}
-    if strategy in ("lase", "lase-full", "lase-shuffled"):
-        return {"formula": f"<= 2kT + relays = 2*1*{stages} + {relay}", "bound": star + relay, "exact": False,
-                "star_bound": star}
-    if strategy == "lase-mv":
-        m = int(c.get("lase_chains", 5))
-        return {"formula": f"<= N (2kT + relays) = {m}*({star}+{relay})", "bound": m * (star + relay),
-                "exact": False, "star_bound": m * star}
-    return {"formula": "?", "bound": np.nan, "exact": False, "star_bound": np.nan}
+    spec = SPECS.get(strategy)
+    if spec is None:
+        return {"formula": "?", "bound": np.nan, "exact": False, "star_bound": np.nan}
+    f = spec.inclusions(dict(config or {}))
+    return {"formula": f.text, "bound": f.bound, "exact": f.exact, "star_bound": f.star}
 
 def inclusion_summary(counts: pd.DataFrame, configs: Mapping[str, Mapping[str, Any]] | None = None) -> pd.DataFrame:
     """Per strategy: mean and max inclusions counted vs the formula, and whether every problem obeys it."""
@@ -459,8 +431,6 @@ OTHER_REGIME = (
     "then `papermill <chapter>.ipynb out.ipynb -p traces ../data/traces/arith-gpt41mini -p interactive False`")
 
 
-def _pct(x: float, digits: int = 0) -> str:
-    return "n/a" if x is None or not np.isfinite(float(x)) else f"{float(x):.{digits}%}"
 
 
 def regime(terms: pd.Series) -> str:
@@ -487,7 +457,7 @@ def describe_regime(terms: pd.Series, full: bool = False) -> str:
         other = "To see the negative control, run the embedded model (the default recording)."
     else:
         lead = (f"**With this recording the chapters are a negative control**: the gate behaves as the paper's "
-                f"does (it escalates {_pct(t['p_u1'])} of the problems, {t['escalated']} of {t['n']}), but the "
+                f"does (it escalates {pct(t['p_u1'])} of the problems, {t['escalated']} of {t['n']}), but the "
                 f"supporters cannot correct the leader: escalation fixes {t['fixed']} and breaks "
                 f"{t['broken']}. A 135M model cannot find its own errors in a critique or keep a right answer "
                 f"against one; the paper's gains need a model that can produce, recognise and keep a right "
@@ -590,11 +560,11 @@ def describe_batch(chains: Chains, tau_lp: float, tau_h: float) -> str:
     flips = outcome_flips(chains, tau_lp, tau_h).set_index("outcome")["problems"]
 
     def acc(t):
-        return f"{_pct(t['correct'].mean(), 1)} (strict {_pct(t['correct_strict'].mean(), 1)})"
+        return f"{pct(t['correct'].mean(), 1)} (strict {pct(t['correct_strict'].mean(), 1)})"
 
     st = solo["total_tokens"].mean()
     return (f"**What it shows.** At (tau_lp, tau_h) = ({tau_lp:g}, {tau_h:g}) LASE escalates "
-            f"**{_pct((stop > 0).mean())}** of the {n} problems. Accuracy with the extraction step "
+            f"**{pct((stop > 0).mean())}** of the {n} problems. Accuracy with the extraction step "
             f"(strict grading in brackets): leader alone {acc(solo)}, LASE {acc(lase)}, every stage always "
             f"{acc(full)}. Tokens per problem (prompt + completion): {st:.0f} alone, "
             f"{lase['total_tokens'].mean():.0f} for LASE ({lase['total_tokens'].mean() / st:.1f}x), "

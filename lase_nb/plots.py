@@ -1,7 +1,8 @@
 """One house style for every chapter's figures, one look per strategy, and one place that writes figures.
 
 :data:`STYLE` gives each strategy (and each fixed policy) ONE colour and marker, used by every
-chapter module (:func:`style`), and :func:`label` its readable name with the sizes that matter.
+chapter module (:func:`style`), and :func:`label` its readable name with the sizes that matter;
+both read each strategy's record (:data:`lase_nb.strategies.SPECS`).
 
 Usage in a notebook::
 
@@ -23,34 +24,28 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from .strategies import SPECS
+
 #: Environment variable that redirects exported figures.
 FIGURES_ENV = "LASE_FIGURES_DIR"
 #: Seaborn palette of the house style (distinguishable for colour-blind readers).
 PALETTE = "colorblind"
 
 #: LASE's colour; the marker of LASE at chosen thresholds (a star) wears it in every chapter.
-CHOSEN_COLOR = "#E69F00"
+CHOSEN_COLOR = SPECS["lase"].color
 #: The Pareto front of a threshold grid, and the oracle gate (chapter 05).
 FRONT_COLOR = "#222222"
 ORACLE_COLOR = "#B2182B"
 
-#: One colour and marker per strategy or fixed policy, the same in every figure (Okabe-Ito colours).
-#: ``label`` is the long name, ``short`` the one drawn beside a point. "lase-full" (LASE forced
-#: through every stage) is the always-interact policy and looks like it.
+#: One colour and marker per strategy (from its record, :data:`lase_nb.strategies.SPECS`) or fixed
+#: policy, the same in every figure (Okabe-Ito colours). ``label`` is the long name, ``short`` the
+#: one drawn beside a point. "lase-full" (LASE forced through every stage) is the always-interact
+#: policy and looks like it.
 STYLE: dict[str, dict[str, str]] = {
-    "single": dict(color="#56B4E9", marker="o", label="single agent", short="single"),
     "solo": dict(color="#0072B2", marker="s", label="leader alone", short="leader alone"),
-    "mv": dict(color="#009E73", marker="^", label="majority vote", short="majority vote"),
-    "mad": dict(color="#CC79A7", marker="v", label="MAD (3 agents x 2 rounds)", short="MAD"),
-    "moa": dict(color="#8C510A", marker="P", label="mixture of agents", short="MoA"),
-    "down": dict(color="#999999", marker="X", label="DOWN", short="DOWN"),
-    "lase": dict(color=CHOSEN_COLOR, marker="*", label="LASE", short="LASE"),
-    "always-interact": dict(color="#D55E00", marker="D", label="always interact (full chain)",
-                            short="always interact"),
-    "lase-mv": dict(color="#F0E442", marker="h", label="LASE + MV", short="LASE+MV"),
-    "lase-shuffled": dict(color="#882255", marker="p", label="LASE, shuffled order", short="LASE shuffled"),
+    **{n: dict(color=s.color, marker=s.marker, label=s.legend, short=s.short) for n, s in SPECS.items()},
 }
-STYLE["lase-full"] = STYLE["always-interact"]
+STYLE["always-interact"] = STYLE["lase-full"]
 
 
 def style(strategy: str) -> dict[str, str]:
@@ -60,16 +55,8 @@ def style(strategy: str) -> dict[str, str]:
 
 def label(strategy: str, config: Mapping[str, Any] | None = None) -> str:
     """A readable name with the sizes that matter: ``MV(7)``, ``MAD(3x2)``, ``LASE+MV(5)``..."""
-    c = dict(config or {})
-    n, t = c.get("n_agents", 3), c.get("rounds", 2)
-    if c and "examples" not in c:  # recorded before MAD's rounds counted the first answers (then 3 x 3)
-        t = int(t) + 1
-    return {
-        "single": "single agent", "mv": f"MV({c.get('n_samples', 7)})", "mad": f"MAD({n}x{t})",
-        "moa": f"MoA({c.get('moa_layers', 2)}x{c.get('moa_proposers', 3)})", "down": "DOWN",
-        "lase": "LASE", "lase-full": "LASE, every stage", "lase-mv": f"LASE+MV({c.get('lase_chains', 5)})",
-        "lase-shuffled": "LASE, shuffled order",
-    }.get(strategy, strategy)
+    spec = SPECS.get(strategy)
+    return spec.label(dict(config or {})) if spec is not None else strategy
 
 
 def set_style(context: str = "notebook", font_scale: float = 1.15) -> None:

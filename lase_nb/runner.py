@@ -1,9 +1,12 @@
-"""Step many problems' strategies together so calls that are ready at the same time go together.
+"""Run strategies on many problems through the one batching path, :meth:`Engine.stream`.
 
 Each problem's strategy is a generator (see :mod:`lase_nb.strategies`). The runner keeps a
-window of active problems, collects every call they are waiting on, sends them to the engine in
-one batch (the local backend batches them, API backends run them concurrently), and feeds the
-results back. Finished problems are reported to ``on_result`` as they complete.
+window of active problems and posts each step's calls as soon as the step is ready; the engine
+sends every call that is waiting at the same time together (the local backend decodes them as
+they arrive, API backends run them concurrently), whatever problem or stage it belongs to. A
+step may also hold episodes (LASE+MV's chains): each runs on its own, at its own pace, and the
+step is answered by their results. Finished problems are reported to ``on_result`` as they
+complete.
 """
 
 from __future__ import annotations
@@ -14,8 +17,63 @@ from tqdm.auto import tqdm
 
 from .engine import Call, Engine
 from .errors import ConfigError
-from .strategies import ProblemResult, StrategyConfig, get_strategy
-from .types import Problem
+from .strategies import Episode, ProblemResult, StrategyConfig, get_strategy
+from .types import Generation, Problem
+
+
+class _Step:
+    """An episode waiting for the answers to its current step."""
+
+    def __init__(self, episode: Episode, done: Callable[[ProblemResult], None]) -> None:
+        self.episode, self.done = episode, done
+        self.got: list[Any] = []
+        self.left = 0
+
+
+class _Episodes:
+    """Episodes in flight: their calls go to ``outbox`` (tagged), their answers come back by tag."""
+
+    def __init__(self, on_call: Callable[[Call, Generation], None] | None = None) -> None:
+        self.outbox: list[tuple[Any, Call]] = []
+        self.on_call = on_call
+
+    def start(self, episode: Episode, done: Callable[[ProblemResult], None]) -> None:
+        self._advance(_Step(episode, done), None)
+
+    def take(self) -> list[tuple[Any, Call]]:
+        out = list(self.outbox)
+        self.outbox.clear()
+        return out
+
+    def answer(self, tag: tuple[_Step, int, Call], gen: Generation) -> None:
+        step, j, call = tag
+        if self.on_call is not None:
+            self.on_call(call, gen)
+        self._fill(step, j, gen)
+
+    def _fill(self, step: _Step, j: int, value: Any) -> None:
+        step.got[j] = value
+        step.left -= 1
+        if step.left == 0:
+            self._advance(step, step.got)
+
+    def _advance(self, step: _Step, got: list[Any] | None) -> None:
+        """Send an episode its answers; post its next step, or report its result."""
+        while True:
+            try:
+                items = next(step.episode) if got is None else step.episode.send(got)
+            except StopIteration as stop:
+                step.done(stop.value)
+                return
+            if items:
+                break
+            got = []  # a step without calls: step on at once
+        step.got, step.left = [None] * len(items), len(items)
+        for j, item in enumerate(items):
+            if isinstance(item, Call):
+                self.outbox.append(((step, j, item), item))
+            else:  # a sub-episode: its result answers this slot
+                self.start(item, lambda res, step=step, j=j: self._fill(step, j, res))
 
 
 def run_problems(strategy: str, problems: Sequence[Problem], engine: Engine,
@@ -30,19 +88,15 @@ def run_problems(strategy: str, problems: Sequence[Problem], engine: Engine,
         raise ValueError("problem ids must be unique")
     results: dict[str, ProblemResult] = {}
     queue = list(problems)
-    active: dict[str, tuple] = {}  # id -> (generator, pending calls)
+    active = 0
+    flight = _Episodes()
     bar = tqdm(total=len(problems), desc=strategy, disable=not progress, unit="problem")
     correct = tokens = 0
 
-    def start_more() -> None:
-        while queue and len(active) < window:
-            p = queue.pop(0)
-            gen = policy(p, cfg)
-            active[p.id] = (gen, next(gen))
-
-    def finish(pid: str, res: ProblemResult) -> None:
-        nonlocal correct, tokens
-        results[pid] = res
+    def finish(res: ProblemResult) -> None:
+        nonlocal active, correct, tokens
+        active -= 1
+        results[res.problem_id] = res
         correct += res.correct
         tokens += res.prompt_tokens + res.completion_tokens
         bar.update(1)
@@ -50,78 +104,28 @@ def run_problems(strategy: str, problems: Sequence[Problem], engine: Engine,
                         tok=f"{tokens / len(results):.0f}", refresh=False)
         if on_result is not None:
             on_result(res)
+        start_more()
 
-    if callable(getattr(engine.backend, "generate_stream", None)):
-        _stream(engine, active, queue, window, policy, cfg, finish)
-        bar.close()
-        return [results[p.id] for p in problems]
+    def start_more() -> None:
+        nonlocal active
+        while queue and active < window:
+            active += 1
+            flight.start(policy(queue.pop(0), cfg), finish)
 
     start_more()
-    while active:
-        ids = list(active)
-        batch = [c for i in ids for c in active[i][1]]
-        outs = engine.run(batch)
-        pos = 0
-        for i in ids:
-            gen, pending = active[i]
-            chunk, pos = outs[pos:pos + len(pending)], pos + len(pending)
-            try:
-                active[i] = (gen, gen.send(chunk))
-            except StopIteration as stop:
-                del active[i]
-                finish(i, stop.value)
-        start_more()
+    engine.stream(flight.take, flight.answer)
     bar.close()
+    if active:  # pragma: no cover - would mean a call was never answered
+        raise RuntimeError(f"{active} problems did not finish")
     return [results[p.id] for p in problems]
 
 
-def _stream(engine: Engine, active: dict[str, tuple], queue: list[Problem], window: int,
-            policy: Callable, cfg: StrategyConfig, finish: Callable[[str, ProblemResult], None]) -> None:
-    """Run the problems with :meth:`Engine.stream`: each problem's next calls are sent as soon
-    as its previous ones are answered, up to ``window`` problems in flight."""
-    outbox: list[tuple[Any, Call]] = []
-    answers: dict[str, list] = {}
-
-    def post(pid: str, calls: list[Call]) -> None:
-        if not calls:  # a strategy step without calls: step on at once
-            advance(pid, [])
-            return
-        answers[pid] = [None] * len(calls)
-        outbox.extend(((pid, j), c) for j, c in enumerate(calls))
-
-    def advance(pid: str, got: list) -> None:
-        """Send a problem's answers to its strategy; post its next calls or finish it."""
-        try:
-            calls = active[pid][0].send(got)
-        except StopIteration as stop:
-            del active[pid]
-            finish(pid, stop.value)
-            start_more()
-            return
-        post(pid, calls)
-
-    def start_more() -> None:
-        while queue and len(active) < window:
-            p = queue.pop(0)
-            gen = policy(p, cfg)
-            active[p.id] = (gen, None)
-            post(p.id, next(gen))
-
-    def more() -> list[tuple[Any, Call]]:
-        out = list(outbox)
-        outbox.clear()
-        return out
-
-    def answered(tag: tuple[str, int], gen: Any) -> None:
-        pid, j = tag
-        got = answers[pid]
-        got[j] = gen
-        if any(g is None for g in got):
-            return
-        del answers[pid]
-        advance(pid, got)
-
-    start_more()
-    engine.stream(more, answered)
-    if active:  # pragma: no cover - would mean a call was never answered
-        raise RuntimeError(f"{len(active)} problems did not finish")
+def run_episode(episode: Episode, engine: Engine) -> tuple[ProblemResult, list[tuple[Call, Generation]]]:
+    """Run one episode to its end; returns its result and every (call, generation) it made, in
+    the order they were answered."""
+    made: list[tuple[Call, Generation]] = []
+    out: list[ProblemResult] = []
+    flight = _Episodes(on_call=lambda c, g: made.append((c, g)))
+    flight.start(episode, out.append)
+    engine.stream(flight.take, flight.answer)
+    return out[0], made

@@ -19,13 +19,14 @@ import numpy as np
 import pandas as pd
 
 from .errors import DataError, LaseError
+from .strategies import SPECS
 from .traces import Run, call_rows, load_run, problem_rows, stage_rows
 
 __all__ = ["RUN_DIRS", "resolve_data_path", "load_runs", "fill_columns", "run_from_results", "problems_from_manifest", "common_ids"]
 
 #: Folder of a strategy name when it differs from the name: "lase" is read from the full-chain run
-#: (LASE at any thresholds is replayed from it).
-RUN_DIRS: dict[str, str] = {"lase": "lase-full"}
+#: (LASE at any thresholds is replayed from it); from the strategies' records.
+RUN_DIRS: dict[str, str] = {n: s.replayed_from for n, s in SPECS.items() if s.replayed_from}
 
 #: The repository this package was installed from (editable install); data paths fall back to it.
 REPO_ROOT = Path(__file__).resolve().parents[1]

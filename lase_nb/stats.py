@@ -16,6 +16,7 @@ import pandas as pd
 from scipy import stats as _st
 
 __all__ = [
+    "pct",
     "wilson_interval",
     "reliability_table",
     "auroc_for_errors",
@@ -44,6 +45,11 @@ def _same_length(**arrays: np.ndarray) -> None:
     lengths = {k: len(v) for k, v in arrays.items()}
     if len(set(lengths.values())) > 1:
         raise ValueError(f"arrays differ in length: {lengths}")
+
+
+def pct(x: float | None, digits: int = 0) -> str:
+    """A fraction as a percent for the chapters' sentences (``0.456`` -> ``"46%"``); "n/a" when unknown."""
+    return "n/a" if x is None or not np.isfinite(float(x)) else f"{float(x):.{digits}%}"
 
 
 def wilson_interval(k: int, n: int, level: float = 0.95) -> tuple[float, float]:

@@ -1,9 +1,15 @@
 """Strategies: single, majority vote, MAD, MoA, DOWN, LASE, LASE+MV, each a policy over one call primitive.
 
-A strategy is a generator function ``(problem, cfg) -> Episode``: it yields lists of
-:class:`~lase_nb.engine.Call` that are ready at the same time, receives their Generations,
-and finally returns a :class:`ProblemResult`. It never sees the backend, so the runner can step
-many problems together and send all their ready calls in one batch.
+A strategy is a generator function ``(problem, cfg) -> Episode``: it yields a list of steps that
+are ready at the same time and receives their answers in the same order, then returns a
+:class:`ProblemResult`. A step is a :class:`~lase_nb.engine.Call` (answered by its Generation)
+or another episode (answered by its result: LASE+MV runs its chains so). It never sees the
+backend, so the runner (:mod:`lase_nb.runner`) can stream many problems' calls together.
+
+:data:`SPECS` is the one record of every strategy: its generator, name, label, colour and
+marker, one-line description, call and context-inclusion formulas, and whether it needs
+log-probabilities. Every table, figure, chapter and the recording script read it; adding a
+strategy means writing its generator and its :class:`StrategySpec` here (and its test).
 """
 
 from __future__ import annotations
@@ -12,7 +18,7 @@ import math
 import random
 from collections import Counter
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Generator
+from typing import Any, Callable, Generator, Mapping, Union
 
 from . import prompts
 from .answers import grade, normalize_answer, reply_states, strip_boxed
@@ -21,7 +27,9 @@ from .engine import Call
 from .errors import ConfigError, LogprobsUnavailable
 from .types import Generation, GenParams, Problem
 
-Episode = Generator[list[Call], list[Generation], "ProblemResult"]
+#: A strategy's run on one problem: yields lists of steps (calls, or sub-episodes run side by
+#: side), receives their Generations (or results), returns the problem's result.
+Episode = Generator[list[Union[Call, "Episode"]], list[Union[Generation, "ProblemResult"]], "ProblemResult"]
 
 #: Role of the answer-extraction step's calls (see :func:`_answer`).
 EXTRACT_ROLE = "extract"
@@ -529,45 +537,11 @@ def lase_shuffled(problem: Problem, cfg: StrategyConfig) -> Episode:
     return (yield from lase(problem, replace(cfg, shuffle_supporters=True), name="lase-shuffled"))
 
 
-def drive(episode: Episode, answer: Callable[[list[Call]], list[Generation]]
-          ) -> tuple[ProblemResult, list[tuple[Call, Generation]]]:
-    """Run one episode to its end, one round of calls at a time (``answer`` is e.g.
-    :meth:`Engine.run`); returns its result and every (call, generation) it made, in order."""
-    made: list[tuple[Call, Generation]] = []
-    try:
-        calls = next(episode)
-        while True:
-            gens = answer(calls)
-            made += list(zip(calls, gens))
-            calls = episode.send(gens)
-    except StopIteration as stop:
-        return stop.value, made
-
-
-def gather(episodes: list[Episode]) -> Generator[list[Call], list[Generation], list[ProblemResult]]:
-    """Step several episodes together: each round yields all their pending calls as one batch."""
-    results: list[ProblemResult | None] = [None] * len(episodes)
-    pending = {j: next(ep) for j, ep in enumerate(episodes)}
-    while pending:
-        order = sorted(pending)
-        gens = yield [c for j in order for c in pending[j]]
-        pos, still = 0, {}
-        for j in order:
-            n = len(pending[j])
-            try:
-                still[j] = episodes[j].send(gens[pos:pos + n])
-            except StopIteration as done:
-                results[j] = done.value
-            pos += n
-        pending = still
-    return results  # type: ignore[return-value]
-
-
 def lase_mv(problem: Problem, cfg: StrategyConfig) -> Episode:
     """LASE+MV: ``lase_chains`` independent LASE chains (sampled leaders), majority vote over outputs."""
     chains = [lase(problem, replace(cfg, full_chain=False), sample=j, temperature=cfg.temperature,
                    name="lase") for j in range(cfg.lase_chains)]
-    results = yield from gather(chains)
+    results = yield chains  # the chains run side by side, each at its own pace
     recs = []
     for j, r in enumerate(results):
         for c in r.calls:  # recording_calls is empty: chains run without full_chain
@@ -582,17 +556,222 @@ def lase_mv(problem: Problem, cfg: StrategyConfig) -> Episode:
                           "escalated": sum(bool(r.extra["escalated"]) for r in results)})
 
 
+
+
+# ---------------------------------------------------------------- the registry: one record per strategy
+
+_DEFAULTS = StrategyConfig()
+
+
+def _get(config: Mapping[str, Any], key: str) -> Any:
+    """A setting of a run's config, the current default where an older recording lacks it."""
+    return config.get(key, getattr(_DEFAULTS, key))
+
+
+def reading_rounds(config: Mapping[str, Any] | None) -> int:
+    """MAD's rounds in which agents read each other, from a run's config.
+
+    Current runs count ``rounds`` in all, the first being the independent answers (Du et al.'s
+    3 x 2 = 6 calls), so agents read each other in ``rounds - 1`` of them. Configs written before
+    that change (they lack the ``examples`` key) ran ``rounds`` reading rounds after the first answers.
+    """
+    c = dict(config or {})
+    rounds = int(c.get("rounds", 2))
+    return rounds if c and "examples" not in c else max(rounds - 1, 0)
+
+
+def _down_rounds(c: Mapping[str, Any]) -> int:
+    """DOWN's refinement rounds (recordings before ``down_rounds`` existed ran MAD's reading rounds)."""
+    return int(_get(c, "down_rounds")) if "down_rounds" in c or not c else reading_rounds(c)
+
+
+@dataclass(frozen=True)
+class Formula:
+    """A count per problem from a run's config: ``text`` (how it is written), ``bound`` (its
+    value), ``exact`` (every problem reaches it; otherwise it is an upper bound) and, for LASE's
+    inclusions, ``star`` = 2kT, the star's own part (relays excluded; NaN elsewhere)."""
+
+    text: str
+    bound: float
+    exact: bool = True
+    star: float = math.nan
+
+
+def _star(c: Mapping[str, Any], chains: int = 1) -> Formula:
+    """LASE's inclusions: 2kT (k = 1 peer per stage, T stages) plus the relayed notes, per chain."""
+    stages = len(c.get("supporter_order", prompts.SUPPORTERS))
+    star, relay = 2 * stages, stages * (stages - 1) // 2
+    text = (f"<= 2kT + relays = 2*1*{stages} + {relay}" if chains == 1
+            else f"<= N (2kT + relays) = {chains}*({star}+{relay})")
+    return Formula(text, chains * (star + relay), False, chains * star)
+
+
+def _lase_calls(c: Mapping[str, Any], chains: int = 1, exact: bool = False) -> Formula:
+    """LASE's calls: the leader, then a supporter and a revision per stage that runs."""
+    t = len(c.get("supporter_order", prompts.SUPPORTERS))
+    text = f"1 + 2T = 1 + 2*{t}" if chains == 1 else f"N (1 + 2T) = {chains}*(1 + 2*{t})"
+    return Formula(text if exact else f"<= {text}", chains * (1 + 2 * t), exact)
+
+
+def _mad_calls(c: Mapping[str, Any]) -> Formula:
+    n, t = int(_get(c, "n_agents")), reading_rounds(c) + 1
+    return Formula(f"{n} x {t}", n * t)
+
+
+def _all_to_all(c: Mapping[str, Any], t: int) -> Formula:
+    n = int(_get(c, "n_agents"))
+    return Formula(f"T n(n-1) = {t}*{n}*{n - 1}", t * n * (n - 1))
+
+
+def _down_inclusions(c: Mapping[str, Any]) -> Formula:
+    """DOWN's debate reads all-to-all in each refinement round; a judge reads the last round."""
+    n, r, judge = int(_get(c, "n_agents")), _down_rounds(c), _get(c, "down_final") == "judge"
+    return Formula(f"<= T n(n-1){' + n' if judge else ''} = {r}*{n}*{n - 1}{f' + {n}' if judge else ''} "
+                   f"(0 if it accepts the first answer)", r * n * (n - 1) + judge * n, False)
+
+
+def _down_calls(c: Mapping[str, Any]) -> Formula:
+    n, r, judge = int(_get(c, "n_agents")), _down_rounds(c), _get(c, "down_final") == "judge"
+    return Formula(f"1, or n (R + 1){' + 1' if judge else ''} = {n}*({r}+1){' + 1' if judge else ''} "
+                   f"when it debates", n * (r + 1) + judge, False)
+
+
+def _describe_mad(c: Mapping[str, Any]) -> str:
+    n, t, calls = int(_get(c, "n_agents")), reading_rounds(c) + 1, _mad_calls(c)
+    return (f"multi-agent debate as Du et al. define it: {n} agents answer independently, then each reads "
+            f"the other {n - 1} answers and answers again, {t} rounds in all: {calls.text} = {calls.bound} calls")
+
+
+def _describe_down(c: Mapping[str, Any]) -> str:
+    n, dr = int(_get(c, "n_agents")), _down_rounds(c)
+    return (f"DOWN: one first answer, scored by its own confidence, the mean token probability over the "
+            f"whole response; only when that is at most {_get(c, 'down_threshold'):.3g} do {n} agents "
+            f"debate: their first answers, then {dr} refinement round{'s' if dr != 1 else ''} reading the "
+            f"others with their scores, final answer by {_get(c, 'down_final')}. "
+            f"LASE instead reads only the answer's tokens (lowest probability and highest entropy) and "
+            f"calls one supporter at a time")
+
+
+def _no_reads(c: Mapping[str, Any]) -> Formula:
+    return Formula("0 (no agent reads another)", 0)
+
+
+@dataclass(frozen=True)
+class StrategySpec:
+    """Everything the package knows about one strategy.
+
+    ``run`` is its generator; a *variant* (``variant_of``) runs another strategy's generator
+    with ``settings`` over the config (``lase-full``: LASE through every stage, recorded for
+    replay), and a *replayed* strategy (``replayed_from``) is read off that variant's recording
+    at any thresholds (``lase``). ``label``, ``describe``, ``calls`` and ``inclusions`` take a
+    run's config (a dict, as in a manifest; missing keys take today's defaults). ``calls``
+    counts model calls per problem, answer-extraction steps apart.
+    """
+
+    name: str
+    label: Callable[[Mapping[str, Any]], str]  # readable name with the sizes that matter: "MV(7)"
+    legend: str  # the long name in legends
+    short: str  # the name drawn beside a point
+    color: str
+    marker: str
+    describe: Callable[[Mapping[str, Any]], str]  # what it does, in one line
+    calls: Callable[[Mapping[str, Any]], Formula]
+    inclusions: Callable[[Mapping[str, Any]], Formula]
+    topology: str  # who reads whom: "none", "all-to-all", "layers" or "star"
+    run: Callable[[Problem, StrategyConfig], Episode] | None = None
+    gated: bool = False  # gates on answer confidence: needs log-probabilities
+    variant_of: str | None = None
+    settings: Mapping[str, Any] = field(default_factory=dict)
+    replayed_from: str | None = None
+
+    @property
+    def runnable(self) -> bool:
+        """Whether ``lase-nb run --strategy NAME`` runs it (a variant runs as its base strategy)."""
+        return self.run is not None and self.variant_of is None
+
+    @property
+    def keeps_run_thresholds(self) -> bool:
+        """A gated strategy whose recording stopped at the thresholds it ran with (not replayed)."""
+        return self.gated and self.runnable and self.replayed_from is None
+
+    def recording(self, cfg: StrategyConfig) -> tuple[str, StrategyConfig]:
+        """The strategy and config that record this one's run: a replayed strategy is recorded
+        as the variant it is replayed from, a variant as its base strategy with its settings."""
+        if self.replayed_from is not None:
+            return SPECS[self.replayed_from].recording(cfg)
+        if self.variant_of is not None:
+            return self.variant_of, replace(cfg, **self.settings)
+        return self.name, cfg
+
+
+#: Every strategy, in display order (tables, figures, chapter 04).
+SPECS: dict[str, StrategySpec] = {s.name: s for s in [
+    StrategySpec(
+        "single", lambda c: "single agent", "single agent", "single", "#56B4E9", "o",
+        lambda c: "one answer from the leader's prompt",
+        lambda c: Formula("1", 1), _no_reads, "none", run=single),
+    StrategySpec(
+        "mv", lambda c: f"MV({_get(c, 'n_samples')})", "majority vote", "majority vote", "#009E73", "^",
+        lambda c: f"{_get(c, 'n_samples')} independent samples at temperature {_get(c, 'temperature')}, "
+                  f"majority vote",
+        lambda c: Formula(f"N = {_get(c, 'n_samples')}", int(_get(c, "n_samples"))), _no_reads, "none",
+        run=majority),
+    StrategySpec(
+        "mad", lambda c: f"MAD({int(_get(c, 'n_agents'))}x{reading_rounds(c) + 1})", "MAD (3 agents x 2 rounds)",
+        "MAD", "#CC79A7", "v", _describe_mad, _mad_calls,
+        lambda c: _all_to_all(c, reading_rounds(c)), "all-to-all", run=mad),
+    StrategySpec(
+        "moa", lambda c: f"MoA({_get(c, 'moa_layers')}x{_get(c, 'moa_proposers')})", "mixture of agents", "MoA",
+        "#8C510A", "P",
+        lambda c: f"mixture of agents: {_get(c, 'moa_proposers')} proposers per layer, {_get(c, 'moa_layers')} "
+                  f"layers, then an aggregator",
+        lambda c: Formula(f"L p + 1 = {_get(c, 'moa_layers')}*{_get(c, 'moa_proposers')} + 1",
+                          int(_get(c, "moa_layers")) * int(_get(c, "moa_proposers")) + 1),
+        lambda c: Formula(f"(L-1) p^2 + p = {int(_get(c, 'moa_layers')) - 1}*{int(_get(c, 'moa_proposers'))}^2"
+                          f"+{int(_get(c, 'moa_proposers'))}",
+                          (int(_get(c, "moa_layers")) - 1) * int(_get(c, "moa_proposers")) ** 2
+                          + int(_get(c, "moa_proposers"))),
+        "layers", run=moa),
+    StrategySpec(
+        "down", lambda c: "DOWN", "DOWN", "DOWN", "#999999", "X", _describe_down, _down_calls,
+        _down_inclusions, "all-to-all", run=down, gated=True),
+    StrategySpec(
+        "lase", lambda c: "LASE", "LASE", "LASE", "#E69F00", "*",
+        lambda c: f"LASE at (tau_lp, tau_h) = ({_get(c, 'tau_lp')}, {_get(c, 'tau_h')}), replayed from the "
+                  f"full-chain recording",
+        _lase_calls, _star, "star", run=lase, gated=True, replayed_from="lase-full"),
+    StrategySpec(
+        "lase-full", lambda c: "LASE, every stage", "always interact (full chain)", "always interact",
+        "#D55E00", "D", lambda c: "LASE forced through every stage (always interact)",
+        lambda c: _lase_calls(c, exact=True), _star, "star", run=lase, gated=True, variant_of="lase",
+        settings={"full_chain": True}),
+    StrategySpec(
+        "lase-mv", lambda c: f"LASE+MV({_get(c, 'lase_chains')})", "LASE + MV", "LASE+MV", "#F0E442", "h",
+        lambda c: f"{_get(c, 'lase_chains')} LASE chains, majority vote over their answers",
+        lambda c: _lase_calls(c, int(_get(c, "lase_chains"))), lambda c: _star(c, int(_get(c, "lase_chains"))),
+        "star", run=lase_mv, gated=True),
+    StrategySpec(
+        "lase-shuffled", lambda c: "LASE, shuffled order", "LASE, shuffled order", "LASE shuffled", "#882255", "p",
+        lambda c: "LASE with the supporters in a random order per problem",
+        _lase_calls, _star, "star", run=lase_shuffled, gated=True),
+]}
+
+#: The strategies ``run`` accepts, by name (variants run as their base strategy).
 STRATEGIES: dict[str, Callable[[Problem, StrategyConfig], Episode]] = {
-    "single": single,
-    "mv": majority,
-    "mad": mad,
-    "moa": moa,
-    "down": down,
-    "lase": lase,
-    "lase-shuffled": lase_shuffled,
-    "lase-mv": lase_mv,
-}
-GATED = {"down", "lase", "lase-shuffled", "lase-mv"}
+    n: s.run for n, s in SPECS.items() if s.runnable}  # type: ignore[misc]
+#: The strategies that gate on confidence, so need a backend with log-probabilities.
+GATED = {n for n, s in SPECS.items() if s.gated and s.runnable}
+
+
+def compared() -> list[str]:
+    """The strategies a comparison runs or loads, in display order (a variant is shown through
+    the strategy replayed from it, e.g. ``lase-full`` through ``lase``)."""
+    return [n for n, s in SPECS.items() if s.runnable]
+
+
+def recorded() -> list[str]:
+    """The run folders a full recording writes, in display order (``lase-full``, not ``lase``)."""
+    return [n for n, s in SPECS.items() if s.run is not None and s.replayed_from is None]
 
 
 def get_strategy(name: str) -> Callable[[Problem, StrategyConfig], Episode]:

@@ -75,7 +75,7 @@ import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 
-from lase_nb import analysis, comparison, pipeline, plots, reference, runs as run_store, stats
+from lase_nb import analysis, comparison, pipeline, plots, reference, runs as run_store, stats, strategies
 from lase_nb.analysis import chains_from_stages, outcomes_at, replay
 from lase_nb.confidence import uncertain_mask
 from lase_nb.transcripts import answer_or_none
@@ -84,7 +84,7 @@ plots.set_style()
 pd.set_option("display.precision", 3)
 pd.set_option("display.max_colwidth", 140)
 pd.set_option("display.width", 200)
-BASELINES = ["single", "mv", "mad", "moa", "down", "lase-mv", "lase-shuffled"]
+names = strategies.compared()  # every strategy's record (lase_nb.strategies.SPECS), in display order
 
 # %% [markdown]
 # ## 4.0 The runs, and what each strategy does
@@ -127,16 +127,16 @@ if live:
     if max_tokens:
         cfg = replace(cfg, max_tokens=max_tokens, supporter_max_tokens=min(max_tokens, cfg.supporter_max_tokens))
     runs = {}
-    for s in ["lase", *BASELINES]:
-        c = replace(cfg, full_chain=s == "lase")
-        res = run_problems(s, problem_list, engine, c, progress=False)
+    for s in names:
+        name, c = strategies.SPECS[s].recording(cfg)  # "lase": the full chain it is replayed from
+        res = run_problems(name, problem_list, engine, c, progress=False)
         runs[s] = run_store.run_from_results(res, problem_list, {"backend": engine.backend.name, "model": engine.backend.model,
                                                               "dataset": dataset, "config": asdict(c)})
     missing = []
     print(f"live: {engine.stats.model_calls} model calls, {engine.stats.cache_hits} answered from the cache")
 else:
-    runs = run_store.load_runs(traces, ["lase", *BASELINES], require=["lase"])
-    missing = [s for s in ["lase", *BASELINES] if s not in runs]
+    runs = run_store.load_runs(traces, names, require=["lase"])
+    missing = [s for s in names if s not in runs]
 configs = {s: r.manifest.get("config", {}) for s, r in runs.items()}
 problems = {p.id: p for p in problem_list} if live else run_store.problems_from_manifest(runs["lase"].manifest, data_path)
 kind = next(iter(problems.values())).kind if problems else "number"
@@ -218,9 +218,9 @@ if "mad" in runs:
 # %%
 chains = chains_from_stages(runs["lase"].stages)
 lase_now = replay(chains, tau_lp, tau_h)
-tables = {"single": None, "mv": None, "mad": None, "moa": None, "down": None, "lase": lase_now,
-          "lase-full": outcomes_at(chains, chains.n_stages - 1), "lase-mv": None, "lase-shuffled": None}
-tables = {s: (t if t is not None else runs[s].problems) for s, t in tables.items() if t is not None or s in runs}
+replayed = {"lase": lase_now, "lase-full": outcomes_at(chains, chains.n_stages - 1)}
+tables = {s: replayed[s] if s in replayed else runs[s].problems
+          for s in comparison.STRATEGY_ORDER if s in replayed or s in runs}
 main, short = comparison.split_by_coverage(tables)  # a run on far fewer problems gets its own table below
 table = stats.comparison_table({s: tables[s] for s in main})
 paper = comparison.paper_reference(paper_model, paper_dataset)

@@ -71,7 +71,7 @@ from lase_nb.runs import common_ids, load_runs
 
 plots.set_style()
 pd.set_option("display.precision", 3)
-baseline_names = ("mv", "mad")  # other strategies' runs under `traces`, drawn as points
+baseline_names = pareto.paper_baselines()  # the paper's Table 1 baselines (MV, MAD), drawn as points
 
 run = load_runs(traces, ["lase"], require=["lase"])["lase"]  # the lase-full folder
 chains = chains_from_stages(run.stages)

@@ -225,7 +225,7 @@ display(Markdown(failures.describe_escalation(esc, cost, paper)))
 # problems):
 
 # %%
-present = [n for n in ("single", "mv", "mad", "down", "lase-full") if n in runs]
+present = failures.debate_runs(list(runs))  # no one or everyone reads, and LASE through every stage
 if len(present) > 1:
     table = stats.comparison_table({n: runs[n].problems for n in present})
     display(table[["n", "accuracy", "acc_lo", "acc_hi", "accuracy_strict", "avg_tokens", "token_multiplier",

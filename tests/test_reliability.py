@@ -144,26 +144,19 @@ def test_transient_faults_are_retried_once_each_and_the_run_is_right(api, strate
 
 
 # --------------------------------------------------------------------------- faulty content
+@pytest.mark.parametrize("fault, is_faulty", [
+    ("length", lambda c: c.finish_reason == "length"),  # the reply cut at its token cap
+    ("empty", lambda c: c.text == "" and c.completion_tokens == 0),
+], ids=["cut-by-length", "empty"])
 @pytest.mark.parametrize("strategy", ["lase", "mv"])
 @pytest.mark.parametrize("api", ["openai", "gemini"])
-def test_reply_cut_by_length_counts_as_unparsed_and_the_run_goes_on(api, strategy, tmp_path):
-    with SERVERS[api](oracle(PROBLEMS), faults=["length"]) as srv:
+def test_cut_or_empty_reply_counts_as_unparsed_and_the_run_goes_on(api, strategy, fault, is_faulty, tmp_path):
+    with SERVERS[api](oracle(PROBLEMS), faults=[fault]) as srv:
         results = run(strategy, make_backend(api, srv), tmp_path / "c.sqlite")
         assert srv.request_count == N_CALLS
-    assert_all_correct(results)  # LASE escalates past the cut answer; MV outvotes it
-    cut = [c for r in results for c in r.calls if c.finish_reason == "length"]
-    assert len(cut) == 1 and cut[0].answer is None and cut[0].stage == 0
-
-
-@pytest.mark.parametrize("strategy", ["lase", "mv"])
-@pytest.mark.parametrize("api", ["openai", "gemini"])
-def test_empty_reply_counts_as_unparsed_and_the_run_goes_on(api, strategy, tmp_path):
-    with SERVERS[api](oracle(PROBLEMS), faults=["empty"]) as srv:
-        results = run(strategy, make_backend(api, srv), tmp_path / "c.sqlite")
-        assert srv.request_count == N_CALLS
-    assert_all_correct(results)
-    empty = [c for r in results for c in r.calls if c.text == ""]
-    assert len(empty) == 1 and empty[0].answer is None and empty[0].completion_tokens == 0
+    assert_all_correct(results)  # LASE escalates past the faulty answer; MV outvotes it
+    faulty = [c for r in results for c in r.calls if is_faulty(c)]
+    assert len(faulty) == 1 and faulty[0].answer is None and faulty[0].stage == 0
 
 
 @pytest.mark.parametrize("api", ["openai", "gemini"])

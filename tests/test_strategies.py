@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import asdict, replace
 
 import pytest
 
@@ -11,7 +11,7 @@ from lase_nb.backends.openai_backend import OpenAIBackend
 from lase_nb.engine import Engine
 from lase_nb.errors import ConfigError, LogprobsUnavailable
 from lase_nb.runner import run_problems
-from lase_nb.strategies import STRATEGIES, StrategyConfig, majority_vote
+from lase_nb.strategies import SPECS, STRATEGIES, StrategyConfig, majority_vote
 from lase_nb.traces import stage_rows
 from lase_nb.types import Problem
 from lase_nb import prompts
@@ -256,6 +256,53 @@ def test_bad_config_is_named():
         StrategyConfig(examples=5).validate()
     with pytest.raises(ConfigError, match="unknown strategy"):
         run_problems("vote-harder", [PROBLEM], None, progress=False)
+
+
+# ---------------------------------------------------------------- the registry: one record per strategy
+
+
+@pytest.mark.parametrize("p", [0.3, 0.99])
+@pytest.mark.parametrize("name", list(SPECS))
+def test_calls_and_inclusions_follow_the_formulas_in_the_record(name, p):
+    """Each record states its calls and context inclusions per problem. When every answer is
+    unsure (p = 0.3: every gate escalates) a run reaches each bound (but a shuffled order relays
+    fewer notes when a supporter that relays comes first); when every answer is sure it stays
+    within it; an exact formula holds either way."""
+    spec = SPECS[name]
+    cfg = StrategyConfig(tau_lp=0.8, tau_h=2.0, lase_chains=3)
+    run, rcfg = spec.recording(cfg) if spec.variant_of else (name, cfg)
+    with OpenAIWireServer(responder=fixed("So it is \\boxed{4}.", p)) as srv:
+        (res,) = run_problems(run, [PROBLEM], engine_for(srv), rcfg, progress=False)
+        made = srv.request_count
+    reads = sum(len(c.reads) for c in res.calls + res.recording_calls)
+    for got, formula, tight in ((made, spec.calls(asdict(rcfg)), True),
+                                (reads, spec.inclusions(asdict(rcfg)), name != "lase-shuffled")):
+        assert got == formula.bound if formula.exact or (p < 0.5 and tight) else got <= formula.bound, (formula, got)
+
+
+def test_every_record_is_complete_and_everything_reads_it():
+    from lase_nb import comparison, pipeline, plots, runs
+
+    assert comparison.STRATEGY_ORDER == tuple(SPECS)
+    assert set(STRATEGIES) == {n for n, s in SPECS.items() if s.runnable}
+    assert runs.RUN_DIRS == {"lase": "lase-full"}
+    for name, spec in SPECS.items():
+        assert spec.run is not None and spec.describe({}) and spec.label({}) == plots.label(name)
+        assert plots.style(name) == {"color": spec.color, "marker": spec.marker, "label": spec.legend,
+                                     "short": spec.short}
+        assert pipeline.inclusion_bounds(name)["bound"] == spec.inclusions({}).bound
+        assert spec.topology in ("none", "all-to-all", "layers", "star")
+    assert len({(s.color, s.marker) for s in SPECS.values()}) == len(SPECS)
+    # a run of a strategy the package does not know is listed, not a KeyError
+    text = comparison.describe_methods({"single": {}, "vote-harder": {}}, {"vote-harder": 3.0})
+    assert "**single agent**" in text and "**vote-harder**" in text and "3.0 calls per problem" in text
+
+
+def test_a_variant_records_as_its_base_strategy():
+    cfg = StrategyConfig()
+    assert SPECS["lase-full"].recording(cfg) == ("lase", replace(cfg, full_chain=True))
+    assert SPECS["lase"].recording(cfg) == ("lase", replace(cfg, full_chain=True))  # replayed from lase-full
+    assert SPECS["mv"].recording(cfg) == ("mv", cfg)
 
 
 # ---------------------------------------------------------------- the embedded model

@@ -28,9 +28,7 @@ from lase_nb.cache import CallCache
 from lase_nb.datasets import load_dataset
 from lase_nb.engine import Engine
 from lase_nb.runner import run_problems
-from lase_nb.strategies import StrategyConfig, default_examples
-
-BASELINES = ("single", "mv", "mad", "moa", "down", "lase-mv", "lase-shuffled")
+from lase_nb.strategies import SPECS, StrategyConfig, default_examples, recorded
 
 
 def _model_info(backend: LocalBackend) -> dict:
@@ -47,7 +45,8 @@ def main() -> int:
     ap.add_argument("--out", default="data/traces/arith-smollm2")
     ap.add_argument("--n-full", type=int, default=60)
     ap.add_argument("--n-baselines", type=int, default=30)
-    ap.add_argument("--strategies", nargs="*", default=["lase-full", *BASELINES])
+    ap.add_argument("--strategies", nargs="*", default=recorded(), choices=recorded(),
+                    help="run folders to write (default: all; LASE at any thresholds is replayed from lase-full)")
     ap.add_argument("--model", default="smollm2-135m", help="alias, model folder or .gguf file")
     ap.add_argument("--model-label", default=None, help="model name written to the manifests")
     ap.add_argument("--device", default="cpu")
@@ -66,8 +65,8 @@ def main() -> int:
     base = StrategyConfig(seed=args.seed, examples=default_examples("local", args.model))
     model_info = _model_info(backend)
     for name in args.strategies:
-        strategy, cfg, n = ("lase", replace(base, full_chain=True), args.n_full) if name == "lase-full" \
-            else (name, base, args.n_baselines)
+        strategy, cfg = SPECS[name].recording(base)
+        n = args.n_full if cfg.full_chain else args.n_baselines
         problems = load_dataset("arith", None, n, args.seed, levels=args.levels)
         t0 = time.perf_counter()
         extra = {}
