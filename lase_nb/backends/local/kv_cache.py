@@ -10,7 +10,9 @@ layer once into fresh buffers. Only plain dynamic caches can be edited like this
 
 from __future__ import annotations
 
-from typing import Any
+import ctypes
+import ctypes.util
+from typing import Any, Callable, Iterable
 
 
 def get_kv(cache: Any) -> list[tuple[Any, Any]]:
@@ -21,26 +23,22 @@ def get_kv(cache: Any) -> list[tuple[Any, Any]]:
     return list(zip(cache.key_cache, cache.value_cache))  # transformers < 4.56
 
 
-def set_rows(cache: Any, pieces: list[list[tuple[Any, Any]]], width: int) -> None:
+def set_rows(cache: Any, pieces: list[list[tuple[Any, Any]] | None], width: int) -> None:
     """Make ``cache`` hold the rows of ``pieces`` (per layer, ``(keys, values)`` blocks
     ``[rows, heads, len, dim]``, stacked along the batch in order), each block right-aligned
     and left-padded with zeros to ``width``. The blocks are copied once, into fresh buffers
-    with a growing layer's spare room, so the next decoding step need not copy them again."""
+    with a growing layer's spare room, so the next decoding step need not copy them again.
+
+    ``pieces`` is consumed: each layer's entry is dropped (set to None) once that layer is
+    rebuilt, so a layer's old buffers are freed before the next layer's new ones are made and
+    the old cache and the new one are never both whole in memory. Callers must hold no other
+    reference to the old layers (``get_kv`` lists included)."""
     layers = getattr(cache, "layers", None)
-    for i, blocks in enumerate(pieces):
-        k0, v0 = blocks[0]
-        rows = sum(k.shape[0] for k, _ in blocks)
+    for i in range(len(pieces)):
+        blocks, pieces[i] = pieces[i], None
         room = getattr(layers[i], "room", 0) if layers is not None else 0
-        kb = k0.new_empty((rows, k0.shape[1], width + room, k0.shape[3]))
-        vb = v0.new_empty((rows, v0.shape[1], width + room, v0.shape[3]))
-        at = 0
-        for k, v in blocks:
-            pad, end = width - k.shape[2], at + k.shape[0]
-            kb[at:end, :, :pad] = 0  # padding is masked out, but must be finite
-            vb[at:end, :, :pad] = 0
-            kb[at:end, :, pad:width] = k
-            vb[at:end, :, pad:width] = v
-            at = end
+        kb, vb = _packed(blocks, width, room)
+        del blocks  # the old layer's last reference: freed before the next layer is made
         keys, values = kb[:, :, :width], vb[:, :, :width]
         if layers is None:  # transformers < 4.56
             cache.key_cache[i], cache.value_cache[i] = keys, values
@@ -50,8 +48,28 @@ def set_rows(cache: Any, pieces: list[list[tuple[Any, Any]]], width: int) -> Non
             layers[i]._bufs = (kb, vb, keys)
 
 
-def new_cache(kv: list[tuple[Any, Any]]) -> Any:
-    """A dynamic KV cache holding ``kv`` (empty for ``[]``) that grows in place where it can."""
+def _packed(blocks: list[tuple[Any, Any]], width: int, room: int) -> tuple[Any, Any]:
+    """Fresh (keys, values) buffers ``[rows, heads, width + room, dim]`` holding ``blocks``
+    stacked along the batch, each right-aligned at ``width`` and left-padded with zeros."""
+    k0, v0 = blocks[0]
+    rows = sum(k.shape[0] for k, _ in blocks)
+    kb = k0.new_empty((rows, k0.shape[1], width + room, k0.shape[3]))
+    vb = v0.new_empty((rows, v0.shape[1], width + room, v0.shape[3]))
+    at = 0
+    for k, v in blocks:
+        pad, end = width - k.shape[2], at + k.shape[0]
+        kb[at:end, :, :pad] = 0  # padding is masked out, but must be finite
+        vb[at:end, :, :pad] = 0
+        kb[at:end, :, pad:width] = k
+        vb[at:end, :, pad:width] = v
+        at = end
+    return kb, vb
+
+
+def new_cache(kv: Iterable[tuple[Any, Any]]) -> Any:
+    """A dynamic KV cache holding ``kv`` (empty for ``[]``) that grows in place where it can.
+
+    ``kv`` may be a generator, so a layer made on the fly is freed once it is copied in."""
     cls = growing_cache_class()
     cache = cls()
     for i, (k, v) in enumerate(kv):
@@ -141,3 +159,32 @@ def pad_left(t: Any, width: int, dim: int = -2) -> Any:
     shape = list(t.shape)
     shape[dim] = missing
     return torch.cat([torch.zeros(shape, dtype=t.dtype, device=t.device), t], dim=dim)
+
+
+_TRIM: list[Callable[[], Any]] = []
+
+
+def release_free_memory() -> None:
+    """Give the C heap's free pages back to the system (glibc's ``malloc_trim``; a no-op
+    elsewhere).
+
+    Each time a row joins or leaves, every layer of the running batch is rebuilt into buffers
+    of a new shape (20-25 MB each at 16 rows and ~1,500 positions). glibc serves blocks of that
+    size from its heap once its adaptive mmap threshold has risen past them, and keeps the
+    freed blocks there: over a long run the process held about as much freed KV memory as live
+    (3.4 GiB peak, 3.0 GiB at the end with the batch nearly empty). Trimming after each rebuild
+    keeps the resident size near what is in use; it costs a few milliseconds per call (about
+    0.5% of a run's time) and changes no computation."""
+    if not _TRIM:
+        trim: Callable[[], Any] = lambda: None  # noqa: E731
+        name = ctypes.util.find_library("c")
+        try:
+            libc = ctypes.CDLL(name) if name else None
+            if libc is not None and hasattr(libc, "malloc_trim"):
+                libc.malloc_trim.argtypes = [ctypes.c_size_t]
+                trim = lambda: libc.malloc_trim(0)  # noqa: E731
+        except OSError:
+            pass
+        _TRIM.append(trim)
+    _TRIM[0]()
+

@@ -35,7 +35,7 @@ import time
 from typing import Any, Callable
 
 from .decoding import Row, TokenDecoding
-from .kv_cache import get_kv, new_cache, pad_left, set_rows
+from .kv_cache import get_kv, new_cache, pad_left, release_free_memory, set_rows
 from .prefix_store import PrefixStore
 
 
@@ -107,6 +107,7 @@ class Scheduler(TokenDecoding):
                         done(r)
                     else:
                         self._join(batch, r, kv, tok)
+                    del kv  # copied into the batch (or stored): free it before the next prefill
                 if not batch.rows:
                     continue
                 step_ids = torch.tensor(batch.next_ids, dtype=torch.long, device=self.device).unsqueeze(1)
@@ -122,6 +123,7 @@ class Scheduler(TokenDecoding):
                 for j, r in gone:
                     n = int(batch.mask[j].sum())
                     self._keep_reply(r, [(k[j:j + 1, :, -n:], v[j:j + 1, :, -n:]) for k, v in layers])
+                del layers  # _select frees each old layer as it rebuilds it
                 self._select(batch, keep)
                 for _, r in gone:
                     done(r)
@@ -154,9 +156,9 @@ class Scheduler(TokenDecoding):
             end, stretch = hit
             parts.append([(k[:, :, :end - start], v[:, :, :end - start]) for k, v in stretch.kv])
             start = end
-        cache = new_cache([] if not parts else [
+        cache = new_cache(  # one layer joined at a time, freed once copied into the cache
             (torch.cat([p[l][0] for p in parts], dim=-2), torch.cat([p[l][1] for p in parts], dim=-2))
-            for l in range(len(parts[0]))])
+            for l in range(len(parts[0]) if parts else 0))
         self.prefix_stats["reused_tokens"] += start
         self.prefix_stats["encoded_tokens"] += len(ids) - start
         logits = None
@@ -200,6 +202,7 @@ class Scheduler(TokenDecoding):
         batch.pos = torch.cat([batch.pos, pos])
         batch.rows.append(r)
         batch.next_ids.append(tok)
+        release_free_memory()  # the old layers' buffers
 
     def _select(self, batch: Batch, keep: list[int]) -> None:
         """Keep only rows ``keep`` of the batch and drop leading columns that are padding for all."""
@@ -207,6 +210,7 @@ class Scheduler(TokenDecoding):
 
         if not keep:
             batch.rows, batch.next_ids, batch.cache = [], [], None
+            release_free_memory()
             return
         sel = torch.tensor(keep, dtype=torch.long, device=self.device)
         mask = batch.mask[sel]
@@ -216,6 +220,7 @@ class Scheduler(TokenDecoding):
         batch.mask, batch.pos = mask[:, lead:], batch.pos[sel]
         batch.rows = [batch.rows[j] for j in keep]
         batch.next_ids = [batch.next_ids[j] for j in keep]
+        release_free_memory()  # the old layers' buffers
 
     def _run_lockstep(self, todo: list[Row], done: Callable[[Row], None]) -> None:
         """Decode ``todo`` in lockstep batches of ``max_batch`` rows (each batch to its end)."""
