@@ -19,7 +19,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from lase_nb.backends.local.kv_cache import get_kv, new_cache, set_rows  # noqa: E402
+from lase_nb.backends.local.kv_cache import add_row, get_kv, keep_rows, new_cache, set_rows  # noqa: E402
 from lase_nb.backends.local.prefix_store import PrefixStore, nbytes  # noqa: E402
 
 LAYERS, HEADS, DIM = 3, 2, 4
@@ -173,6 +173,62 @@ def test_set_rows_left_pads_and_frees_each_old_layer_as_it_goes() -> None:
     for i, (k, v) in enumerate(kv_of(6, 7, rows=2)):
         cache.update(k, v, i)
     assert get_kv(cache)[0][0].shape == (2, HEADS, 7, DIM)
+
+
+def packed(rows: list[list[tuple[object, object]]]) -> list[tuple[object, object]]:
+    """Rows (per layer ``[1, heads, len, dim]``) stacked and left-padded with zeros: what the
+    batch cache must hold whichever way it got there."""
+    width = max(r[0][0].shape[-2] for r in rows)
+    out = []
+    for layer in range(LAYERS):
+        ks, vs = [], []
+        for r in rows:
+            k, v = r[layer]
+            pad = torch.zeros(1, HEADS, width - k.shape[-2], DIM)
+            ks.append(torch.cat([pad, k], dim=-2))
+            vs.append(torch.cat([pad, v], dim=-2))
+        out.append((torch.cat(ks), torch.cat(vs)))
+    return out
+
+
+def assert_holds(cache, want) -> None:
+    for (k, v), (wk, wv) in zip(get_kv(cache), want):
+        assert k.shape == wk.shape and torch.equal(k, wk) and torch.equal(v, wv)
+
+
+def test_rows_join_and_leave_in_place_and_the_batch_grows_when_it_must() -> None:
+    a, b, c, d = kv_of(0, 6), kv_of(10, 14), kv_of(20, 29), kv_of(40, 43)
+    cache = new_cache(a)
+    add_row(cache, b, capacity=4)  # a one-row buffer has no free row: fresh buffers, 4 rows
+    buf = cache.layers[0]._bufs[0]
+    assert buf.shape[0] == 4 and cache.layers[0]._bufs[3] == 0
+    assert_holds(cache, packed([a, b]))
+    add_row(cache, c, capacity=4)  # longer than the batch, no free columns on the left: fresh
+    assert cache.layers[0]._bufs[0] is not buf
+    assert_holds(cache, packed([a, b, c]))
+    buf = cache.layers[0]._bufs[0]
+    keep_rows(cache, [0, 1], lead=3)  # c leaves; the first 3 columns were padding for a and b
+    assert cache.layers[0]._bufs[0] is buf and cache.layers[0]._bufs[3] == 3
+    assert_holds(cache, packed([a, b]))
+    add_row(cache, d, capacity=4)  # a free row and room: written in place
+    assert cache.layers[0]._bufs[0] is buf
+    assert_holds(cache, packed([a, b, d]))
+    longer = kv_of(50, 58)  # 8 > 6 columns: the 2 more come from the 3 dropped on the left
+    add_row(cache, longer, capacity=4)
+    assert cache.layers[0]._bufs[0] is buf and cache.layers[0]._bufs[3] == 1
+    assert_holds(cache, packed([a, b, d, longer]))
+    keep_rows(cache, [1, 3], lead=0)  # rows move down inside the buffers
+    assert cache.layers[0]._bufs[0] is buf
+    assert_holds(cache, packed([b, longer]))
+    add_row(cache, a, capacity=4)
+    add_row(cache, d, capacity=4)
+    assert cache.layers[0]._bufs[0] is buf
+    assert_holds(cache, packed([b, longer, a, d]))
+    step = kv_of(60, 61, rows=4)  # a decoding step writes into the room after the last column
+    for i, (k, v) in enumerate(step):
+        cache.update(k, v, i)
+    assert cache.layers[0]._bufs[0] is buf and get_kv(cache)[0][0].shape == (4, HEADS, 9, DIM)
+    assert torch.equal(get_kv(cache)[2][0][:, :, -1:], step[2][0])
 
 
 def test_follow_up_takes_the_reply_kv_on_the_embedded_model() -> None:

@@ -34,6 +34,7 @@ def set_rows(cache: Any, pieces: list[list[tuple[Any, Any]] | None], width: int)
     the old cache and the new one are never both whole in memory. Callers must hold no other
     reference to the old layers (``get_kv`` lists included)."""
     layers = getattr(cache, "layers", None)
+    _FREED[0] = True
     for i in range(len(pieces)):
         blocks, pieces[i] = pieces[i], None
         room = getattr(layers[i], "room", 0) if layers is not None else 0
@@ -45,7 +46,7 @@ def set_rows(cache: Any, pieces: list[list[tuple[Any, Any]] | None], width: int)
             continue
         layers[i].keys, layers[i].values = keys, values
         if room:  # a GrowingLayer: its next update writes into the room
-            layers[i]._bufs = (kb, vb, keys)
+            layers[i]._bufs = (kb, vb, keys, 0)
 
 
 def _packed(blocks: list[tuple[Any, Any]], width: int, room: int) -> tuple[Any, Any]:
@@ -77,6 +78,72 @@ def new_cache(kv: Iterable[tuple[Any, Any]]) -> Any:
     return cache
 
 
+
+def _in_place(cache: Any) -> bool:
+    """Whether every layer of ``cache`` is a growing layer that owns its keys/values views."""
+    layers = getattr(cache, "layers", None)
+    return bool(layers) and all(
+        getattr(layer, "_bufs", None) is not None and layer.keys is layer._bufs[2] for layer in layers)
+
+
+def add_row(cache: Any, kv: list[tuple[Any, Any]], capacity: int) -> None:
+    """Append a row to the batch cache: ``kv`` (per layer ``[1, heads, n, dim]``) right-aligned
+    at the batch's last column, every row left-padded with zeros to ``max(width, n)``.
+
+    In place when the buffers have a free row and, for a row longer than the batch, free columns
+    on the left; otherwise the layer moves into fresh buffers with ``capacity`` rows and room to
+    grow (the old ones are freed layer by layer). Either way the keys/values the model reads are
+    the same numbers, as if the batch had been packed afresh."""
+    if not _in_place(cache):  # a cache this module did not make (transformers < 4.56)
+        set_rows(cache, [[old, new] for old, new in zip(get_kv(cache), kv)],
+                 max(get_kv(cache)[0][0].shape[-2], kv[0][0].shape[-2]))
+        return
+    for layer, (k, v) in zip(cache.layers, kv):
+        kb, vb, keys, lo = layer._bufs
+        rows, used, n = keys.shape[0], keys.shape[-2], k.shape[-2]
+        width = max(used, n)
+        hi = lo + used
+        if rows < kb.shape[0] and lo >= width - used:
+            lo = hi - width
+            kb[:rows, :, lo:hi - used] = 0  # the existing rows' new left padding
+            vb[:rows, :, lo:hi - used] = 0
+        else:
+            cap = width + layer.room
+            nkb = kb.new_empty((max(capacity, rows + 1), kb.shape[1], cap, kb.shape[3]))
+            nvb = vb.new_empty((max(capacity, rows + 1), vb.shape[1], cap, vb.shape[3]))
+            nkb[:rows, :, :width - used] = 0
+            nvb[:rows, :, :width - used] = 0
+            nkb[:rows, :, width - used:width] = keys
+            nvb[:rows, :, width - used:width] = layer.values
+            kb, vb, lo, hi = nkb, nvb, 0, width
+            _FREED[0] = True
+        kb[rows, :, lo:hi - n] = 0  # padding is masked out, but must be finite
+        vb[rows, :, lo:hi - n] = 0
+        kb[rows, :, hi - n:hi] = k[0]
+        vb[rows, :, hi - n:hi] = v[0]
+        layer.keys, layer.values = kb[:rows + 1, :, lo:hi], vb[:rows + 1, :, lo:hi]
+        layer._bufs = (kb, vb, layer.keys, lo)
+
+
+def keep_rows(cache: Any, keep: list[int], lead: int) -> None:
+    """Keep only rows ``keep`` (ascending) of the batch cache, in that order, and drop its first
+    ``lead`` columns: rows move down inside the buffers and the views start later, no new
+    buffers."""
+    if not _in_place(cache):
+        set_rows(cache, [[(k[j:j + 1, :, lead:], v[j:j + 1, :, lead:]) for j in keep]
+                         for k, v in get_kv(cache)], get_kv(cache)[0][0].shape[-2] - lead)
+        return
+    for layer in cache.layers:
+        kb, vb, keys, lo = layer._bufs
+        hi, lo = lo + keys.shape[-2], lo + lead
+        for new, old in enumerate(keep):
+            if new != old:  # new < old: a row only ever moves into a place already vacated
+                kb[new, :, lo:hi] = kb[old, :, lo:hi]
+                vb[new, :, lo:hi] = vb[old, :, lo:hi]
+        layer.keys, layer.values = kb[:len(keep), :, lo:hi], vb[:len(keep), :, lo:hi]
+        layer._bufs = (kb, vb, layer.keys, lo)
+
+
 _GROWING: list[Any] = []
 
 
@@ -84,6 +151,11 @@ def growing_cache_class() -> Any:
     """``DynamicCache`` whose layers write new keys/values into spare room instead of
     concatenating a fresh copy of the whole cache at every step (which, with one large
     allocation per layer per token, took a third of the decode time on CPU).
+
+    A layer's ``keys``/``values`` are views ``buffer[:rows, :, lo:lo + length]`` of buffers
+    ``[row capacity, heads, columns, dim]`` (``_bufs = (keys buffer, values buffer, keys view,
+    lo)``), so rows can join and leave and leading columns be dropped without a copy
+    (:func:`add_row`, :func:`keep_rows`).
     Plain ``DynamicCache`` where this transformers version has no ``DynamicLayer``."""
     if _GROWING:
         return _GROWING[0]
@@ -102,33 +174,38 @@ def growing_cache_class() -> Any:
         def update(self, key_states: Any, value_states: Any, *args: Any, **kwargs: Any) -> tuple[Any, Any]:
             if not self.is_initialized:
                 self.lazy_initialization(key_states, value_states)
-            n = key_states.shape[-2]
+            rows, n = key_states.shape[0], key_states.shape[-2]
             bufs = getattr(self, "_bufs", None)
             used = self.keys.shape[-2] if self.keys.numel() else 0
-            if (bufs is None or self.keys is not bufs[2] or used + n > bufs[0].shape[-2]
-                    or bufs[0].shape[0] != key_states.shape[0]):
+            if (bufs is None or self.keys is not bufs[2] or bufs[3] + used + n > bufs[0].shape[-2]
+                    or (used and self.keys.shape[0] != rows)):
                 bufs = self._adopt(key_states, value_states, used + n)
-            kb, vb = bufs[0], bufs[1]
-            kb[:, :, used:used + n] = key_states
-            vb[:, :, used:used + n] = value_states
-            self.keys, self.values = kb[:, :, :used + n], vb[:, :, :used + n]
-            self._bufs = (kb, vb, self.keys)
+            kb, vb, _, lo = bufs
+            kb[:rows, :, lo + used:lo + used + n] = key_states
+            vb[:rows, :, lo + used:lo + used + n] = value_states
+            self.keys, self.values = kb[:rows, :, lo:lo + used + n], vb[:rows, :, lo:lo + used + n]
+            self._bufs = (kb, vb, self.keys, lo)
             return self.keys, self.values
 
-        def _adopt(self, key_states: Any, value_states: Any, need: int) -> tuple[Any, Any, Any]:
-            """Fresh buffers for ``need`` positions plus room, holding the current contents."""
+        def _adopt(self, key_states: Any, value_states: Any, need: int) -> tuple[Any, Any, Any, int]:
+            """Fresh buffers for ``need`` positions plus room (and at least as many rows as the
+            old ones), holding the current contents from column 0."""
             import torch
 
             b, h, _, d = key_states.shape
+            old = getattr(self, "_bufs", None)
+            rows = max(b, old[0].shape[0] if old is not None else 0)
             cap = need + self.room
-            kb = torch.empty((b, h, cap, d), dtype=key_states.dtype, device=key_states.device)
-            vb = torch.empty((b, h, cap, value_states.shape[-1]), dtype=value_states.dtype,
+            kb = torch.empty((rows, h, cap, d), dtype=key_states.dtype, device=key_states.device)
+            vb = torch.empty((rows, h, cap, value_states.shape[-1]), dtype=value_states.dtype,
                              device=value_states.device)
             used = self.keys.shape[-2] if self.keys.numel() else 0
             if used:
-                kb[:, :, :used] = self.keys
-                vb[:, :, :used] = self.values
-            return kb, vb, None
+                kb[:b, :, :used] = self.keys
+                vb[:b, :, :used] = self.values
+            if old is not None:
+                _FREED[0] = True
+            return kb, vb, None, 0
 
     class GrowingCache(cache_utils.DynamicCache):  # type: ignore[misc, valid-type]
         def __init__(self) -> None:
@@ -164,17 +241,21 @@ def pad_left(t: Any, width: int, dim: int = -2) -> Any:
 _TRIM: list[Callable[[], Any]] = []
 
 
-def release_free_memory() -> None:
-    """Give the C heap's free pages back to the system (glibc's ``malloc_trim``; a no-op
-    elsewhere).
+#: set when a layer's buffers were replaced (the old ones freed) since the last trim
+_FREED = [False]
 
-    Each time a row joins or leaves, every layer of the running batch is rebuilt into buffers
-    of a new shape (20-25 MB each at 16 rows and ~1,500 positions). glibc serves blocks of that
-    size from its heap once its adaptive mmap threshold has risen past them, and keeps the
-    freed blocks there: over a long run the process held about as much freed KV memory as live
-    (3.4 GiB peak, 3.0 GiB at the end with the batch nearly empty). Trimming after each rebuild
-    keeps the resident size near what is in use; it costs a few milliseconds per call (about
-    0.5% of a run's time) and changes no computation."""
+
+def release_free_memory(force: bool = False) -> None:
+    """Give the C heap's free pages back to the system (glibc's ``malloc_trim``; a no-op
+    elsewhere), if KV buffers were replaced since the last call (or ``force``).
+
+    A batch cache's buffers (20-25 MB per layer at 16 rows and ~1,500 positions) are replaced
+    when the batch outgrows them. glibc serves blocks of that size from its heap once its
+    adaptive mmap threshold has risen past them and keeps the freed ones there: when every join
+    and leave rebuilt the whole cache, a long run held about as much freed KV memory as live
+    (3.4 GiB peak, 3.0 GiB at the end with the batch nearly empty). Trimming after a
+    replacement keeps the resident size near what is in use; it costs a few milliseconds, plus
+    page faults when the next buffers land on the returned pages, and changes no computation."""
     if not _TRIM:
         trim: Callable[[], Any] = lambda: None  # noqa: E731
         name = ctypes.util.find_library("c")
@@ -186,5 +267,7 @@ def release_free_memory() -> None:
         except OSError:
             pass
         _TRIM.append(trim)
-    _TRIM[0]()
+    if _FREED[0] or force:
+        _FREED[0] = False
+        _TRIM[0]()
 

@@ -35,7 +35,7 @@ import time
 from typing import Any, Callable
 
 from .decoding import Row, TokenDecoding
-from .kv_cache import get_kv, new_cache, pad_left, release_free_memory, set_rows
+from .kv_cache import add_row, get_kv, keep_rows, new_cache, pad_left, release_free_memory
 from .prefix_store import PrefixStore
 
 
@@ -113,6 +113,7 @@ class Scheduler(TokenDecoding):
                 step_ids = torch.tensor(batch.next_ids, dtype=torch.long, device=self.device).unsqueeze(1)
                 batch.mask = torch.cat([batch.mask, torch.ones_like(batch.mask[:, :1])], dim=1)
                 logits, batch.cache = self._forward(step_ids, batch.mask, batch.pos, batch.cache)
+                release_free_memory()  # if the step used up the room and the buffers were remade
                 batch.pos = batch.pos + 1
                 batch.next_ids = self._step(batch.rows, logits)
                 keep = [j for j, r in enumerate(batch.rows) if not self._finished(r)]
@@ -123,7 +124,7 @@ class Scheduler(TokenDecoding):
                 for j, r in gone:
                     n = int(batch.mask[j].sum())
                     self._keep_reply(r, [(k[j:j + 1, :, -n:], v[j:j + 1, :, -n:]) for k, v in layers])
-                del layers  # _select frees each old layer as it rebuilds it
+                del layers  # no views of the batch's buffers outlive a change of its rows
                 self._select(batch, keep)
                 for _, r in gone:
                     done(r)
@@ -196,13 +197,13 @@ class Scheduler(TokenDecoding):
             batch.pos, batch.rows, batch.next_ids = pos, [r], [tok]
             return
         width = max(batch.mask.shape[1], n)
-        set_rows(batch.cache, [[old, new] for old, new in zip(get_kv(batch.cache), kv)], width)
+        add_row(batch.cache, kv, self.max_batch)
         row_mask = torch.ones((1, n), dtype=torch.long, device=dev)
         batch.mask = torch.cat([pad_left(batch.mask, width, dim=1), pad_left(row_mask, width, dim=1)])
         batch.pos = torch.cat([batch.pos, pos])
         batch.rows.append(r)
         batch.next_ids.append(tok)
-        release_free_memory()  # the old layers' buffers
+        release_free_memory()  # if the batch outgrew its buffers
 
     def _select(self, batch: Batch, keep: list[int]) -> None:
         """Keep only rows ``keep`` of the batch and drop leading columns that are padding for all."""
@@ -210,17 +211,15 @@ class Scheduler(TokenDecoding):
 
         if not keep:
             batch.rows, batch.next_ids, batch.cache = [], [], None
-            release_free_memory()
+            release_free_memory(force=True)
             return
         sel = torch.tensor(keep, dtype=torch.long, device=self.device)
         mask = batch.mask[sel]
         lead = int((mask.sum(0) > 0).int().argmax())  # first column some row still attends to
-        set_rows(batch.cache, [[(k[j:j + 1, :, lead:], v[j:j + 1, :, lead:]) for j in keep]
-                                for k, v in get_kv(batch.cache)], mask.shape[1] - lead)
+        keep_rows(batch.cache, keep, lead)
         batch.mask, batch.pos = mask[:, lead:], batch.pos[sel]
         batch.rows = [batch.rows[j] for j in keep]
         batch.next_ids = [batch.next_ids[j] for j in keep]
-        release_free_memory()  # the old layers' buffers
 
     def _run_lockstep(self, todo: list[Row], done: Callable[[Row], None]) -> None:
         """Decode ``todo`` in lockstep batches of ``max_batch`` rows (each batch to its end)."""
