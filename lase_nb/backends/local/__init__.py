@@ -44,7 +44,8 @@ What a :class:`~lase_nb.types.Generation` from this backend means:
   alone, up to the last float bits.
 * Speed on two cores (``benchmarks/local_batching.py``, README, Performance): LASE over 64
   default problems at ``max_batch=16``, 67-74 tokens/s batched vs 23 one call at a time
-  (2.9-3.1x); peak 2.5-2.8 GiB.
+  (2.9-3.1x); peak 2.5-2.8 GiB. With every LASE stage forced (32 problems, 512-token replies)
+  the peak is 2.0 GiB (3.3 GiB before rows joined and left the batch cache in place).
   On a machine where other processes keep a core busy, OpenMP's default spin-waiting makes
   torch several times slower; start Python with ``OMP_WAIT_POLICY=PASSIVE`` there (it costs
   ~15% on an idle machine), or pass ``threads=1``.
