@@ -159,7 +159,8 @@ elif "down" in runs:
 # over its independent samples. MAD's first round *is* three independent samples; in its second
 # round every agent reads the other two agents' first replies (never its own) and answers again,
 # and the vote is over that round. Written out over the recorded calls, then checked against the
-# answers the strategies recorded, on every problem:
+# answers the strategies recorded, on every problem. A reply without a box votes with the answer
+# its extraction step recovered (the one grading rule of every strategy), or not at all:
 
 # %%
 def vote(answers, p_min):
@@ -173,6 +174,19 @@ def vote(answers, p_min):
     return best
 
 
+def graded(calls):
+    """Each answering call with its graded answer: its own box, else what its extraction step
+    (the call of role `extract` for the same problem, stage and agent) recovered, with that step's p_min."""
+    own = calls[calls["role"] != "extract"].copy()
+    ext = calls[calls["role"] == "extract"].drop_duplicates(["problem_id", "stage", "agent"]) \
+        .set_index(["problem_id", "stage", "agent"])
+    for i, r in own.iterrows():
+        key = (r["problem_id"], r["stage"], r["agent"])
+        if answer_or_none(r["answer"]) is None and key in ext.index:
+            own.loc[i, ["answer", "p_min"]] = [ext.loc[key, "answer"], ext.loc[key, "p_min"]]
+    return own
+
+
 def votes(calls):
     """The vote over each problem's calls, in their recorded order."""
     return {pid: vote([answer_or_none(a) for a in g["answer"]], g["p_min"].to_numpy(float))
@@ -182,7 +196,7 @@ def votes(calls):
 for s in ("mv", "mad"):
     if s not in runs:
         continue
-    calls = runs[s].calls
+    calls = graded(runs[s].calls)
     if s == "mad":
         first_round, calls = calls[calls["stage"] == 0], calls[calls["stage"] == calls["stage"].max()]
         for (pid, agent), reads in calls.set_index(["problem_id", "agent"])["reads"].items():
@@ -194,7 +208,7 @@ for s in ("mv", "mad"):
     print(f"{s}: the vote written out reproduces the recorded answer on all {len(by_hand)} problems")
 if "mad" in runs:
     pid = runs["mad"].problems["problem_id"].iloc[0]
-    one = runs["mad"].calls[runs["mad"].calls["problem_id"] == pid]
+    one = graded(runs["mad"].calls[runs["mad"].calls["problem_id"] == pid])
     display(one[["stage", "agent", "reads", "answer", "p_min"]].assign(
         round=lambda t: t["stage"] + 1).set_index(["round", "agent"]).drop(columns="stage"))
     print(f"{pid}: MAD's answer is the vote over round 2: {votes(one[one['stage'] == one['stage'].max()])[pid]}")
