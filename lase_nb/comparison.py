@@ -33,7 +33,7 @@ from .transcripts import answer_or_none, number_or_none
 
 __all__ = [
     "STRATEGY_ORDER", "paper_reference", "comparison_display", "mv_subsample", "mv_curve", "mv_sample_rows",
-    "compute_matched", "seed_table", "claims_table", "split_by_coverage", "plot_accuracy_vs_tokens",
+    "compute_matched", "graded_calls", "seed_table", "claims_table", "split_by_coverage", "plot_accuracy_vs_tokens",
     "run_overview", "calls_per_problem", "describe_matched",
 ]
 
@@ -119,6 +119,33 @@ def _sample_index(agent: str) -> int:
     m = re.search(r"(\d+)$", str(agent))
     return int(m.group(1)) if m else 0
 
+def graded_calls(calls: pd.DataFrame) -> pd.DataFrame:
+    """The answering calls of a run with their graded answers: a call without a box takes the
+    answer and ``p_min`` its extraction step (role ``extract``, same problem, stage and agent)
+    recovered, and that step's tokens are added to its own (the step is part of the sample's cost).
+    """
+    from .strategies import EXTRACT_ROLE
+
+    own = calls[calls["role"] != EXTRACT_ROLE].copy()
+    ext = calls[calls["role"] == EXTRACT_ROLE]
+    if ext.empty:
+        return own
+    ext = ext.drop_duplicates(["problem_id", "stage", "agent"]).set_index(["problem_id", "stage", "agent"])
+    keys = list(zip(own["problem_id"], own["stage"], own["agent"]))
+    has = np.array([k in ext.index for k in keys], dtype=bool)
+    if not has.any():
+        return own
+    x = ext.loc[[k for k, h in zip(keys, has) if h]]
+    idx = own.index[has]
+    for col in ("prompt_tokens", "completion_tokens"):
+        own.loc[idx, col] = own.loc[idx, col].to_numpy() + x[col].to_numpy()
+    missing = np.array([answer_or_none(a) is None for a in own.loc[idx, "answer"]], dtype=bool)
+    fill = idx[missing]
+    own.loc[fill, "answer"] = x["answer"].to_numpy()[missing]
+    own.loc[fill, "p_min"] = x["p_min"].to_numpy()[missing]
+    return own
+
+
 def mv_subsample(calls: pd.DataFrame, problems: pd.DataFrame, kind: str = "number",
                  ks: Sequence[int] | None = None) -> pd.DataFrame:
     """Majority vote over the FIRST k recorded samples of each problem, for every k (no model call).
@@ -129,6 +156,7 @@ def mv_subsample(calls: pd.DataFrame, problems: pd.DataFrame, kind: str = "numbe
     Returns one row per (problem, k): answer, correct, completion_tokens, total_tokens.
     """
     gold = problems.drop_duplicates("problem_id").set_index("problem_id")["gold"].astype(str)
+    calls = graded_calls(calls)
     rows = []
     for pid, g in calls.groupby("problem_id", sort=False):
         g = g.assign(_i=g["agent"].map(_sample_index)).sort_values("_i")
@@ -195,7 +223,8 @@ def seed_table(chains: Chains, stop: np.ndarray, mv_samples: pd.DataFrame | None
     return pd.DataFrame(rows)
 
 def mv_sample_rows(calls: pd.DataFrame, problems: pd.DataFrame, kind: str = "number") -> pd.DataFrame:
-    """One row per recorded MV sample: problem_id, sample index, answer, correct."""
+    """One row per recorded MV sample: problem_id, sample index, answer (graded: see :func:`graded_calls`), correct."""
+    calls = graded_calls(calls)
     gold = problems.drop_duplicates("problem_id").set_index("problem_id")["gold"].astype(str)
     return pd.DataFrame({"problem_id": calls["problem_id"].to_numpy(),
                          "sample": calls["agent"].map(_sample_index).to_numpy(),

@@ -564,13 +564,19 @@ def describe_escalation(esc: pd.DataFrame, cost: pd.DataFrame, paper: dict[str, 
     allrow, callrow = esc.iloc[-1], cost.iloc[-1]
     e = lv["escalation_rate"].to_numpy(float)
     rises = len(e) > 1 and bool(np.all(np.diff(e) >= 0)) and e[-1] > e[0]
-    out = (f"**What it shows.** Solo accuracy goes from {pct(lv['accuracy'].iloc[0])} at level "
-           f"{lv['level'].iloc[0]} to {pct(lv['accuracy'].iloc[-1])} at level {lv['level'].iloc[-1]}, and the "
-           f"escalation rate from {pct(e[0])} to {pct(e[-1])}: ")
-    out += ("**escalation rises as the model gets relatively weaker**, as the paper argues. " if rises else
-            "**on our data the escalation rate does not rise steadily with difficulty** (see the intervals), "
-            "which fits chapter 02: this model is about as confident when it is wrong as when it is right, "
-            "so failing more often does not trip the gate more often. ")
+    if len(lv) < 2:
+        out = (f"**What it shows.** This recording has one difficulty level (level {lv['level'].iloc[0]}: solo "
+               f"accuracy {pct(lv['accuracy'].iloc[0])}), so how escalation changes with difficulty cannot be "
+               "read from it; record several levels (`--levels 1 2 3`) to see it. ") if len(lv) else \
+            "**What it shows.** "
+    else:
+        out = (f"**What it shows.** Solo accuracy goes from {pct(lv['accuracy'].iloc[0])} at level "
+               f"{lv['level'].iloc[0]} to {pct(lv['accuracy'].iloc[-1])} at level {lv['level'].iloc[-1]}, and the "
+               f"escalation rate from {pct(e[0])} to {pct(e[-1])}: ")
+        out += ("**escalation rises as the model gets relatively weaker**, as the paper argues. " if rises else
+                "**on our data the escalation rate does not rise steadily with difficulty** (see the intervals), "
+                "which fits chapter 02: this model is about as confident when it is wrong as when it is right, "
+                "so failing more often does not trip the gate more often. ")
     out += (f"Over all levels the gate escalates {pct(allrow['escalation_rate'])} of the problems (the paper's "
             f"threshold sweep on GPT-4.1-mini escalated {pct(paper['escalation_min'])} to "
             f"{pct(paper['escalation_max'])}), and LASE spends {callrow['multiplier']:.1f}x the solo tokens "

@@ -244,3 +244,15 @@ def test_unparsed_counts_loops_and_extracted_answers():
     unp = F.unparsed_by_stage(SimpleNamespace(calls=calls)).set_index("stage")  # it reads only the calls
     assert unp.loc[1, "looped"] == 1 and unp.loc[1, "truncated"] == 1 and unp.loc[1, "stopped"] == 0
     assert unp.loc[1, "extracted"] == 1 and unp.loc[0, "unparsed"] == 0
+
+
+def test_describe_escalation_with_one_level_and_with_several():
+    from lase_nb.failures import describe_escalation
+    paper = {"escalation_min": 0.2, "escalation_max": 0.4, "multiplier_gpt41mini": 1.8, "multiplier_llama3_8b": 4.7}
+    cost = pd.DataFrame({"level": ["all"], "multiplier": [2.0], "lase_tokens": [300.0], "solo_tokens": [100.0]})
+    one = pd.DataFrame({"level": [1, "all"], "accuracy": [0.45, 0.45], "escalation_rate": [0.2, 0.2]})
+    text = describe_escalation(one, cost, paper)
+    assert "one difficulty level" in text and "from 45% at level 1 to" not in text
+    assert "escalates 20% of the problems" in text and "2.0x the solo tokens" in text
+    two = pd.DataFrame({"level": [1, 2, "all"], "accuracy": [0.9, 0.5, 0.7], "escalation_rate": [0.1, 0.4, 0.25]})
+    assert "escalation rises as the model gets relatively weaker" in describe_escalation(two, cost, paper)

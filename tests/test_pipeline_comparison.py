@@ -522,3 +522,21 @@ def test_dodge_spreads_close_points_and_keeps_far_ones():
     assert d[2] == pytest.approx(220.0) and d[3] == pytest.approx(5000.0)
     assert np.log10(d[1]) - np.log10(d[0]) == pytest.approx(0.035)
     assert d[0] < d[1] and np.isclose(np.log10(d[:2]).mean(), np.log10(x[:2]).mean())
+
+
+def test_graded_calls_take_the_extraction_steps_answer_and_cost():
+    calls = pd.DataFrame([
+        {"problem_id": "p", "stage": 0, "role": "sample", "agent": "sample0", "answer": "4", "p_min": 0.9,
+         "prompt_tokens": 10, "completion_tokens": 5},
+        {"problem_id": "p", "stage": 0, "role": "sample", "agent": "sample1", "answer": None, "p_min": np.nan,
+         "prompt_tokens": 10, "completion_tokens": 7},
+        {"problem_id": "p", "stage": 0, "role": "extract", "agent": "sample1", "answer": "5", "p_min": 0.4,
+         "prompt_tokens": 20, "completion_tokens": 2},
+    ])
+    g = comparison.graded_calls(calls).set_index("agent")
+    assert list(g.index) == ["sample0", "sample1"]  # one row per sample: the step is not a vote of its own
+    assert g.loc["sample1", "answer"] == "5" and g.loc["sample1", "p_min"] == 0.4
+    assert g.loc["sample1", "prompt_tokens"] == 30 and g.loc["sample1", "completion_tokens"] == 9
+    assert g.loc["sample0", "answer"] == "4" and g.loc["sample0", "prompt_tokens"] == 10
+    per = comparison.mv_subsample(calls, pd.DataFrame({"problem_id": ["p"], "gold": ["5"]}))
+    assert per["k"].max() == 2
