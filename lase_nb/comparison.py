@@ -446,8 +446,10 @@ def describe_matched(matched: pd.DataFrame, mv: pd.DataFrame, grid: pd.DataFrame
             f"{', '.join(str(int(k)) for k in single['k'])}) the best pick escalates no problem: there LASE "
             f"is the single agent, so those rows compare MV with one sample, not with debate."
             if len(single) else "")
-    return (f"**What it shows.** At the {len(ok)} MV budgets where the best LASE pick actually escalates, it is "
-            f"ahead of MV(k) at {ahead}, behind at {behind} and level at {len(ok) - ahead - behind}.{solo} One MV sample "
+    head = (f"At the {len(ok)} MV budgets where the best LASE pick actually escalates, it is ahead of MV(k) at "
+            f"{ahead}, behind at {behind} and level at {len(ok) - ahead - behind}." if len(ok) else
+            "At no MV budget does the best LASE pick escalate anything.")
+    return (f"**What it shows.** {head}{solo} One MV sample "
             f"costs about {mv['avg_tokens'].iloc[0]:.0f} tokens, {mv['avg_tokens'].iloc[-1]:.0f} for all "
             f"{int(mv['k'].iloc[-1])}; MV's accuracy goes from {pct(mv['accuracy'].iloc[0], 1)} (k = 1) to "
             f"{pct(mv['accuracy'].iloc[-1], 1)} (k = {int(mv['k'].iloc[-1])}). LASE's thresholds span "

@@ -335,6 +335,8 @@ def test_compute_matched_labels_budgets_where_lase_is_the_single_agent(chain_sta
     assert "At 1 budget (k = 1) the best pick escalates no problem: there LASE is the single agent" in text
     assert "at 1 MV budgets where the best LASE pick actually escalates" in text.replace("At the", "at")
     assert len(only_gate_off)
+    none = comparison.describe_matched(m.loc[[1]].reset_index(), mv, grid)
+    assert "At no MV budget does the best LASE pick escalate anything." in none and "at 0" not in none
 
 
 def test_outcomes_at_and_seed_table(chain_stages):
