@@ -25,6 +25,7 @@ import pandas as pd
 from .analysis import Chains, stop_stages
 from .errors import DataError
 from .failures import mentions
+from .prompts import SUPPORTERS
 
 __all__ = ["SEED_RULE", "gold_values", "seed_values", "note_seeds", "seed_table", "bound_check", "a3_verdict",
            "describe_assumptions"]
@@ -82,7 +83,7 @@ def seed_table(chains: Chains, calls: pd.DataFrame, problems: Mapping[str, Any],
                         "pass the problems of the same run")
     text = calls.drop_duplicates(["problem_id", "stage", "role"]).set_index(["problem_id", "stage", "role"])["text"]
     lead = text.xs("leader", level="role") if "leader" in text.index.get_level_values("role") else pd.Series(dtype=object)
-    notes = calls[calls["role"].isin(["devil", "collaborator", "expert"])] \
+    notes = calls[calls["role"].isin(SUPPORTERS)] \
         .drop_duplicates(["problem_id", "stage"]).set_index(["problem_id", "stage"])
     stop = stop_stages(chains, tau_lp, tau_h)
     rows = []
