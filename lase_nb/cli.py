@@ -100,13 +100,14 @@ def cmd_ask(args) -> int:
     if rest:
         _, xgen = rest[-1]
         print(f"extraction step:   {xgen.text.strip()}")
-        source = "the answer-extraction step (the reply has no \\boxed{})"
-        gen = xgen
         if result.answer is None:
             source = "nothing: the extraction step wrote a value the reply never states"
+        else:
+            source = "the answer-extraction step (the reply has no \\boxed{})"
+            gen = xgen
     elif result.answer is None:
         source = "nothing: no \\boxed{} in the reply" + ("" if cfg.extract_answers else " (--no-extract)")
-    conf = measure(gen, problem.kind) if result.answer is not None else measure(made[0][1], problem.kind)
+    conf = measure(gen, problem.kind)
     print(f"answer:            {result.answer if result.answer is not None else '(none)'}   from {source}")
     if conf.lp_min is not None:
         print(f"exp(LP_min):       {math.exp(conf.lp_min):.4f}   (lowest answer-token probability)")

@@ -28,7 +28,7 @@ from .analysis import Chains
 from .answers import grade
 from .plots import label, style
 from .stats import choose_thresholds, pct
-from .strategies import SPECS, majority_vote
+from .strategies import EXTRACT_ROLE, SPECS, majority_vote
 from .transcripts import answer_or_none, number_or_none
 
 __all__ = [
@@ -124,25 +124,16 @@ def graded_calls(calls: pd.DataFrame) -> pd.DataFrame:
     answer and ``p_min`` its extraction step (role ``extract``, same problem, stage and agent)
     recovered, and that step's tokens are added to its own (the step is part of the sample's cost).
     """
-    from .strategies import EXTRACT_ROLE
-
+    key = ["problem_id", "stage", "agent"]
     own = calls[calls["role"] != EXTRACT_ROLE].copy()
-    ext = calls[calls["role"] == EXTRACT_ROLE]
-    if ext.empty:
-        return own
-    ext = ext.drop_duplicates(["problem_id", "stage", "agent"]).set_index(["problem_id", "stage", "agent"])
-    keys = list(zip(own["problem_id"], own["stage"], own["agent"]))
-    has = np.array([k in ext.index for k in keys], dtype=bool)
-    if not has.any():
-        return own
-    x = ext.loc[[k for k, h in zip(keys, has) if h]]
-    idx = own.index[has]
+    steps = calls[calls["role"] == EXTRACT_ROLE].drop_duplicates(key).set_index(key)
+    step = steps.reindex(pd.MultiIndex.from_frame(own[key]))  # one row per call: its step, or NaNs
+    ran = step["role"].notna().to_numpy()
     for col in ("prompt_tokens", "completion_tokens"):
-        own.loc[idx, col] = own.loc[idx, col].to_numpy() + x[col].to_numpy()
-    missing = np.array([answer_or_none(a) is None for a in own.loc[idx, "answer"]], dtype=bool)
-    fill = idx[missing]
-    own.loc[fill, "answer"] = x["answer"].to_numpy()[missing]
-    own.loc[fill, "p_min"] = x["p_min"].to_numpy()[missing]
+        own[col] = own[col] + step[col].fillna(0).to_numpy().astype(own[col].dtype)
+    fill = ran & own["answer"].map(answer_or_none).isna().to_numpy()
+    own.loc[fill, "answer"] = step["answer"].to_numpy()[fill]
+    own.loc[fill, "p_min"] = step["p_min"].to_numpy()[fill]
     return own
 
 

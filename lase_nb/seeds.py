@@ -150,8 +150,8 @@ def bound_check(table: pd.DataFrame, n_boot: int = 2000, seed: int = 0, level: f
     with warnings.catch_warnings():  # a term with no problems in some resamples: "All-NaN slice"
         warnings.simplefilter("ignore", RuntimeWarning)
         lo, hi = np.nanquantile(boot, a, axis=0), np.nanquantile(boot, 1 - a, axis=0)
-    count = [len(table), int(esc.sum()), int((esc & sd).sum()), int((esc & ~sd).sum()),
-             len(table), len(table), len(table), len(table), len(table)]
+    over = {"rho": int(esc.sum()), "delta": int((esc & sd).sum()), "a3_gap": int((esc & ~sd).sum())}
+    count = [over.get(t, len(table)) for t in _TERMS]  # the other terms are taken over every problem
     out = pd.DataFrame({"estimate": est, "lo": lo, "hi": hi, "count": count}, index=_TERMS)
     out.loc[np.isnan(out["estimate"]), ["lo", "hi"]] = np.nan
     return out

@@ -288,8 +288,8 @@ def _answers(problem: Problem, cfg: StrategyConfig, calls: list[Call], gens: lis
     Returns ``(graded, strict, records)``: ``graded[i]`` is measured on the extraction step's
     answer tokens when the step ran for call ``i`` (it gates LASE), ``strict[i]`` on the response
     alone (strict grading). The step only recovers a value the response wrote
-    (:func:`~lase_nb.answers.reply_states`); one it wrote nowhere counts as no answer. This is the one grading rule of every strategy: each answer that is
-    graded or voted on goes through it. Each step is its own call, counted and recorded.
+    (:func:`~lase_nb.answers.reply_states`); one it wrote nowhere counts as no answer. This is the
+    one grading rule of every strategy: each answer that is graded or voted on goes through it. Each step is its own call, counted and recorded.
     """
     strict = [_confidence(g, problem.kind, required) for g in gens]
     recs = [_record(c, g, k) for c, g, k in zip(calls, gens, strict)]
@@ -554,8 +554,6 @@ def lase_mv(problem: Problem, cfg: StrategyConfig) -> Episode:
     return _finish(problem, "lase-mv", answer, recs, answer_strict=strict,
                    extra={"chain_answers": [r.answer for r in results],
                           "escalated": sum(bool(r.extra["escalated"]) for r in results)})
-
-
 
 
 # ---------------------------------------------------------------- the registry: one record per strategy
