@@ -461,9 +461,13 @@ def plot_revision_outcomes(outcomes: pd.DataFrame):
 def plot_escalation(esc: pd.DataFrame, cost: pd.DataFrame | None, paper: dict[str, float], tau_lp: float,
                     tau_h: float):
     """Left: solo accuracy and escalation rate per level (Wilson CIs) against the paper's escalation
-    rate. Right: LASE / solo token multiplier per level against the paper's two models."""
+    rate. Right: LASE / solo token multiplier per level against the paper's two models. With one
+    level, its bars and the "all" bars would be the same problems twice: only the level is drawn."""
     import matplotlib.pyplot as plt
 
+    if (esc["level"] != "all").sum() == 1:
+        esc = esc[esc["level"] != "all"]
+        cost = cost[cost["level"] != "all"] if cost is not None else None
     ncol = 2 if cost is not None else 1
     fig, axes = plt.subplots(1, ncol, figsize=(7 * ncol, 5.4), squeeze=False)
     ax = axes[0, 0]

@@ -256,3 +256,17 @@ def test_describe_escalation_with_one_level_and_with_several():
     assert "escalates 20% of the problems" in text and "2.0x the solo tokens" in text
     two = pd.DataFrame({"level": [1, 2, "all"], "accuracy": [0.9, 0.5, 0.7], "escalation_rate": [0.1, 0.4, 0.25]})
     assert "escalation rises as the model gets relatively weaker" in describe_escalation(two, cost, paper)
+
+
+def test_plot_escalation_draws_a_single_level_once():
+    import matplotlib.pyplot as plt
+    from lase_nb.failures import plot_escalation
+    paper = {"escalation_min": 0.2, "escalation_max": 0.4, "multiplier_gpt41mini": 1.8, "multiplier_llama3_8b": 4.7}
+    esc = pd.DataFrame({"level": [1, "all"], "accuracy": [0.45, 0.45], "acc_lo": [0.3, 0.3], "acc_hi": [0.6, 0.6],
+                        "escalation_rate": [0.2, 0.2], "esc_lo": [0.1, 0.1], "esc_hi": [0.3, 0.3]})
+    cost = pd.DataFrame({"level": [1, "all"], "multiplier": [4.8, 4.8], "lase_tokens": [300.0, 300.0],
+                         "solo_tokens": [100.0, 100.0]})
+    fig = plot_escalation(esc, cost, paper, 0.8, 0.5)
+    assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["level 1"]
+    assert [t.get_text() for t in fig.axes[1].get_xticklabels()] == ["level 1"]
+    plt.close(fig)
