@@ -10,12 +10,14 @@ What it is taught, in the exact messages LASE's pipeline sends (rendered with :m
 * **solve**: one step per line, ``a op b = c``, the last operation carried out inside the box
   (``17 × 4 = \\boxed{68}``), so the answer tokens carry the uncertainty the gate reads;
 * **review**, from the trained solver's *own* sampled attempts, each labelled against the
-  generator's gold chain (:func:`label_attempt`). The three supporters form a ladder of different
-  checks, each done before the note reads the attempt's value: the devil's advocate says where
-  each number comes from in the problem and recomputes each step by a decomposed method
-  (:func:`decompose`); the collaborator checks each step backwards (the inverse operation); the
-  senior expert names the step and what the problem's words mean there. A note names the first
-  wrong step and its right value, or shows its checks and names the riskiest step;
+  generator's gold chain (:func:`label_attempt`), and slipped variants of the attempts it got
+  right (:func:`slipped_attempt`). The three supporters form a ladder of different checks, each
+  done before the note reads the attempt's value: the devil's advocate quotes the phrase each
+  number comes from and recomputes each step digit by digit from one-digit facts
+  (:func:`column`), then writes the attempt's value beside its own, ``same`` or ``different``;
+  the collaborator takes each written result back through the inverse operation; the senior
+  expert names the step and what the problem's words mean there. A note names the first wrong
+  step and its right value, or shows its checks and names the riskiest step;
 * **revise**: attempt + note -> the corrected chain, and a right attempt + a note that finds no
   error (or whose own numbers are off) -> the same chain.
 
@@ -173,6 +175,53 @@ def decompose(a: int, op: str, b: int) -> str:
     return f"{a} ÷ {b} = {c}, since {c} × {b} = {a}"
 
 
+def column(a: int, op: str, b: int) -> tuple[str, int | None]:
+    """Recompute ``a op b`` digit by digit from one-digit facts, as on paper: the ones first (with
+    the carry or borrow they make), then the tens. A product multiplies the longer number by the
+    one-digit one; an even quotient goes digit by digit (long division) or, when it is one digit,
+    from the times table. Returns the working, which ends ``so c``, and ``c`` (None for a
+    quotient that does not come out even)."""
+    if op == "/":
+        if b == 0 or a % b:
+            return f"{a} ÷ {b} does not come out even", None
+        c = a // b
+        if a < 10 * b:
+            return f"{b} × {c} = {a}, so {c}", c
+        h, u = divmod(a, 10)
+        q1, r1 = divmod(h, b)
+        rest = r1 * 10 + u
+        first = f"{h} ÷ {b} = {q1}" + (f" remainder {r1}" if r1 else "")
+        return f"{first}; {rest} ÷ {b} = {rest // b}; so {c}", c
+    c = _APPLY[op](a, b)
+    sign = _SIGN[op]
+    if a < 10 and b < 10:
+        return f"{a} {sign} {b} = {c}", c
+    if op == "*":
+        big, small = (a, b) if b < 10 else (b, a)
+        if small >= 10:
+            return f"{decompose(a, op, b)}; so {c}", c
+        h, u = divmod(big, 10)
+        p = u * small
+        k = p // 10
+        ones = f"ones {u} × {small} = {p}" + (f", carry {k}" if k else "")
+        rest = f"{h} × {small}" + (f" + {k}" if k else "") + f" = {h * small + k}"
+        return f"{ones}; {rest}; so {c}", c
+    (ha, ua), (hb, ub) = divmod(a, 10), divmod(b, 10)
+    if op == "+":
+        s = ua + ub
+        k = s // 10
+        ones = f"ones {ua} + {ub} = {s}" + (", carry 1" if k else "")
+        terms = [str(x) for x in (ha, hb) if x] + ["1"] * k
+        tens = f"tens {' + '.join(terms)} = {ha + hb + k}" if len(terms) > 1 else None
+    else:
+        k = int(ua < ub)
+        ones = (f"ones {ua} - {ub} borrows: {ua + 10} - {ub} = {ua + 10 - ub}" if k
+                else f"ones {ua} - {ub} = {ua - ub}")
+        terms = [str(ha)] + [str(x) for x in (hb,) if x] + ["1"] * k
+        tens = f"tens {' - '.join(terms)} = {ha - hb - k}" if len(terms) > 1 else None
+    return "; ".join(x for x in (ones, tens, f"so {c}") if x), c
+
+
 def inverse_check(step: Step) -> str:
     """Check a written step backwards: undo its operation on its result (a product by swapping
     its factors)."""
@@ -225,38 +274,67 @@ def _verdict(label: Label, gold: Sequence[Step], none_wrong: str, wrong: str) ->
     return wrong.format(k=label.first_wrong + 1, right=gold[label.first_wrong])
 
 
+def _compared(got: Sequence[Step], i: int, e: Step, c: int | None) -> str:
+    """The end of a checked step: what the attempt wrote for it, then ``same`` or ``different``
+    (the two numbers side by side, so the verdict is a comparison, not a judgement)."""
+    if i >= len(got):
+        return "the attempt has no such step: missing"
+    s = got[i]
+    if (s.a, s.op, s.b) != (e.a, e.op, e.b):
+        return f"the attempt has {s}: different"
+    return f"the attempt has {s.c}: {'same' if s.c == c else 'different'}"
+
+
 def devil_note(problem: Problem, label: Label) -> str:
-    """The devil's advocate: where each number comes from, then every step of the attempt checked
-    in turn: recomputed by a decomposed method from the attempt's own previous value and the
-    problem's number, before it is compared with what the attempt wrote; a verdict naming the
-    first wrong step and its right value, or the riskiest step when none is wrong."""
+    """The devil's advocate: for each step, where its number comes from (the problem's phrase),
+    the step recomputed digit by digit (:func:`column`) from the attempt's own previous value,
+    and only then what the attempt wrote, compared (``same`` / ``different``); a last line naming
+    the first wrong step and its right value, or the riskiest step when none is wrong."""
     gold, got = gold_steps(problem), label.steps
-    lines = [_numbers(problem)]
+    src = number_sources(problem)
+    lines = []
     for i, e in enumerate(_expected(problem, label)):
-        ok = i < len(got) and got[i] == e
-        check = decompose(e.a, e.op, e.b) if e.c >= 0 else f"{e.expr} does not divide evenly"
-        lines.append(f"Step {i + 1}: {check}; {_step_attempt(got, i, e)}. {'Right.' if ok else 'Wrong.'}")
-    lines.append(_verdict(label, gold, f"Verdict: no step is wrong; the riskiest is step {_riskiest(gold) + 1}.",
-                          "Verdict: step {k} is wrong, it should be {right}."))
+        where = f"'{src[i + 1][1]}' gives" if i else f"'{src[0][1]}', '{src[1][1]}' give"
+        work, c = column(e.a, e.op, e.b)
+        lines.append(f"Step {i + 1}: {where} {e.expr}: {work}; {_compared(got, i, e, c)}.")
+    lines.append(_verdict(label, gold, f"No step is wrong; the riskiest is step {_riskiest(gold) + 1}.",
+                          "Step {k} is wrong: it should be {right}."))
     return "\n".join(lines)
 
 
+def _backwards(s: Step) -> tuple[str, int | None, int]:
+    """A written step undone: its result taken back through the inverse operation, digit by
+    digit. Returns the working, the value it gives and the value it should give."""
+    if s.op == "+":
+        work, v = column(s.c, "-", s.b) if s.c >= s.b else (f"{s.c} - {s.b} is below zero", None)
+        return f"{s.c} - {s.b}: {work}", v, s.a
+    if s.op == "-":
+        work, v = column(s.c, "+", s.b)
+        return f"{s.c} + {s.b}: {work}", v, s.a
+    if s.op == "*":
+        work, v = column(s.c, "/", s.b)
+        return f"{s.c} ÷ {s.b}: {work}", v, s.a
+    work, v = column(s.c, "*", s.b)
+    return f"{s.c} × {s.b}: {work}", v, s.a
+
+
 def collaborator_note(problem: Problem, label: Label) -> str:
-    """The collaborator: checks every written step backwards (its inverse operation) and each
-    operand against the problem, then says where to redo the work."""
+    """The collaborator: checks every written step backwards (its result through the inverse
+    operation, digit by digit, must give back where the step began) and each operand against
+    the problem, then says where to redo the work."""
     gold, got = gold_steps(problem), label.steps
     src = number_sources(problem)
-    lines = ["Check each step backwards."]
+    lines = ["Each step checked backwards."]
     for i, e in enumerate(_expected(problem, label)):
         if i >= len(got):
-            lines.append(f"Step {i + 1} is missing: it should {_SIGN[e.op]} {e.b}.")
+            lines.append(f"Step {i + 1} is missing: '{src[i + 1][1]}' gives {_SIGN[e.op]} {e.b}.")
             continue
         s = got[i]
         if (s.a, s.op, s.b) != (e.a, e.op, e.b):
-            v, phrase = src[i + 1]
-            lines.append(f"Step {i + 1} uses {s.expr}, but it should be {e.expr} ('{phrase}').")
-        else:
-            lines.append(f"Step {i + 1}: {inverse_check(s)}.")
+            lines.append(f"Step {i + 1} uses {s.expr}, but '{src[i + 1][1]}' gives {e.expr}: different.")
+            continue
+        work, v, want = _backwards(s)
+        lines.append(f"Step {i + 1}: {work}; it began at {want}: {'same' if v == want else 'different'}.")
     lines.append(_verdict(label, gold, "Every step holds.",
                           "So step {k} is wrong: it should be {right}. Redo the work from there."))
     return "\n".join(lines)
@@ -269,7 +347,7 @@ def expert_note(problem: Problem, label: Label) -> str:
     k = _riskiest(gold) if label.first_wrong is None else label.first_wrong
     g = gold[k]
     v, phrase = src[k + 1]
-    head = f"The key step is step {k + 1}: '{phrase}' {_CONCEPT[g.op]}, so {decompose(g.a, g.op, g.b)}."
+    head = f"The key step is step {k + 1}: '{phrase}' {_CONCEPT[g.op]}, so {g.expr}: {column(g.a, g.op, g.b)[0]}."
     if label.first_wrong is None:
         return head + " The attempt does this right, and every step follows the problem's order."
     mine = _step_attempt(label.steps, k, g)
@@ -300,19 +378,22 @@ def note_flags(note: str) -> bool:
 
 
 def _false_alarm(problem: Problem, label: Label, rng: random.Random) -> str:
-    """A devil's note on a right attempt whose own recomputation slips: it flags a step wrongly."""
+    """A devil's note on a right attempt whose own recomputation slips: it flags a step wrongly
+    (the leader is trained to keep a right attempt anyway)."""
     gold = gold_steps(problem)
+    src = number_sources(problem)
     k = rng.randrange(len(gold))
-    g = gold[k]
-    off = g.c + rng.choice([-10, -2, -1, 1, 2, 10])
-    off = off if off > 0 and off != g.c else g.c + 1
-    lines = [_numbers(problem)]
+    off = gold[k].c + rng.choice([-10, -2, -1, 1, 2, 10])
+    off = off if off > 0 and off != gold[k].c else gold[k].c + 1
+    lines = []
     for i, e in enumerate(gold):
+        where = f"'{src[i + 1][1]}' gives" if i else f"'{src[0][1]}', '{src[1][1]}' give"
+        work, c = column(e.a, e.op, e.b)
         if i == k:
-            lines.append(f"Step {i + 1}: {e.expr} = {off}; the attempt has {e.c}. Wrong.")
-        else:
-            lines.append(f"Step {i + 1}: {decompose(e.a, e.op, e.b)}; the attempt has {e.c}. Right.")
-    lines.append(f"Verdict: step {k + 1} is wrong, it should be {g.expr} = {off}.")
+            work, c = (work.rsplit("so ", 1)[0] + f"so {off}" if "so " in work else f"{e.expr} = {off}"), off
+        lines.append(f"Step {i + 1}: {where} {e.expr}: {work}; the attempt has {e.c}: "
+                     f"{'same' if c == e.c else 'different'}.")
+    lines.append(f"Step {k + 1} is wrong: it should be {gold[k].expr} = {off}.")
     return "\n".join(lines)
 
 
@@ -364,6 +445,35 @@ def one_step_attempts(n: int, seed: int) -> list[tuple[Problem, str]]:
     return out
 
 
+def slipped_attempt(problem: Problem, rng: random.Random) -> str | None:
+    """A wrong attempt of the kinds the solver makes, for problems it solved right: one step's
+    result slipped (off by 1, 2 or 10: a dropped carry or borrow) or one operand taken from
+    another of the problem's numbers, and the later steps carried on from the wrong value (as
+    the solver's own errors are). None when no such variant divides evenly where it must."""
+    gold = gold_steps(problem)
+    numbers = sorted({int(problem.meta["start"])} | {int(v) for _, v in problem.meta["ops"]})
+    for _ in range(10):
+        k = rng.randrange(len(gold))
+        misread = rng.random() < 0.25
+        steps, x = [], gold[0].a
+        for i, g in enumerate(gold):
+            b = g.b
+            if i == k and misread:
+                b = rng.choice([v for v in numbers if v != g.b] or [g.b + 1])
+            c = _APPLY[g.op](x, b)
+            if c is not None and i == k and not misread:
+                c += rng.choice([-10, -2, -1, 1, 2, 10])
+            if c is None or c <= 0:
+                break
+            steps.append(Step(x, g.op, b, c))
+            x = c
+        else:
+            text = solution_text(steps)
+            if label_attempt(problem, text).status == "wrong":
+                return text
+    return None
+
+
 def sample_problems(n: int, seed: int = SEEDS["sample"], levels: Sequence[int] = (2, 3)) -> list[Problem]:
     """Training problems on which the stage-1 solver is sampled (never the evaluation's seeds)."""
     return arithmetic_problems(n, seed=seed, levels=levels)
@@ -402,7 +512,7 @@ __all__ = ["ORGANISM", "ORGANISM_DIR", "SEEDS", "Step", "Label", "gold_steps", "
            "parse_steps", "label_attempt", "number_sources", "decompose", "inverse_check",
            "devil_note", "collaborator_note", "expert_note", "NOTES", "note_flags",
            "solve_examples", "support_examples", "sample_problems", "eval_problems",
-           "adapter_path", "prompt_fingerprint", "one_step_attempts"]
+           "adapter_path", "prompt_fingerprint", "one_step_attempts", "column", "slipped_attempt"]
 
 
 

@@ -115,6 +115,59 @@ def test_decompositions_are_arithmetically_right(op):
         assert parts[-1] == str(want)
 
 
+@pytest.mark.parametrize("op", ["+", "-", "*", "/"])
+def test_column_working_is_right_digit_by_digit(op):
+    """Every one-digit fact the column method writes is true, and it ends with the right value."""
+    rng = random.Random(f"column{op}")
+    for _ in range(400):
+        a, b = rng.randint(0, 140), rng.randint(1, 30)
+        if op == "-" and b > a:
+            a, b = a + b, b
+        if op == "/":
+            a, b = a * (b % 9 + 1), b % 9 + 1
+        if op == "*" and a >= 10 and b >= 10:
+            continue
+        text, c = organism.column(a, op, b)
+        want = {"+": a + b, "-": a - b, "*": a * b, "/": a // b}[op]
+        assert c == want and text.endswith(str(want)), text
+        for x, o, y, z in re.findall(r"(\d+) ([+\-×÷]) (\d+)(?: [+\-] \d+)* = (\d+)", text):
+            fact = re.search(rf"{x} {re.escape(o)} {y}((?: [+\-] \d+)*) = {z}", text).group(0)
+            lhs = fact.split(" = ")[0].replace("×", "*").replace("÷", "//")
+            assert eval(lhs) == int(z), (fact, text)
+    assert organism.column(7, "/", 2) == ("7 ÷ 2 does not come out even", None)
+
+
+def test_slipped_attempts_are_wrong_where_they_slip_and_carry_on():
+    rng = random.Random(3)
+    made = 0
+    for p in _problems(60):
+        text = organism.slipped_attempt(p, rng)
+        if text is None:
+            continue
+        made += 1
+        lab = label_attempt(p, text)
+        assert lab.status == "wrong" and list(lab.steps[:lab.first_wrong]) == gold_steps(p)[:lab.first_wrong]
+        for s, t in zip(lab.steps, lab.steps[1:]):  # later steps start from the (wrong) value before
+            assert t.a == s.c
+    assert made >= 50
+
+
+def test_devil_note_compares_its_own_value_with_the_attempts():
+    p = next(q for q in _problems(30) if len(gold_steps(q)) == 3)
+    gold = gold_steps(p)
+    bad = [gold[0], Step(gold[1].a, gold[1].op, gold[1].b, gold[1].c + 10)]
+    x = bad[1].c
+    c = {"+": x + gold[2].b, "-": x - gold[2].b, "*": x * gold[2].b, "/": x // gold[2].b}[gold[2].op]
+    bad.append(Step(x, gold[2].op, gold[2].b, c))
+    note = organism.devil_note(p, label_attempt(p, solution_text(bad)))
+    lines = note.splitlines()
+    assert lines[0].endswith(": same.") and lines[1].endswith(f"the attempt has {gold[1].c + 10}: different.")
+    assert lines[-1] == f"Step 2 is wrong: it should be {gold[1]}."
+    right = organism.devil_note(p, label_attempt(p, solution_text(gold)))
+    assert all(line.endswith(": same.") for line in right.splitlines()[:-1])
+    assert right.splitlines()[-1].startswith("No step is wrong; the riskiest is step ")
+
+
 def test_notes_flag_wrong_steps_and_never_give_the_answer_format():
     rng = random.Random(1)
     for p in _problems(80):

@@ -11,7 +11,9 @@ The recipe (:mod:`lase_nb.organism` has the formats and the data functions):
    on other level 2-3 problems; each attempt labelled against the gold chain;
 3. **review and revise**: the same adapter trained on, for each labelled attempt, one
    supporter's note (devil's advocate, collaborator or senior expert, in the messages LASE's
-   pipeline sends) and the leader's revision after it, plus fresh solve examples;
+   pipeline sends) and the leader's revision after it; the attempts are the sampled ones, slipped
+   variants of those it got right (the kinds of slips it makes, so that "different" is as common
+   in the notes as the solver's errors need) and one-step attempts, plus fresh solve examples;
 4. **evaluate** (``benchmarks/organism_skills.py``, run at the end) on held-out problems.
 
 Each stage writes its result under ``--work`` and is skipped when that result exists, so an
@@ -23,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import platform
 import random
@@ -168,10 +169,11 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--solve", type=int, default=1500, help="stage-1 solve examples (levels 1-3)")
     ap.add_argument("--sample", type=int, default=500, help="level 2-3 problems the stage-1 solver is sampled on")
-    ap.add_argument("--max-attempts", type=int, default=480, help="labelled attempts used in stage 2")
-    ap.add_argument("--solve2", type=int, default=300, help="solve examples mixed into stage 2")
-    ap.add_argument("--one-step", type=int, default=100,
-                    help="stage 3: one-step attempts (half slipped) and as many replayed attempts; 0 = no stage 3")
+    ap.add_argument("--max-attempts", type=int, default=400, help="labelled attempts used in stage 2")
+    ap.add_argument("--solve2", type=int, default=150, help="solve examples mixed into stage 2")
+    ap.add_argument("--slipped", type=int, default=180,
+                    help="stage 2: slipped variants of attempts the solver got right (the kinds of slips it makes)")
+    ap.add_argument("--one-step", type=int, default=60, help="stage 2: one-step attempts (half slipped)")
     ap.add_argument("--temperature", type=float, default=0.8)
     ap.add_argument("--lr", type=float, default=3e-4)
     ap.add_argument("--batch", type=int, default=8)
@@ -181,7 +183,7 @@ def main(argv=None) -> int:
     ap.add_argument("--toy", action="store_true", help="tiny sizes, output under build/organism-toy")
     args = ap.parse_args(argv)
     if args.toy:
-        args.solve, args.sample, args.solve2, args.one_step = 24, 16, 8, 6
+        args.solve, args.sample, args.solve2, args.one_step, args.slipped = 24, 16, 8, 6, 6
         args.work = ROOT / "build" / "organism-toy"
         args.out = args.work / "adapter"
 
@@ -229,7 +231,8 @@ def main(argv=None) -> int:
         save_log()
     rows = [json.loads(x) for x in attempts_path.read_text().splitlines()]
 
-    # stage 2: review and revise, from the solver's own attempts
+    # stage 2: review and revise, from the solver's own attempts, the kinds of slips it makes
+    # (on problems it solved right) and one-step attempts (it is sampled on levels 2-3 only)
     final = work / "stage2"
     if not (final / "adapter_config.json").is_file():
         rng = random.Random(f"organism:{args.seed}")
@@ -237,6 +240,13 @@ def main(argv=None) -> int:
         ex = []
         for r in select_attempts(rows, args.max_attempts):
             ex += organism.support_examples(by_id[r["id"]], r["text"], rng)
+        slip_rng = random.Random(f"organism-slips:{args.seed}")
+        slipped = [(by_id[r["id"]], organism.slipped_attempt(by_id[r["id"]], slip_rng))
+                   for r in rows if r["status"] == "right"]
+        for p, text in [(p, t) for p, t in slipped if t][:args.slipped]:
+            ex += organism.support_examples(p, text, rng)
+        for p, text in organism.one_step_attempts(args.one_step, SEEDS["one_step"]):
+            ex += organism.support_examples(p, text, rng)
         ex += organism.solve_examples(args.solve2, SEEDS["solve2"])
         model = AutoModelForCausalLM.from_pretrained(str(base), local_files_only=True, dtype=torch.float32)
         model = peft.PeftModel.from_pretrained(model, str(stage1), is_trainable=True)
@@ -244,28 +254,6 @@ def main(argv=None) -> int:
                               label="stage 2: review and revise")
         save_fp16(model, final)
         save_log()
-
-    # stage 3: one-step coverage (the sampled attempts are all of levels 2-3)
-    stage3 = work / "stage3"
-    if args.one_step and not (stage3 / "adapter_config.json").is_file():
-        rng = random.Random(f"organism-3:{args.seed}")
-        ex = []
-        for p, text in organism.one_step_attempts(args.one_step, SEEDS["one_step"]):
-            ex += organism.support_examples(p, text, rng)
-        by_id = {p.id: p for p in problems}
-        replay = [r for r in rows if r["status"] in ("right", "wrong")]
-        rng.shuffle(replay)
-        for r in replay[:args.one_step]:
-            ex += organism.support_examples(by_id[r["id"]], r["text"], rng)
-        ex += organism.solve_examples(args.one_step // 2, SEEDS["solve3"])
-        model = AutoModelForCausalLM.from_pretrained(str(base), local_files_only=True, dtype=torch.float32)
-        model = peft.PeftModel.from_pretrained(model, str(final), is_trainable=True)
-        log["stage3"] = train(model, tok, ex, lr=args.lr / 2, batch=args.batch, seed=args.seed + 2,
-                              label="stage 3: one-step coverage")
-        save_fp16(model, stage3)
-        save_log()
-    if args.one_step:
-        final = stage3
 
     args.out.mkdir(parents=True, exist_ok=True)
     for name in ("adapter_model.safetensors", "adapter_config.json"):
@@ -277,7 +265,9 @@ def main(argv=None) -> int:
                    "stage1_solve_examples": args.solve, "sample_problems": args.sample,
                    "sample_levels": [2, 3], "sample_temperature": args.temperature,
                    "stage2_solve_examples": args.solve2, "stage2_max_attempts": args.max_attempts,
-                   "stage3_one_step_attempts": args.one_step, "stage3_lr": args.lr / 2, "false_alarm_rate": 0.1,
+                   "stage2_slipped_attempts": args.slipped, "stage2_one_step_attempts": args.one_step,
+                   "false_alarm_rate": 0.1, "note_method": "column arithmetic from one-digit facts, then "
+                   "the attempt's value beside it: same / different",
                    "roles_weights": dict(zip(("devil", "collaborator", "expert"), organism.ROLE_WEIGHTS))},
         "training": log,
         "prompt_fingerprint": organism.prompt_fingerprint(),
