@@ -328,21 +328,28 @@ def test_every_strategy_runs_on_the_embedded_model(name, local_engine):
 
 
 @pytest.mark.slow
-def test_replay_equals_live_run(local_engine):
+def test_replay_equals_live_run(local_engine, tmp_path):
+    """Replaying a full-chain recording at a threshold pair gives what a live run at that pair
+    gives. The live runs read the recording's calls from a replay-only cache: any call the
+    recording did not make raises CacheMiss, so each live run sends exactly the recording's
+    calls up to its stop, and its stop, answer and tokens must equal the replay's."""
+    from lase_nb.cache import CallCache
+
     problems = arithmetic_problems(4, seed=3)
-    full = run_problems("lase", problems, Engine(local_engine), replace(SMALL, full_chain=True), progress=False)
+    recorded = CallCache(tmp_path / "calls.sqlite")
+    full = run_problems("lase", problems, Engine(local_engine, recorded), replace(SMALL, full_chain=True),
+                        progress=False)
     chains = chains_from_stages(pd.DataFrame(stage_rows(full)))
     p0 = sorted(chains.p_min[:, 0][~pd.isna(chains.p_min[:, 0])])
-    # thresholds that split the problems: some stop at once, some escalate. The split sits
-    # halfway between two problems' values: the live runs batch their calls differently from the
-    # recording run, so a threshold equal to a recorded value would be decided by float rounding
-    settings = [(1.0, 10.0), (0.0, 100.0)]
-    if p0:
+    settings = [(1.0, 10.0), (0.0, 100.0)]  # every stage runs; none does
+    if p0:  # a pair that splits the problems: some stop at once, some escalate
         k = len(p0) // 2
         settings.append(((float(p0[k - 1]) + float(p0[k])) / 2 if k else float(p0[0]), 10.0))
+    stops = set()
     for tau_lp, tau_h in settings:
-        live = run_problems("lase", problems, Engine(local_engine), replace(SMALL, tau_lp=tau_lp, tau_h=tau_h),
-                           progress=False)
+        engine = Engine(local_engine, CallCache(tmp_path / "calls.sqlite", mode="replay"))
+        live = run_problems("lase", problems, engine, replace(SMALL, tau_lp=tau_lp, tau_h=tau_h), progress=False)
+        assert engine.stats.cache_hits > 0
         rep = replay(chains, tau_lp, tau_h).set_index("problem_id")
         for r in live:
             row = rep.loc[r.problem_id]
@@ -350,6 +357,8 @@ def test_replay_equals_live_run(local_engine):
             assert r.answer == row.answer or (r.answer is None and pd.isna(row.answer))
             assert r.correct == row.correct
             assert r.prompt_tokens == row.prompt_tokens and r.completion_tokens == row.completion_tokens
+            stops.add(r.stop_stage)
+    assert len(stops) > 1  # the settings stopped problems at different stages
 
 
 def test_lase_mv_runs_chains_together_and_votes():
