@@ -29,9 +29,9 @@ sys.path.insert(0, str(ROOT))
 from lase_nb import organism, stats  # noqa: E402
 from lase_nb.backends.local import ORGANISM_MODEL, LocalBackend  # noqa: E402
 from lase_nb.cache import CallCache  # noqa: E402
+from lase_nb.chapters.failures import mentions  # noqa: E402
 from lase_nb.confidence import uncertain_mask  # noqa: E402
 from lase_nb.engine import Engine  # noqa: E402
-from lase_nb.failures import mentions  # noqa: E402
 from lase_nb.runner import run_problems  # noqa: E402
 from lase_nb.strategies import StrategyConfig  # noqa: E402
 from lase_nb.traces import provenance, write_run  # noqa: E402

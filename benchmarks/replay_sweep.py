@@ -27,7 +27,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np  # noqa: E402
 
-from lase_nb import analysis, pareto, sliders  # noqa: E402
+from lase_nb import analysis  # noqa: E402
+from lase_nb.chapters import pareto, sliders  # noqa: E402
 from tests.synthetic import synthetic_chains  # noqa: E402
 
 

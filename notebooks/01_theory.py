@@ -53,7 +53,7 @@
 #
 # **You need** basic probability (expectations, conditional probability, Bayes' rule) and some
 # numpy. No language model is called here: every model is a toy, and each section ends with the
-# assumption a real LLM agent breaks. The simulations live in `lase_nb.theory`; the cells below
+# assumption a real LLM agent breaks. The simulations live in `lase_nb.chapters.theory`; the cells below
 # only call them and draw.
 
 # %% tags=["parameters"]
@@ -76,7 +76,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from lase_nb import plots, theory
+from lase_nb import plots
+from lase_nb.chapters import theory
 
 plots.set_style()
 pd.set_option("display.precision", 4)
@@ -316,7 +317,7 @@ theory.star_drift(star_gated)
 #
 # This is the bound on simulated problems whose $\rho$, $\delta$ and A3 we set. On real recordings
 # they have to be measured: chapter 3, section 3.5, classifies every supporter's note for a correct
-# seed and estimates $P(U=1)$, $\rho$, $\delta$ and A3 with intervals (`lase_nb/seeds.py`).
+# seed and estimates $P(U=1)$, $\rho$, $\delta$ and A3 with intervals (`lase_nb/chapters/seeds.py`).
 
 # %%
 settings = [dict(gate_rate=gate_rate, rho=rho, delta=delta),  # A3 holds with equality: the bound is tight

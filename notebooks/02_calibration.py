@@ -37,7 +37,7 @@
 # your own backend and data set instead, e.g.
 # `papermill 02_calibration.ipynb out.ipynb -p live True -p backend openai -p model gpt-4.1-mini`.
 #
-# The chapter's logic lives in `lase_nb/calibration.py` (reliability, AUROC and ECE come from
+# The chapter's logic lives in `lase_nb/chapters/calibration.py` (reliability, AUROC and ECE come from
 # `lase_nb/stats.py`, whose one interval for an accuracy, Wilson's, every chapter uses).
 #
 # **The paper's evidence** (its Figure 3, the support for Assumption 3.3): on 2,000 MATH-500
@@ -69,7 +69,8 @@ import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 
-from lase_nb import calibration, plots, reference
+from lase_nb import plots, reference
+from lase_nb.chapters import calibration
 from lase_nb.backends import make_backend
 from lase_nb.cache import CallCache
 from lase_nb.datasets import load_dataset
@@ -299,7 +300,7 @@ if tokens["exact"].notna().any():
 
 # %%
 if interactive:
-    from lase_nb import sliders
+    from lase_nb.chapters import sliders
 
     gate_panel = sliders.gate_sliders(frame, tau_lp, tau_h, title=f"Reliability of the confidence proxies ({source})")
     display(gate_panel.box)

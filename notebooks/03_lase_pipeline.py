@@ -43,8 +43,8 @@
 # With `live=True` it runs LASE itself on `n_problems` problems with the backend you choose,
 # e.g. `papermill 03_lase_pipeline.ipynb out.ipynb -p live True -p backend openai -p model gpt-4.1-mini`.
 #
-# The chapter's logic lives in `lase_nb/pipeline.py`; transcripts are drawn by
-# `lase_nb/transcripts.py`, runs loaded by `lase_nb/runs.py` and replay done by `lase_nb/analysis.py`.
+# The chapter's logic lives in `lase_nb/chapters/pipeline.py`; transcripts are drawn by
+# `lase_nb/chapters/transcripts.py`, runs loaded by `lase_nb/runs.py` and replay done by `lase_nb/analysis.py`.
 # It covers the paper's Theorem 3.7 (the selective-gain bound, section 3.5) and the
 # escalation rates of its Table 5 (section 3.4 prints them from `lase_nb.reference`).
 
@@ -73,7 +73,8 @@ import numpy as np
 import pandas as pd
 from IPython.display import HTML, Markdown, display
 
-from lase_nb import pipeline, plots, prompts, reference, runs as run_store, transcripts
+from lase_nb import plots, prompts, reference, runs as run_store
+from lase_nb.chapters import pipeline, transcripts
 from lase_nb.analysis import chains_from_stages, replay
 
 plots.set_style()
@@ -377,7 +378,7 @@ print(reference.LLAMA3_8B_NOTE)
 # **Counting fixes and breaks does not test this bound.** LASE's accuracy is the leader's plus
 # the answers escalation fixes minus those it breaks, divided by $n$: an identity, true of every
 # recording. Testing the theorem needs its own terms, so we classify every note the leader read
-# before LASE stopped (`lase_nb/seeds.py`). A note **holds a correct seed** when it states a value
+# before LASE stopped (`lase_nb/chapters/seeds.py`). A note **holds a correct seed** when it states a value
 # of the problem's worked solution that the attempt it reviewed lacks and the question does not
 # contain: the right result of a step the attempt got wrong or skipped, up to the answer itself.
 # A right attempt lacks no value, so its notes hold no seed and only A3 protects it. The rule reads
@@ -391,7 +392,7 @@ print(reference.LLAMA3_8B_NOTE)
 # together, so the intervals are paired).
 
 # %%
-from lase_nb import seeds
+from lase_nb.chapters import seeds
 
 seed_rows = seeds.seed_table(chains, run.calls, problems, tau_lp, tau_h)
 check = seeds.bound_check(seed_rows)

@@ -38,7 +38,7 @@
 # recording at the chosen thresholds (no model call). With `live=True` every strategy is run (through
 # the call cache) on `n_problems` problems with the backend you choose.
 #
-# The chapter's logic lives in `lase_nb/comparison.py`; the comparison table is
+# The chapter's logic lives in `lase_nb/chapters/comparison.py`; the comparison table is
 # `lase_nb.stats.comparison_table` (chapter 6 uses the same one), replay is `lase_nb/analysis.py`,
 # and every strategy keeps one colour and marker from `lase_nb/plots.py`.
 #
@@ -75,10 +75,11 @@ import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 
-from lase_nb import analysis, comparison, pipeline, plots, reference, runs as run_store, stats, strategies
+from lase_nb import analysis, plots, reference, runs as run_store, stats, strategies
 from lase_nb.analysis import chains_from_stages, outcomes_at, replay
+from lase_nb.chapters import comparison, pipeline
+from lase_nb.chapters.transcripts import answer_or_none
 from lase_nb.confidence import uncertain_mask
-from lase_nb.transcripts import answer_or_none
 
 plots.set_style()
 pd.set_option("display.precision", 3)

@@ -38,8 +38,8 @@
 # `traces` at your own recording (`lase-nb run --strategy lase --full-chain --out <folder>/lase-full`,
 # plus `--strategy mv` and `--strategy mad` runs beside it) to redo everything for your model.
 #
-# The chapter's logic lives in `lase_nb/pareto.py` (frontier, sweeps, held-out choice) and
-# `lase_nb/sliders.py` (the sliders); replay is `lase_nb/analysis.py`, and the strategies' colours
+# The chapter's logic lives in `lase_nb/chapters/pareto.py` (frontier, sweeps, held-out choice) and
+# `lase_nb/chapters/sliders.py` (the sliders); replay is `lase_nb/analysis.py`, and the strategies' colours
 # come from `lase_nb/plots.py`.
 #
 # **What the paper reported.** Its threshold sweep (Table 5, GPT-4.1-mini on MATH-500): moving
@@ -65,7 +65,8 @@ import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 
-from lase_nb import analysis, pareto, plots, reference, sliders
+from lase_nb import analysis, plots, reference
+from lase_nb.chapters import pareto, sliders
 from lase_nb.analysis import chains_from_stages
 from lase_nb.runs import common_ids, load_runs
 

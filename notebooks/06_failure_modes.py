@@ -34,8 +34,8 @@
 # **You need** chapters 02 (the gate) and 03 (the pipeline). No model is called: everything comes
 # from the recorded runs in `traces` (the full-chain LASE run, plus the baselines when present).
 #
-# The chapter's logic lives in `lase_nb/failures.py`; runs are loaded by `lase_nb/runs.py`,
-# transcripts drawn by `lase_nb/transcripts.py`, and the strategies' table is
+# The chapter's logic lives in `lase_nb/chapters/failures.py`; runs are loaded by `lase_nb/runs.py`,
+# transcripts drawn by `lase_nb/chapters/transcripts.py`, and the strategies' table is
 # `lase_nb.stats.comparison_table`, as in chapter 4.
 #
 # **What the paper reported.** Its calibration figure (Figure 3) shows that even strong models'
@@ -60,7 +60,8 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from IPython.display import HTML, Markdown, display
 
-from lase_nb import calibration, failures, plots, stats
+from lase_nb import plots, stats
+from lase_nb.chapters import calibration, failures
 from lase_nb.analysis import chains_from_stages, summarize
 from lase_nb.runs import load_runs, problems_from_manifest
 
@@ -146,7 +147,7 @@ for r in ce.head(n_examples).itertuples():
 #
 # - the leader's answer *before* the note was wrong (so there was a real error to point at);
 # - the note claims an error (it contains a word such as "incorrect", "mistake" or "should be";
-#   see `lase_nb.failures.ERROR_WORDS`);
+#   see `lase_nb.chapters.failures.ERROR_WORDS`);
 # - the revision is still wrong, or has no boxed answer.
 #
 # **This reads words, not reasoning**: a note can say "incorrect" about the wrong step. Two

@@ -14,8 +14,8 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
-from lase_nb import calibration as C  # noqa: E402
 from lase_nb import reference  # noqa: E402
+from lase_nb.chapters import calibration as C  # noqa: E402
 from lase_nb.errors import DataError  # noqa: E402
 from lase_nb.stats import ece  # noqa: E402
 from lase_nb.strategies import CallRecord, ProblemResult, StageRecord  # noqa: E402

@@ -13,10 +13,10 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
-from lase_nb import failures as F  # noqa: E402
 from lase_nb import reference  # noqa: E402
 from lase_nb.analysis import chains_from_stages  # noqa: E402
-from lase_nb.calibration import confidence_frame  # noqa: E402
+from lase_nb.chapters import failures as F  # noqa: E402
+from lase_nb.chapters.calibration import confidence_frame  # noqa: E402
 
 SUP = {1: "devil", 2: "collaborator"}
 # problem -> per stage (answer, correct, p_min, h_max); gold answers below
@@ -247,7 +247,7 @@ def test_unparsed_counts_loops_and_extracted_answers():
 
 
 def test_describe_escalation_with_one_level_and_with_several():
-    from lase_nb.failures import describe_escalation
+    from lase_nb.chapters.failures import describe_escalation
     paper = {"escalation_min": 0.2, "escalation_max": 0.4, "multiplier_gpt41mini": 1.8, "multiplier_llama3_8b": 4.7}
     cost = pd.DataFrame({"level": ["all"], "multiplier": [2.0], "lase_tokens": [300.0], "solo_tokens": [100.0]})
     one = pd.DataFrame({"level": [1, "all"], "accuracy": [0.45, 0.45], "escalation_rate": [0.2, 0.2]})
@@ -260,7 +260,7 @@ def test_describe_escalation_with_one_level_and_with_several():
 
 def test_plot_escalation_draws_a_single_level_once():
     import matplotlib.pyplot as plt
-    from lase_nb.failures import plot_escalation
+    from lase_nb.chapters.failures import plot_escalation
     paper = {"escalation_min": 0.2, "escalation_max": 0.4, "multiplier_gpt41mini": 1.8, "multiplier_llama3_8b": 4.7}
     esc = pd.DataFrame({"level": [1, "all"], "accuracy": [0.45, 0.45], "acc_lo": [0.3, 0.3], "acc_hi": [0.6, 0.6],
                         "escalation_rate": [0.2, 0.2], "esc_lo": [0.1, 0.1], "esc_hi": [0.3, 0.3]})

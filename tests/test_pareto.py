@@ -14,7 +14,8 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
-from lase_nb import analysis, pareto, reference  # noqa: E402
+from lase_nb import analysis, reference  # noqa: E402
+from lase_nb.chapters import pareto  # noqa: E402
 from lase_nb.runs import common_ids, load_runs  # noqa: E402
 from tests.synthetic import synthetic_chains  # noqa: E402
 from lase_nb.analysis import Chains, replay  # noqa: E402

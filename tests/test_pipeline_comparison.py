@@ -14,7 +14,8 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
-from lase_nb import analysis, comparison, pipeline, plots, reference, stats, transcripts  # noqa: E402
+from lase_nb import analysis, plots, reference, stats  # noqa: E402
+from lase_nb.chapters import comparison, pipeline, transcripts  # noqa: E402
 from lase_nb.analysis import chains_from_stages, replay  # noqa: E402
 from lase_nb.errors import DataError  # noqa: E402
 

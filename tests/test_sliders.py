@@ -9,7 +9,8 @@ matplotlib.use("Agg")
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from lase_nb import analysis, sliders  # noqa: E402
+from lase_nb import analysis  # noqa: E402
+from lase_nb.chapters import sliders  # noqa: E402
 from lase_nb.analysis import replay  # noqa: E402
 from tests.synthetic import synthetic_chains  # noqa: E402
 from tests.test_pareto import hand_chains  # noqa: E402
@@ -157,7 +158,7 @@ def _answers():
 def test_gate_panel_updates_its_widgets_in_place():
     import matplotlib.pyplot as plt
 
-    from lase_nb import calibration
+    from lase_nb.chapters import calibration
 
     f = _answers()
     figs_before = plt.get_fignums()
@@ -180,7 +181,7 @@ def test_gate_panel_updates_its_widgets_in_place():
 def test_reliability_redraws_into_a_given_figure():
     from matplotlib.figure import Figure
 
-    from lase_nb import calibration
+    from lase_nb.chapters import calibration
 
     fig = Figure(figsize=(8, 3))
     for tau in (0.8, 0.9):

@@ -281,7 +281,8 @@ def test_calls_and_inclusions_follow_the_formulas_in_the_record(name, p):
 
 
 def test_every_record_is_complete_and_everything_reads_it():
-    from lase_nb import comparison, pipeline, plots, runs
+    from lase_nb import plots, runs
+    from lase_nb.chapters import comparison, pipeline
 
     assert comparison.STRATEGY_ORDER == tuple(SPECS)
     assert set(STRATEGIES) == {n for n, s in SPECS.items() if s.runnable}

@@ -11,7 +11,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lase_nb import plots, theory
+from lase_nb import plots
+from lase_nb.chapters import theory
 from lase_nb.errors import ConfigError
 
 Z = 4.0

@@ -8,7 +8,7 @@ per LASE stage) or :class:`lase_nb.analysis.Chains`, and returns tables or figur
 - batch views: stop-stage distribution, per-stage confidence, outcome flips, supporter leaks;
 - context inclusions counted from the calls' ``reads`` against the topology formulas.
 
-Transcripts are drawn by :mod:`lase_nb.transcripts`, runs loaded by :mod:`lase_nb.runs`.
+Transcripts are drawn by :mod:`lase_nb.chapters.transcripts`, runs loaded by :mod:`lase_nb.runs`.
 """
 
 from __future__ import annotations
@@ -18,12 +18,12 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
-from . import prompts
-from .analysis import Chains, stop_stages
-from .confidence import uncertain_mask
-from .errors import DataError
-from .stats import pct, wilson_interval
-from .strategies import SPECS, reading_rounds
+from .. import prompts
+from ..analysis import Chains, stop_stages
+from ..confidence import uncertain_mask
+from ..errors import DataError
+from ..stats import pct, wilson_interval
+from ..strategies import SPECS, reading_rounds
 from .transcripts import ROLE_TITLES, SUPPORTERS, answer_or_none
 
 __all__ = [
@@ -506,7 +506,7 @@ def prompt_table() -> pd.DataFrame:
 def role_calls(calls: pd.DataFrame) -> pd.DataFrame:
     """Per strategy and role, all recorded calls: count, cap hits and their rate (:func:`lase_nb.analysis.cap_hits`),
     with the answer-extraction step's calls as their own role (``extract``)."""
-    from .analysis import cap_hits
+    from ..analysis import cap_hits
 
     return cap_hits(calls)
 
@@ -552,7 +552,7 @@ def describe_walk(walk: pd.DataFrame, change: Mapping[str, Any]) -> str:
 
 def describe_batch(chains: Chains, tau_lp: float, tau_h: float) -> str:
     """LASE on the whole batch at (tau_lp, tau_h): escalation, accuracy (both gradings), tokens, flips."""
-    from .analysis import outcomes_at
+    from ..analysis import outcomes_at
 
     stop = stop_stages(chains, tau_lp, tau_h)
     n, last = len(stop), chains.n_stages - 1

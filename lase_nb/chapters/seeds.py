@@ -22,10 +22,10 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
-from .analysis import Chains, stop_stages
-from .errors import DataError
+from ..analysis import Chains, stop_stages
+from ..errors import DataError
+from ..prompts import SUPPORTERS
 from .failures import mentions
-from .prompts import SUPPORTERS
 
 __all__ = ["SEED_RULE", "gold_values", "seed_values", "note_seeds", "seed_table", "bound_check", "a3_verdict",
            "describe_assumptions"]
@@ -42,7 +42,7 @@ def gold_values(problem: Any) -> list[str]:
     chain (not ``arith``), its gold answer alone."""
     meta = getattr(problem, "meta", None) or {}
     if "start" in meta and "ops" in meta:
-        from .organism import gold_steps
+        from ..organism import gold_steps
         return [str(s.c) for s in gold_steps(problem)]
     return [str(problem.gold)]
 

@@ -20,8 +20,8 @@ Chapter 05 (notebooks/05_pareto), from the inside out:
   tests drive without a browser or a kernel.
 
 Chapter 02 (notebooks/02_calibration): :func:`gate_sliders` moves the gate over one set of
-answers; :meth:`GateControls.update` redraws :func:`lase_nb.calibration.plot_reliability` into
-the same figure and refreshes :func:`lase_nb.calibration.gate_split` as a table row.
+answers; :meth:`GateControls.update` redraws :func:`lase_nb.chapters.calibration.plot_reliability` into
+the same figure and refreshes :func:`lase_nb.chapters.calibration.gate_split` as a table row.
 """
 
 from __future__ import annotations
@@ -34,9 +34,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .analysis import Chains, operating_point, stop_stages, sweep
+from ..analysis import Chains, operating_point, stop_stages, sweep
+from ..plots import CHOSEN_COLOR
 from .pareto import draw_frontier, oracle_frontier, policy_points, threshold_axes
-from .plots import CHOSEN_COLOR
 
 __all__ = ["point_sentence", "point_row_html", "change_note", "FrontierView", "ThresholdControls",
            "threshold_sliders", "gate_row_html", "GateControls", "gate_sliders"]
@@ -232,7 +232,7 @@ def threshold_sliders(chains: Chains, tau_lp: float = 0.8, tau_h: float = 0.5, *
 
 
 def gate_row_html(split: pd.Series) -> str:
-    """:func:`lase_nb.calibration.gate_split` as a one-row HTML table (rates in %, counts as integers)."""
+    """:func:`lase_nb.chapters.calibration.gate_split` as a one-row HTML table (rates in %, counts as integers)."""
     def fmt(k: str, v: Any) -> str:
         if pd.isna(v):
             return "n/a"
@@ -267,7 +267,7 @@ class GateControls:
     def update(self, change: dict | None = None) -> pd.Series:
         """The slider callback: split the answers at the sliders' values, redraw the figure in place."""
         from . import calibration
-        from .confidence import uncertain_mask
+        from ..confidence import uncertain_mask
 
         tl, th = float(self.tau_lp.value), float(self.tau_h.value)
         split = calibration.gate_split(self.frame, tl, th).rename(None)

@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from lase_nb.errors import ConfigError
+from ..errors import ConfigError
 
 #: Index of the correct option (and of the true latent concept) in every model.
 CORRECT = 0
@@ -738,7 +738,7 @@ def plot_martingale(traces: dict[float, DebateTrace]):
     across runs; the majority-vote score per round."""
     import matplotlib.pyplot as plt
 
-    from lase_nb.plots import band
+    from ..plots import band
 
     fig, axes = plt.subplots(1, 3, figsize=(17, 5.2))
     for acc, trace in traces.items():
@@ -769,7 +769,7 @@ def plot_amplification(worlds: dict[str, ConceptTrace]):
     before and after debate."""
     import matplotlib.pyplot as plt
 
-    from lase_nb.plots import band
+    from ..plots import band
 
     fig, axes = plt.subplots(1, 3, figsize=(17, 5.2))
     colors = {}

@@ -16,12 +16,12 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from . import reference
-from .analysis import Chains, fixed_policies, oracle_stops, pareto_front, sweep
-from .errors import DataError
-from .plots import CHOSEN_COLOR, FRONT_COLOR, ORACLE_COLOR, style
-from .stats import choose_thresholds, split_halves, wilson_interval
-from .traces import Run
+from .. import reference
+from ..analysis import Chains, fixed_policies, oracle_stops, pareto_front, sweep
+from ..errors import DataError
+from ..plots import CHOSEN_COLOR, FRONT_COLOR, ORACLE_COLOR, style
+from ..stats import choose_thresholds, split_halves, wilson_interval
+from ..traces import Run
 
 __all__ = [
     "threshold_axes", "front_of", "oracle_frontier", "stage_effects",
@@ -148,7 +148,7 @@ def recorded_gate_check(chains: Chains, problems: pd.DataFrame, tau_lp: float, t
     spent at the recorded thresholds). Returns the share of problems whose stop stage, grade and
     tokens agree, and how many problems were compared.
     """
-    from .analysis import replay
+    from ..analysis import replay
 
     r = replay(chains, tau_lp, tau_h).set_index("problem_id")
     live = problems.assign(problem_id=problems["problem_id"].astype(str)).set_index("problem_id")

@@ -23,12 +23,12 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from . import reference
-from .analysis import Chains
-from .answers import grade
-from .plots import label, style
-from .stats import choose_thresholds, pct
-from .strategies import EXTRACT_ROLE, SPECS, majority_vote
+from .. import reference
+from ..analysis import Chains
+from ..answers import grade
+from ..plots import label, style
+from ..stats import choose_thresholds, pct
+from ..strategies import EXTRACT_ROLE, SPECS, majority_vote
 from .transcripts import answer_or_none, number_or_none
 
 __all__ = [

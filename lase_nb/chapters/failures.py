@@ -10,7 +10,7 @@
 - :func:`unparsed_by_stage`: leader answers that never got boxed, and why (ran out of tokens or
   stopped without a box);
 - :func:`render_exchange` / :func:`render_answer`: one attempt -> note -> revision exchange, or one
-  answer, drawn by the package's one transcript renderer (:mod:`lase_nb.transcripts`).
+  answer, drawn by the package's one transcript renderer (:mod:`lase_nb.chapters.transcripts`).
 
 Runs are loaded by :func:`lase_nb.runs.load_runs`; the strategies' table is
 :func:`lase_nb.stats.comparison_table`, as in chapter 04.
@@ -24,11 +24,11 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from . import reference
-from .confidence import uncertain_mask
-from .errors import DataError
-from .stats import pct, wilson_interval
-from .strategies import EXTRACT_ROLE, SPECS, reading_rounds
+from .. import reference
+from ..confidence import uncertain_mask
+from ..errors import DataError
+from ..stats import pct, wilson_interval
+from ..strategies import EXTRACT_ROLE, SPECS, reading_rounds
 from .transcripts import ANSWERER_ROLES, answer_or_none, render_transcript, transcript_entries
 
 __all__ = [
@@ -73,7 +73,7 @@ FROM_RIGHT = ("kept right", "broke: new wrong answer", "broke: no boxed answer")
 
 
 def with_gate(frame: pd.DataFrame, tau_lp: float, tau_h: float) -> pd.DataFrame:
-    """A copy of a :func:`lase_nb.calibration.confidence_frame` with the gate recomputed: ``U``."""
+    """A copy of a :func:`lase_nb.chapters.calibration.confidence_frame` with the gate recomputed: ``U``."""
     out = frame.copy()
     out["U"] = uncertain_mask(out["p_min"].to_numpy(float), out["h_max"].to_numpy(float), tau_lp, tau_h)
     return out
@@ -222,7 +222,7 @@ def outcome_counts(outcomes: pd.DataFrame) -> pd.DataFrame:
 def escalation_by_level(frame: pd.DataFrame, tau_lp: float, tau_h: float) -> pd.DataFrame:
     """Per problem level: answers, solo accuracy and escalation rate P(U=1), each with a Wilson CI.
 
-    ``frame`` is a stage-0 :func:`lase_nb.calibration.confidence_frame` with a ``level`` column.
+    ``frame`` is a stage-0 :func:`lase_nb.chapters.calibration.confidence_frame` with a ``level`` column.
     A final row ``all`` pools every level.
     """
     f = with_gate(frame, tau_lp, tau_h)
@@ -245,7 +245,7 @@ def escalation_by_level(frame: pd.DataFrame, tau_lp: float, tau_h: float) -> pd.
 def cost_by_level(chains: Any, levels: pd.Series, tau_lp: float, tau_h: float) -> pd.DataFrame:
     """Per level: average total tokens of solo and of LASE at (tau_lp, tau_h) by replay, their ratio,
     and the accuracies. ``levels`` maps problem_id -> level."""
-    from .analysis import replay
+    from ..analysis import replay
 
     r = replay(chains, tau_lp, tau_h)
     r["solo_tokens"] = chains.total_tokens[:, 0]
@@ -325,7 +325,7 @@ def _stage_entries(run: Any, problem_id: str, keep, problem: Any) -> list[dict[s
 def render_exchange(run: Any, problem_id: str, stage: int, problem: Any = None, max_chars: int = 500,
                     fmt: str = "html") -> str:
     """One attempt -> supporter note -> revision exchange of a LASE run, drawn by
-    :func:`lase_nb.transcripts.render_transcript` (``fmt``: "html", "markdown" or "text").
+    :func:`lase_nb.chapters.transcripts.render_transcript` (``fmt``: "html", "markdown" or "text").
 
     Shows the problem (if ``problem`` is given), the leader's attempt before ``stage``, the
     supporter's note at ``stage`` and the leader's revision, each clipped to ``max_chars``.
@@ -337,7 +337,7 @@ def render_exchange(run: Any, problem_id: str, stage: int, problem: Any = None, 
 def render_answer(run: Any, problem_id: str, stage: int = 0, problem: Any = None, max_chars: int = 500,
                   fmt: str = "html") -> str:
     """One leader answer (problem, response, answer, confidence, finish reason), drawn by
-    :func:`lase_nb.transcripts.render_transcript`."""
+    :func:`lase_nb.chapters.transcripts.render_transcript`."""
     keep = lambda e: e["stage"] == stage and e["role"] in ANSWERER_ROLES  # noqa: E731
     return render_transcript(_stage_entries(run, problem_id, keep, problem), fmt, max_chars, problem)
 

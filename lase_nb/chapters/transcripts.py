@@ -17,10 +17,10 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from . import prompts
-from .answers import WITHHELD, find_boxed_spans, grade
-from .confidence import uncertain_mask
-from .errors import DataError
+from .. import prompts
+from ..answers import WITHHELD, find_boxed_spans, grade
+from ..confidence import uncertain_mask
+from ..errors import DataError
 
 __all__ = ["ANSWERER_ROLES", "ROLE_TITLES", "SUPPORTERS", "answer_or_none", "number_or_none",
            "transcript_entries", "render_transcript"]

@@ -22,12 +22,12 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from . import reference
-from .confidence import topk_entropy, uncertain_mask
-from .errors import DataError
-from .stats import NO_ANSWER, auroc_with_ci, ece, pct, reliability_table, wilson_interval
+from .. import reference
+from ..confidence import topk_entropy, uncertain_mask
+from ..errors import DataError
+from ..stats import NO_ANSWER, auroc_with_ci, ece, pct, reliability_table, wilson_interval
+from ..types import Generation
 from .transcripts import ANSWERER_ROLES
-from .types import Generation
 
 __all__ = [
     "PROXIES",
@@ -287,8 +287,8 @@ def entropy_estimates(gens: Sequence[Generation], kind: str, k: int = 20, answer
     the extracted answer are kept (the ones the gate looks at); generations without an
     extracted answer then contribute nothing.
     """
-    from .answers import extract_answer
-    from .confidence import answer_token_indices
+    from ..answers import extract_answer
+    from ..confidence import answer_token_indices
 
     if k < 1:
         raise ValueError(f"k must be >= 1; got {k}")

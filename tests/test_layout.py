@@ -1,0 +1,89 @@
+"""The package's layout: imports point one way (chapter modules -> core) and never in a circle.
+
+Read from the source with ``ast`` (nothing is imported), so a function-level import counts too.
+"""
+from __future__ import annotations
+
+import ast
+from functools import cache
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1] / "lase_nb"
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _modules() -> dict[str, Path]:
+    return {_module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def _imports(name: str, path: Path, known: set[str]) -> set[str]:
+    """The lase_nb modules ``name`` imports (``from pkg import mod`` counts as ``pkg.mod``)."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[:len(base) - (node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            found.add(target)
+            found.update(f"{target}.{alias.name}" for alias in node.names)
+    return {m for m in found if m in known and m != name}
+
+
+@cache
+def _graph() -> dict[str, frozenset[str]]:
+    modules = _modules()
+    return {name: frozenset(_imports(name, path, set(modules))) for name, path in modules.items()}
+
+
+def test_the_graph_sees_both_kinds_of_import():
+    graph = _graph()
+    assert "lase_nb.chapters.sliders" in graph and "lase_nb.analysis" in graph
+    assert {"lase_nb.analysis", "lase_nb.chapters.pareto"} <= graph["lase_nb.chapters.sliders"]
+    assert "lase_nb.chapters.calibration" in graph["lase_nb.chapters.sliders"]  # a function-level import
+    assert "lase_nb.errors" in graph["lase_nb.backends"]  # from .. import, one level up
+
+
+def test_the_core_never_imports_a_chapter_module():
+    chapters = "lase_nb.chapters"
+    wrong = {name: sorted(m for m in deps if m == chapters or m.startswith(chapters + "."))
+             for name, deps in _graph().items()
+             if not (name == chapters or name.startswith(chapters + "."))}
+    assert {name: deps for name, deps in wrong.items() if deps} == {}
+
+
+def test_no_import_cycle():
+    graph = _graph()
+    # Module-to-package edges (``from lase_nb import x`` in a submodule of lase_nb) are how Python
+    # resolves the parent; only edges between modules that hold code count as a cycle.
+    graph = {name: {m for m in deps if not name.startswith(m + ".")} for name, deps in graph.items()}
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(name: str) -> list[str] | None:
+        state[name] = 1
+        path.append(name)
+        for dep in sorted(graph[name]):
+            if state.get(dep) == 1:
+                return path[path.index(dep):] + [dep]
+            if dep not in state and (cycle := visit(dep)):
+                return cycle
+        path.pop()
+        state[name] = 2
+        return None
+
+    for name in sorted(graph):
+        if name not in state:
+            cycle = visit(name)
+            assert cycle is None, " -> ".join(cycle)
