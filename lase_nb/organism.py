@@ -40,8 +40,12 @@ from .types import Message, Problem
 ORGANISM = "organism"
 #: Where the committed adapter and its manifest live (beside the recorded traces).
 ORGANISM_DIR = Path(__file__).resolve().parent.parent / "data" / "organism"
-#: Seeds of the generated problems: each use gets its own, so evaluation never meets a training problem.
-SEEDS = {"solve": 101, "sample": 102, "solve2": 103, "one_step": 104, "solve3": 105, "eval": 7, "calibrate": 11}
+#: Seeds of the generated problems: each use gets its own, so evaluation never meets a training problem;
+#: "eval" chose between recipe variants, so the recordings the chapters read use "record", never looked at before.
+SEEDS = {"solve": 101, "sample": 102, "solve2": 103, "one_step": 104, "solve3": 105, "eval": 7, "calibrate": 11,
+         "record": 8}
+#: The seeds whose problems the organism was trained on (never evaluate or record on them).
+TRAINING_SEEDS = frozenset(SEEDS[k] for k in ("solve", "sample", "solve2", "one_step", "solve3"))
 
 _SIGN = {"+": "+", "-": "-", "*": "×", "/": "÷"}
 _OP_OF = {"+": "+", "-": "-", "×": "*", "x": "*", "*": "*", "÷": "/", "/": "/"}
@@ -481,7 +485,7 @@ def sample_problems(n: int, seed: int = SEEDS["sample"], levels: Sequence[int] =
 
 def eval_problems(n: int, seed: int = SEEDS["eval"], levels: Sequence[int] = (1, 2, 3)) -> list[Problem]:
     """Held-out problems for the skill evaluation and the recordings (a seed never trained on)."""
-    if seed in (SEEDS["solve"], SEEDS["sample"], SEEDS["solve2"], SEEDS["one_step"], SEEDS["solve3"]):
+    if seed in TRAINING_SEEDS:
         raise ValueError(f"seed {seed} is a training seed of the organism")
     return arithmetic_problems(n, seed=seed, levels=levels)
 
@@ -508,7 +512,7 @@ def adapter_path() -> Path:
     return ORGANISM_DIR / "adapter_model.safetensors"
 
 
-__all__ = ["ORGANISM", "ORGANISM_DIR", "SEEDS", "Step", "Label", "gold_steps", "solution_text",
+__all__ = ["ORGANISM", "ORGANISM_DIR", "SEEDS", "TRAINING_SEEDS", "Step", "Label", "gold_steps", "solution_text",
            "parse_steps", "label_attempt", "number_sources", "decompose", "inverse_check",
            "devil_note", "collaborator_note", "expert_note", "NOTES", "note_flags",
            "solve_examples", "support_examples", "sample_problems", "eval_problems",

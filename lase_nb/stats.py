@@ -16,6 +16,7 @@ import pandas as pd
 from scipy import stats as _st
 
 __all__ = [
+    "gate_for_budget",
     "pct",
     "wilson_interval",
     "reliability_table",
@@ -340,6 +341,25 @@ def choose_thresholds(points: pd.DataFrame, budget: float, cost: str = "avg_toke
         raise ValueError(f"no row costs <= {budget:g} {cost}; the cheapest costs {cheap[cost]:g}{where}")
     keys = [acc, cost] + (["tau_lp"] if "tau_lp" in points else [])
     return fit.sort_values(keys, ascending=[False, True, False][:len(keys)], kind="stable").iloc[0]
+
+
+def gate_for_budget(chains, ratio: float, grid: int = 41) -> pd.Series:
+    """Thresholds for a token budget: the most accurate (tau_lp, tau_h) on a grid whose replayed
+    cost is at most ``ratio`` times the leader alone's (:func:`choose_thresholds`' tie-break).
+
+    ``chains`` are full LASE chains (:class:`lase_nb.analysis.Chains`) of a calibration split,
+    never the problems the thresholds are then used on. The row adds ``leader_tokens`` (the
+    leader alone's average) and ``budget_tokens``; tau_h runs over [0, max H_max] and infinity
+    (the entropy gate off)."""
+    from .analysis import operating_point, sweep
+
+    if ratio < 1:
+        raise ValueError(f"ratio must be at least 1 (the leader alone's cost), got {ratio}")
+    alone = float(operating_point(chains, 0.0, np.inf)["avg_tokens"])
+    h = chains.h_max[np.isfinite(chains.h_max)]
+    tau_h = np.append(np.linspace(0.0, max(0.5, float(h.max())) if h.size else 2.0, grid), np.inf)
+    row = choose_thresholds(sweep(chains, np.linspace(0.0, 1.0, grid), tau_h), ratio * alone)
+    return pd.concat([row, pd.Series({"leader_tokens": alone, "budget_tokens": ratio * alone})])
 
 
 def split_halves(ids: Sequence[str], seed: int = 0) -> tuple[np.ndarray, np.ndarray]:

@@ -336,3 +336,22 @@ def test_down_threshold_is_the_most_accurate_with_ties_to_fewer_debates():
     assert choose_down_threshold([None, 0.9], [True, True], [False, True]) == 0.0
     with pytest.raises(ValueError):
         choose_down_threshold([], [], [])
+
+
+def test_gate_for_budget_stays_in_budget_and_beats_every_cheaper_pair():
+    from lase_nb.analysis import operating_point, sweep
+    from lase_nb.stats import gate_for_budget
+    from tests.synthetic import synthetic_chains
+
+    chains = synthetic_chains(400, seed=2)
+    alone = float(operating_point(chains, 0.0, np.inf)["avg_tokens"])
+    for ratio in (1.0, 1.5, 3.0):
+        row = gate_for_budget(chains, ratio, grid=11)
+        assert row["leader_tokens"] == alone and row["avg_tokens"] <= ratio * alone + 1e-9
+        replayed = operating_point(chains, row["tau_lp"], row["tau_h"])
+        assert replayed["accuracy"] == row["accuracy"]  # the row is what replay gives at that pair
+        grid = sweep(chains, np.linspace(0, 1, 11), [np.inf])  # pairs on its own grid too
+        assert grid[grid["avg_tokens"] <= ratio * alone]["accuracy"].max() <= row["accuracy"] + 1e-12
+    assert gate_for_budget(chains, 1.0, grid=11)["escalation_rate"] == 0.0
+    with pytest.raises(ValueError, match="at least 1"):
+        gate_for_budget(chains, 0.5)

@@ -1,7 +1,7 @@
 """Record the traces the chapters read by default: the embedded model on the default arithmetic set.
 
     python data/traces/record.py [--n-full 60] [--n-baselines 30] [--device cpu] [--max-batch 8]
-    python data/traces/record.py --model organism --levels 1 2 3 --out data/traces/arith-organism
+    python data/traces/record.py --model organism --levels 1 2 3 --seed 8 --out data/traces/arith-organism
 
 Writes one run folder per strategy under ``--out`` (``lase-full`` is LASE with every stage
 recorded, for replay; the baselines run on the first ``--n-baselines`` of the same problems).
@@ -27,6 +27,7 @@ from lase_nb.backends.local import MARKER, LocalBackend
 from lase_nb.cache import CallCache
 from lase_nb.datasets import load_dataset
 from lase_nb.engine import Engine
+from lase_nb.organism import ORGANISM, SEEDS, TRAINING_SEEDS
 from lase_nb.runner import run_problems
 from lase_nb.strategies import SPECS, StrategyConfig, default_examples, recorded
 
@@ -56,13 +57,28 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--n-down-calibration", type=int, default=20,
                     help="problems (disjoint from the evaluated ones) on which DOWN's threshold is chosen")
+    ap.add_argument("--tau-lp", type=float, default=None, help="gate threshold on exp(LP_min) (default 0.8)")
+    ap.add_argument("--tau-h", type=float, default=None, help="gate threshold on H_max in nats (default 0.5)")
+    ap.add_argument("--thresholds-from", default=None,
+                    help="a full-chain LASE run folder on other problems: choose the thresholds there, the "
+                         "most accurate pair costing at most --budget times the leader alone")
+    ap.add_argument("--budget", type=float, default=1.5, help="with --thresholds-from: the token ratio to the leader alone")
     ap.add_argument("--levels", type=int, nargs="+", default=None,
                     help="arith difficulty levels to mix, e.g. --levels 1 2 3 (default: the data set's)")
     args = ap.parse_args()
+    if args.model == ORGANISM and args.seed in TRAINING_SEEDS:
+        ap.error(f"--seed {args.seed} is one of the organism's training seeds {sorted(TRAINING_SEEDS)}; "
+                 f"record it on held-out problems: --seed {SEEDS['record']} (the skill evaluation uses {SEEDS['eval']})")
 
     backend = LocalBackend(args.model, device=args.device, max_batch=args.max_batch)
     engine = Engine(backend, CallCache(args.cache))
     base = StrategyConfig(seed=args.seed, examples=default_examples("local", args.model))
+    gate = {}
+    if args.thresholds_from:
+        base, gate = _thresholds_from(base, args)
+    elif args.tau_lp is not None or args.tau_h is not None:
+        base = replace(base, **{k: v for k, v in (("tau_lp", args.tau_lp), ("tau_h", args.tau_h)) if v is not None})
+        gate = {"gate": {"tau_lp": base.tau_lp, "tau_h": base.tau_h, "rule": "given on the command line"}}
     model_info = _model_info(backend)
     for name in args.strategies:
         strategy, cfg = SPECS[name].recording(base)
@@ -80,7 +96,7 @@ def main() -> int:
             strategy=strategy, run_name=name, backend="local", model=args.model_label or backend.model,
             device=args.device, max_batch=args.max_batch, dataset="arith", n=len(problems),
             levels=args.levels, model_files=model_info, seed=args.seed, config=asdict(cfg),
-            engine=asdict(engine.stats), wall_s=round(wall, 1), answers=answers, **extra)
+            engine=asdict(engine.stats), wall_s=round(wall, 1), answers=answers, **gate, **extra)
         traces.write_run(Path(args.out) / name, results, problems, manifest)
         print(f"{name}: {len(problems)} problems in {wall:.0f} s, "
               f"accuracy {sum(r.correct for r in results) / len(results):.3f}", flush=True)
@@ -101,6 +117,34 @@ def answer_distribution(results) -> dict:
     return {role: {"n": sum(cnt.values()), "top": cnt.most_common(5),
                    "top_share": round(cnt.most_common(1)[0][1] / sum(cnt.values()), 4)}
             for role, cnt in by_role.items()}
+
+
+def _thresholds_from(base: StrategyConfig, args) -> tuple[StrategyConfig, dict]:
+    """LASE's thresholds chosen on a full-chain run of other problems (:func:`lase_nb.stats.gate_for_budget`);
+    chains whose question is among the problems recorded here are left out."""
+    from lase_nb.analysis import chains_from_stages
+    from lase_nb.runs import problems_from_manifest
+    from lase_nb.stats import gate_for_budget
+
+    run = traces.load_run(args.thresholds_from)
+    n = max(args.n_full, args.n_baselines)
+    evaluated = {p.question for p in load_dataset("arith", None, n, args.seed, levels=args.levels)}
+    by_id = problems_from_manifest(run.manifest)
+    if not by_id:
+        raise SystemExit(f"{args.thresholds_from}: cannot rebuild its problems from the manifest")
+    keep = [i for i, p in by_id.items() if p.question not in evaluated]
+    chains = chains_from_stages(run.stages[run.stages["problem_id"].isin(keep)])
+    row = gate_for_budget(chains, args.budget)
+    print(f"gate: tau_lp {row.tau_lp:.3f}, tau_h {row.tau_h:.3f} chosen on {len(keep)} problems of "
+          f"{args.thresholds_from} (accuracy {row.accuracy:.3f}, escalation {row.escalation_rate:.3f}, "
+          f"{row.avg_tokens:.0f} tokens against {row.leader_tokens:.0f} alone)", flush=True)
+    return replace(base, tau_lp=float(row.tau_lp), tau_h=float(row.tau_h)), {"gate": {
+        "tau_lp": float(row.tau_lp), "tau_h": float(row.tau_h),
+        "rule": f"the most accurate pair on a 41 x 42 grid costing at most {args.budget}x the leader alone's "
+                "tokens, replayed on a calibration run (ties: fewer tokens, then higher tau_lp)",
+        "calibration_run": str(args.thresholds_from), "calibration_seed": run.manifest.get("seed"),
+        "calibration_n": len(keep), "calibration": {k: float(row[k]) for k in
+                                                    ("accuracy", "avg_tokens", "escalation_rate", "leader_tokens")}}}
 
 
 def _calibrate_down(cfg: StrategyConfig, engine: Engine, args, evaluated) -> tuple[StrategyConfig, dict]:
