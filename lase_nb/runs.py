@@ -1,6 +1,10 @@
 """Finished runs on disk, by strategy: the one loader every chapter uses.
 
 - :func:`load_runs`: the finished run folders under a traces folder, by strategy name;
+- :func:`load_models`: the same for several recordings (one per model), by label; a missing one
+  after the first is skipped with a note saying how to record it;
+- :func:`chains_by_model`: each model's full LASE chains (for replay), from :func:`load_models`;
+- :func:`model_label`: a run's model as its manifest names it (and its adapter, if any);
 - :func:`run_from_results`: the same tables built in memory from a live run;
 - :func:`problems_from_manifest`: a run's problems (question, gold, level) rebuilt from its manifest;
 - :func:`common_ids`: the problem ids a set of runs all answered;
@@ -13,7 +17,7 @@ it is finished when its ``manifest.json`` exists.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -22,7 +26,11 @@ from .errors import DataError, LaseError
 from .strategies import SPECS
 from .traces import Run, call_rows, load_run, problem_rows, stage_rows
 
-__all__ = ["RUN_DIRS", "resolve_data_path", "load_runs", "fill_columns", "run_from_results", "problems_from_manifest", "common_ids"]
+if TYPE_CHECKING:
+    from .analysis import Chains
+
+__all__ = ["RUN_DIRS", "resolve_data_path", "load_runs", "load_models", "chains_by_model", "model_label",
+           "record_command", "fill_columns", "run_from_results", "problems_from_manifest", "common_ids"]
 
 #: Folder of a strategy name when it differs from the name: "lase" is read from the full-chain run
 #: (LASE at any thresholds is replayed from it); from the strategies' records.
@@ -74,6 +82,76 @@ def load_runs(folder: str | Path, names: Iterable[str] | None = None, require: S
             raise DataError(f"no finished run {path}; record it with `python data/traces/record.py` "
                             f"(or `lase-nb run --strategy lase --full-chain --out {path}`)")
     return runs
+
+
+def record_command(folder: str | Path) -> str:
+    """The command that records the chapters' runs into ``folder``: the model organism's recording
+    (held-out seed, levels 1-3) for a folder named ``arith-organism``, the default recording otherwise."""
+    from .organism import ORGANISM, SEEDS
+
+    if Path(folder).name == "arith-organism":
+        return (f"python data/traces/record.py --model {ORGANISM} --levels 1 2 3 --seed {SEEDS['record']} "
+                "--out data/traces/arith-organism")
+    return f"python data/traces/record.py --out {folder}"
+
+
+def load_models(folders: Mapping[str, str | Path | None], names: Iterable[str] | None = None,
+                require: Sequence[str] = ()) -> dict[str, dict[str, Run]]:
+    """:func:`load_runs` for several recordings: label -> its runs, in the order of ``folders``.
+
+    The first recording is the reference: a missing one raises :func:`load_runs`' error. A later
+    one that is ``None``, has no finished runs or lacks a run named in ``require`` is skipped, with
+    a printed note naming the folder and the command that records it (:func:`record_command`; for a
+    ``None`` folder, that of ``data/traces/arith-<label>``, the recordings' naming).
+    """
+    out: dict[str, dict[str, Run]] = {}
+    names = list(names) if names is not None else None
+    for i, (label, folder) in enumerate(folders.items()):
+        if i == 0:
+            if folder is None:
+                raise DataError(f"no folder given for {label!r}, the first (reference) recording; {RECORD_HINT}")
+            out[label] = load_runs(folder, names, require)
+            continue
+        why = "no folder given"
+        if folder is not None:
+            try:
+                runs = load_runs(folder, names, require)
+                why = "" if runs else f"no finished runs in {resolve_data_path(folder)}"
+            except DataError as e:
+                why = str(e).split(";")[0]
+            if not why:
+                out[label] = runs
+                continue
+        where = folder if folder is not None else f"data/traces/arith-{label}"
+        print(f"note: {label!r} left out ({why}); record it with `{record_command(where)}`")
+    return out
+
+
+def chains_by_model(models: Mapping[str, Mapping[str, Run]]) -> dict[str, Chains]:
+    """Each model's full LASE chains (:class:`lase_nb.analysis.Chains`) from its ``lase`` run (or
+    ``lase-full``, when the runs were loaded by folder name), in order."""
+    from .analysis import chains_from_stages
+
+    out = {}
+    for label, runs in models.items():
+        key = next((k for k in ("lase", "lase-full") if k in runs), None)
+        if key is None:
+            raise DataError(f"{label}: no full-chain LASE run ('lase' or 'lase-full') among {list(runs)}")
+        out[label] = chains_from_stages(runs[key].stages)
+    return out
+
+
+def model_label(run: Run) -> str:
+    """The run's model as its manifest names it (``model``), with the LoRA adapter merged into it when
+    ``model_files`` names one: ``"organism (adapter: adapter, sha256 1a2b3c4d)"``."""
+    m = run.manifest
+    name = str(m.get("model") or "unknown model")
+    files = m.get("model_files") or {}
+    adapter = files.get("adapter") if isinstance(files, Mapping) else None
+    if not adapter:
+        return name
+    sha = str(files.get("adapter_sha256") or "")[:8]
+    return f"{name} (adapter: {Path(str(adapter)).name}{', sha256 ' + sha if sha else ''})"
 
 
 def fill_columns(run: Run) -> Run:

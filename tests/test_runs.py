@@ -100,3 +100,69 @@ def test_data_paths_resolve_from_any_working_directory(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert resolve_data_path("mine") == Path("mine")  # a path that exists where the user is wins
     assert resolve_data_path("nowhere/at/all") == Path("nowhere/at/all")
+
+
+# ---- several recordings, one per model --------------------------------------------------------
+
+def _copy_single(dst: Path) -> Path:
+    """A traces folder holding only the committed recording's small ``single`` run."""
+    import shutil
+
+    if not (TRACES / "single" / "manifest.json").exists():
+        pytest.skip("no committed recording")
+    shutil.copytree(TRACES / "single", dst / "single")
+    return dst
+
+
+def test_load_models_keeps_the_order_and_skips_a_missing_later_recording(tmp_path, capsys):
+    a, b = _copy_single(tmp_path / "a"), _copy_single(tmp_path / "b")
+    models = runs.load_models({"b": b, "a": a, "organism": tmp_path / "arith-organism", "other": None}, ["single"])
+    assert list(models) == ["b", "a"] and list(models["a"]) == ["single"]
+    assert models["a"]["single"].problems.equals(models["b"]["single"].problems)
+    out = capsys.readouterr().out
+    assert "'organism' left out" in out and str(tmp_path / "arith-organism") in out
+    assert "record.py --model organism --levels 1 2 3 --seed 8 --out data/traces/arith-organism" in out
+    assert "'other' left out (no folder given)" in out
+
+
+def test_load_models_skips_a_later_recording_without_a_required_run(tmp_path, capsys):
+    a = _copy_single(tmp_path / "a")
+    _old_run(tmp_path / "b" / "lase-full")
+    models = runs.load_models({"b": tmp_path / "b", "a": a}, ["single", "lase"], require=["lase"])
+    assert list(models) == ["b"] and list(models["b"]) == ["lase"]
+    assert "'a' left out (no finished run" in capsys.readouterr().out
+
+
+def test_load_models_raises_for_the_first_recording(tmp_path):
+    a = _copy_single(tmp_path / "a")
+    with pytest.raises(DataError, match="record.py"):
+        runs.load_models({"first": tmp_path / "nowhere", "a": a}, ["lase"], require=["lase"])
+    with pytest.raises(DataError, match="first"):
+        runs.load_models({"first": None, "a": a})
+    with pytest.raises(DataError, match="no folder of recorded runs"):  # load_runs' own error, unchanged
+        runs.load_models({"first": tmp_path / "nowhere"})
+
+
+def test_chains_by_model_reads_lase_or_lase_full(tmp_path):
+    stages = [{"problem_id": "a", "strategy": "lase", "stage": s, "answer": a, "correct": c, "p_min": p,
+               "h_max": h, "prompt_tokens": 10 * (s + 1), "completion_tokens": 5 * (s + 1)}
+              for s, a, c, p, h in ((0, "6", False, 0.5, 0.9), (1, "7", True, 0.99, 0.01))]
+    _write(tmp_path / "m" / "lase-full", [{"problem_id": "a", "correct": True, "total_tokens": 30}], [], stages,
+           {"strategy": "lase"})
+    by_name = runs.chains_by_model(runs.load_models({"x": tmp_path / "m"}, ["lase"]))
+    by_folder = runs.chains_by_model(runs.load_models({"y": tmp_path / "m"}))  # keys are folder names
+    for c in (by_name["x"], by_folder["y"]):
+        assert c.n_stages == 2 and list(c.problem_ids) == ["a"] and c.correct.tolist() == [[False, True]]
+    with pytest.raises(DataError, match="full-chain"):
+        runs.chains_by_model({"z": {}})
+
+
+def test_model_label_names_the_adapter():
+    from types import SimpleNamespace
+
+    base = SimpleNamespace(manifest={"model": "smollm2-135m", "model_files": {"path": "/x", "source": "a.gguf"}})
+    organism = SimpleNamespace(manifest={"model": "organism", "model_files": {
+        "path": "/m", "adapter": "/repo/data/organism/adapter", "adapter_sha256": "0123456789abcdef"}})
+    assert runs.model_label(base) == "smollm2-135m"
+    assert runs.model_label(organism) == "organism (adapter: adapter, sha256 01234567)"
+    assert runs.model_label(SimpleNamespace(manifest={})) == "unknown model"

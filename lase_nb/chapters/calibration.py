@@ -10,14 +10,16 @@ The chapter's logic, as pure functions on tidy tables:
 - :func:`proxy_scores` gives AUROC (with a bootstrap CI) and ECE per proxy;
 - :func:`entropy_estimates` / :func:`entropy_summary` compare the exact full-vocabulary entropy a
   local model gives with the top-k + residual estimate an API allows;
-- :func:`plot_reliability` and :func:`plot_entropy_estimate` draw the two figures.
+- :func:`plot_reliability` and :func:`plot_entropy_estimate` draw the two figures;
+- several models side by side (:func:`lase_nb.runs.load_models`): :func:`frames_by_model`,
+  :func:`calibration_by_model`, :func:`plot_reliability_by_model`, :func:`describe_calibration_by_model`.
 """
 
 from __future__ import annotations
 
 import math
 import operator
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -44,6 +46,10 @@ __all__ = [
     "plot_reliability",
     "plot_entropy_estimate",
     "describe_entropy",
+    "frames_by_model",
+    "calibration_by_model",
+    "plot_reliability_by_model",
+    "describe_calibration_by_model",
 ]
 
 #: The two proxies: column, label for plots, and whether a higher value means "more confident".
@@ -503,3 +509,89 @@ def describe_entropy(summary: pd.DataFrame, tokens: pd.DataFrame, k: int, tau_h:
             f"gate flips on {int(at_1['gate_flips'])}. Over all {len(every)} generated tokens, reasoning included, "
             f"the largest top-{k} gap is {every['error'].abs().max():.2g} nats: **the tail matters where the model "
             f"hesitates, which is rarely inside a short numeric answer.**")
+
+
+# ---------------------------------------------------------------------------------------------
+# several models side by side
+
+
+def frames_by_model(models: Mapping[str, Any], stage: int = 0) -> dict[str, pd.DataFrame]:
+    """A :func:`confidence_frame` per model label, in order. A value is a confidence frame already,
+    a :class:`~lase_nb.traces.Run`, or a model's runs by strategy (:func:`lase_nb.runs.load_models`),
+    whose full-chain LASE run (``lase``, or ``lase-full`` when loaded by folder name) is read at ``stage``."""
+    out = {}
+    for name, m in models.items():
+        if isinstance(m, Mapping) and not isinstance(m, pd.DataFrame):
+            key = next((k for k in ("lase", "lase-full") if k in m), None)
+            if key is None:
+                raise DataError(f"{name}: no full-chain LASE run ('lase' or 'lase-full') among {list(m)}")
+            m = m[key]
+        out[name] = m if isinstance(m, pd.DataFrame) and "answered" in m else confidence_frame(m, stage)
+    return out
+
+
+def calibration_by_model(frames: Mapping[str, pd.DataFrame], tau_lp: float, tau_h: float,
+                         n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
+    """One row per model from :func:`proxy_scores` and :func:`gate_split`: model, n (answers),
+    answered, accuracy, escalation_rate (the gate at the thresholds), AUROC for errors with its
+    bootstrap CI for exp(LP_min) (``auroc_p_min``, ``_lo``, ``_hi``) and H_max (``auroc_h_max``...),
+    and the ECE of exp(LP_min) (``ece``)."""
+    rows = []
+    for name, f in frames.items():
+        s = proxy_scores(f, tau_lp, tau_h, n_boot=n_boot, seed=seed)
+        g = gate_split(f, tau_lp, tau_h)
+        row = {"model": name, "n": len(f), "answered": int(f["answered"].sum()), "accuracy": g["accuracy"],
+               "escalation_rate": g["escalation_rate"]}
+        for i, proxy in enumerate(("p_min", "h_max")):
+            row.update({f"auroc_{proxy}": s.loc[i, "auroc"], f"auroc_{proxy}_lo": s.loc[i, "auroc_lo"],
+                        f"auroc_{proxy}_hi": s.loc[i, "auroc_hi"]})
+        row["ece"] = s.loc[0, "ece"]
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def plot_reliability_by_model(frames: Mapping[str, pd.DataFrame], tau_lp: float, tau_h: float,
+                              table: pd.DataFrame | None = None, title: str | None = None):
+    """Reliability of exp(LP_min), one panel per model on the same bins (:func:`default_bins`), drawn
+    as :func:`plot_reliability` draws it; each panel's title gives the model's AUROC for errors with
+    its 95% bootstrap CI (from ``table``, :func:`calibration_by_model`, computed when not given)."""
+    import matplotlib.pyplot as plt
+
+    table = calibration_by_model(frames, tau_lp, tau_h) if table is None else table
+    scores = table.set_index("model")
+    fig, axes = plt.subplots(1, len(frames), figsize=(8 * len(frames), 6.2), squeeze=False)
+    bins = default_bins("p_min", tau_lp)
+    handles: dict[str, Any] = {}
+    for ax, (name, f) in zip(axes[0], frames.items()):
+        for h in _reliability_panel(ax, reliability(f, "p_min", bins, tau_lp), "p_min", tau_lp):
+            handles.setdefault(h.get_label(), h)
+        r = scores.loc[name]
+        ax.set_title(f"{name}: AUROC {r['auroc_p_min']:.2f} [{r['auroc_p_min_lo']:.2f}, {r['auroc_p_min_hi']:.2f}]\n"
+                     f"{int(r['n'])} answers, accuracy {r['accuracy']:.0%}")
+    fig.suptitle(title or "Reliability of exp(LP_min) by model (AUROC for errors, 95% bootstrap CI)",
+                 fontweight="bold")
+    fig.tight_layout(rect=(0, 0.1, 1, 1))
+    fig.legend(list(handles.values()), list(handles), loc="lower center", ncol=3, fontsize="small")
+    return fig
+
+
+def _auc(r: pd.Series, proxy: str) -> str:
+    return f"{r[f'auroc_{proxy}']:.2f} [{r[f'auroc_{proxy}_lo']:.2f}, {r[f'auroc_{proxy}_hi']:.2f}]"
+
+
+def describe_calibration_by_model(table: pd.DataFrame) -> str:
+    """Which model's exp(LP_min) flags its errors better, from :func:`calibration_by_model`; says so
+    when the AUROC intervals overlap (the sample does not tell the models apart)."""
+    each = "; ".join(f"{r['model']} {_auc(r, 'p_min')} (H_max {_auc(r, 'h_max')}, ECE {r['ece']:.2f}, "
+                     f"{int(r['n'])} answers)" for _, r in table.iterrows())
+    out = f"**AUROC of exp(LP_min) for errors** (0.5 = no information, 95% bootstrap CI): {each}."
+    t = table.dropna(subset=["auroc_p_min"])
+    if len(t) < 2:
+        return out
+    best, worst = t.loc[t["auroc_p_min"].idxmax()], t.loc[t["auroc_p_min"].idxmin()]
+    if best["auroc_p_min"] == worst["auroc_p_min"]:
+        return out + " The models score the same."
+    if best["auroc_p_min_lo"] > worst["auroc_p_min_hi"]:
+        return out + f" {best['model']}'s confidence separates right from wrong answers better than {worst['model']}'s."
+    return out + (f" {best['model']} scores higher than {worst['model']}, but the intervals overlap: these samples "
+                  "do not tell the two apart.")

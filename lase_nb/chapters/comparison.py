@@ -9,7 +9,9 @@ LASE's rows are replayed by :mod:`lase_nb.analysis`. Here:
   (:func:`mv_subsample`, :func:`mv_curve`) against LASE thresholds within the same budget
   (:func:`compute_matched`);
 - :func:`seed_table`: was there a correct answer for debate to amplify;
-- :func:`plot_accuracy_vs_tokens`, in the house style of :mod:`lase_nb.plots`.
+- :func:`plot_accuracy_vs_tokens`, in the house style of :mod:`lase_nb.plots`;
+- several models side by side (:func:`lase_nb.runs.load_models`): :func:`strategy_tables`,
+  :func:`comparison_by_model`, :func:`comparison_display_by_model`, :func:`plot_accuracy_vs_tokens_by_model`.
 
 Accuracies are fractions in [0, 1] (as in :mod:`lase_nb.stats`); the display helpers turn them
 into percents, the paper's unit. Paper numbers come only from :mod:`lase_nb.reference`.
@@ -24,10 +26,10 @@ import numpy as np
 import pandas as pd
 
 from .. import reference
-from ..analysis import Chains
+from ..analysis import Chains, chains_from_stages, outcomes_at, replay
 from ..answers import grade
 from ..plots import label, style
-from ..stats import choose_thresholds, pct
+from ..stats import choose_thresholds, comparison_table, pct
 from ..strategies import EXTRACT_ROLE, SPECS, majority_vote
 from .transcripts import answer_or_none, number_or_none
 
@@ -35,6 +37,7 @@ __all__ = [
     "STRATEGY_ORDER", "paper_reference", "comparison_display", "mv_subsample", "mv_curve", "mv_sample_rows",
     "compute_matched", "graded_calls", "seed_table", "claims_table", "split_by_coverage", "plot_accuracy_vs_tokens",
     "run_overview", "calls_per_problem", "describe_matched",
+    "strategy_tables", "comparison_by_model", "comparison_display_by_model", "plot_accuracy_vs_tokens_by_model",
 ]
 
 #: The comparison chapter's strategies, in display order ("lase" is replayed from ``lase-full``):
@@ -336,21 +339,12 @@ def dodge(x: np.ndarray, width: float = 0.035) -> np.ndarray:
     return 10 ** out
 
 
-def plot_accuracy_vs_tokens(table: pd.DataFrame, paper: pd.DataFrame | None = None, mv: pd.DataFrame | None = None,
-                            grid: pd.DataFrame | None = None, labels: Mapping[str, str] | None = None):
-    """Accuracy % (with 95% Wilson intervals) against average tokens per problem; the paper's Table 1
-    row (right) as a table, since its accuracies live on another scale than a small model's.
-
-    ``mv`` (MV with the first k samples) and ``grid`` (LASE replayed at other thresholds) add
-    the compute-matched curves.
-    """
-    import matplotlib.pyplot as plt
-
+def _draw_accuracy_tokens(ax, table: pd.DataFrame, mv: pd.DataFrame | None = None,
+                          grid: pd.DataFrame | None = None, labels: Mapping[str, str] | None = None
+                          ) -> tuple[np.ndarray, float]:
+    """One accuracy-vs-tokens panel: the strategies of ``table`` with Wilson intervals, and the MV(k)
+    and LASE-grid curves when given. Returns every x drawn and the highest accuracy % (for limits)."""
     labels = labels or {}
-    panels = 2 if paper is not None else 1
-    fig, axes = plt.subplots(1, panels, figsize=(17 if panels > 1 else 11, 6), squeeze=False,
-                             gridspec_kw={"width_ratios": [2.2, 1]} if panels > 1 else None)
-    ax = axes[0, 0]
     if mv is not None and len(mv):
         ax.plot(mv["avg_tokens"], 100 * mv["accuracy"], "-", color=style("mv")["color"], alpha=0.5, lw=2,
                 label="MV over the first k samples")
@@ -373,10 +367,31 @@ def plot_accuracy_vs_tokens(table: pd.DataFrame, paper: pd.DataFrame | None = No
         if extra is not None and len(extra):
             xs.append(extra["avg_tokens"].to_numpy(float))
             ys.append(100 * extra["accuracy"].to_numpy(float))
-    xs, top = np.concatenate(xs), float(np.nanmax(np.concatenate(ys)))
+    return np.concatenate(xs), float(np.nanmax(np.concatenate(ys)))
+
+
+def _limits(xs: np.ndarray, top: float) -> dict[str, tuple[float, float]]:
+    return {"ylim": (-2, min(103.0, max(20.0, 1.25 * top + 5))), "xlim": (np.nanmin(xs) / 1.3, np.nanmax(xs) * 1.3)}
+
+
+def plot_accuracy_vs_tokens(table: pd.DataFrame, paper: pd.DataFrame | None = None, mv: pd.DataFrame | None = None,
+                            grid: pd.DataFrame | None = None, labels: Mapping[str, str] | None = None):
+    """Accuracy % (with 95% Wilson intervals) against average tokens per problem; the paper's Table 1
+    row (right) as a table, since its accuracies live on another scale than a small model's.
+
+    ``mv`` (MV with the first k samples) and ``grid`` (LASE replayed at other thresholds) add
+    the compute-matched curves.
+    """
+    import matplotlib.pyplot as plt
+
+    labels = labels or {}
+    panels = 2 if paper is not None else 1
+    fig, axes = plt.subplots(1, panels, figsize=(17 if panels > 1 else 11, 6), squeeze=False,
+                             gridspec_kw={"width_ratios": [2.2, 1]} if panels > 1 else None)
+    ax = axes[0, 0]
+    xs, top = _draw_accuracy_tokens(ax, table, mv, grid, labels)
     ax.set(xlabel="average tokens per problem (prompt + completion, log scale)", ylabel="accuracy %",
-           title="This run (bars: 95% Wilson intervals; close points spread apart)", ylim=(-2, min(103.0, max(20.0, 1.25 * top + 5))),
-           xlim=(np.nanmin(xs) / 1.3, np.nanmax(xs) * 1.3))
+           title="This run (bars: 95% Wilson intervals; close points spread apart)", **_limits(xs, top))
     ax.legend(fontsize=10, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     if paper is not None:
         ax2 = axes[0, 1]
@@ -449,3 +464,72 @@ def describe_matched(matched: pd.DataFrame, mv: pd.DataFrame, grid: pd.DataFrame
             f"is LASE+MV(5) vs MV(7) ({lmv.attrs['model']}, {lmv.attrs['dataset']}; table below).")
 
 
+
+
+# ---------------------------------------------------------------------------------------------
+# several models side by side
+# ---------------------------------------------------------------------------------------------
+
+
+def strategy_tables(runs: Mapping[str, Any], tau_lp: float, tau_h: float) -> dict[str, pd.DataFrame]:
+    """Each strategy's problems table as the chapter compares them, in :data:`STRATEGY_ORDER`: LASE
+    replayed from the full chain (``runs["lase"]``, or ``runs["lase-full"]`` when loaded by folder name)
+    at (tau_lp, tau_h), ``lase-full`` = every stage, every other run as recorded."""
+    chains = chains_from_stages(runs["lase" if "lase" in runs else "lase-full"].stages)
+    replayed = {"lase": replay(chains, tau_lp, tau_h), "lase-full": outcomes_at(chains, chains.n_stages - 1)}
+    return {s: replayed[s] if s in replayed else runs[s].problems
+            for s in STRATEGY_ORDER if s in replayed or s in runs}
+
+
+def comparison_by_model(tables_by_model: Mapping[str, Mapping[str, pd.DataFrame]], ratio: float = 0.8) -> pd.DataFrame:
+    """:func:`lase_nb.stats.comparison_table` per model (on its common problems, the strategies of
+    :func:`split_by_coverage`'s main group), stacked: columns ``model``, ``strategy``, then the
+    table's (n, accuracy with its Wilson interval, tokens, McNemar wins/losses/p vs single and MV).
+    ``attrs["short"]`` lists per model the strategies left out for covering too few problems."""
+    parts, short = [], {}
+    for name, tables in tables_by_model.items():
+        main, short[name] = split_by_coverage(tables, ratio)
+        t = comparison_table({s: tables[s] for s in main}).reset_index()
+        parts.append(t.assign(model=name))
+    out = pd.concat(parts, ignore_index=True)
+    out = out[["model", "strategy"] + [c for c in out.columns if c not in ("model", "strategy")]]
+    out.attrs["short"] = short
+    return out
+
+
+def comparison_display_by_model(table: pd.DataFrame,
+                                configs: Mapping[str, Mapping[str, Mapping[str, Any]]] | None = None) -> pd.DataFrame:
+    """:func:`comparison_display` of each model's rows of :func:`comparison_by_model`, with a
+    ``model`` column first; ``configs`` maps a model to its runs' configs (for the labels)."""
+    parts = []
+    for name, g in table.groupby("model", sort=False):
+        shown = comparison_display(g.drop(columns="model").set_index("strategy"), None, (configs or {}).get(name))
+        parts.append(shown.reset_index().assign(model=name))
+    out = pd.concat(parts, ignore_index=True)
+    return out[["model"] + [c for c in out.columns if c != "model"]]
+
+
+def plot_accuracy_vs_tokens_by_model(table: pd.DataFrame, labels: Mapping[str, str] | None = None):
+    """Accuracy % against average tokens, one panel per model of :func:`comparison_by_model` on shared
+    axes, drawn as :func:`plot_accuracy_vs_tokens` draws its panel (95% Wilson intervals)."""
+    import matplotlib.pyplot as plt
+
+    groups = list(table.groupby("model", sort=False))
+    fig, axes = plt.subplots(1, len(groups), figsize=(8 * len(groups) + 3, 6), squeeze=False, sharey=True)
+    xs, tops = [], []
+    for ax, (name, g) in zip(axes[0], groups):
+        x, top = _draw_accuracy_tokens(ax, g.set_index("strategy"), labels=labels)
+        xs.append(x)
+        tops.append(top)
+        ax.set(title=f"{name} ({int(g['n'].iloc[0])} problems)", xlabel="average tokens per problem (log scale)")
+    for ax in axes[0]:
+        ax.set(**_limits(np.concatenate(xs), max(tops)))
+    axes[0, 0].set_ylabel("accuracy %")
+    handles: dict[str, Any] = {}
+    for ax in axes[0]:
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            handles.setdefault(lab, h)
+    axes[0, -1].legend(list(handles.values()), list(handles), fontsize=10, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    fig.suptitle("Every strategy, by model (bars: 95% Wilson intervals; close points spread apart)", fontweight="bold")
+    fig.tight_layout()
+    return fig

@@ -7,6 +7,8 @@
   boxed answer. Whether the note was actually *right* is not checked: see :func:`flags_error`;
 - :func:`escalation_by_level` / :func:`cost_by_level`: how often the gate escalates, and what it
   costs, as problems get harder (problem level as a stand-in for a weaker model);
+- :func:`escalation_by_model` / :func:`describe_escalation_by_model`: the same question across
+  models: does the weaker model (lower leader accuracy) escalate more?
 - :func:`unparsed_by_stage`: leader answers that never got boxed, and why (ran out of tokens or
   stopped without a box);
 - :func:`render_exchange` / :func:`render_answer`: one attempt -> note -> revision exchange, or one
@@ -19,7 +21,7 @@ Runs are loaded by :func:`lase_nb.runs.load_runs`; the strategies' table is
 from __future__ import annotations
 
 import re
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -55,6 +57,8 @@ __all__ = [
     "plot_unparsed",
     "describe_revisions",
     "describe_escalation",
+    "escalation_by_model",
+    "describe_escalation_by_model",
 ]
 
 #: Words and phrases taken as "this note says the attempt is wrong" (the heuristic of :func:`flags_error`).
@@ -594,3 +598,53 @@ def describe_escalation(esc: pd.DataFrame, cost: pd.DataFrame, paper: dict[str, 
     return out
 
 
+
+
+# ---------------------------------------------------------------------------------------------
+# weaker models escalate more? measured across models
+
+
+def escalation_by_model(chains_by_model: Mapping[str, Any], tau_lp: float, tau_h: float) -> pd.DataFrame:
+    """One row per model of full chains (:class:`lase_nb.analysis.Chains`) gated at (tau_lp, tau_h):
+    n, leader_accuracy (stage 0, Wilson ``leader_lo``/``leader_hi``), escalated and escalation_rate
+    (``esc_lo``/``esc_hi``), the leader's accuracy on the problems it escalated and on those it kept
+    (``acc_escalated``, ``acc_kept``: a gate that works escalates the wrong ones) and LASE's
+    accuracy on the escalated ones after escalation (``lase_acc_escalated``)."""
+    from ..analysis import stop_stages
+
+    rows = []
+    for name, c in chains_by_model.items():
+        stop = stop_stages(c, tau_lp, tau_h)
+        esc, solo = stop > 0, c.correct[:, 0]
+        final = c.correct[np.arange(len(stop)), stop]
+        n, k = len(stop), int(esc.sum())
+        (llo, lhi), (elo, ehi) = wilson_interval(int(solo.sum()), n), wilson_interval(k, n)
+        rows.append({"model": name, "n": n, "leader_accuracy": solo.mean(), "leader_lo": llo, "leader_hi": lhi,
+                     "escalated": k, "escalation_rate": k / n, "esc_lo": elo, "esc_hi": ehi,
+                     "acc_escalated": solo[esc].mean() if k else np.nan,
+                     "acc_kept": solo[~esc].mean() if k < n else np.nan,
+                     "lase_acc_escalated": final[esc].mean() if k else np.nan})
+    return pd.DataFrame(rows)
+
+
+def describe_escalation_by_model(table: pd.DataFrame) -> str:
+    """Whether the weaker model (lower leader accuracy) escalates more, from :func:`escalation_by_model`,
+    with the numbers; says so when it does not, and when the Wilson intervals overlap."""
+    if len(table) < 2:
+        return "One model only: whether weaker models escalate more needs two."
+    weak, strong = table.loc[table["leader_accuracy"].idxmin()], table.loc[table["leader_accuracy"].idxmax()]
+    if weak["leader_accuracy"] == strong["leader_accuracy"]:
+        return (f"The leaders are equally accurate ({pct(weak['leader_accuracy'])}), so neither model is the weaker "
+                "one and this comparison says nothing about weaker models escalating more.")
+
+    def said(r: pd.Series) -> str:
+        return (f"{r['model']} (leader accuracy {pct(r['leader_accuracy'])}) escalates {pct(r['escalation_rate'])} "
+                f"[{pct(r['esc_lo'])}, {pct(r['esc_hi'])}] of its {int(r['n'])} problems")
+
+    more = weak["escalation_rate"] > strong["escalation_rate"]
+    overlap = weak["esc_lo"] <= strong["esc_hi"] and strong["esc_lo"] <= weak["esc_hi"]
+    verdict = ("**the weaker model escalates more**, as the paper expects" if more else
+               "**the weaker model does not escalate more**, against the paper's expectation")
+    caveat = (", but the 95% Wilson intervals overlap, so these samples do not establish the difference" if overlap
+              else ", and the 95% Wilson intervals do not overlap")
+    return f"The weaker model, {said(weak)}; the stronger, {said(strong)}: {verdict}{caveat}."

@@ -4,7 +4,8 @@ Everything here works on :class:`lase_nb.analysis.Chains`, one full-chain record
 makes no model call; threshold grids come from :func:`lase_nb.analysis.sweep`.
 
 Contents: the oracle frontier, baseline points from other runs, the paper's threshold sweep beside ours with a
-data-driven reading of it, select-on-one-half / check-on-the-other, and the chapter's figures.
+data-driven reading of it, select-on-one-half / check-on-the-other, and the chapter's figures; several
+models side by side: :func:`frontiers_by_model`, :func:`frontier_table`, :func:`plot_frontier_by_model`.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from .. import reference
-from ..analysis import Chains, fixed_policies, oracle_stops, pareto_front, sweep
+from ..analysis import Chains, fixed_policies, operating_point, oracle_stops, pareto_front, sweep
 from ..errors import DataError
 from ..plots import CHOSEN_COLOR, FRONT_COLOR, ORACLE_COLOR, style
 from ..stats import choose_thresholds, split_halves, wilson_interval
@@ -28,7 +29,8 @@ __all__ = [
     "policy_points", "paper_baselines", "baseline_points", "recorded_gate_check", "paper_sweep_beside",
     "tau_h_beside", "knob_reading", "SplitCheck", "select_and_check", "split_checks",
     "draw_frontier", "plot_frontier", "plot_escalation", "plot_sweep_vs_paper",
-    "plot_split", "describe_frontier", "describe_sweep", "describe_split", ]
+    "plot_split", "describe_frontier", "describe_sweep", "describe_split",
+    "frontiers_by_model", "frontier_table", "plot_frontier_by_model", ]
 
 # ---------------------------------------------------------------------------------------------
 # The grid, fast
@@ -653,3 +655,72 @@ def describe_split(check: SplitCheck, many: pd.DataFrame, median_budget: bool) -
             f"is {many['regret'].mean() * 100:.1f} points better than the chosen one, and the chosen pair overshoots "
             f"the budget on the held-out half in {_p(over.mean(), 0)} of splits"
             + (f" (by {_p(many.loc[over, 'over_budget'].mean(), 0)} on average when it does)." if over.any() else "."))
+
+
+# ---------------------------------------------------------------------------------------------
+# Several models side by side
+# ---------------------------------------------------------------------------------------------
+
+def frontiers_by_model(chains_by_model: Mapping[str, Chains], tau_lp: float, tau_h: float,
+                       grid_size: int = 41) -> dict[str, dict]:
+    """Per model label: its threshold ``grid`` (:func:`threshold_axes`, :func:`lase_nb.analysis.sweep`),
+    ``policies`` (:func:`policy_points`), ``oracle`` (:func:`oracle_frontier`) and ``default`` (the
+    replayed operating point at tau_lp, tau_h): the keys :func:`plot_frontier`'s ``common`` takes."""
+    out = {}
+    for name, c in chains_by_model.items():
+        tl, th = threshold_axes(c, grid_size)
+        out[name] = {"grid": sweep(c, tl, th), "policies": policy_points(c), "oracle": oracle_frontier(c),
+                     "default": operating_point(c, tau_lp, tau_h)}
+    return out
+
+
+def frontier_table(frontiers: Mapping[str, dict]) -> pd.DataFrame:
+    """One row per model of :func:`frontiers_by_model`: n, the leader alone, LASE at the thresholds,
+    always-interact and the oracle (accuracy and avg tokens), the best grid pair's accuracy and the
+    number of points on the grid's Pareto front."""
+    rows = []
+    for name, f in frontiers.items():
+        pol, d = f["policies"].set_index("policy"), f["default"]
+        rows.append({"model": name, "n": int(pol["n"].iloc[0]),
+                     "leader_accuracy": pol.loc["solo", "accuracy"], "leader_tokens": pol.loc["solo", "avg_tokens"],
+                     "lase_accuracy": float(d["accuracy"]), "lase_tokens": float(d["avg_tokens"]),
+                     "escalation_rate": float(d["escalation_rate"]),
+                     "always_accuracy": pol.loc["always-interact", "accuracy"],
+                     "always_tokens": pol.loc["always-interact", "avg_tokens"],
+                     "oracle_accuracy": float(f["oracle"]["accuracy"].max()),
+                     "oracle_tokens": float(f["oracle"]["avg_tokens"].iloc[-1]),
+                     "best_pair_accuracy": float(f["grid"]["accuracy"].max()),
+                     "front_points": len(front_of(f["grid"]))})
+    return pd.DataFrame(rows)
+
+
+def plot_frontier_by_model(frontiers: Mapping[str, dict], logx: bool = True, title: str | None = None):
+    """One panel per model of :func:`frontiers_by_model`, drawn by :func:`draw_frontier`: its threshold
+    grid and Pareto front, its oracle staircase, the leader alone and always-interact (95% Wilson
+    intervals) and LASE at the chosen thresholds (a star), on the same scales; one colour bar for the
+    escalation rate."""
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import PercentFormatter
+
+    fig, axes = plt.subplots(1, len(frontiers), figsize=(9 * len(frontiers), 7.8), squeeze=False,
+                             gridspec_kw={"wspace": 0.12})
+    cloud = None
+    for ax, (name, f) in zip(axes[0], frontiers.items()):
+        cloud = draw_frontier(ax, f["grid"], f["policies"], f["oracle"], colorbar=False, logx=logx)
+        _star(ax, f["default"])
+        ax.set_title(f"{name}: {int(f['policies']['n'].iloc[0])} problems")
+    for get, put in (("get_xlim", "set_xlim"), ("get_ylim", "set_ylim")):  # the same scales, to compare
+        lims = np.array([getattr(ax, get)() for ax in axes[0]])
+        for ax in axes[0]:
+            getattr(ax, put)(lims[:, 0].min(), lims[:, 1].max())
+    for ax in axes[0, 1:]:
+        ax.set_ylabel("")
+    cb = fig.colorbar(cloud, ax=list(axes.ravel()), pad=0.012, fraction=0.03, aspect=30)
+    cb.set_label("escalation rate of a threshold pair")
+    cb.ax.yaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.45, 0.0), ncol=2, fontsize="medium",
+               frameon=False)
+    fig.suptitle(title or "Accuracy vs tokens by model: LASE threshold pairs replayed, with each model's oracle",
+                 fontweight="bold", fontsize="x-large")
+    return fig

@@ -6,7 +6,10 @@ per LASE stage) or :class:`lase_nb.analysis.Chains`, and returns tables or figur
 - the four roles and their instructions (from :mod:`lase_nb.prompts`);
 - the stage-by-stage confidence of one LASE chain, and where LASE stops at given thresholds;
 - batch views: stop-stage distribution, per-stage confidence, outcome flips, supporter leaks;
-- context inclusions counted from the calls' ``reads`` against the topology formulas.
+- context inclusions counted from the calls' ``reads`` against the topology formulas;
+- the regime of a recording: :func:`regime` / :func:`describe_regime` (fixed vs broken counts, chapter
+  03), and :func:`gain_regime` / :func:`describe_gain_regime` (the paired gain over the leader alone with
+  its bootstrap CI: corrective, neutral or harmful, for comparing models).
 
 Transcripts are drawn by :mod:`lase_nb.chapters.transcripts`, runs loaded by :mod:`lase_nb.runs`.
 """
@@ -19,16 +22,16 @@ import numpy as np
 import pandas as pd
 
 from .. import prompts
-from ..analysis import Chains, stop_stages
+from ..analysis import Chains, replay, stop_stages
 from ..confidence import uncertain_mask
 from ..errors import DataError
-from ..stats import pct, wilson_interval
+from ..stats import paired_test, pct, wilson_interval
 from ..strategies import SPECS, reading_rounds
 from .transcripts import ROLE_TITLES, SUPPORTERS, answer_or_none
 
 __all__ = [
     "WALK_KINDS", "walkthrough_change", "bound_terms", "prompt_table", "role_calls", "OTHER_REGIME",
-    "describe_walk", "describe_batch", "describe_regime",
+    "describe_walk", "describe_batch", "describe_regime", "regime", "gain_regime", "describe_gain_regime",
     "reading_rounds",
     "role_table", "stage_table", "pick_walkthrough", "pick_unboxed", "stop_distribution", "stage_confidence",
     "outcome_flips", "leak_table", "inclusion_counts", "inclusion_bounds", "inclusion_summary",
@@ -464,6 +467,41 @@ def describe_regime(terms: pd.Series, full: bool = False) -> str:
                 f"answer. Chapters 04-06 refer back to this paragraph. ")
         other = f"To see the other regime, record with an API model and point the chapter at it: {OTHER_REGIME}."
     return lead + other
+
+
+def gain_regime(chains: Chains, tau_lp: float, tau_h: float, n_boot: int = 2000, seed: int = 0,
+                level: float = 0.95) -> dict[str, Any]:
+    """The regime of a model from its full chains: gated LASE (replayed at tau_lp, tau_h) against the
+    leader alone (stage 0) on the same problems, :func:`lase_nb.stats.paired_test` (paired bootstrap
+    CI of the accuracy gain, exact McNemar p).
+
+    ``regime`` is ``"corrective"`` when the CI of the gain lies above zero, ``"harmful"`` when it
+    lies below, ``"neutral"`` otherwise. Keys also: tau_lp, tau_h, n, escalated, acc_solo,
+    acc_lase, gain, gain_lo, gain_hi, fixed (wrong alone, right gated), broken (the reverse), p_value, level.
+    Unlike :func:`regime` (fixed > broken, a point count), this one asks for the interval to clear zero.
+    """
+    if len(chains.problem_ids) == 0:
+        raise DataError("no problems in these chains")
+    r = replay(chains, tau_lp, tau_h)
+    t = paired_test(r["correct"].to_numpy(bool), chains.correct[:, 0], n_boot=n_boot, seed=seed, level=level)
+    name = "corrective" if t["diff_lo"] > 0 else "harmful" if t["diff_hi"] < 0 else "neutral"
+    return {"regime": name, "tau_lp": float(tau_lp), "tau_h": float(tau_h), "n": t["n"],
+            "escalated": int((r["stop_stage"] > 0).sum()), "acc_solo": t["acc_b"], "acc_lase": t["acc_a"],
+            "gain": t["diff"], "gain_lo": t["diff_lo"], "gain_hi": t["diff_hi"], "fixed": t["b"], "broken": t["c"],
+            "p_value": t["p_value"], "level": level}
+
+
+def describe_gain_regime(label: str, r: Mapping[str, Any]) -> str:
+    """One sentence: which regime ``label``'s model is in, with the gain and its CI, from :func:`gain_regime`."""
+    pts = lambda x: f"{100 * x:+.1f}"  # noqa: E731
+    reading = {"corrective": "escalation helps: the interval lies above zero",
+               "harmful": "escalation hurts: the interval lies below zero",
+               "neutral": "the interval includes zero, so escalation neither helps nor hurts measurably"}[r["regime"]]
+    return (f"**{label}** is in the **{r['regime']}** regime: gated LASE (tau_lp = {r['tau_lp']:g}, "
+            f"tau_h = {r['tau_h']:g}, {r['escalated']} of {r['n']} problems escalated) scores {pct(r['acc_lase'], 1)} "
+            f"against the leader alone's {pct(r['acc_solo'], 1)}, a gain of {pts(r['gain'])} points "
+            f"[{100 * r['level']:.0f}% CI {pts(r['gain_lo'])}, {pts(r['gain_hi'])}] (fixes {r['fixed']}, breaks "
+            f"{r['broken']}): {reading}.")
 
 
 # ---------------------------------------------------------------------------------------------
