@@ -1,6 +1,6 @@
 """Train the model organism: a LoRA adapter on the embedded SmolLM2-135M (never run in CI).
 
-    .venv/bin/python data/organism/train.py            # the committed recipe (~1.5-2 h on 2 cores)
+    .venv/bin/python data/organism/train.py            # the committed recipe (~1.4 h on 2 cores, then ~18 min of evaluation)
     .venv/bin/python data/organism/train.py --toy      # every stage at toy size (minutes), into build/
 
 The recipe (:mod:`lase_nb.organism` has the formats and the data functions):
