@@ -33,7 +33,7 @@
 #
 # **You need** chapter 00 (what `LP_min` and `H_max` are). By default the chapter reads the
 # recorded full-chain LASE run of SmolLM2-135M on the arithmetic set (`data/traces`), so it needs
-# no model except in the short live step of section 2.5. Set `live=True` to measure the leader on
+# no model except in the short live step of section 2.6. Set `live=True` to measure the leader on
 # your own backend and data set instead, e.g.
 # `papermill 02_calibration.ipynb out.ipynb -p live True -p backend openai -p model gpt-4.1-mini`.
 #
@@ -51,6 +51,7 @@ backend = "local"  # local | openai | gemini (used by the live steps)
 model = None  # None: the default model of the backend
 base_url = None  # an OpenAI-compatible server, e.g. "http://127.0.0.1:8000/v1"
 traces = "../data/traces/arith-smollm2"  # recorded runs; the chapter reads <traces>/lase-full
+organism_traces = "../data/traces/arith-organism"  # the model organism's recording, set beside it in 2.5; None: skip
 live = False  # True: run the leader on n_problems now and calibrate those answers instead
 dataset = "arith"  # data set for the live steps (see lase_nb.datasets.DATASETS)
 data_path = None  # file of a paper data set (not needed for arith)
@@ -77,7 +78,7 @@ from lase_nb.datasets import load_dataset
 from lase_nb.engine import Call, Engine
 from lase_nb.prompts import solver_messages
 from lase_nb.runner import run_problems
-from lase_nb.runs import load_runs
+from lase_nb.runs import load_models, load_runs
 from lase_nb.strategies import StrategyConfig, default_examples
 
 plots.set_style()
@@ -245,7 +246,27 @@ split.to_frame(f"tau_lp={tau_lp:g}, tau_h={tau_h:g}")
 # **confident errors are the majority of this model's errors**, and LASE never revisits them.
 
 # %% [markdown]
-# ## 2.5 Exact entropy vs the top-k estimate (live, small)
+# ## 2.5 Two models: does calibration come with training?
+#
+# The same measurement on the model organism: the embedded model with a LoRA adapter trained in
+# this repository on the project's problems, to write one step per line and to carry out the last
+# operation inside the box, so that the answer tokens are where the result is first computed
+# (`data/organism/README.md`). **If its answer-token probability separates right from wrong
+# answers better, the gate has more to work with: the panels should climb more steeply, and its
+# AUROC should sit further above 0.5.**
+
+# %%
+models = load_models({"SmolLM2-135M": traces, "organism": organism_traces}, ["lase"], require=["lase"])
+frames = calibration.frames_by_model(models)
+by_model = calibration.calibration_by_model(frames, tau_lp, tau_h, seed=seed)
+fig = calibration.plot_reliability_by_model(frames, tau_lp, tau_h, table=by_model)
+plots.savefig(fig, "calibration_two_models")
+plt.show()
+display(by_model)
+display(Markdown(calibration.describe_calibration_by_model(by_model)))
+
+# %% [markdown]
+# ## 2.6 Exact entropy vs the top-k estimate (live, small)
 #
 # An API returns, for each generated token, only the `top_k` most likely alternatives. The entropy
 # must then be *estimated*: `lase_nb.confidence.topk_entropy` adds one bucket holding the missing
@@ -316,7 +337,7 @@ if interactive:
 # - At the paper's thresholds the gate escalates few answers, of which most are wrong; most
 #   wrong answers pass it as confident errors. The numbers are in sections 2.3 and 2.4.
 # - With the full set of API alternatives the top-k entropy estimate stays close to the exact
-#   entropy on short answers (section 2.5 measures by how much); with fewer alternatives it
+#   entropy on short answers (section 2.6 measures by how much); with fewer alternatives it
 #   drifts down (it is a lower bound), and a gate on `H_max` can change its verdict.
 
 # %% [markdown]

@@ -56,6 +56,7 @@ dataset = "arith"  # live runs: arith (generated) or a paper set loaded from dat
 data_path = None  # file/folder of a paper data set (never shipped)
 n_problems = 4  # live runs: problems to run
 traces = "../data/traces/arith-smollm2"  # recorded runs, read unless live
+organism_traces = "../data/traces/arith-organism"  # the model organism's recording, measured beside it in 3.5; None: skip
 live = False  # True: run LASE now (full chain, cached) instead of reading the traces
 tau_lp = 0.8  # gate: exp(LP_min) below this is uncertain
 tau_h = 0.5  # gate: H_max (nats) above this is uncertain
@@ -399,6 +400,26 @@ check = seeds.bound_check(seed_rows)
 display(check.round(3))
 display(Markdown(seeds.describe_assumptions(check)))
 display(Markdown(pipeline.describe_regime(pipeline.bound_terms(chains, tau_lp, tau_h), full=True)))
+
+# %% [markdown]
+# **The same terms on a model whose supporters can correct it.** The model organism is the
+# embedded model with a LoRA adapter trained in this repository to solve, review and revise
+# (`data/organism/README.md`); its recording (levels 1 to 3, held-out problems) is classified by
+# the same rule. Its supporters' notes may give the right value of the step they flag, and when
+# that step is the last one, the answer: a departure from the paper's supporters, which never give
+# the answer (its skill evaluation counts how often).
+
+# %%
+both = run_store.load_models({"SmolLM2-135M": traces, "organism": organism_traces}, ["lase"], require=["lase"])
+checks = {"SmolLM2-135M": check}
+for label, model_runs in list(both.items())[1:]:
+    o_run = model_runs["lase"]
+    o_chains = chains_from_stages(o_run.stages)
+    o_rows = seeds.seed_table(o_chains, o_run.calls, run_store.problems_from_manifest(o_run.manifest), tau_lp, tau_h)
+    checks[label] = seeds.bound_check(o_rows)
+    display(Markdown(f"**{label}.** " + seeds.describe_assumptions(checks[label])))
+    display(Markdown(pipeline.describe_gain_regime(label, pipeline.gain_regime(o_chains, tau_lp, tau_h, seed=seed))))
+pd.concat({k: v["estimate"] for k, v in checks.items()}, axis=1).round(3)
 
 # %% [markdown]
 # The notes behind $\rho$: up to three escalated problems whose notes hold a seed, with the value

@@ -50,6 +50,7 @@
 
 # %% tags=["parameters"]
 traces = "../data/traces/arith-smollm2"  # folder with lase-full/ (a --full-chain LASE run), mv/, mad/
+organism_traces = "../data/traces/arith-organism"  # the model organism's recording, shown beside it in 5.6; None: skip
 tau_lp = 0.8  # the default thresholds, marked on every figure (the paper's defaults)
 tau_h = 0.5
 grid_size = 41  # the threshold grid is grid_size x grid_size
@@ -68,7 +69,8 @@ from IPython.display import Markdown, display
 from lase_nb import analysis, plots, reference
 from lase_nb.chapters import pareto, sliders
 from lase_nb.analysis import chains_from_stages
-from lase_nb.runs import common_ids, load_runs
+from lase_nb.runs import chains_by_model, common_ids, load_models, load_runs
+from lase_nb.chapters import pipeline
 
 plots.set_style()
 pd.set_option("display.precision", 3)
@@ -319,7 +321,30 @@ display(Markdown(pareto.describe_split(check, many, budget is None)))
 # budget holds on average per problem, not for every problem.
 
 # %% [markdown]
-# ## 5.6 Try it yourself
+# ## 5.6 Two models, one code path
+#
+# The same replay on two recordings of models trained from the same weights: the embedded
+# SmolLM2-135M, and the model organism (the same model with a LoRA adapter trained in this
+# repository to solve, review and revise; `data/organism/README.md`). Each panel is one model's
+# threshold grid with its front, its oracle staircase, the leader alone, always-interact and LASE
+# at the chapter's thresholds (the star). **Where the supporters can correct the leader, the front
+# rises above the leader alone; where they cannot, it stays flat or falls.** The regime line under
+# the table is a paired bootstrap of gated LASE against the leader alone on the same problems.
+
+# %%
+models = load_models({"SmolLM2-135M": traces, "organism": organism_traces}, ["lase"], require=["lase"])
+by_model = chains_by_model(models)
+fronts = pareto.frontiers_by_model(by_model, tau_lp, tau_h, grid_size)
+fig = pareto.plot_frontier_by_model(fronts)
+plots.savefig(fig, "pareto_two_models");
+
+# %%
+display(pareto.frontier_table(fronts))
+for label, c in by_model.items():
+    display(Markdown(pipeline.describe_gain_regime(label, pipeline.gain_regime(c, tau_lp, tau_h, seed=seed))))
+
+# %% [markdown]
+# ## 5.7 Try it yourself
 #
 # In a live Jupyter session the sliders below move the star on the frontier: every movement
 # replays the recording at the new thresholds (no model call) and updates the figure, the table

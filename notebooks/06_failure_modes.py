@@ -47,6 +47,7 @@
 
 # %% tags=["parameters"]
 traces = "../data/traces/arith-smollm2"  # folder of recorded runs; needs <traces>/lase-full
+organism_traces = "../data/traces/arith-organism"  # the model organism's recording, compared in 6.3; None: skip
 tau_lp = 0.8  # gate threshold on exp(LP_min)
 tau_h = 0.5  # gate threshold on H_max (nats)
 n_examples = 2  # transcript examples shown per failure mode
@@ -63,7 +64,7 @@ from IPython.display import HTML, Markdown, display
 from lase_nb import plots, stats
 from lase_nb.chapters import calibration, failures
 from lase_nb.analysis import chains_from_stages, summarize
-from lase_nb.runs import load_runs, problems_from_manifest
+from lase_nb.runs import chains_by_model, load_models, load_runs, problems_from_manifest
 
 plots.set_style()
 pd.set_option("display.precision", 3)
@@ -210,6 +211,19 @@ esc.merge(cost[["level", "solo_tokens", "lase_tokens", "multiplier", "lase_accur
 
 # %%
 display(Markdown(failures.describe_escalation(esc, cost, paper)))
+
+# %% [markdown]
+# **Across models.** A second recording gives the comparison the paper made with its weaker model:
+# the model organism (the embedded model with a LoRA adapter trained in this repository,
+# `data/organism/README.md`) on problems of levels 1 to 3, gated at the same thresholds. The
+# table gives each leader's accuracy, how often the gate escalates it (95% Wilson intervals), and
+# how accurate the leader is on the problems it escalates and on those it keeps.
+
+# %%
+models = load_models({"SmolLM2-135M": traces, "organism": organism_traces}, ["lase"], require=["lase"])
+by_model = failures.escalation_by_model(chains_by_model(models), tau_lp, tau_h)
+display(by_model)
+display(Markdown(failures.describe_escalation_by_model(by_model)))
 
 # %% [markdown]
 # **What it shows.** Each escalated problem costs many times a solo answer here, because every
