@@ -279,8 +279,9 @@ def main(argv=None) -> int:
         "date": time.strftime("%Y-%m-%d"),
     }
     old = args.out / "manifest.json"
-    if old.is_file():  # keep the skill evaluation a previous run wrote
-        manifest["evaluation"] = json.loads(old.read_text()).get("evaluation")
+    if old.is_file():  # keep the skill evaluation and the variants' history a previous run wrote
+        before = json.loads(old.read_text())
+        manifest.update({k: before[k] for k in ("evaluation", "variants_tried", "kept") if k in before})
     old.write_text(json.dumps(manifest, indent=1) + "\n")
     print(f"wrote {args.out}")
     return 0
