@@ -278,6 +278,11 @@ def _verdict(label: Label, gold: Sequence[Step], none_wrong: str, wrong: str) ->
     return wrong.format(k=label.first_wrong + 1, right=gold[label.first_wrong])
 
 
+def _sources(src: Sequence[tuple[int, str]], i: int) -> str:
+    """Where step ``i``'s numbers come from: the operand's phrase (and the start's, for step 1)."""
+    return f"'{src[i + 1][1]}' gives" if i else f"'{src[0][1]}', '{src[1][1]}' give"
+
+
 def _compared(got: Sequence[Step], i: int, e: Step, c: int | None) -> str:
     """The end of a checked step: what the attempt wrote for it, then ``same`` or ``different``
     (the two numbers side by side, so the verdict is a comparison, not a judgement)."""
@@ -298,9 +303,8 @@ def devil_note(problem: Problem, label: Label) -> str:
     src = number_sources(problem)
     lines = []
     for i, e in enumerate(_expected(problem, label)):
-        where = f"'{src[i + 1][1]}' gives" if i else f"'{src[0][1]}', '{src[1][1]}' give"
         work, c = column(e.a, e.op, e.b)
-        lines.append(f"Step {i + 1}: {where} {e.expr}: {work}; {_compared(got, i, e, c)}.")
+        lines.append(f"Step {i + 1}: {_sources(src, i)} {e.expr}: {work}; {_compared(got, i, e, c)}.")
     lines.append(_verdict(label, gold, f"No step is wrong; the riskiest is step {_riskiest(gold) + 1}.",
                           "Step {k} is wrong: it should be {right}."))
     return "\n".join(lines)
@@ -391,12 +395,10 @@ def _false_alarm(problem: Problem, label: Label, rng: random.Random) -> str:
     off = off if off > 0 and off != gold[k].c else gold[k].c + 1
     lines = []
     for i, e in enumerate(gold):
-        where = f"'{src[i + 1][1]}' gives" if i else f"'{src[0][1]}', '{src[1][1]}' give"
         work, c = column(e.a, e.op, e.b)
         if i == k:
             work, c = (work.rsplit("so ", 1)[0] + f"so {off}" if "so " in work else f"{e.expr} = {off}"), off
-        lines.append(f"Step {i + 1}: {where} {e.expr}: {work}; the attempt has {e.c}: "
-                     f"{'same' if c == e.c else 'different'}.")
+        lines.append(f"Step {i + 1}: {_sources(src, i)} {e.expr}: {work}; {_compared(gold, i, e, c)}.")
     lines.append(f"Step {k + 1} is wrong: it should be {gold[k].expr} = {off}.")
     return "\n".join(lines)
 
