@@ -28,8 +28,9 @@ import pandas as pd
 from .. import reference
 from ..analysis import Chains, chains_from_stages, outcomes_at, replay
 from ..answers import grade
+from ..errors import DataError
 from ..plots import label, style
-from ..stats import choose_thresholds, comparison_table, pct
+from ..stats import choose_thresholds, comparison_table, gate_for_budget, paired_test, pct, split_halves
 from ..strategies import EXTRACT_ROLE, SPECS, majority_vote
 from .transcripts import answer_or_none, number_or_none
 
@@ -38,6 +39,7 @@ __all__ = [
     "compute_matched", "graded_calls", "seed_table", "claims_table", "split_by_coverage", "plot_accuracy_vs_tokens",
     "run_overview", "calls_per_problem", "describe_matched",
     "strategy_tables", "comparison_by_model", "comparison_display_by_model", "plot_accuracy_vs_tokens_by_model",
+    "aim_check", "aim_display",
 ]
 
 #: The comparison chapter's strategies, in display order ("lase" is replayed from ``lase-full``):
@@ -533,3 +535,94 @@ def plot_accuracy_vs_tokens_by_model(table: pd.DataFrame, labels: Mapping[str, s
     fig.suptitle("Every strategy, by model (bars: 95% Wilson intervals; close points spread apart)", fontweight="bold")
     fig.tight_layout()
     return fig
+
+
+# ---------------------------------------------------------------------------------------------
+# the aim: gated LASE above the leader alone, cheaply, and near MV(7) at a fraction of its tokens
+# ---------------------------------------------------------------------------------------------
+
+
+def aim_check(chains: Chains, mv: pd.DataFrame | None, tau_lp: float, tau_h: float, budget: float = 1.5,
+              mv_gap: float = 0.03, mv_share: float = 1 / 3, seed: int = 0, n_boot: int = 2000) -> pd.DataFrame:
+    """The paper's headline tested on one model, at two operating points of gated LASE (replayed):
+
+    - ``recorded``: (tau_lp, tau_h), fixed before the recording, on every problem MV shares;
+    - ``budget``: the most accurate pair costing at most ``budget`` times the leader alone
+      (:func:`lase_nb.stats.gate_for_budget`) chosen on half A of a random split of the problems
+      (:func:`lase_nb.stats.split_halves`, ``seed``) and scored on half B only (where MV shares it).
+
+    Each row pairs LASE with the leader alone (stage 0 of the same chains) and with ``mv`` (an MV
+    run's problems table, or None) problem by problem: accuracies, the gain over the leader with a
+    paired bootstrap CI and exact McNemar p, LASE - MV with its CI, and tokens per problem (prompt +
+    completion) as multiples. The criteria: ``beats_single`` (the gain's CI above zero),
+    ``within_budget`` (at most ``budget`` x the leader's tokens), ``near_mv`` (no more than
+    ``mv_gap`` below MV), ``cheap_vs_mv`` (at most ``mv_share`` of MV's tokens); ``aim_met`` is all four.
+    """
+    ids = np.asarray(chains.problem_ids, dtype=object)
+    if len(ids) < 2:
+        raise DataError("the aim needs at least two problems (one per half of the split)")
+    mv_by_id = mv.set_index("problem_id") if mv is not None else None
+    shared = np.isin(ids, mv_by_id.index) if mv_by_id is not None else np.ones(len(ids), bool)
+    half_a, half_b = split_halves(ids, seed)
+    pick = gate_for_budget(chains.subset(half_a), budget)
+    points = [("recorded", float(tau_lp), float(tau_h), "fixed before the recording", shared),
+              ("budget", float(pick["tau_lp"]), float(pick["tau_h"]),
+               f"half A ({int(half_a.sum())} problems), at most {budget:g}x the leader's tokens there",
+               half_b & shared)]
+    rows = []
+    for point, tl, th, chosen, mask in points:
+        sub = chains.subset(mask)
+        lase = replay(sub, tl, th)
+        ok_lase, ok_solo = lase["correct"].to_numpy(bool), sub.correct[:, 0].astype(bool)
+        gain = paired_test(ok_lase, ok_solo, n_boot=n_boot, seed=seed)
+        tok_lase, tok_solo = float(lase["total_tokens"].mean()), float(sub.total_tokens[:, 0].mean())
+        row = {"point": point, "tau_lp": tl, "tau_h": th, "chosen on": chosen, "n": int(mask.sum()),
+               "escalated": float((lase["stop_stage"] > 0).mean()), "acc_single": gain["acc_b"],
+               "acc_lase": gain["acc_a"], "gain": gain["diff"], "gain_lo": gain["diff_lo"],
+               "gain_hi": gain["diff_hi"], "p_vs_single": gain["p_value"], "tokens_single": tok_solo,
+               "tokens_lase": tok_lase, "x_single": tok_lase / tok_solo}
+        if mv_by_id is not None:
+            m = mv_by_id.loc[lase["problem_id"]]
+            vs_mv = paired_test(ok_lase, m["correct"].to_numpy(bool), n_boot=n_boot, seed=seed)
+            row.update(acc_mv=vs_mv["acc_b"], lase_minus_mv=vs_mv["diff"], lase_minus_mv_lo=vs_mv["diff_lo"],
+                       lase_minus_mv_hi=vs_mv["diff_hi"], tokens_mv=float(m["total_tokens"].mean()))
+            row["share_of_mv"] = tok_lase / row["tokens_mv"]
+        row["beats_single"] = bool(gain["diff_lo"] > 0)
+        row["within_budget"] = bool(row["x_single"] <= budget)
+        row["near_mv"] = bool(row.get("lase_minus_mv", np.nan) >= -mv_gap)
+        row["cheap_vs_mv"] = bool(row.get("share_of_mv", np.nan) <= mv_share)
+        row["aim_met"] = row["beats_single"] and row["within_budget"] and row["near_mv"] and row["cheap_vs_mv"]
+        rows.append(row)
+    out = pd.DataFrame(rows).set_index("point")
+    out.attrs.update(budget=budget, mv_gap=mv_gap, mv_share=mv_share, seed=seed)
+    return out
+
+
+def aim_display(check: pd.DataFrame) -> pd.DataFrame:
+    """:func:`aim_check` for reading: percents with intervals, multiples, yes/no per criterion, and the
+    paper's multiples (Table 1's averages over its data sets) as a labelled reference row."""
+    pts = lambda x: f"{100 * x:+.1f}"  # noqa: E731
+    yn = lambda b: "yes" if b else "no"  # noqa: E731
+    a = check.attrs
+    rows = {}
+    for point, r in check.iterrows():
+        rows[point] = {
+            "thresholds (tau_lp, tau_h)": f"({r['tau_lp']:.3g}, {r['tau_h']:.3g})", "chosen on": r["chosen on"],
+            "problems": int(r["n"]), "escalated %": f"{100 * r['escalated']:.0f}",
+            "leader alone %": f"{100 * r['acc_single']:.1f}", "LASE %": f"{100 * r['acc_lase']:.1f}",
+            "gain, points [95% CI]": f"{pts(r['gain'])} [{pts(r['gain_lo'])}, {pts(r['gain_hi'])}]",
+            "x leader's tokens": f"{r['x_single']:.2f}",
+            "MV(7) %": f"{100 * r['acc_mv']:.1f}" if "acc_mv" in r else "not recorded",
+            "LASE - MV, points [95% CI]": (f"{pts(r['lase_minus_mv'])} [{pts(r['lase_minus_mv_lo'])}, "
+                                           f"{pts(r['lase_minus_mv_hi'])}]") if "acc_mv" in r else "",
+            "share of MV's tokens": f"{r['share_of_mv']:.2f}" if "share_of_mv" in r else "",
+            "above the leader (CI > 0)": yn(r["beats_single"]),
+            f"<= {a.get('budget', 1.5):g}x the leader": yn(r["within_budget"]),
+            f"within {100 * a.get('mv_gap', 0.03):.0f} points of MV": yn(r["near_mv"]),
+            f"<= {a.get('mv_share', 1 / 3):.2f} of MV's tokens": yn(r["cheap_vs_mv"]),
+            "aim met": yn(r["aim_met"])}
+    mult = reference.TOKEN_MULTIPLIERS.set_index("method")["token_multiplier"]
+    rows["paper (Table 1, average over data sets)"] = {
+        "x leader's tokens": f"{mult['lase']:g}", "share of MV's tokens": f"{mult['lase'] / mult['mv']:.2f}",
+        "chosen on": reference.SOURCE.split(",")[0]}
+    return pd.DataFrame(rows).T.fillna("")
