@@ -202,3 +202,46 @@ def test_the_recording_twice_is_in_one_regime(two):
     assert r["base"]["acc_solo"] == pytest.approx(outcomes_at(ch["base"], 0)["correct"].mean())
     t = failures.escalation_by_model(ch, 0.8, 0.5)
     assert "equally accurate" in failures.describe_escalation_by_model(t)
+
+
+# ---- the paper's headline on one model (comparison.aim_check) ----------------------------------
+
+def _mv_table(n: int, right: int, tokens: float) -> pd.DataFrame:
+    return pd.DataFrame({"problem_id": [f"q{i}" for i in range(n)], "correct": np.arange(n) < right,
+                         "total_tokens": np.full(n, tokens)})
+
+
+def test_aim_check_scores_both_operating_points_against_single_and_mv():
+    chains = model(30, 40, fix=20)  # 100 problems: stage 0 costs 120 tokens, the escalated stage 560 in all
+    check = comparison.aim_check(chains, _mv_table(100, 50, 840.0), 0.8, 0.5, n_boot=500)
+    rec = check.loc["recorded"]
+    assert rec["n"] == 100 and rec["escalated"] == pytest.approx(0.4)
+    assert (rec["acc_single"], rec["acc_lase"], rec["acc_mv"]) == pytest.approx((0.3, 0.5, 0.5))
+    assert rec["gain"] == pytest.approx(0.2) and rec["gain_lo"] > 0 and rec["beats_single"]
+    assert rec["tokens_lase"] == pytest.approx(0.6 * 120 + 0.4 * 560) and rec["tokens_single"] == 120
+    assert rec["x_single"] == pytest.approx(296 / 120) and not rec["within_budget"]
+    assert rec["lase_minus_mv"] == pytest.approx(0.0) and rec["near_mv"]
+    assert rec["share_of_mv"] == pytest.approx(296 / 840) and not rec["cheap_vs_mv"] and not rec["aim_met"]
+    # every escalation costs 440 tokens on an unsure (p_min 0.5) answer: within 1.5x, the pair chosen
+    # on half A escalates nothing, so on half B LASE is the leader alone
+    bud = check.loc["budget"]
+    assert bud["tau_lp"] <= 0.5 and bud["escalated"] == 0 and bud["x_single"] == pytest.approx(1.0)
+    assert bud["within_budget"] and not bud["beats_single"] and bud["gain"] == 0
+    assert bud["n"] == 50 and "half A (50 problems)" in bud["chosen on"]
+
+
+def test_aim_check_meets_the_aim_only_when_all_four_hold():
+    chains = model(30, 40, fix=20)
+    cheap = comparison.aim_check(chains, _mv_table(100, 52, 3000.0), 0.8, 0.5, budget=2.5, n_boot=500)
+    assert cheap.loc["recorded", "aim_met"]  # +20 points, 2.47x <= 2.5x, 2 points below MV, 0.10 of its tokens
+    far = comparison.aim_check(chains, _mv_table(100, 54, 3000.0), 0.8, 0.5, budget=2.5, n_boot=500)
+    assert not far.loc["recorded", "near_mv"] and not far.loc["recorded", "aim_met"]  # 4 points below MV
+    no_mv = comparison.aim_check(chains, None, 0.8, 0.5, n_boot=500)
+    assert "acc_mv" not in no_mv.columns and not no_mv["near_mv"].any() and not no_mv["aim_met"].any()
+    shown = comparison.aim_display(cheap)
+    assert shown.loc["recorded", "aim met"] == "yes" and shown.loc["recorded", "x leader's tokens"] == "2.47"
+    assert shown.loc["recorded", "gain, points [95% CI]"].startswith("+20.0 [")
+    paper = shown.loc["paper (Table 1, average over data sets)"]
+    assert paper["x leader's tokens"] == "1.3" and paper["share of MV's tokens"] == "0.18"
+    with pytest.raises(Exception, match="at least two problems"):
+        comparison.aim_check(chains.subset(np.arange(100) < 1), None, 0.8, 0.5)
