@@ -435,6 +435,40 @@ for _, r in shown.iterrows():
     print("attempt:", r["attempt"][:300], "\nnote:   ", r["note"][:400], "\n")
 
 # %% [markdown]
+# **The organism, stage by stage: a note that fixes a wrong answer.** Section 3.2 walked the
+# embedded model through one problem. Here is the same walk on the organism, picked by rule
+# (`seeds.pick_fix`): the first problem whose leader was wrong alone, where a note the leader read
+# holds a correct seed, and where LASE ends right. Such a problem counts in $\rho$ (its note holds a
+# seed) and in $\delta$ (reading the seed turned the answer right).
+
+# %%
+if len(both) > 1:
+    o_label = list(both)[1]
+    o_run = both[o_label]["lase"]
+    o_chains = chains_from_stages(o_run.stages)
+    o_problems = run_store.problems_from_manifest(o_run.manifest)
+    o_rows = seeds.seed_table(o_chains, o_run.calls, o_problems, tau_lp, tau_h)
+    o_pid = seeds.pick_fix(o_rows)
+    if o_pid is None:
+        print(f"{o_label}: no escalated problem has a seed that LASE turned into a right answer at these thresholds")
+    else:
+        o_walk = pipeline.stage_table(o_run.stages, o_pid, tau_lp, tau_h)
+        o_stop = int(np.flatnonzero(o_walk["lase"].to_numpy() == "stops here")[0])
+        o_problem = o_problems[o_pid]
+        print(f"{o_label}, problem {o_pid}:", o_problem.prompt_text(), f"(gold {o_problem.gold})")
+        display(o_walk)
+        fig = pipeline.plot_stage_walk(o_walk, tau_lp, tau_h, title=f"{o_label}, problem {o_pid}: the leader after "
+                                       "each stage (green = right, red = wrong)")
+        plots.savefig(fig, "pipeline_stage_walk_organism")
+        plt.show()
+        display(Markdown(pipeline.describe_walk(o_walk, pipeline.walkthrough_change(o_chains, o_pid, tau_lp, tau_h))))
+        display(Markdown(transcripts.render_transcript(transcripts.transcript_entries(
+            o_run.calls, o_pid, stop_stage=o_stop, tau_lp=tau_lp, tau_h=tau_h, gold=o_problem.gold, kind=kind),
+            max_chars=900)))
+else:
+    print("no organism recording: the organism's walk-through is skipped")
+
+# %% [markdown]
 # ## 3.6 Supporters that give the answer away
 #
 # Every supporter call whose text contained `\boxed{}` is counted here, over all recorded calls

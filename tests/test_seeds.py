@@ -73,6 +73,15 @@ def test_seed_table_gates_then_classifies_the_notes_read():
     assert t.loc["c", "attempt"] == WRONG
 
 
+def test_pick_fix_is_the_first_wrong_answer_a_seed_turned_right():
+    chains, calls, probs = _run(ROWS)
+    table = seeds.seed_table(chains, calls, probs, 0.8, 10.0)
+    assert seeds.pick_fix(table) == "c"  # d has a seed but stays wrong; b's note is never read
+    assert seeds.pick_fix(table[table["problem_id"] != "c"]) is None
+    late = [("z", 0.3, False, True, WRONG, "Step 1 should give 24.")] + ROWS  # an earlier fix wins
+    assert seeds.pick_fix(seeds.seed_table(*_run(late), 0.8, 10.0)) == "z"
+
+
 def test_bound_check_terms_by_hand():
     chains, calls, probs = _run(ROWS)
     b = seeds.bound_check(seeds.seed_table(chains, calls, probs, 0.8, 10.0), n_boot=500)

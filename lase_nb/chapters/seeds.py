@@ -27,8 +27,8 @@ from ..errors import DataError
 from ..prompts import SUPPORTERS
 from .failures import mentions
 
-__all__ = ["SEED_RULE", "gold_values", "seed_values", "note_seeds", "seed_table", "bound_check", "a3_verdict",
-           "describe_assumptions"]
+__all__ = ["SEED_RULE", "gold_values", "seed_values", "note_seeds", "seed_table", "pick_fix", "bound_check",
+           "a3_verdict", "describe_assumptions"]
 
 #: The operational definition of a correct seed used by :func:`note_seeds`.
 SEED_RULE = ("a note holds a correct seed when it states a value of the gold chain (a step's right "
@@ -105,6 +105,14 @@ def seed_table(chains: Chains, calls: pd.DataFrame, problems: Mapping[str, Any],
                 break
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def pick_fix(table: pd.DataFrame) -> str | None:
+    """The walk-through of a fix, chosen by rule from :func:`seed_table`: the first problem (in the
+    recording's order) the leader got wrong alone, where a note it read holds a correct seed and
+    LASE ends right, i.e. a problem counted in both rho and delta; None when there is none."""
+    hit = table[~table["solo_right"] & table["seed"] & table["lase_right"]]
+    return str(hit["problem_id"].iloc[0]) if len(hit) else None
 
 
 def _terms(solo: np.ndarray, lase: np.ndarray, esc: np.ndarray, seed: np.ndarray) -> np.ndarray:
