@@ -346,7 +346,8 @@ for label, c in by_model.items():
 # %% [markdown]
 # ## 5.7 Try it yourself
 #
-# In a live Jupyter session the sliders below move the star on the frontier: every movement
+# In a live Jupyter session the sliders below move the star on the frontier (the buttons above
+# them switch between the two models' recordings, keeping the thresholds): every movement
 # replays the recording at the new thresholds (no model call) and updates the figure, the table
 # row and the sentence under it, which starts with "Operating point unchanged" when the move
 # crossed no recorded confidence (every problem stops where it did). Under papermill
@@ -355,7 +356,8 @@ for label, c in by_model.items():
 
 # %%
 if interactive:
-    controls = sliders.threshold_sliders(chains, tau_lp, tau_h, grid=grid)
+    # the first model's chains are this chapter's (a live run when live=True), whose grid is drawn above
+    controls = sliders.threshold_sliders({**by_model, next(iter(by_model)): chains}, tau_lp, tau_h, grid=grid)
     display(controls.box)
 
 # %% [markdown]

@@ -63,6 +63,23 @@ def test_sliders_start_at_the_given_thresholds(controls):
     assert controls.tau_h.max >= float(np.nanmax(controls.view.chains.h_max))
 
 
+def test_model_buttons_switch_the_recording_and_keep_the_thresholds():
+    a, b = synthetic_chains(n=150, seed=2), synthetic_chains(n=60, seed=5)
+    ctl = sliders.threshold_sliders({"base": a, "organism": b}, tau_lp=0.8, tau_h=0.5, grid_size=9)
+    assert ctl.model.options == ("base", "organism") and ctl.model.value == "base" and ctl.box.children[0] is ctl.model
+    first = ctl.image.value
+    ctl.model.value = "organism"  # the buttons' observer switches the view, as a click would
+    pt = ctl.history[-1]
+    assert ctl.view is ctl.views["organism"] and ctl.view.chains is b
+    assert pt.equals(analysis.operating_point(b, 0.8, 0.5)) and ctl.notes[-1] == ""
+    assert ctl.image.value[:8] == b"\x89PNG\r\n\x1a\n" and ctl.image.value != first
+    ctl.tau_lp.value = 0.3
+    assert ctl.history[-1].equals(analysis.operating_point(b, 0.3, 0.5))
+    ctl.model.value = "base"
+    assert ctl.history[-1].equals(analysis.operating_point(a, 0.3, 0.5))
+    assert sliders.threshold_sliders(a, grid_size=5).model is None  # one recording: no buttons
+
+
 @pytest.mark.parametrize("slider,value", [("tau_lp", 0.95), ("tau_lp", 0.3), ("tau_h", 0.1), ("tau_h", 1.0)])
 def test_moving_a_slider_moves_the_point_as_replay_says(controls, slider, value):
     before_png, n_before = controls.image.value, len(controls.history)

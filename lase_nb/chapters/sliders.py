@@ -17,7 +17,8 @@ Chapter 05 (notebooks/05_pareto), from the inside out:
   redrawing only the marker over a cached background.
 - :func:`threshold_sliders`: two FloatSliders, an Image (the figure), and HTML for the table row
   and a sentence. Moving a slider calls :meth:`ThresholdControls.update`, a plain method that
-  tests drive without a browser or a kernel.
+  tests drive without a browser or a kernel. Given several recordings (label -> chains), a row of
+  buttons switches the model (:meth:`ThresholdControls.switch`), keeping the thresholds.
 
 Chapter 02 (notebooks/02_calibration): :func:`gate_sliders` moves the gate over one set of
 answers; :meth:`GateControls.update` redraws :func:`lase_nb.chapters.calibration.plot_reliability` into
@@ -29,7 +30,7 @@ from __future__ import annotations
 import html
 import io
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Mapping
 
 import numpy as np
 import pandas as pd
@@ -171,6 +172,15 @@ class ThresholdControls:
     box: Any  # ipywidgets.VBox holding everything
     history: list[pd.Series] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # change_note of every update ("" for the first)
+    views: dict[str, FrontierView] = field(default_factory=dict)  # label -> its recording's view
+    model: Any = None  # ipywidgets.ToggleButtons choosing the recording, when there are several
+
+    def switch(self, change: dict | None = None) -> pd.Series:
+        """The model buttons' callback: show the chosen recording's frontier at the sliders' thresholds."""
+        self.view = self.views[self.model.value]
+        self.view.point, self.view.stops = None, None  # a new figure: no "unchanged" note against an old point
+        self.image.value = b""
+        return self.update()
 
     def update(self, change: dict | None = None) -> pd.Series:
         """The slider callback: replay at the sliders' values and refresh figure, row and text.
@@ -197,18 +207,26 @@ class ThresholdControls:
         display(self.box)
 
 
-def threshold_sliders(chains: Chains, tau_lp: float = 0.8, tau_h: float = 0.5, *, grid: pd.DataFrame | None = None,
-                      baselines: pd.DataFrame | None = None, grid_size: int = 41, tau_h_max: float | None = None,
-                      step: float = 0.01) -> ThresholdControls:
+def threshold_sliders(chains: Chains | Mapping[str, Chains], tau_lp: float = 0.8, tau_h: float = 0.5, *,
+                      grid: pd.DataFrame | None = None, baselines: pd.DataFrame | None = None, grid_size: int = 41,
+                      tau_h_max: float | None = None, step: float = 0.01) -> ThresholdControls:
     """Sliders for tau_lp and tau_h that move LASE's operating point on the frontier, by replay.
 
-    Works without a browser: set ``controls.tau_lp.value`` and the callback runs, updating
+    ``chains`` is one recording's full chains, or several (label -> chains, e.g. from
+    :func:`lase_nb.runs.chains_by_model`): then buttons above the sliders switch the model, and
+    ``grid`` and ``baselines`` belong to the first. Works without a browser: set
+    ``controls.tau_lp.value`` (or ``controls.model.value``) and the callback runs, updating
     ``controls.image``, ``controls.row`` and ``controls.text``.
     """
     import ipywidgets as w
 
-    view = FrontierView(chains, grid=grid, baselines=baselines, grid_size=grid_size)
-    top = tau_h_max if tau_h_max is not None else float(threshold_axes(chains, 2)[1][-1])
+    by_model = dict(chains) if isinstance(chains, Mapping) else {"": chains}
+    if not by_model:
+        raise ValueError("threshold_sliders needs at least one recording's chains")
+    views = {label: FrontierView(c, grid=grid if i == 0 else None, baselines=baselines if i == 0 else None,
+                                 grid_size=grid_size) for i, (label, c) in enumerate(by_model.items())}
+    view = next(iter(views.values()))
+    top = tau_h_max if tau_h_max is not None else max(float(threshold_axes(c, 2)[1][-1]) for c in by_model.values())
     top = max(top, tau_h)
     style = {"description_width": "initial"}
     layout = w.Layout(width="520px")
@@ -219,10 +237,14 @@ def threshold_sliders(chains: Chains, tau_lp: float = 0.8, tau_h: float = 0.5, *
     image = w.Image(format="png")
     row, text = w.HTML(), w.HTML()
     text.add_class(TEXT_CLASS)
-    box = w.VBox([w.HBox([s_lp, s_h]), image, row, text])
-    controls = ThresholdControls(view, s_lp, s_h, image, row, text, box)
+    model = w.ToggleButtons(options=list(views), value=next(iter(views)), description="model",
+                            style=style) if len(views) > 1 else None
+    box = w.VBox(([model] if model is not None else []) + [w.HBox([s_lp, s_h]), image, row, text])
+    controls = ThresholdControls(view, s_lp, s_h, image, row, text, box, views=views, model=model)
     s_lp.observe(controls.update, names="value")
     s_h.observe(controls.update, names="value")
+    if model is not None:
+        model.observe(controls.switch, names="value")
     controls.update()
     return controls
 
