@@ -193,10 +193,11 @@ for r in show.itertuples():
 # %% [markdown]
 # ## 6.3 Weak models escalate more, and pay more
 #
-# A weaker model is unsure more often, so the gate sends more problems to the supporters. With one
-# embedded model we use **problem level (1 to 3 arithmetic steps) as a stand-in for a weaker
-# model**: harder problems make the same model relatively weaker. The cost comes from replaying
-# the gate on the full chains (no model calls).
+# A weaker model is unsure more often, so the gate sends more problems to the supporters. We read
+# it two ways: **across problem levels** (1 to 3 arithmetic steps; harder problems make the same
+# model relatively weaker) and **across models** (the embedded model against the organism). The
+# default recording has one level, so its figure shows that level alone; the organism's recording,
+# below, mixes three. The cost comes from replaying the gate on the full chains (no model calls).
 
 # %%
 esc = failures.escalation_by_level(first, tau_lp, tau_h)
@@ -224,6 +225,24 @@ models = load_models({"SmolLM2-135M": traces, "organism": organism_traces}, ["la
 by_model = failures.escalation_by_model(chains_by_model(models), tau_lp, tau_h)
 display(by_model)
 display(Markdown(failures.describe_escalation_by_model(by_model)))
+
+# %% [markdown]
+# **Across difficulty, on one model.** The organism's recording mixes levels 1 to 3, so the same
+# analysis as above can compare problems of different difficulty on one leader: the harder the
+# level, the relatively weaker the model.
+
+# %%
+for label, model_runs in list(models.items())[1:]:
+    o_lase = model_runs["lase"]
+    o_esc = failures.escalation_by_level(calibration.confidence_frame(o_lase, stage=0), tau_lp, tau_h)
+    o_levels = o_lase.problems.set_index(o_lase.problems["problem_id"].astype(str))["level"]
+    o_cost = failures.cost_by_level(chains_from_stages(o_lase.stages), o_levels, tau_lp, tau_h)
+    fig = failures.plot_escalation(o_esc, o_cost, paper, tau_lp, tau_h)
+    fig.axes[0].set_title(f"{label}: " + fig.axes[0].get_title())
+    plots.savefig(fig, "failure_escalation_by_level")
+    plt.show()
+    display(o_esc.merge(o_cost[["level", "solo_tokens", "lase_tokens", "multiplier", "lase_accuracy"]], on="level"))
+    display(Markdown(failures.describe_escalation(o_esc, o_cost, paper)))
 
 # %% [markdown]
 # **What it shows.** Each escalated problem costs many times a solo answer here, because every

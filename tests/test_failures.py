@@ -256,6 +256,12 @@ def test_describe_escalation_with_one_level_and_with_several():
     assert "escalates 20% of the problems" in text and "2.0x the solo tokens" in text
     two = pd.DataFrame({"level": [1, 2, "all"], "accuracy": [0.9, 0.5, 0.7], "escalation_rate": [0.1, 0.4, 0.25]})
     assert "escalation rises as the model gets relatively weaker" in describe_escalation(two, cost, paper)
+    bump = pd.DataFrame({"level": [1, 2, 3, "all"], "accuracy": [0.9, 0.7, 0.6, 0.7],
+                         "escalation_rate": [0.1, 0.46, 0.36, 0.3]})
+    text = describe_escalation(bump, cost, paper)
+    assert "higher on the harder levels than on level 1" in text and "level 2 escalates most (46%" in text
+    flat = bump.assign(escalation_rate=[0.3, 0.2, 0.1, 0.2])
+    assert "does not rise with difficulty here" in describe_escalation(flat, cost, paper)
 
 
 def test_plot_escalation_draws_a_single_level_once():

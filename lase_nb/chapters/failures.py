@@ -581,10 +581,17 @@ def describe_escalation(esc: pd.DataFrame, cost: pd.DataFrame, paper: dict[str, 
         out = (f"**What it shows.** Solo accuracy goes from {pct(lv['accuracy'].iloc[0])} at level "
                f"{lv['level'].iloc[0]} to {pct(lv['accuracy'].iloc[-1])} at level {lv['level'].iloc[-1]}, and the "
                f"escalation rate from {pct(e[0])} to {pct(e[-1])}: ")
-        out += ("**escalation rises as the model gets relatively weaker**, as the paper argues. " if rises else
-                "**on our data the escalation rate does not rise steadily with difficulty** (see the intervals), "
-                "which fits chapter 02: this model is about as confident when it is wrong as when it is right, "
-                "so failing more often does not trip the gate more often. ")
+        top = lv.iloc[int(np.argmax(e))]
+        if rises:
+            out += "**escalation rises as the model gets relatively weaker**, as the paper argues. "
+        elif e[-1] > e[0]:
+            out += (f"**escalation is higher on the harder levels than on level {lv['level'].iloc[0]}**, though not "
+                    f"steadily: level {top['level']} escalates most ({pct(top['escalation_rate'])}; see the "
+                    "intervals). ")
+        else:
+            out += ("**escalation does not rise with difficulty here** (see the intervals): the gate reads "
+                    "confidence, not correctness, so failing more often trips it only if the model is also less "
+                    "sure when it fails (chapter 02 measures how far it is). ")
     out += (f"Over all levels the gate escalates {pct(allrow['escalation_rate'])} of the problems (the paper's "
             f"threshold sweep on GPT-4.1-mini escalated {pct(paper['escalation_min'])} to "
             f"{pct(paper['escalation_max'])}), and LASE spends {callrow['multiplier']:.1f}x the solo tokens "
