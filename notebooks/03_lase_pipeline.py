@@ -399,7 +399,7 @@ seed_rows = seeds.seed_table(chains, run.calls, problems, tau_lp, tau_h)
 check = seeds.bound_check(seed_rows)
 display(check.round(3))
 display(Markdown(seeds.describe_assumptions(check)))
-display(Markdown(pipeline.describe_regime(pipeline.bound_terms(chains, tau_lp, tau_h), full=True)))
+display(Markdown(pipeline.describe_regime(pipeline.gain_regime(chains, tau_lp, tau_h, seed=seed), full=True)))
 
 # %% [markdown]
 # **The same terms on a model whose supporters can correct it.** The model organism is the

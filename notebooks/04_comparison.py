@@ -289,7 +289,7 @@ plt.show()
 # recording's regime (chapter 03, section 3.5, says what it means).
 
 # %%
-display(Markdown(pipeline.describe_regime(pipeline.bound_terms(chains, tau_lp, tau_h))))
+display(Markdown(pipeline.describe_regime(pipeline.gain_regime(chains, tau_lp, tau_h, seed=seed))))
 
 # %% [markdown]
 # ## 4.2 At equal compute

@@ -7,9 +7,10 @@ per LASE stage) or :class:`lase_nb.analysis.Chains`, and returns tables or figur
 - the stage-by-stage confidence of one LASE chain, and where LASE stops at given thresholds;
 - batch views: stop-stage distribution, per-stage confidence, outcome flips, supporter leaks;
 - context inclusions counted from the calls' ``reads`` against the topology formulas;
-- the regime of a recording: :func:`regime` / :func:`describe_regime` (fixed vs broken counts, chapter
-  03), and :func:`gain_regime` / :func:`describe_gain_regime` (the paired gain over the leader alone with
-  its bootstrap CI: corrective, neutral or harmful, for comparing models).
+- the regime of a recording: :func:`gain_regime` (the paired gain of gated LASE over the leader
+  alone with its bootstrap CI: corrective, neutral or harmful), in words by :func:`describe_regime`
+  (the full paragraph in chapter 03, one line elsewhere) and :func:`describe_gain_regime` (one
+  sentence per model, for comparing models).
 
 Transcripts are drawn by :mod:`lase_nb.chapters.transcripts`, runs loaded by :mod:`lase_nb.runs`.
 """
@@ -30,8 +31,8 @@ from ..strategies import SPECS, reading_rounds
 from .transcripts import ROLE_TITLES, SUPPORTERS, answer_or_none
 
 __all__ = [
-    "WALK_KINDS", "walkthrough_change", "bound_terms", "prompt_table", "role_calls", "OTHER_REGIME",
-    "describe_walk", "describe_batch", "describe_regime", "regime", "gain_regime", "describe_gain_regime",
+    "WALK_KINDS", "walkthrough_change", "prompt_table", "role_calls", "OTHER_REGIME",
+    "describe_walk", "describe_batch", "describe_regime", "gain_regime", "describe_gain_regime",
     "reading_rounds",
     "role_table", "stage_table", "pick_walkthrough", "pick_unboxed", "stop_distribution", "stage_confidence",
     "outcome_flips", "leak_table", "inclusion_counts", "inclusion_bounds", "inclusion_summary",
@@ -379,50 +380,8 @@ def plot_inclusions(summary: pd.DataFrame, labels: Mapping[str, str] | None = No
 
 
 # ---------------------------------------------------------------------------------------------
-# Theorem 3.7 measured: P(U=1), the share escalation fixes (rho*delta) and the share it breaks (A3)
+# The regime of a recording: gated LASE against the leader alone, with a paired bootstrap CI
 # ---------------------------------------------------------------------------------------------
-
-
-def bound_terms(chains: Chains, tau_lp: float, tau_h: float, level: float = 0.95) -> pd.Series:
-    """The terms of the paper's Theorem 3.7 measured on full chains at (tau_lp, tau_h), with Wilson intervals.
-
-    The theorem: if an escalated problem holds a correct seed with probability at least rho (A1),
-    a seed raises the leader's accuracy by at least delta (A2) and escalation without a seed does
-    not lower it (A3), then Acc(LASE) >= Acc(solo) + P(U=1) * rho * delta. Measured here:
-
-    - ``p_u1``: the share of problems the gate escalates (U = 1 on the leader's first answer);
-    - ``fixed_share``: among escalated problems, the share whose answer escalation turns from
-      wrong to right: the measurable counterpart of rho * delta;
-    - ``broken_share``: among escalated problems, the share it turns from right to wrong: each
-      one violates A3;
-    - ``bound`` = acc_solo + p_u1 * fixed_share, beside ``acc_lase``, the observed accuracy.
-      acc_lase = bound - broken / n exactly: an identity of any recording, so these counts cannot
-      test Theorem 3.7 (its rho and delta need the supporters' notes classified).
-
-    Every share has a Wilson interval (``*_lo``, ``*_hi``). Strict grading (no extraction step)
-    is given too: ``acc_solo_strict``, ``acc_lase_strict``.
-    """
-    n = len(chains.problem_ids)
-    if n == 0:
-        raise DataError("no problems in these chains")
-    stop = stop_stages(chains, tau_lp, tau_h)
-    rows = np.arange(n)
-    solo, final = chains.correct[:, 0], chains.correct[rows, stop]
-    esc = stop > 0
-    k = int(esc.sum())
-    fixed, broken = int((esc & ~solo & final).sum()), int((esc & solo & ~final).sum())
-    out: dict[str, Any] = {"tau_lp": float(tau_lp), "tau_h": float(tau_h), "n": n, "escalated": k,
-                           "fixed": fixed, "broken": broken,
-                           "wrong_escalated": int((esc & ~solo).sum()), "right_escalated": int((esc & solo).sum())}
-    for name, num, den in (("p_u1", k, n), ("fixed_share", fixed, k), ("broken_share", broken, k),
-                           ("acc_solo", int(solo.sum()), n), ("acc_lase", int(final.sum()), n)):
-        lo, hi = wilson_interval(num, den, level)
-        out.update({name: num / den if den else np.nan, f"{name}_lo": lo, f"{name}_hi": hi})
-    out["acc_solo_strict"] = float(chains.correct_strict[:, 0].mean())
-    out["acc_lase_strict"] = float(chains.correct_strict[rows, stop].mean())
-    out["bound"] = out["acc_solo"] + (out["p_u1"] * out["fixed_share"] if k else 0.0)
-    out["a3_holds"] = broken == 0
-    return pd.Series(out, dtype=object)
 
 
 #: What to run to see the other regime: an API model (or a compatible server) whose supporters can correct.
@@ -436,36 +395,33 @@ OTHER_REGIME = (
 
 
 
-def regime(terms: pd.Series) -> str:
-    """``"corrective"`` when escalation fixes more answers than it breaks, else ``"negative control"``."""
-    return "corrective" if terms["escalated"] and terms["fixed"] > terms["broken"] else "negative control"
-
-
-def describe_regime(terms: pd.Series, full: bool = False) -> str:
-    """Which regime the recording is in, from :func:`bound_terms`: the full paragraph once (chapter
+def describe_regime(r: Mapping[str, Any], full: bool = False) -> str:
+    """Which regime the recording is in, from :func:`gain_regime`: the full paragraph once (chapter
     03, ``full=True``, with what to run to see the other regime), one line pointing to it elsewhere.
 
-    A *negative control* when escalation fixes no more answers than it breaks: the gate works as
-    in the paper but the supporters cannot correct the leader. Otherwise the supporters help.
+    *Corrective* when gated LASE's gain over the leader alone has a confidence interval above zero:
+    the supporters correct the leader. Otherwise (neutral or harmful) the recording is a *negative
+    control*: the gate works as in the paper, but escalation does not pay.
     """
-    t = terms
-    name = regime(t)
+    pts = lambda x: f"{100 * x:+.1f}"  # noqa: E731
+    gain = (f"{pts(r['gain'])} points [{100 * r['level']:.0f}% CI {pts(r['gain_lo'])}, {pts(r['gain_hi'])}] over "
+            f"the leader alone; escalation fixes {r['fixed']} answers and breaks {r['broken']}")
     if not full:
-        return (f"Regime of this recording: **{name}** (escalation fixes {t['fixed']} and breaks {t['broken']} "
-                f"of {t['escalated']} escalated problems; chapter 03, section 3.5, says what that means).")
-    if name == "corrective":
-        lead = (f"**In this recording the supporters help**: escalation fixes {t['fixed']} of the "
-                f"{t['escalated']} escalated problems and breaks {t['broken']}, so LASE gains over the "
-                f"leader alone, as in the paper. ")
+        return (f"Regime of this recording: **{r['regime']}** (gated LASE {gain}; chapter 03, section 3.5, says "
+                "what that means).")
+    if r["regime"] == "corrective":
+        lead = (f"**In this recording the supporters help**: the gate escalates {r['escalated']} of {r['n']} "
+                f"problems, and gated LASE scores {gain}, as in the paper. ")
         other = "To see the negative control, run the embedded model (the default recording)."
     else:
-        lead = (f"**With this recording the chapters are a negative control**: the gate behaves as the paper's "
-                f"does (it escalates {pct(t['p_u1'])} of the problems, {t['escalated']} of {t['n']}), but the "
-                f"supporters cannot correct the leader: escalation fixes {t['fixed']} and breaks "
-                f"{t['broken']}. A 135M model cannot find its own errors in a critique or keep a right answer "
-                f"against one; the paper's gains need a model that can produce, recognise and keep a right "
-                f"answer. Chapters 04-06 refer back to this paragraph. ")
-        other = f"To see the other regime, record with an API model and point the chapter at it: {OTHER_REGIME}."
+        lead = (f"**With this recording the chapters are a negative control** (regime: {r['regime']}): the gate "
+                f"behaves as the paper's does (it escalates {r['escalated']} of {r['n']} problems), but the "
+                f"supporters cannot correct the leader: gated LASE scores {gain}. A 135M model cannot find its "
+                f"own errors in a critique or keep a right answer against one; the paper's gains need a model "
+                f"that can produce, recognise and keep a right answer. Chapters 04-06 refer back to this "
+                f"paragraph. ")
+        other = (f"To see the other regime, read the model organism's recording (section 3.5 below), or record "
+                 f"with an API model and point the chapter at it: {OTHER_REGIME}.")
     return lead + other
 
 
@@ -478,7 +434,6 @@ def gain_regime(chains: Chains, tau_lp: float, tau_h: float, n_boot: int = 2000,
     ``regime`` is ``"corrective"`` when the CI of the gain lies above zero, ``"harmful"`` when it
     lies below, ``"neutral"`` otherwise. Keys also: tau_lp, tau_h, n, escalated, acc_solo,
     acc_lase, gain, gain_lo, gain_hi, fixed (wrong alone, right gated), broken (the reverse), p_value, level.
-    Unlike :func:`regime` (fixed > broken, a point count), this one asks for the interval to clear zero.
     """
     if len(chains.problem_ids) == 0:
         raise DataError("no problems in these chains")
