@@ -401,7 +401,7 @@ def test_describe_regime_reads_the_paired_gain(chain_stages):
     r = pipeline.gain_regime(chains, 0.8, 0.5)
     assert (r["regime"], r["fixed"], r["broken"], r["escalated"]) == ("neutral", 1, 1, 3)
     line = pipeline.describe_regime(r)
-    assert "**neutral**" in line and "+0.0 points" in line and "fixes 1 answers and breaks 1" in line
+    assert "**neutral**" in line and "+0.0 points" in line and "fixes 1 and breaks 1 answers" in line
     assert "section 3.5" in line
     full = pipeline.describe_regime(r, full=True)
     assert "negative control" in full and "--backend openai --model gpt-4.1-mini" in full

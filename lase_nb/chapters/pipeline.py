@@ -405,7 +405,7 @@ def describe_regime(r: Mapping[str, Any], full: bool = False) -> str:
     """
     pts = lambda x: f"{100 * x:+.1f}"  # noqa: E731
     gain = (f"{pts(r['gain'])} points [{100 * r['level']:.0f}% CI {pts(r['gain_lo'])}, {pts(r['gain_hi'])}] over "
-            f"the leader alone; escalation fixes {r['fixed']} answers and breaks {r['broken']}")
+            f"the leader alone; escalation fixes {r['fixed']} and breaks {r['broken']} answers")
     if not full:
         return (f"Regime of this recording: **{r['regime']}** (gated LASE {gain}; chapter 03, section 3.5, says "
                 "what that means).")
