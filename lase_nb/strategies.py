@@ -62,6 +62,7 @@ class StrategyConfig:
     examples: int = prompts.DEFAULT_EXAMPLES  # worked examples per prompt (0 = the papers' zero-shot)
     top_logprobs: int = 20
     repeat_stop: int = 32  # local model: end a reply that repeats 32 tokens of itself verbatim
+    supporter_repeat_digits: bool = True  # local model: also end a supporter's note in a counting loop
     seed: int = 0
 
     def validate(self) -> "StrategyConfig":
@@ -101,7 +102,8 @@ class StrategyConfig:
     def params(self, *, sample: int = 0, temperature: float = 0.0, supporter: bool = False) -> GenParams:
         return GenParams(temperature=temperature, sample=sample, top_logprobs=self.top_logprobs,
                          max_tokens=self.supporter_max_tokens if supporter else self.max_tokens,
-                         repeat_stop=self.repeat_stop)
+                         repeat_stop=self.repeat_stop,
+                         repeat_digits=supporter and self.supporter_repeat_digits and self.repeat_stop > 0)
 
     def extract_params(self, sample: int = 0) -> GenParams:
         """The answer-extraction step: greedy, short, prefilled with the answer's opening."""

@@ -21,7 +21,10 @@ class GenParams:
     ``repeat_stop`` (local backend; 0 = off) ends a reply whose last ``repeat_stop`` tokens repeat
     an earlier stretch of it verbatim, i.e. a degenerate loop: the text is cut where the repeat
     starts and the finish reason is ``"repeat"``. Small models fall into such loops and would
-    otherwise run to their token cap. ``prefix`` is text a backend that can prefill writes at the start of the assistant's reply
+    otherwise run to their token cap. ``repeat_digits`` (with ``repeat_stop``) also ends a reply
+    whose last ``2 * repeat_stop`` tokens repeat an earlier stretch when every digit counts as
+    the same token: a counting loop ("the answer is 1.", "the answer is 2.", ...), which never
+    repeats verbatim. ``prefix`` is text a backend that can prefill writes at the start of the assistant's reply
     and continues from (the local model); the Generation's text then starts with it (its tokens
     were not generated, so they carry no logprobs). API backends send the messages without it.
     """
@@ -35,11 +38,12 @@ class GenParams:
     stop: tuple[str, ...] = ()
     prefix: str = ""
     repeat_stop: int = 0
+    repeat_digits: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["stop"] = list(self.stop)
-        for name, off in (("prefix", ""), ("repeat_stop", 0)):
+        for name, off in (("prefix", ""), ("repeat_stop", 0), ("repeat_digits", False)):
             if d[name] == off:  # keeps cache keys of calls without these options as they were
                 del d[name]
         return d

@@ -228,6 +228,24 @@ def test_repeat_stop_ends_a_verbatim_loop(backend) -> None:
     assert len(grams) == len(set(grams))  # what is left never repeats 12 tokens verbatim
 
 
+def test_repeat_digits_ends_a_counting_loop(backend) -> None:
+    """A loop whose only change is its numbers ("1, 2, 3, ...") never repeats verbatim; with
+    repeat_digits it is cut where the stretch, digits masked, starts to repeat."""
+    count = [{"role": "user", "content": "Count from 1 to 100, writing each number as: Step 1 is done. Step 2 is done."}]
+    free = backend.generate(count, GenParams(max_tokens=120, top_logprobs=2, repeat_stop=12))
+    cut = backend.generate(count, GenParams(max_tokens=120, top_logprobs=2, repeat_stop=12, repeat_digits=True))
+    assert free.finish_reason == "length"  # the verbatim rule alone lets it count to the cap
+    assert cut.finish_reason == "repeat" and cut.completion_tokens < free.completion_tokens
+    assert free.text.startswith(cut.text)  # greedy: the same reply, cut before the repeat
+    digits = backend._digit_ids()
+    assert {backend._tok.decode([i]).strip() for i in digits} == set("0123456789")
+    ids = [-1 if i in digits else i for i in backend._tok(cut.text, add_special_tokens=False)["input_ids"]]
+    grams = [tuple(ids[i:i + 24]) for i in range(len(ids) - 23)]
+    assert len(grams) == len(set(grams))  # what is left never repeats 24 tokens, digits masked
+    assert GenParams(repeat_stop=12).to_dict() == GenParams(repeat_stop=12, repeat_digits=False).to_dict()
+    assert "repeat_digits" not in GenParams(repeat_stop=12).to_dict()  # old cache keys stay valid
+
+
 def test_continuous_batching_rows_join_and_leave(backend) -> None:
     """Rows that finish leave the batch and waiting rows take their place; results equal
     one call at a time, and so do those of the lockstep fallback."""

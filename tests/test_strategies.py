@@ -406,3 +406,11 @@ def test_extraction_cannot_invent_a_value_the_reply_never_wrote():
 def test_reply_states(text, answer, kind, expected):
     from lase_nb.answers import reply_states
     assert reply_states(text, answer, kind) is expected
+
+
+def test_only_supporters_stop_at_counting_loops():
+    cfg = StrategyConfig()
+    assert cfg.params(supporter=True).repeat_digits and not cfg.params().repeat_digits
+    assert not replace(cfg, supporter_repeat_digits=False).params(supporter=True).repeat_digits
+    assert not replace(cfg, repeat_stop=0).params(supporter=True).repeat_digits  # no loop stop at all
+    assert cfg.params().to_dict() == replace(cfg, supporter_repeat_digits=False).params().to_dict()

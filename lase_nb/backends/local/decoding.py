@@ -1,6 +1,6 @@
 """Generation, token by token: a request's decoding state (:class:`Row`), choosing each next
 token from the logits with its exact statistics, incremental detokenisation, stop strings,
-verbatim-loop stops, and the finished :class:`~lase_nb.types.Generation`.
+verbatim- and counting-loop stops, and the finished :class:`~lase_nb.types.Generation`.
 
 :class:`TokenDecoding` is a mixin of :class:`~lase_nb.backends.local.backend.LocalBackend`; it
 needs the backend's tokenizer ``_tok``, its end-of-turn ids ``_eos_ids``, a ``_piece_cache``
@@ -36,6 +36,7 @@ class Row:
     produced: int = 0
     cut: bool = False  # a stop string (or a verbatim loop) ended the row
     windows: set = dataclasses.field(default_factory=set)  # the reply's repeat_stop-grams so far
+    masked: set = dataclasses.field(default_factory=set)  # its 2*repeat_stop-grams, digits masked (repeat_digits)
     finish: str | None = None
     latency_s: float = 0.0
     t0: float = 0.0  # when its prefill started
@@ -115,18 +116,38 @@ class TokenDecoding:
             r.finish = "stop"
 
     def _loops(self, r: Row) -> bool:
-        """End the row if its last ``repeat_stop`` tokens repeat an earlier stretch verbatim."""
+        """End the row if its last ``repeat_stop`` tokens repeat an earlier stretch verbatim or,
+        with ``repeat_digits``, its last ``2 * repeat_stop`` tokens do with every digit masked."""
         n = r.params.repeat_stop
         if n <= 0 or len(r.ids) < n:
             return False
+        start = None
         window = tuple(r.ids[-n:])
-        if window not in r.windows:
+        if window in r.windows:
+            start = len(r.ids) - n
+        else:
             r.windows.add(window)
+        if start is None and r.params.repeat_digits and len(r.ids) >= 2 * n:
+            digits = self._digit_ids()
+            masked = tuple(-1 if i in digits else i for i in r.ids[-2 * n:])
+            if masked in r.masked:
+                start = len(r.ids) - 2 * n
+            else:
+                r.masked.add(masked)
+        if start is None:
             return False
-        self._cut(r, r.offsets[len(r.ids) - n])
+        self._cut(r, r.offsets[start])
         r.cut = True
         r.finish = "repeat"
         return True
+
+    def _digit_ids(self) -> frozenset[int]:
+        """The vocabulary's ids whose text is digits only (a space before them allowed)."""
+        if getattr(self, "_digits", None) is None:
+            vocab = self._tok.convert_ids_to_tokens(list(range(len(self._tok))))
+            text = [self._tok.convert_tokens_to_string([t]) if t is not None else "" for t in vocab]
+            self._digits = frozenset(i for i, t in enumerate(text) if t.strip().isdecimal())
+        return self._digits
 
     def _flush(self, r: Row) -> None:
         """At the end, give bytes still pending (an unfinished character) to the last token."""
