@@ -395,9 +395,14 @@ configs_by_model = {m: {s: r.manifest.get("config", {}) for s, r in rs.items()} 
 display(comparison.comparison_display_by_model(both, configs_by_model)[
     ["model", "method", "accuracy % [95% CI]", "strict accuracy %", "escalated %", "avg tokens (prompt+completion)",
      "x single (prompt+completion)", "vs single: +wins/-losses", "McNemar p vs single", "McNemar p vs MV"]])
-for m, short_runs in both.attrs["short"].items():
-    if short_runs:
-        print(f"{m}: left out for covering far fewer problems: {', '.join(short_runs)}")
+for m, short_runs in both.attrs["short"].items():  # as in 4.1: on their own problems, beside single, MV, LASE
+    for s in short_runs:
+        t = stats.comparison_table({k: tables_by_model[m][k] for k in ("single", "mv", "lase", s) if k in tables_by_model[m]})
+        print(f"{m}, {plots.label(s, configs_by_model[m].get(s))}: on the {int(t['n'].iloc[0])} problems it shares "
+              "with the single agent, MV and LASE")
+        display(comparison.comparison_display(t, None, configs_by_model[m])[
+            ["method", "accuracy % [95% CI]", "strict accuracy %", "avg tokens (prompt+completion)",
+             "x single (prompt+completion)", "McNemar p vs single", "McNemar p vs MV"]])
 fig = comparison.plot_accuracy_vs_tokens_by_model(both, labels=labels)
 plots.savefig(fig, "comparison_two_models")
 plt.show()

@@ -215,7 +215,7 @@ def test_aim_check_scores_both_operating_points_against_single_and_mv():
     chains = model(30, 40, fix=20)  # 100 problems: stage 0 costs 120 tokens, the escalated stage 560 in all
     check = comparison.aim_check(chains, _mv_table(100, 50, 840.0), 0.8, 0.5, n_boot=500)
     rec = check.loc["recorded"]
-    assert rec["n"] == 100 and rec["escalated"] == pytest.approx(0.4)
+    assert rec["n"] == 100 and rec["n_mv"] == 100 and rec["escalated"] == pytest.approx(0.4)
     assert (rec["acc_single"], rec["acc_lase"], rec["acc_mv"]) == pytest.approx((0.3, 0.5, 0.5))
     assert rec["gain"] == pytest.approx(0.2) and rec["gain_lo"] > 0 and rec["beats_single"]
     assert rec["tokens_lase"] == pytest.approx(0.6 * 120 + 0.4 * 560) and rec["tokens_single"] == 120
@@ -228,6 +228,10 @@ def test_aim_check_scores_both_operating_points_against_single_and_mv():
     assert bud["tau_lp"] <= 0.5 and bud["escalated"] == 0 and bud["x_single"] == pytest.approx(1.0)
     assert bud["within_budget"] and not bud["beats_single"] and bud["gain"] == 0
     assert bud["n"] == 50 and "half A (50 problems)" in bud["chosen on"]
+    part = comparison.aim_check(chains, _mv_table(60, 30, 840.0), 0.8, 0.5, n_boot=500).loc["recorded"]
+    assert part["n"] == 100 and part["n_mv"] == 60  # the gain on every problem, MV on those it answered
+    assert part["gain"] == pytest.approx(0.2) and part["acc_mv"] == pytest.approx(0.5)
+    assert part["acc_lase_mv"] == pytest.approx(np.mean(replay(chains.subset(np.arange(100) < 60), 0.8, 0.5)["correct"]))
 
 
 def test_aim_check_meets_the_aim_only_when_all_four_hold():

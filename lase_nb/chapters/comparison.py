@@ -546,47 +546,48 @@ def aim_check(chains: Chains, mv: pd.DataFrame | None, tau_lp: float, tau_h: flo
               mv_gap: float = 0.03, mv_share: float = 1 / 3, seed: int = 0, n_boot: int = 2000) -> pd.DataFrame:
     """The paper's headline tested on one model, at two operating points of gated LASE (replayed):
 
-    - ``recorded``: (tau_lp, tau_h), fixed before the recording, on every problem MV shares;
+    - ``recorded``: (tau_lp, tau_h), fixed before the recording, on every problem;
     - ``budget``: the most accurate pair costing at most ``budget`` times the leader alone
       (:func:`lase_nb.stats.gate_for_budget`) chosen on half A of a random split of the problems
-      (:func:`lase_nb.stats.split_halves`, ``seed``) and scored on half B only (where MV shares it).
+      (:func:`lase_nb.stats.split_halves`, ``seed``) and scored on half B only.
 
-    Each row pairs LASE with the leader alone (stage 0 of the same chains) and with ``mv`` (an MV
-    run's problems table, or None) problem by problem: accuracies, the gain over the leader with a
-    paired bootstrap CI and exact McNemar p, LASE - MV with its CI, and tokens per problem (prompt +
-    completion) as multiples. The criteria: ``beats_single`` (the gain's CI above zero),
-    ``within_budget`` (at most ``budget`` x the leader's tokens), ``near_mv`` (no more than
-    ``mv_gap`` below MV), ``cheap_vs_mv`` (at most ``mv_share`` of MV's tokens); ``aim_met`` is all four.
+    Each row pairs LASE with the leader alone (stage 0 of the same chains) on its ``n`` problems:
+    accuracies, the gain with a paired bootstrap CI and exact McNemar p, tokens per problem (prompt
+    + completion) and their ratio; and with ``mv`` (an MV run's problems table, or None) on the
+    ``n_mv`` of them MV also answered: LASE - MV with its CI and LASE's share of MV's tokens. The
+    criteria: ``beats_single`` (the gain's CI above zero), ``within_budget`` (at most ``budget`` x
+    the leader's tokens), ``near_mv`` (no more than ``mv_gap`` below MV), ``cheap_vs_mv`` (at most
+    ``mv_share`` of MV's tokens); ``aim_met`` is all four.
     """
     ids = np.asarray(chains.problem_ids, dtype=object)
     if len(ids) < 2:
         raise DataError("the aim needs at least two problems (one per half of the split)")
     mv_by_id = mv.set_index("problem_id") if mv is not None else None
-    shared = np.isin(ids, mv_by_id.index) if mv_by_id is not None else np.ones(len(ids), bool)
     half_a, half_b = split_halves(ids, seed)
     pick = gate_for_budget(chains.subset(half_a), budget)
-    points = [("recorded", float(tau_lp), float(tau_h), "fixed before the recording", shared),
+    points = [("recorded", float(tau_lp), float(tau_h), "fixed before the recording", np.ones(len(ids), bool)),
               ("budget", float(pick["tau_lp"]), float(pick["tau_h"]),
-               f"half A ({int(half_a.sum())} problems), at most {budget:g}x the leader's tokens there",
-               half_b & shared)]
+               f"half A ({int(half_a.sum())} problems), at most {budget:g}x the leader's tokens there", half_b)]
     rows = []
     for point, tl, th, chosen, mask in points:
         sub = chains.subset(mask)
         lase = replay(sub, tl, th)
         ok_lase, ok_solo = lase["correct"].to_numpy(bool), sub.correct[:, 0].astype(bool)
         gain = paired_test(ok_lase, ok_solo, n_boot=n_boot, seed=seed)
-        tok_lase, tok_solo = float(lase["total_tokens"].mean()), float(sub.total_tokens[:, 0].mean())
+        tok_lase, tok_solo = lase["total_tokens"].to_numpy(float), sub.total_tokens[:, 0].astype(float)
         row = {"point": point, "tau_lp": tl, "tau_h": th, "chosen on": chosen, "n": int(mask.sum()),
                "escalated": float((lase["stop_stage"] > 0).mean()), "acc_single": gain["acc_b"],
                "acc_lase": gain["acc_a"], "gain": gain["diff"], "gain_lo": gain["diff_lo"],
-               "gain_hi": gain["diff_hi"], "p_vs_single": gain["p_value"], "tokens_single": tok_solo,
-               "tokens_lase": tok_lase, "x_single": tok_lase / tok_solo}
+               "gain_hi": gain["diff_hi"], "p_vs_single": gain["p_value"], "tokens_single": tok_solo.mean(),
+               "tokens_lase": tok_lase.mean(), "x_single": tok_lase.mean() / tok_solo.mean()}
         if mv_by_id is not None:
-            m = mv_by_id.loc[lase["problem_id"]]
-            vs_mv = paired_test(ok_lase, m["correct"].to_numpy(bool), n_boot=n_boot, seed=seed)
-            row.update(acc_mv=vs_mv["acc_b"], lase_minus_mv=vs_mv["diff"], lase_minus_mv_lo=vs_mv["diff_lo"],
-                       lase_minus_mv_hi=vs_mv["diff_hi"], tokens_mv=float(m["total_tokens"].mean()))
-            row["share_of_mv"] = tok_lase / row["tokens_mv"]
+            both = lase["problem_id"].isin(mv_by_id.index).to_numpy()
+            m = mv_by_id.loc[lase.loc[both, "problem_id"]]
+            vs_mv = paired_test(ok_lase[both], m["correct"].to_numpy(bool), n_boot=n_boot, seed=seed)
+            row.update(n_mv=int(both.sum()), acc_lase_mv=vs_mv["acc_a"], acc_mv=vs_mv["acc_b"],
+                       lase_minus_mv=vs_mv["diff"], lase_minus_mv_lo=vs_mv["diff_lo"],
+                       lase_minus_mv_hi=vs_mv["diff_hi"], tokens_mv=float(m["total_tokens"].mean()),
+                       share_of_mv=float(tok_lase[both].mean() / m["total_tokens"].mean()))
         row["beats_single"] = bool(gain["diff_lo"] > 0)
         row["within_budget"] = bool(row["x_single"] <= budget)
         row["near_mv"] = bool(row.get("lase_minus_mv", np.nan) >= -mv_gap)
@@ -612,6 +613,8 @@ def aim_display(check: pd.DataFrame) -> pd.DataFrame:
             "leader alone %": f"{100 * r['acc_single']:.1f}", "LASE %": f"{100 * r['acc_lase']:.1f}",
             "gain, points [95% CI]": f"{pts(r['gain'])} [{pts(r['gain_lo'])}, {pts(r['gain_hi'])}]",
             "x leader's tokens": f"{r['x_single']:.2f}",
+            "problems MV also answered": int(r["n_mv"]) if "n_mv" in r else 0,
+            "LASE % on them": f"{100 * r['acc_lase_mv']:.1f}" if "acc_mv" in r else "",
             "MV(7) %": f"{100 * r['acc_mv']:.1f}" if "acc_mv" in r else "not recorded",
             "LASE - MV, points [95% CI]": (f"{pts(r['lase_minus_mv'])} [{pts(r['lase_minus_mv_lo'])}, "
                                            f"{pts(r['lase_minus_mv_hi'])}]") if "acc_mv" in r else "",
