@@ -30,6 +30,8 @@
 #    wrong answers it lets through (confident errors).
 # 4. How far the entropy an API lets you compute (the top-k alternatives plus one bucket for the rest)
 #    is from the exact full-vocabulary entropy a local model gives. This step runs the model live.
+# 5. How the same proxies fare on a second model trained from the same weights, the model
+#    organism: two reliability panels with their AUROCs side by side.
 #
 # **You need** chapter 00 (what `LP_min` and `H_max` are). By default the chapter reads the
 # recorded full-chain LASE run of SmolLM2-135M on the arithmetic set (`data/traces`), so it needs

@@ -34,7 +34,8 @@
 #    and checked against the star bound $2kT$ (and against all-to-all debate's $Tn(n-1)$).
 # 6. The paper's selective-gain bound (Theorem 3.7) checked with its own terms: $P(U=1)$, the
 #    share $\rho$ of escalated problems whose notes hold a correct seed, the gain $\delta$ a seed
-#    brings, and whether escalation without a seed hurts (A3).
+#    brings, and whether escalation without a seed hurts (A3), on the embedded model and on the
+#    model organism, whose walk-through shows a supporter's note fixing a wrong answer.
 #
 # **You need** chapter 1 (the gate $U$, the star topology) and chapter 2 helps (what the
 # confidence numbers mean). By default the chapter reads **recorded traces** of the embedded

@@ -32,6 +32,8 @@
 #    are a budget knob, not an accuracy knob"), with the paper's Table 5 printed beside ours.
 # 5. How to **choose thresholds for a token budget honestly**: on one half of the problems,
 #    checked on the other half.
+# 6. How the frontier looks on two models trained from the same weights, one whose supporters
+#    cannot correct it and one whose supporters can (the sliders switch between them).
 #
 # **You need** chapter 3 (the LASE pipeline) for what a stage is. By default the chapter reads
 # the traces recorded with the embedded model (SmolLM2-135M-Instruct) on the arithmetic set; point

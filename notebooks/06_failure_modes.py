@@ -27,7 +27,8 @@
 #    still fails to produce a right answer. We select these with a stated heuristic and show the
 #    transcripts.
 # 3. **Weak models escalate more**: how the escalation rate and the cost of LASE move with problem
-#    difficulty, set against the paper's strong and weak models.
+#    difficulty (the organism's three levels) and across two models, set against the paper's
+#    strong and weak models.
 # 4. **Answers that never get boxed**: how often the leader's revision has no extractable
 #    answer, and why.
 #
