@@ -228,7 +228,7 @@ def test_the_organism_answers_with_a_confidence_and_runs_a_lase_chain():
     assert (backend.path / "lase_nb_conversion.json").is_file()
     assert default_examples("local", "organism") == 0
     p = organism.eval_problems(3)[1]  # a level-2 problem
-    cfg = StrategyConfig(examples=0, full_chain=True)
+    cfg = StrategyConfig(examples=0, full_chain=True, max_tokens=96, supporter_max_tokens=96)  # short notes suffice
     (res,) = run_problems("lase", [p], Engine(backend), cfg, progress=False)
     first = res.stages[0]
     assert first.answer is not None and first.p_min is not None and 0 < first.p_min <= 1

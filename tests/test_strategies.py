@@ -307,8 +307,9 @@ def test_a_variant_records_as_its_base_strategy():
 
 from lase_nb.datasets import arithmetic_problems  # noqa: E402
 
+# short replies: these tests check what each strategy calls and records, not how well it answers
 SMALL = StrategyConfig(n_samples=3, lase_chains=2, n_agents=2, rounds=1, moa_layers=1, moa_proposers=2,
-                       max_tokens=80, supporter_max_tokens=48)
+                       max_tokens=40, supporter_max_tokens=24)
 
 
 @pytest.fixture(scope="module")
