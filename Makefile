@@ -1,5 +1,6 @@
-# Two commands: `make notebooks` (execute the collection) and `make test` (the test suite).
-# Both set up .venv from nothing on first use. `make lab` opens the chapters in JupyterLab and
+# Two commands: `make notebooks` (execute the collection) and `make test` (the test suite's fast
+# tier; `make test-slow` runs the rest: the model-heavy runs and the executed notebooks; CI runs
+# both). Both set up .venv from nothing on first use. `make lab` opens the chapters in JupyterLab and
 # `make book` turns the executed chapters into HTML pages with an index (build/book/index.html).
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
@@ -8,7 +9,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 # No MPLBACKEND here: the kernels keep their inline backend, so figures land in the notebooks.
 
-.PHONY: setup test notebooks book lab clean sync-notebooks traces benchmarks
+.PHONY: setup test test-slow test-all notebooks book lab clean sync-notebooks traces benchmarks
 
 setup: $(STAMP)
 
@@ -20,7 +21,16 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
+# the fast tier: everything not marked `slow` (a few minutes)
 test: $(STAMP)
+	$(PY) -m pytest -m "not slow"
+
+# the slow tier: strategies on the embedded model, replay vs live, every notebook under papermill,
+# chapter 03 live, the browser test of the sliders
+test-slow: $(STAMP)
+	$(PY) -m pytest -m slow
+
+test-all: $(STAMP)
 	$(PY) -m pytest
 
 notebooks: $(STAMP)
