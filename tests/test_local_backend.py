@@ -228,6 +228,7 @@ def test_repeat_stop_ends_a_verbatim_loop(backend) -> None:
     assert len(grams) == len(set(grams))  # what is left never repeats 12 tokens verbatim
 
 
+@pytest.mark.slow
 def test_repeat_digits_ends_a_counting_loop(backend) -> None:
     """A loop whose only change is its numbers ("1, 2, 3, ...") never repeats verbatim; with
     repeat_digits it is cut where the stretch, digits masked, starts to repeat."""
