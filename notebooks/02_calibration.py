@@ -268,6 +268,18 @@ display(by_model)
 display(Markdown(calibration.describe_calibration_by_model(by_model)))
 
 # %% [markdown]
+# A gate that separates right from wrong answers is half of what LASE needs; the other half is
+# supporters that correct what it escalates. Each model's regime at the chapter's thresholds
+# (gated LASE against the leader alone on the same problems, a paired bootstrap; chapter 03,
+# section 3.5, explains it):
+
+# %%
+from lase_nb.chapters import pipeline
+from lase_nb.runs import chains_by_model
+
+pipeline.regime_table(chains_by_model(models), tau_lp, tau_h, seed=seed)
+
+# %% [markdown]
 # ## 2.6 Exact entropy vs the top-k estimate (live, small)
 #
 # An API returns, for each generated token, only the `top_k` most likely alternatives. The entropy

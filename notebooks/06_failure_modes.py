@@ -63,7 +63,7 @@ import pandas as pd
 from IPython.display import HTML, Markdown, display
 
 from lase_nb import plots, stats
-from lase_nb.chapters import calibration, failures
+from lase_nb.chapters import calibration, failures, pipeline
 from lase_nb.analysis import chains_from_stages, summarize
 from lase_nb.runs import chains_by_model, load_models, load_runs, problems_from_manifest
 
@@ -226,6 +226,7 @@ models = load_models({"SmolLM2-135M": traces, "organism": organism_traces}, ["la
 by_model = failures.escalation_by_model(chains_by_model(models), tau_lp, tau_h)
 display(by_model)
 display(Markdown(failures.describe_escalation_by_model(by_model)))
+display(pipeline.regime_table(chains_by_model(models), tau_lp, tau_h))  # each model's regime (chapter 03, 3.5)
 
 # %% [markdown]
 # **Across difficulty, on one model.** The organism's recording mixes levels 1 to 3, so the same

@@ -63,6 +63,13 @@ def test_regime_corrective_harmful_neutral():
     assert pipeline.gain_regime(model(30, 40, fix=20), 0.0, np.inf)["regime"] == "neutral"  # nothing escalates
 
 
+def test_regime_table_has_one_row_per_model():
+    t = pipeline.regime_table({"organism": model(30, 40, fix=20), "base": model(60, 40, esc_right=30, brk=20)}, 0.8, 0.5)
+    assert t.index.tolist() == ["organism", "base"] and t["regime"].tolist() == ["corrective", "harmful"]
+    assert t.loc["organism", "gain, points [95% CI]"].startswith("+20.0 [") and t.loc["base", "broken"] == 20
+    assert t.loc["organism", "escalated"] == "40 of 100" and t.loc["organism", "gated LASE %"] == 50.0
+
+
 def test_describe_gain_regime_states_the_numbers():
     r = pipeline.gain_regime(model(30, 40, fix=20), 0.8, 0.5)
     s = pipeline.describe_gain_regime("organism", r)

@@ -32,7 +32,7 @@ from .transcripts import ROLE_TITLES, SUPPORTERS, answer_or_none
 
 __all__ = [
     "WALK_KINDS", "walkthrough_change", "prompt_table", "role_calls", "OTHER_REGIME",
-    "describe_walk", "describe_batch", "describe_regime", "gain_regime", "describe_gain_regime",
+    "describe_walk", "describe_batch", "describe_regime", "gain_regime", "describe_gain_regime", "regime_table",
     "reading_rounds",
     "role_table", "stage_table", "pick_walkthrough", "pick_unboxed", "stop_distribution", "stage_confidence",
     "outcome_flips", "leak_table", "inclusion_counts", "inclusion_bounds", "inclusion_summary",
@@ -444,6 +444,20 @@ def gain_regime(chains: Chains, tau_lp: float, tau_h: float, n_boot: int = 2000,
             "escalated": int((r["stop_stage"] > 0).sum()), "acc_solo": t["acc_b"], "acc_lase": t["acc_a"],
             "gain": t["diff"], "gain_lo": t["diff_lo"], "gain_hi": t["diff_hi"], "fixed": t["b"], "broken": t["c"],
             "p_value": t["p_value"], "level": level}
+
+
+def regime_table(chains_by_model: Mapping[str, Chains], tau_lp: float, tau_h: float, seed: int = 0) -> pd.DataFrame:
+    """:func:`gain_regime` of each model, one row each, for reading: the regime, escalated problems,
+    the leader alone's and gated LASE's accuracy (%), the gain in points with its 95% CI, fixes and breaks."""
+    rows = []
+    for label, c in chains_by_model.items():
+        r = gain_regime(c, tau_lp, tau_h, seed=seed)
+        rows.append({"model": label, "regime": r["regime"], "escalated": f"{r['escalated']} of {r['n']}",
+                     "leader alone %": round(100 * r["acc_solo"], 1), "gated LASE %": round(100 * r["acc_lase"], 1),
+                     "gain, points [95% CI]": f"{100 * r['gain']:+.1f} [{100 * r['gain_lo']:+.1f}, "
+                                              f"{100 * r['gain_hi']:+.1f}]",
+                     "fixed": r["fixed"], "broken": r["broken"]})
+    return pd.DataFrame(rows).set_index("model")
 
 
 def describe_gain_regime(label: str, r: Mapping[str, Any]) -> str:
