@@ -26,7 +26,7 @@ from .. import prompts
 from ..analysis import Chains, replay, stop_stages
 from ..confidence import uncertain_mask
 from ..errors import DataError
-from ..stats import paired_test, pct, wilson_interval
+from ..stats import paired_test, pct
 from ..strategies import SPECS, reading_rounds
 from .transcripts import ROLE_TITLES, SUPPORTERS, answer_or_none
 
@@ -416,7 +416,7 @@ def describe_regime(r: Mapping[str, Any], full: bool = False) -> str:
     else:
         lead = (f"**With this recording the chapters are a negative control** (regime: {r['regime']}): the gate "
                 f"behaves as the paper's does (it escalates {r['escalated']} of {r['n']} problems), but the "
-                f"supporters cannot correct the leader: gated LASE scores {gain}. A 135M model cannot find its "
+                f"supporters cannot correct the leader: gated LASE scores {gain}. This model cannot find its "
                 f"own errors in a critique or keep a right answer against one; the paper's gains need a model "
                 f"that can produce, recognise and keep a right answer. Chapters 04-06 refer back to this "
                 f"paragraph. ")
