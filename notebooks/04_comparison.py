@@ -31,7 +31,7 @@
 #    single agent.
 # 3. How to compare at **equal compute**: majority vote over the first k of the recorded samples
 #    against LASE at thresholds that spend no more.
-# 4. Which of the paper's claims hold with our small model, which do not, and why.
+# 4. Which of the paper's claims hold with the embedded model, which do not, and why.
 # 5. The same comparison on a second model trained from the same weights, the model organism,
 #    whose supporters can correct it: both regimes side by side, and the paper's headline (LASE
 #    above the single agent at about its cost, near MV(7) at a fraction of MV's tokens) tested on it.
@@ -280,7 +280,7 @@ plots.savefig(fig, "comparison_accuracy_tokens")
 plt.show()
 
 # %% [markdown]
-# **What it shows.** With a 135M model nothing here reproduces the paper's picture. No strategy
+# **What it shows.** On the embedded 135M model nothing here reproduces the paper's picture (section 4.4 has the organism). No strategy
 # is clearly more accurate than the single agent: the intervals are wide and the McNemar tests
 # find no difference for MV, LASE or DOWN. Every multi-call strategy costs several times the
 # single agent's tokens, LASE included, because each escalation pastes long contexts into the
