@@ -18,6 +18,7 @@ from scipy import stats as _st
 __all__ = [
     "gate_for_budget",
     "pct",
+    "points",
     "wilson_interval",
     "reliability_table",
     "auroc_for_errors",
@@ -51,6 +52,11 @@ def _same_length(**arrays: np.ndarray) -> None:
 def pct(x: float | None, digits: int = 0) -> str:
     """A fraction as a percent for the chapters' sentences (``0.456`` -> ``"46%"``); "n/a" when unknown."""
     return "n/a" if x is None or not np.isfinite(float(x)) else f"{float(x):.{digits}%}"
+
+
+def points(x: float) -> str:
+    """A difference of two fractions in percentage points, signed (``0.035`` -> ``"+3.5"``)."""
+    return f"{100 * float(x):+.1f}"
 
 
 def wilson_interval(k: int, n: int, level: float = 0.95) -> tuple[float, float]:

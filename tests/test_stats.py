@@ -355,3 +355,8 @@ def test_gate_for_budget_stays_in_budget_and_beats_every_cheaper_pair():
     assert gate_for_budget(chains, 1.0, grid=11)["escalation_rate"] == 0.0
     with pytest.raises(ValueError, match="at least 1"):
         gate_for_budget(chains, 0.5)
+
+
+def test_points_signs_a_difference_of_fractions():
+    from lase_nb.stats import points
+    assert (points(0.035), points(-0.025), points(0.0)) == ("+3.5", "-2.5", "+0.0")

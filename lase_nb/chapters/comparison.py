@@ -30,7 +30,7 @@ from ..analysis import Chains, chains_from_stages, outcomes_at, replay
 from ..answers import grade
 from ..errors import DataError
 from ..plots import label, style
-from ..stats import choose_thresholds, comparison_table, gate_for_budget, paired_test, pct, split_halves
+from ..stats import choose_thresholds, comparison_table, gate_for_budget, paired_test, pct, points, split_halves
 from ..strategies import EXTRACT_ROLE, SPECS, majority_vote
 from .transcripts import answer_or_none, number_or_none
 
@@ -602,7 +602,6 @@ def aim_check(chains: Chains, mv: pd.DataFrame | None, tau_lp: float, tau_h: flo
 def aim_display(check: pd.DataFrame) -> pd.DataFrame:
     """:func:`aim_check` for reading: percents with intervals, multiples, yes/no per criterion, and the
     paper's multiples (Table 1's averages over its data sets) as a labelled reference row."""
-    pts = lambda x: f"{100 * x:+.1f}"  # noqa: E731
     yn = lambda b: "yes" if b else "no"  # noqa: E731
     a = check.attrs
     rows = {}
@@ -611,13 +610,13 @@ def aim_display(check: pd.DataFrame) -> pd.DataFrame:
             "thresholds (tau_lp, tau_h)": f"({r['tau_lp']:.3g}, {r['tau_h']:.3g})", "chosen on": r["chosen on"],
             "problems": int(r["n"]), "escalated %": f"{100 * r['escalated']:.0f}",
             "leader alone %": f"{100 * r['acc_single']:.1f}", "LASE %": f"{100 * r['acc_lase']:.1f}",
-            "gain, points [95% CI]": f"{pts(r['gain'])} [{pts(r['gain_lo'])}, {pts(r['gain_hi'])}]",
+            "gain, points [95% CI]": f"{points(r['gain'])} [{points(r['gain_lo'])}, {points(r['gain_hi'])}]",
             "x leader's tokens": f"{r['x_single']:.2f}",
             "problems MV also answered": int(r["n_mv"]) if "n_mv" in r else 0,
             "LASE % on them": f"{100 * r['acc_lase_mv']:.1f}" if "acc_mv" in r else "",
             "MV(7) %": f"{100 * r['acc_mv']:.1f}" if "acc_mv" in r else "not recorded",
-            "LASE - MV, points [95% CI]": (f"{pts(r['lase_minus_mv'])} [{pts(r['lase_minus_mv_lo'])}, "
-                                           f"{pts(r['lase_minus_mv_hi'])}]") if "acc_mv" in r else "",
+            "LASE - MV, points [95% CI]": (f"{points(r['lase_minus_mv'])} [{points(r['lase_minus_mv_lo'])}, "
+                                           f"{points(r['lase_minus_mv_hi'])}]") if "acc_mv" in r else "",
             "share of MV's tokens": f"{r['share_of_mv']:.2f}" if "share_of_mv" in r else "",
             "above the leader (CI > 0)": yn(r["beats_single"]),
             f"<= {a.get('budget', 1.5):g}x the leader": yn(r["within_budget"]),

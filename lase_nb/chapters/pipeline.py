@@ -26,7 +26,7 @@ from .. import prompts
 from ..analysis import Chains, replay, stop_stages
 from ..confidence import uncertain_mask
 from ..errors import DataError
-from ..stats import paired_test, pct
+from ..stats import paired_test, pct, points
 from ..strategies import SPECS, reading_rounds
 from .transcripts import ROLE_TITLES, SUPPORTERS, answer_or_none
 
@@ -403,9 +403,9 @@ def describe_regime(r: Mapping[str, Any], full: bool = False) -> str:
     the supporters correct the leader. Otherwise (neutral or harmful) the recording is a *negative
     control*: the gate works as in the paper, but escalation does not pay.
     """
-    pts = lambda x: f"{100 * x:+.1f}"  # noqa: E731
-    gain = (f"{pts(r['gain'])} points [{100 * r['level']:.0f}% CI {pts(r['gain_lo'])}, {pts(r['gain_hi'])}] over "
-            f"the leader alone; escalation fixes {r['fixed']} and breaks {r['broken']} answers")
+    gain = (f"{points(r['gain'])} points [{100 * r['level']:.0f}% CI {points(r['gain_lo'])}, "
+            f"{points(r['gain_hi'])}] over the leader alone; escalation fixes {r['fixed']} and breaks "
+            f"{r['broken']} answers")
     if not full:
         return (f"Regime of this recording: **{r['regime']}** (gated LASE {gain}; chapter 03, section 3.5, says "
                 "what that means).")
@@ -454,22 +454,20 @@ def regime_table(chains_by_model: Mapping[str, Chains], tau_lp: float, tau_h: fl
         r = gain_regime(c, tau_lp, tau_h, seed=seed)
         rows.append({"model": label, "regime": r["regime"], "escalated": f"{r['escalated']} of {r['n']}",
                      "leader alone %": round(100 * r["acc_solo"], 1), "gated LASE %": round(100 * r["acc_lase"], 1),
-                     "gain, points [95% CI]": f"{100 * r['gain']:+.1f} [{100 * r['gain_lo']:+.1f}, "
-                                              f"{100 * r['gain_hi']:+.1f}]",
+                     "gain, points [95% CI]": f"{points(r['gain'])} [{points(r['gain_lo'])}, {points(r['gain_hi'])}]",
                      "fixed": r["fixed"], "broken": r["broken"]})
     return pd.DataFrame(rows).set_index("model")
 
 
 def describe_gain_regime(label: str, r: Mapping[str, Any]) -> str:
     """One sentence: which regime ``label``'s model is in, with the gain and its CI, from :func:`gain_regime`."""
-    pts = lambda x: f"{100 * x:+.1f}"  # noqa: E731
     reading = {"corrective": "escalation helps: the interval lies above zero",
                "harmful": "escalation hurts: the interval lies below zero",
                "neutral": "the interval includes zero, so escalation neither helps nor hurts measurably"}[r["regime"]]
     return (f"**{label}** is in the **{r['regime']}** regime: gated LASE (tau_lp = {r['tau_lp']:g}, "
             f"tau_h = {r['tau_h']:g}, {r['escalated']} of {r['n']} problems escalated) scores {pct(r['acc_lase'], 1)} "
-            f"against the leader alone's {pct(r['acc_solo'], 1)}, a gain of {pts(r['gain'])} points "
-            f"[{100 * r['level']:.0f}% CI {pts(r['gain_lo'])}, {pts(r['gain_hi'])}] (fixes {r['fixed']}, breaks "
+            f"against the leader alone's {pct(r['acc_solo'], 1)}, a gain of {points(r['gain'])} points "
+            f"[{100 * r['level']:.0f}% CI {points(r['gain_lo'])}, {points(r['gain_hi'])}] (fixes {r['fixed']}, breaks "
             f"{r['broken']}): {reading}.")
 
 
