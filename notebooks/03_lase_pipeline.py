@@ -413,10 +413,13 @@ display(Markdown(pipeline.describe_regime(pipeline.gain_regime(chains, tau_lp, t
 # %%
 both = run_store.load_models({"SmolLM2-135M": traces, "organism": organism_traces}, ["lase"], require=["lase"])
 checks = {"SmolLM2-135M": check}
+others = {}  # label -> (run, chains, problems, seed rows) of each other model, for the walk-through below
 for label, model_runs in list(both.items())[1:]:
     o_run = model_runs["lase"]
     o_chains = chains_from_stages(o_run.stages)
-    o_rows = seeds.seed_table(o_chains, o_run.calls, run_store.problems_from_manifest(o_run.manifest), tau_lp, tau_h)
+    o_problems = run_store.problems_from_manifest(o_run.manifest)
+    o_rows = seeds.seed_table(o_chains, o_run.calls, o_problems, tau_lp, tau_h)
+    others[label] = (o_run, o_chains, o_problems, o_rows)
     checks[label] = seeds.bound_check(o_rows)
     display(Markdown(f"**{label}.** " + seeds.describe_assumptions(checks[label])))
     display(Markdown(pipeline.describe_gain_regime(label, pipeline.gain_regime(o_chains, tau_lp, tau_h, seed=seed))))
@@ -443,18 +446,13 @@ for _, r in shown.iterrows():
 # seed) and in $\delta$ (reading the seed turned the answer right).
 
 # %%
-if len(both) > 1:
-    o_label = list(both)[1]
-    o_run = both[o_label]["lase"]
-    o_chains = chains_from_stages(o_run.stages)
-    o_problems = run_store.problems_from_manifest(o_run.manifest)
-    o_rows = seeds.seed_table(o_chains, o_run.calls, o_problems, tau_lp, tau_h)
+for o_label, (o_run, o_chains, o_problems, o_rows) in others.items():
     o_pid = seeds.pick_fix(o_rows)
     if o_pid is None:
         print(f"{o_label}: no escalated problem has a seed that LASE turned into a right answer at these thresholds")
     else:
         o_walk = pipeline.stage_table(o_run.stages, o_pid, tau_lp, tau_h)
-        o_stop = int(np.flatnonzero(o_walk["lase"].to_numpy() == "stops here")[0])
+        o_change = pipeline.walkthrough_change(o_chains, o_pid, tau_lp, tau_h)
         o_problem = o_problems[o_pid]
         print(f"{o_label}, problem {o_pid}:", o_problem.prompt_text(), f"(gold {o_problem.gold})")
         display(o_walk)
@@ -462,11 +460,11 @@ if len(both) > 1:
                                        "each stage (green = right, red = wrong)")
         plots.savefig(fig, "pipeline_stage_walk_organism")
         plt.show()
-        display(Markdown(pipeline.describe_walk(o_walk, pipeline.walkthrough_change(o_chains, o_pid, tau_lp, tau_h))))
+        display(Markdown(pipeline.describe_walk(o_walk, o_change)))
         display(Markdown(transcripts.render_transcript(transcripts.transcript_entries(
-            o_run.calls, o_pid, stop_stage=o_stop, tau_lp=tau_lp, tau_h=tau_h, gold=o_problem.gold, kind=kind),
-            max_chars=900)))
-else:
+            o_run.calls, o_pid, stop_stage=o_change["stop"], tau_lp=tau_lp, tau_h=tau_h, gold=o_problem.gold,
+            kind=kind), max_chars=900)))
+if not others:
     print("no organism recording: the organism's walk-through is skipped")
 
 # %% [markdown]
