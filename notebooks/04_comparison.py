@@ -256,13 +256,10 @@ shown[["method", "avg tokens (completion)", "avg tokens (prompt+completion)", "t
 # problems only, beside the single agent, MV and LASE, so that it does not shrink the main table:
 
 # %%
-short_tables = {s: stats.comparison_table({k: tables[k] for k in ("single", "mv", "lase", s) if k in tables})
-                for s in short}
+short_tables = comparison.short_tables(tables, short)
 for s, t in short_tables.items():
     print(f"{labels.get(s, s)}: compared on the {int(t['n'].iloc[0])} problems it shares with the single agent, MV and LASE")
-    display(comparison.comparison_display(t, paper, configs)[
-        ["method", "accuracy % [95% CI]", "strict accuracy %", "avg tokens (prompt+completion)",
-         "x single (prompt+completion)", "McNemar p vs single", "McNemar p vs MV"]])
+    display(comparison.comparison_display(t, paper, configs)[comparison.SHORT_COLUMNS])
 
 # %% [markdown]
 # The paper columns are **the paper's numbers**: the Table 1 row chosen by the parameters
@@ -396,13 +393,10 @@ display(comparison.comparison_display_by_model(both, configs_by_model)[
     ["model", "method", "accuracy % [95% CI]", "strict accuracy %", "escalated %", "avg tokens (prompt+completion)",
      "x single (prompt+completion)", "vs single: +wins/-losses", "McNemar p vs single", "McNemar p vs MV"]])
 for m, short_runs in both.attrs["short"].items():  # as in 4.1: on their own problems, beside single, MV, LASE
-    for s in short_runs:
-        t = stats.comparison_table({k: tables_by_model[m][k] for k in ("single", "mv", "lase", s) if k in tables_by_model[m]})
+    for s, t in comparison.short_tables(tables_by_model[m], short_runs).items():
         print(f"{m}, {plots.label(s, configs_by_model[m].get(s))}: on the {int(t['n'].iloc[0])} problems it shares "
               "with the single agent, MV and LASE")
-        display(comparison.comparison_display(t, None, configs_by_model[m])[
-            ["method", "accuracy % [95% CI]", "strict accuracy %", "avg tokens (prompt+completion)",
-             "x single (prompt+completion)", "McNemar p vs single", "McNemar p vs MV"]])
+        display(comparison.comparison_display(t, None, configs_by_model[m])[comparison.SHORT_COLUMNS])
 fig = comparison.plot_accuracy_vs_tokens_by_model(both, labels=labels)
 plots.savefig(fig, "comparison_two_models")
 plt.show()

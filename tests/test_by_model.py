@@ -191,6 +191,11 @@ def test_comparison_by_model_stacks_the_one_model_tables(two):
     assert t.attrs["short"] == {"base": [], "again": []}
     few = comparison.comparison_by_model({"m": {k: tables["base"][k] for k in ("single", "lase", "lase-full")}})
     assert few["strategy"].tolist() == ["lase", "lase-full"] and few.attrs["short"] == {"m": ["single"]}
+    alone = comparison.short_tables(tables["base"], ["mad"])
+    assert list(alone) == ["mad"] and alone["mad"].index.tolist() == ["single", "mv", "lase", "mad"]
+    pd.testing.assert_frame_equal(alone["mad"], stats.comparison_table(
+        {k: tables["base"][k] for k in ("single", "mv", "lase", "mad")}))
+    assert set(comparison.SHORT_COLUMNS) <= set(comparison.comparison_display(alone["mad"]).columns)
     shown = comparison.comparison_display_by_model(t)
     assert shown.columns[0] == "model" and len(shown) == 10 and "accuracy % [95% CI]" in shown
     fig = comparison.plot_accuracy_vs_tokens_by_model(t)

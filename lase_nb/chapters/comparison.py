@@ -36,7 +36,8 @@ from .transcripts import answer_or_none, number_or_none
 
 __all__ = [
     "STRATEGY_ORDER", "paper_reference", "comparison_display", "mv_subsample", "mv_curve", "mv_sample_rows",
-    "compute_matched", "graded_calls", "seed_table", "claims_table", "split_by_coverage", "plot_accuracy_vs_tokens",
+    "compute_matched", "graded_calls", "seed_table", "claims_table", "split_by_coverage", "short_tables",
+    "SHORT_COLUMNS", "plot_accuracy_vs_tokens",
     "run_overview", "calls_per_problem", "describe_matched",
     "strategy_tables", "comparison_by_model", "comparison_display_by_model", "plot_accuracy_vs_tokens_by_model",
     "aim_check", "aim_display",
@@ -299,6 +300,17 @@ def split_by_coverage(tables: Mapping[str, pd.DataFrame], ratio: float = 0.8) ->
     counts = {s: int(t["problem_id"].nunique()) for s, t in tables.items()}
     cut = ratio * float(np.median(list(counts.values())))
     return [s for s in tables if counts[s] >= cut], [s for s in tables if counts[s] < cut]
+
+
+#: The columns of :func:`comparison_display` shown for a run of :func:`short_tables`.
+SHORT_COLUMNS = ["method", "accuracy % [95% CI]", "strict accuracy %", "avg tokens (prompt+completion)",
+                 "x single (prompt+completion)", "McNemar p vs single", "McNemar p vs MV"]
+
+
+def short_tables(tables: Mapping[str, pd.DataFrame], short: Iterable[str]) -> dict[str, pd.DataFrame]:
+    """Each run of ``short`` (:func:`split_by_coverage`) in a :func:`lase_nb.stats.comparison_table`
+    of its own, on the problems it shares with the single agent, MV and LASE (those present)."""
+    return {s: comparison_table({k: tables[k] for k in ("single", "mv", "lase", s) if k in tables}) for s in short}
 
 
 # ---------------------------------------------------------------------------------------------
