@@ -64,7 +64,7 @@ from IPython.display import HTML, Markdown, display
 
 from lase_nb import plots, stats
 from lase_nb.chapters import calibration, failures, pipeline
-from lase_nb.analysis import chains_from_stages, summarize
+from lase_nb.analysis import summarize
 from lase_nb.runs import chains_by_model, load_models, load_runs, problems_from_manifest
 
 plots.set_style()
@@ -201,10 +201,7 @@ for r in show.itertuples():
 # below, mixes three. The cost comes from replaying the gate on the full chains (no model calls).
 
 # %%
-esc = failures.escalation_by_level(first, tau_lp, tau_h)
-chains = chains_from_stages(lase.stages)
-levels = lase.problems.set_index(lase.problems["problem_id"].astype(str))["level"]
-cost = failures.cost_by_level(chains, levels, tau_lp, tau_h)
+esc, cost = failures.level_view(lase, tau_lp, tau_h)
 paper = failures.paper_escalation(tau_lp)
 fig = failures.plot_escalation(esc, cost, paper, tau_lp, tau_h)
 plots.savefig(fig, "failure_escalation")
@@ -223,10 +220,11 @@ display(Markdown(failures.describe_escalation(esc, cost, paper)))
 
 # %%
 models = load_models({"SmolLM2-135M": traces, "organism": organism_traces}, ["lase"], require=["lase"])
-by_model = failures.escalation_by_model(chains_by_model(models), tau_lp, tau_h)
+model_chains = chains_by_model(models)
+by_model = failures.escalation_by_model(model_chains, tau_lp, tau_h)
 display(by_model)
 display(Markdown(failures.describe_escalation_by_model(by_model)))
-display(pipeline.regime_table(chains_by_model(models), tau_lp, tau_h))  # each model's regime (chapter 03, 3.5)
+display(pipeline.regime_table(model_chains, tau_lp, tau_h))  # each model's regime (chapter 03, 3.5)
 
 # %% [markdown]
 # **Across difficulty, on one model.** The organism's recording mixes levels 1 to 3, so the same
@@ -235,10 +233,7 @@ display(pipeline.regime_table(chains_by_model(models), tau_lp, tau_h))  # each m
 
 # %%
 for label, model_runs in list(models.items())[1:]:
-    o_lase = model_runs["lase"]
-    o_esc = failures.escalation_by_level(calibration.confidence_frame(o_lase, stage=0), tau_lp, tau_h)
-    o_levels = o_lase.problems.set_index(o_lase.problems["problem_id"].astype(str))["level"]
-    o_cost = failures.cost_by_level(chains_from_stages(o_lase.stages), o_levels, tau_lp, tau_h)
+    o_esc, o_cost = failures.level_view(model_runs["lase"], tau_lp, tau_h)
     fig = failures.plot_escalation(o_esc, o_cost, paper, tau_lp, tau_h)
     fig.axes[0].set_title(f"{label}: " + fig.axes[0].get_title())
     plots.savefig(fig, "failure_escalation_by_level")

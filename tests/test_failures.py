@@ -276,3 +276,18 @@ def test_plot_escalation_draws_a_single_level_once():
     assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["level 1"]
     assert [t.get_text() for t in fig.axes[1].get_xticklabels()] == ["level 1"]
     plt.close(fig)
+
+
+def test_level_view_is_escalation_and_cost_by_level_of_one_run():
+    from pathlib import Path
+
+    from lase_nb.analysis import chains_from_stages
+    from lase_nb.chapters import calibration, failures
+    from lase_nb.runs import load_runs
+
+    run = load_runs(Path(__file__).resolve().parents[1] / "data" / "traces" / "arith-organism", ["lase"])["lase"]
+    esc, cost = failures.level_view(run, 0.8, 0.5)
+    levels = run.problems.set_index(run.problems["problem_id"].astype(str))["level"]
+    pd.testing.assert_frame_equal(esc, failures.escalation_by_level(calibration.confidence_frame(run, stage=0), 0.8, 0.5))
+    pd.testing.assert_frame_equal(cost, failures.cost_by_level(chains_from_stages(run.stages), levels, 0.8, 0.5))
+    assert esc["level"].tolist() == ["1", "2", "3", "all"] and cost["level"].tolist() == ["1", "2", "3", "all"]

@@ -43,6 +43,7 @@ __all__ = [
     "execution_failures",
     "outcome_counts",
     "escalation_by_level",
+    "level_view",
     "cost_by_level",
     "paper_escalation",
     "unparsed_by_stage",
@@ -263,6 +264,17 @@ def cost_by_level(chains: Any, levels: pd.Series, tau_lp: float, tau_h: float) -
                      "escalation_rate": (g["stop_stage"] > 0).mean(),
                      "solo_accuracy": g["solo_correct"].mean(), "lase_accuracy": g["correct"].mean()})
     return pd.DataFrame(rows)
+
+
+def level_view(run: Any, tau_lp: float, tau_h: float) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """:func:`escalation_by_level` and :func:`cost_by_level` of one full-chain LASE run (a
+    :class:`lase_nb.runs.Run`): its leader's first answers, its chains and its problems' levels."""
+    from ..analysis import chains_from_stages
+    from .calibration import confidence_frame
+
+    levels = run.problems.set_index(run.problems["problem_id"].astype(str))["level"]
+    esc = escalation_by_level(confidence_frame(run, stage=0), tau_lp, tau_h)
+    return esc, cost_by_level(chains_from_stages(run.stages), levels, tau_lp, tau_h)
 
 
 def paper_escalation(tau_lp: float | None = None) -> dict[str, float]:
