@@ -1,15 +1,18 @@
-"""The organism's skills on held-out problems, measured through the real pipeline.
+"""The organism's skills on calibration problems, measured through the real pipeline.
 
     .venv/bin/python benchmarks/organism_skills.py                 # the committed adapter
     .venv/bin/python benchmarks/organism_skills.py --model PATH    # another merged model folder
 
-On ``--n`` held-out problems of levels 1-3 (seed 7, never trained on) the single agent answers
-zero-shot; on the first ``--n-chain`` of them the full LASE chain runs with every stage forced.
-It reports solve accuracy per level, the gate's AUROC and reliability bins, how often each
-supporter's note flags a wrong step on wrong and on right attempts, and among problems the gate
-escalates at the default thresholds how many wrong first answers end right (fixed) and right ones
-end wrong (broken), with every stage forced and with LASE gated. Runs go to ``build/organism/eval``
-(not ``data/traces``); ``--manifest`` writes the numbers into ``data/organism/manifest.json``.
+On ``--n`` calibration problems of levels 1-3 (the eval split, disjoint by content from every
+training set; seed ``organism.EVAL_SEEDS["calibrate"]``, never recorded) the single agent answers
+zero-shot; on the first ``--n-chain`` of them the full LASE chain runs with every stage forced,
+and gated LASE runs on all ``--n`` at the default thresholds. It reports solve accuracy per
+level, the gate's AUROC and reliability bins, how often each supporter's note flags a failing
+step on wrong and on right attempts, how many notes state the answer (:mod:`lase_nb.notes`), and
+among escalated problems how many wrong first answers end right (fixed) and right ones end wrong
+(broken), forced and gated, with the gated gain's exact McNemar test and paired bootstrap
+interval. Runs go to ``build/organism/eval`` (not ``data/traces``); ``--manifest`` writes the
+numbers into the manifest given (``data/organism/manifest.json`` by default).
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ sys.path.insert(0, str(ROOT))
 from lase_nb import organism, stats  # noqa: E402
 from lase_nb.backends.local import ORGANISM_MODEL, LocalBackend  # noqa: E402
 from lase_nb.cache import CallCache  # noqa: E402
-from lase_nb.chapters.failures import mentions  # noqa: E402
+from lase_nb.notes import count_answer_notes  # noqa: E402
 from lase_nb.confidence import uncertain_mask  # noqa: E402
 from lase_nb.engine import Engine  # noqa: E402
 from lase_nb.runner import run_problems  # noqa: E402
@@ -75,20 +78,10 @@ def solve_report(problems, results, cfg) -> dict:
     }
 
 
-def notes_with_answer(calls, gold: str, question: str) -> Counter:
-    """Per supporter role, how many of its notes bring in the final answer: the gold appears in
-    the note but neither in the question nor in the attempt the note reviewed (the leader's reply
-    of the stage before). ``calls`` are one problem's calls, each with role, stage and text."""
-    attempts = {c.stage: c.text for c in calls if c.role == "leader"}
-    return Counter(c.role for c in calls if c.role in organism.NOTES and mentions(c.text, gold)
-                   and not mentions(question, gold) and not mentions(attempts.get(c.stage - 1), gold))
-
-
 def chain_report(problems, results) -> dict:
     """Reviewer flags, fixes and breaks, from full chains (every stage forced)."""
     by_id = {p.id: p for p in problems}
     flags: dict[str, dict[str, list[int]]] = {}
-    answer_in_note = Counter()
     for r in results:
         calls = r.calls + r.recording_calls
         for c in calls:
@@ -99,12 +92,9 @@ def chain_report(problems, results) -> dict:
             key = "right" if before else "wrong"
             f[key][0] += organism.note_flags(c.text)
             f[key][1] += 1
-        p = by_id[r.problem_id]
-        answer_in_note += notes_with_answer(calls, p.gold, p.question)
     esc = [r for r in results if r.stages[0].uncertain]
     first_wrong = [r for r in esc if not r.stages[0].correct]
     first_right = [r for r in esc if r.stages[0].correct]
-    notes = Counter(c.role for r in results for c in r.calls + r.recording_calls if c.role in organism.NOTES)
     n = len(results)
     return {
         "problems": n,
@@ -119,19 +109,41 @@ def chain_report(problems, results) -> dict:
                   "broken": _rate(sum(not r.correct for r in first_right), len(first_right)),
                   "accuracy": _rate(sum(r.correct for r in results), n),
                   "single_accuracy": _rate(sum(r.stages[0].correct for r in results), n)},
-        # notes that bring in the final answer (absent from the question and the reviewed attempt)
-        "notes_with_final_answer": {role: _rate(answer_in_note[role], notes[role]) for role in notes},
+        "notes_stating_answer": _answer_notes(results, problems),
     }
+
+
+def _answer_notes(results, problems) -> dict:
+    return {role: {k: _rate(v["k"], v["n"]) for k, v in d.items()}
+            for role, d in count_answer_notes(results, problems).items()}
+
+
+def gated_report(problems, results) -> dict:
+    """Gated LASE against its own stage 0 (the leader alone) on the same problems."""
+    alone = np.array([r.stages[0].correct for r in results])
+    lase = np.array([r.correct for r in results])
+    esc = np.array([r.stages[0].uncertain for r in results])
+    test = stats.paired_test(lase, alone, n_boot=5000)
+    tokens = np.array([sum(c.prompt_tokens + c.completion_tokens for c in r.calls) for r in results])
+    lead = np.array([sum(c.prompt_tokens + c.completion_tokens for c in r.calls if c.stage == 0) for r in results])
+    return {"problems": len(results), "accuracy": _rate(lase.sum(), len(lase)),
+            "leader_alone": _rate(alone.sum(), len(alone)), "escalated": _rate(esc.sum(), len(esc)),
+            "fixed": _rate(int((esc & ~alone & lase).sum()), int((esc & ~alone).sum())),
+            "broken": _rate(int((esc & alone & ~lase).sum()), int((esc & alone).sum())),
+            "gain": {k: (round(float(v), 4) if isinstance(v, float) else v) for k, v in test.items()},
+            "token_ratio": round(float(tokens.sum() / lead.sum()), 3),
+            "notes_stating_answer": _answer_notes(results, problems)}
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", default=ORGANISM_MODEL)
-    ap.add_argument("--n", type=int, default=240)
-    ap.add_argument("--n-chain", type=int, default=120)
+    ap.add_argument("--n", type=int, default=300)
+    ap.add_argument("--n-chain", type=int, default=100)
     ap.add_argument("--max-batch", type=int, default=16)
     ap.add_argument("--out", type=Path, default=ROOT / "build" / "organism" / "eval")
-    ap.add_argument("--manifest", action="store_true", help="write the numbers into data/organism/manifest.json")
+    ap.add_argument("--manifest", action="store_true", help="write the numbers into --manifest-path")
+    ap.add_argument("--manifest-path", type=Path, default=organism.ORGANISM_DIR / "manifest.json")
     args = ap.parse_args(argv)
 
     t0 = time.perf_counter()
@@ -141,7 +153,7 @@ def main(argv=None) -> int:
     cfg = StrategyConfig(examples=0)
     problems = organism.eval_problems(args.n)
     meta = provenance(backend="local", model=args.model, dataset="arith", levels=[1, 2, 3],
-                      seed=organism.SEEDS["eval"], examples=0)
+                      seed=organism.EVAL_SEEDS["calibrate"], split="eval", examples=0)
     single = run_problems("single", problems, engine, cfg)
     write_run(args.out / "single", single, problems, {**meta, "strategy": "single", "n": len(problems)})
     chain_problems = problems[:args.n_chain]
@@ -149,14 +161,18 @@ def main(argv=None) -> int:
     chains = run_problems("lase", chain_problems, engine, full_cfg)
     write_run(args.out / "lase-full", chains, chain_problems,
               {**meta, "strategy": "lase", "full_chain": True, "n": len(chain_problems)})
-    report = {"model": args.model, "problems_seed": organism.SEEDS["eval"], "levels": [1, 2, 3],
+    gated = run_problems("lase", problems, engine, cfg)
+    write_run(args.out / "lase", gated, problems, {**meta, "strategy": "lase", "n": len(problems)})
+    report = {"model": args.model, "problems_seed": organism.EVAL_SEEDS["calibrate"], "split": "eval",
+              "levels": [1, 2, 3],
               "solve": solve_report(problems, single, cfg), "chain": chain_report(chain_problems, chains),
+              "gated": gated_report(problems, gated),
               "wall_s": round(time.perf_counter() - t0, 1), "device": "cpu",
               "date": time.strftime("%Y-%m-%d")}
     (args.out / "report.json").write_text(json.dumps(report, indent=1, default=str) + "\n")
     print(json.dumps(report, indent=1, default=str))
     if args.manifest:
-        path = organism.ORGANISM_DIR / "manifest.json"
+        path = args.manifest_path
         manifest = json.loads(path.read_text())
         manifest["evaluation"] = report
         path.write_text(json.dumps(manifest, indent=1, default=str) + "\n")

@@ -32,7 +32,10 @@ from .types import KIND_CHOICE, KIND_MATH, KIND_NUMBER, Problem
 __all__ = [
     "DATASETS",
     "PAPER_SETS",
+    "SPLITS",
     "arithmetic_problems",
+    "content_key",
+    "split_of",
     "load_dataset",
     "load_math500",
     "load_math_level5",
@@ -91,9 +94,11 @@ Built = tuple[str, int, list[Op], str]  # text, start value, operations, topic
 
 
 class _Ctx:
-    """Names and nouns for one problem, drawn from the problem's own RNG."""
+    """Names and nouns for one problem, drawn from the problem's own RNG; ``wide`` asks level 1
+    for its wider number ranges (the train / eval splits, :func:`arithmetic_problems`)."""
 
-    def __init__(self, rng: random.Random):
+    def __init__(self, rng: random.Random, wide: bool = False):
+        self.wide = wide
         people = rng.sample(_PEOPLE, 2)
         self.name, self.p, self.poss = people[0]
         self.P = self.p.capitalize()
@@ -108,9 +113,21 @@ def _r(rng: random.Random, lo: int, hi: int) -> int:
 
 
 # Level 1: one step. Operands are single digits (a subtrahend's minuend up to 12).
-def _one_step(g: random.Random, op: str) -> tuple[int, int]:
+def _one_step(g: random.Random, op: str, wide: bool = False) -> tuple[int, int]:
     """Level 1's operands ``(a, b)`` for ``a op b``: single digits, a minuend up to 12, and a
-    dividend up to 12 that ``b`` divides."""
+    dividend up to 12 that ``b`` divides. ``wide`` (the splits): a sum of up to 49 and 19, a
+    minuend from 10 to 60, a product of up to 29 and 9, a quotient up to 19, so that each split
+    holds a few thousand distinct level-1 problems."""
+    if wide:
+        if op == "-":
+            a = _r(g, 10, 60)
+            return a, _r(g, 2, min(19, a - 1))
+        if op == "/":
+            b = _r(g, 2, 9)
+            return b * _r(g, 2, 19), b
+        if op == "*":
+            return _r(g, 2, 29), _r(g, 2, 9)
+        return _r(g, 2, 49), _r(g, 2, 19)
     if op == "-":
         a = _r(g, 5, 12)
         return a, _r(g, 2, a - 1)
@@ -150,7 +167,7 @@ _LEVEL1 = (
 def _level1(name: str, question: str, op: str, topic: str) -> Callable[[random.Random, _Ctx], Built]:
     """A level-1 template as a builder (named ``_l1_<name>``: the problem's ``template``)."""
     def build(g: random.Random, c: _Ctx) -> Built:
-        a, b = _one_step(g, op)
+        a, b = _one_step(g, op, c.wide)
         return question.format(a=a, b=b, c=c), a, [(op, b)], topic
 
     build.__name__ = f"_l1_{name}"
@@ -333,7 +350,25 @@ def _run_chain(start: int, ops: Sequence[Op]) -> tuple[int, list[str]]:
 DEFAULT_LEVELS: tuple[int, ...] = (1,)
 
 
-def arithmetic_problems(n: int, seed: int = 0, levels: Sequence[int] = DEFAULT_LEVELS) -> list[Problem]:
+#: The two disjoint parts of the problem space (by content: template and numbers).
+SPLITS: tuple[str, ...] = ("train", "eval")
+
+
+def content_key(template: str, start: int, ops: Sequence[Sequence[Any]]) -> str:
+    """What makes two generated problems the same problem: the template and its numbers (names,
+    items and wording aside)."""
+    return f"{template}|{start}|" + ",".join(f"{op}{v}" for op, v in ops)
+
+
+def split_of(key: str) -> str:
+    """The split a problem's :func:`content_key` belongs to: a fixed hash, half and half."""
+    import hashlib
+
+    return SPLITS[hashlib.sha256(key.encode()).digest()[0] % 2]
+
+
+def arithmetic_problems(n: int, seed: int = 0, levels: Sequence[int] = DEFAULT_LEVELS,
+                        split: str | None = None) -> list[Problem]:
     """Generate ``n`` arithmetic word problems (the project's default, offline data set).
 
     Level L takes L arithmetic steps (add, subtract, multiply, exact divide) about items, money
@@ -344,6 +379,13 @@ def arithmetic_problems(n: int, seed: int = 0, levels: Sequence[int] = DEFAULT_L
     ``(seed, L, k)``, so a larger ``n`` extends a smaller one. Ids look like ``arith-L1-0007``;
     ``meta`` holds ``level``, ``steps``, ``start``, ``ops`` (the chain ``[[op, operand], ...]``
     folded left to right gives the gold answer), ``template``, ``topic`` and ``solution``.
+
+    ``split`` ("train" or "eval") draws only problems of that part of the problem space, split
+    by a hash of template and numbers (:func:`split_of`), so that a model trained on one part
+    never meets an evaluation problem's template and numbers, whatever the seeds; level 1 then
+    uses wider number ranges (a few thousand distinct problems in each part), no two problems
+    of a set share template and numbers, and ids carry the split (``arith-eval-L1-0007``).
+    ``split=None`` is the original generator, unchanged (the recordings regenerate with it).
     """
     if isinstance(n, bool) or not isinstance(n, int) or n < 0:
         raise ConfigError(f"n must be a non-negative integer, got {n!r}")
@@ -351,6 +393,8 @@ def arithmetic_problems(n: int, seed: int = 0, levels: Sequence[int] = DEFAULT_L
     if not levels or any(lv not in _TEMPLATES for lv in levels):
         raise ConfigError(f"levels must be a non-empty sequence drawn from {sorted(_TEMPLATES)}, "
                           f"got {levels!r}")
+    if split is not None and split not in SPLITS:
+        raise ConfigError(f"split must be one of {SPLITS} or None, got {split!r}")
     made: dict[int, int] = {lv: 0 for lv in levels}
     seen: dict[int, set[str]] = {lv: set() for lv in levels}
     out: list[Problem] = []
@@ -358,19 +402,34 @@ def arithmetic_problems(n: int, seed: int = 0, levels: Sequence[int] = DEFAULT_L
         lv = levels[i % len(levels)]
         k = made[lv]
         made[lv] += 1
-        for attempt in range(100):
-            rng = random.Random(f"arith:{seed}:{lv}:{k}:{attempt}")
-            tmpl = rng.choice(_TEMPLATES[lv])
-            text, start, ops, topic = tmpl(rng, _Ctx(rng))
-            if text not in seen[lv]:
-                break
-        seen[lv].add(text)
+        if split is None:
+            for attempt in range(100):
+                rng = random.Random(f"arith:{seed}:{lv}:{k}:{attempt}")
+                tmpl = rng.choice(_TEMPLATES[lv])
+                text, start, ops, topic = tmpl(rng, _Ctx(rng))
+                if text not in seen[lv]:
+                    break
+            seen[lv].add(text)
+            pid = f"arith-L{lv}-{k:04d}"
+        else:
+            for attempt in range(10_000):
+                rng = random.Random(f"arith:{split}:{seed}:{lv}:{k}:{attempt}")
+                tmpl = rng.choice(_TEMPLATES[lv])
+                text, start, ops, topic = tmpl(rng, _Ctx(rng, wide=True))
+                key = content_key(tmpl.__name__.lstrip("_"), start, ops)
+                if key not in seen[lv] and split_of(key) == split:
+                    break
+            else:
+                raise ConfigError(f"the {split} split has too few distinct level-{lv} problems for n={n}")
+            seen[lv].add(key)
+            pid = f"arith-{split}-L{lv}-{k:04d}"
         answer, lines = _run_chain(start, ops)
         out.append(Problem(
-            id=f"arith-L{lv}-{k:04d}", question=text, gold=str(answer), kind=KIND_NUMBER,
+            id=pid, question=text, gold=str(answer), kind=KIND_NUMBER,
             meta={"level": lv, "steps": len(ops), "start": start,
                   "ops": [[op, v] for op, v in ops], "template": tmpl.__name__.lstrip("_"),
-                  "topic": topic, "solution": "\n".join(lines), "dataset": "arith"},
+                  "topic": topic, "solution": "\n".join(lines), "dataset": "arith",
+                  **({"split": split} if split else {})},
         ))
     return out
 
@@ -858,7 +917,7 @@ def _hub_dump(name: str, folder: str) -> str:
 
 def load_dataset(name: str = "arith", path: "str | os.PathLike[str] | None" = None,
                  n: int | None = None, seed: int = 0,
-                 levels: Sequence[int] | None = None) -> list[Problem]:
+                 levels: Sequence[int] | None = None, split: str | None = None) -> list[Problem]:
     """Load a data set by name (see :data:`DATASETS`).
 
     ``arith`` is generated (``n`` defaults to 50; it takes no path). The paper's sets are read
@@ -866,7 +925,8 @@ def load_dataset(name: str = "arith", path: "str | os.PathLike[str] | None" = No
     chosen with ``seed`` is returned in file order (MMLU-Pro: stratified by category); when it is
     larger, the whole set. ``seed`` also fixes the option shuffles of GPQA and TruthfulQA.
     ``levels`` (``arith`` only) picks the difficulty levels to interleave (default
-    :data:`DEFAULT_LEVELS`).
+    :data:`DEFAULT_LEVELS`); ``split`` (``arith`` only) draws from one part of the problem space
+    (see :func:`arithmetic_problems`).
     Without ``path``, the hub is used only if the ``datasets`` package is installed and the
     environment sets ``LASE_ALLOW_HUB=1``.
     """
@@ -879,9 +939,9 @@ def load_dataset(name: str = "arith", path: "str | os.PathLike[str] | None" = No
             raise ConfigError("the 'arith' data set is generated; it takes no data path "
                               "(pass n and seed instead)")
         return arithmetic_problems(50 if n is None else n, seed=seed,
-                                   levels=DEFAULT_LEVELS if levels is None else levels)
-    if levels is not None:
-        raise ConfigError(f"levels apply to the generated 'arith' set only, not to {name!r}")
+                                   levels=DEFAULT_LEVELS if levels is None else levels, split=split)
+    if levels is not None or split is not None:
+        raise ConfigError(f"levels and split apply to the generated 'arith' set only, not to {name!r}")
     if path is None:
         if os.environ.get("LASE_ALLOW_HUB") == "1":
             try:

@@ -34,18 +34,37 @@ from typing import Sequence
 
 from . import prompts
 from .datasets import arithmetic_problems
+from .notes import states_answer
 from .types import Message, Problem
 
 #: Alias of the organism for the local backend (``--model organism``).
 ORGANISM = "organism"
 #: Where the committed adapter and its manifest live (beside the recorded traces).
 ORGANISM_DIR = Path(__file__).resolve().parent.parent / "data" / "organism"
-#: Seeds of the generated problems: each use gets its own, so evaluation never meets a training problem;
-#: "eval" chose between recipe variants, so the recordings the chapters read use "record", never looked at before.
+#: The organism's problem sets, each as the keyword arguments of
+#: :func:`~lase_nb.datasets.arithmetic_problems` that regenerate it. Training draws from the
+#: "train" split, evaluation and recordings from the "eval" split: disjoint by template and
+#: numbers, whatever the seeds. "calibrate" chooses thresholds and recipes; "record" is never
+#: looked at before the recordings.
+TRAINING_SETS: dict[str, dict] = {
+    "solve": {"n": 1500, "seed": 201, "levels": [1, 2, 3], "split": "train"},
+    "sample": {"n": 700, "seed": 202, "levels": [1, 2, 3], "split": "train"},
+    "solve2": {"n": 150, "seed": 203, "levels": [1, 2, 3], "split": "train"},
+}
+EVAL_SEEDS = {"calibrate": 21, "record": 22}
+#: Seeds of the telling variant (v4, superseded): its problems came from the original generator
+#: (no split), held out by seed only. Kept so that its recordings regenerate.
 SEEDS = {"solve": 101, "sample": 102, "solve2": 103, "one_step": 104, "solve3": 105, "eval": 7, "calibrate": 11,
          "record": 8}
-#: The seeds whose problems the organism was trained on (never evaluate or record on them).
+#: The seeds whose problems v4 was trained on.
 TRAINING_SEEDS = frozenset(SEEDS[k] for k in ("solve", "sample", "solve2", "one_step", "solve3"))
+
+
+def training_problems(name: str, n: int | None = None) -> list[Problem]:
+    """One of :data:`TRAINING_SETS`, regenerated (its first ``n`` problems when ``n`` is given)."""
+    kw = dict(TRAINING_SETS[name])
+    size = kw.pop("n")
+    return arithmetic_problems(size if n is None else n, **kw)
 
 _SIGN = {"+": "+", "-": "-", "*": "×", "/": "÷"}
 _OP_OF = {"+": "+", "-": "-", "×": "*", "x": "*", "*": "*", "÷": "/", "/": "/"}
@@ -147,38 +166,6 @@ def _phrase(text: str, start: int, end: int) -> str:
     return " ".join(words)
 
 
-def decompose(a: int, op: str, b: int) -> str:
-    """Recompute ``a op b`` by a method other than recall: tens and ones, bridging through a ten,
-    splitting a factor, or checking a quotient by multiplying back."""
-    if op == "+":
-        c = a + b
-        if b >= 10:
-            t, o = b - b % 10, b % 10
-            return f"{a} + {b} = {a} + {t} + {o} = {a + t} + {o} = {c}" if o else f"{a} + {b} = {c}"
-        x = (10 - a % 10) % 10
-        if 0 < x < b:
-            return f"{a} + {b} = {a} + {x} + {b - x} = {a + x} + {b - x} = {c}"
-        return f"{a} + {b} = {c}"
-    if op == "-":
-        c = a - b
-        if b >= 10:
-            t, o = b - b % 10, b % 10
-            return f"{a} - {b} = {a} - {t} - {o} = {a - t} - {o} = {c}" if o else f"{a} - {b} = {c}"
-        x = a % 10
-        if 0 < x < b and a > 10:
-            return f"{a} - {b} = {a} - {x} - {b - x} = {a - x} - {b - x} = {c}"
-        return f"{a} - {b} = {c}"
-    if op == "*":
-        c = a * b
-        big, small = (b, a) if b >= a else (a, b)
-        if big >= 10 and big % 10:
-            t, o = big - big % 10, big % 10
-            return (f"{a} × {b} = {small} × {t} + {small} × {o} = {small * t} + {small * o} = {c}")
-        return f"{a} × {b} = {c}"
-    c = a // b
-    return f"{a} ÷ {b} = {c}, since {c} × {b} = {a}"
-
-
 def column(a: int, op: str, b: int) -> tuple[str, int | None]:
     """Recompute ``a op b`` digit by digit from one-digit facts, as on paper: the ones first (with
     the carry or borrow they make), then the tens. A product multiplies the longer number by the
@@ -226,34 +213,7 @@ def column(a: int, op: str, b: int) -> tuple[str, int | None]:
     return "; ".join(x for x in (ones, tens, f"so {c}") if x), c
 
 
-def inverse_check(step: Step) -> str:
-    """Check a written step backwards: undo its operation on its result (a product by swapping
-    its factors)."""
-    a, b, c = step.a, step.b, step.c
-    if step.op == "+":
-        back, got, want = f"{c} - {b} = {c - b}", c - b, a
-    elif step.op == "-":
-        back, got, want = f"{c} + {b} = {c + b}", c + b, a
-    elif step.op == "*":
-        back, got, want = f"{b} × {a} = {a * b}", a * b, c
-    else:
-        back, got, want = f"{c} × {b} = {c * b}", c * b, a
-    return f"{back}, so it holds" if got == want else f"{back}, not {want}"
-
-
-def _step_attempt(steps: Sequence[Step], i: int, g: Step) -> str:
-    """What the attempt wrote for step ``i``: its value alone when it used the right numbers."""
-    if i >= len(steps):
-        return "the attempt has no such step"
-    s = steps[i]
-    return f"the attempt has {s.c}" if (s.a, s.op, s.b) == (g.a, g.op, g.b) else f"the attempt has {s}"
-
-
-def _numbers(problem: Problem) -> str:
-    return "Numbers: " + ", ".join(f"{v} '{p}'" for v, p in number_sources(problem)) + "."
-
-
-# --- the three supporters' notes ---------------------------------------------------------------
+# --- the three supporters' notes: they point at an error, never tell the answer ------------------
 
 def _expected(problem: Problem, label: Label) -> list[Step]:
     """Each step as it should read given the attempt's own earlier results: the problem's
@@ -270,102 +230,66 @@ def _expected(problem: Problem, label: Label) -> list[Step]:
     return out
 
 
-def _verdict(label: Label, gold: Sequence[Step], none_wrong: str, wrong: str) -> str:
-    """A note's last line: ``none_wrong`` when no step is wrong, else ``wrong`` with ``{k}`` the
-    first wrong step (counted from 1) and ``{right}`` that step done right."""
-    if label.first_wrong is None:
-        return none_wrong
-    return wrong.format(k=label.first_wrong + 1, right=gold[label.first_wrong])
+@dataclass(frozen=True)
+class Fault:
+    """The first step of an attempt that fails, and how: ``start`` (it does not begin from the
+    previous result), ``operation``, ``operand``, ``result`` (a slip in the arithmetic) or
+    ``missing`` (the attempt stops before it)."""
+
+    step: int
+    kind: str
+    written: Step | None
+    expected: Step
+
+
+def first_fault(problem: Problem, label: Label) -> Fault | None:
+    """Where and how an attempt first departs from the problem (None when every step holds)."""
+    got = label.steps
+    for i, e in enumerate(_expected(problem, label)):
+        if i >= len(got):
+            return Fault(i, "missing", None, e)
+        s = got[i]
+        for kind, ok in (("start", s.a == e.a), ("operation", s.op == e.op), ("operand", s.b == e.b),
+                         ("result", s.c == e.c)):
+            if not ok:
+                return Fault(i, kind, s, e)
+    return None
 
 
 def _sources(src: Sequence[tuple[int, str]], i: int) -> str:
     """Where step ``i``'s numbers come from: the operand's phrase (and the start's, for step 1)."""
-    return f"'{src[i + 1][1]}' gives" if i else f"'{src[0][1]}', '{src[1][1]}' give"
+    return f"'{src[i + 1][1]}' gives" if i else f"'{src[0][1]}' and '{src[1][1]}' give"
 
 
-def _compared(got: Sequence[Step], i: int, e: Step, c: int | None) -> str:
-    """The end of a checked step: what the attempt wrote for it, then ``same`` or ``different``
-    (the two numbers side by side, so the verdict is a comparison, not a judgement)."""
-    if i >= len(got):
-        return "the attempt has no such step: missing"
-    s = got[i]
-    if (s.a, s.op, s.b) != (e.a, e.op, e.b):
-        return f"the attempt has {s}: different"
-    return f"the attempt has {s.c}: {'same' if s.c == c else 'different'}"
-
-
-def devil_note(problem: Problem, label: Label) -> str:
-    """The devil's advocate: for each step, where its number comes from (the problem's phrase),
-    the step recomputed digit by digit (:func:`column`) from the attempt's own previous value,
-    and only then what the attempt wrote, compared (``same`` / ``different``); a last line naming
-    the first wrong step and its right value, or the riskiest step when none is wrong."""
-    gold, got = gold_steps(problem), label.steps
-    src = number_sources(problem)
-    lines = []
-    for i, e in enumerate(_expected(problem, label)):
-        work, c = column(e.a, e.op, e.b)
-        lines.append(f"Step {i + 1}: {_sources(src, i)} {e.expr}: {work}; {_compared(got, i, e, c)}.")
-    lines.append(_verdict(label, gold, f"No step is wrong; the riskiest is step {_riskiest(gold) + 1}.",
-                          "Step {k} is wrong: it should be {right}."))
-    return "\n".join(lines)
-
-
-def _backwards(s: Step) -> tuple[str, int | None, int]:
+def _backwards(s: Step) -> tuple[str, int | None]:
     """A written step undone: its result taken back through the inverse operation, digit by
-    digit. Returns the working, the value it gives and the value it should give."""
-    if s.op == "+":
-        work, v = column(s.c, "-", s.b) if s.c >= s.b else (f"{s.c} - {s.b} is below zero", None)
-        return f"{s.c} - {s.b}: {work}", v, s.a
-    if s.op == "-":
-        work, v = column(s.c, "+", s.b)
-        return f"{s.c} + {s.b}: {work}", v, s.a
-    if s.op == "*":
-        work, v = column(s.c, "/", s.b)
-        return f"{s.c} ÷ {s.b}: {work}", v, s.a
-    work, v = column(s.c, "*", s.b)
-    return f"{s.c} × {s.b}: {work}", v, s.a
+    digit (a product divided by its factor, a quotient multiplied back). Returns the working and
+    the value it gives back, which must be where the step began; never the step's own result."""
+    inverse = {"+": "-", "-": "+", "*": "/", "/": "*"}[s.op]
+    if inverse == "-" and s.c < s.b:
+        return f"{s.c} - {s.b} is below zero", None
+    work, v = column(s.c, inverse, s.b)
+    return f"{s.c} {_SIGN[inverse]} {s.b}: {work}", v
 
 
-def collaborator_note(problem: Problem, label: Label) -> str:
-    """The collaborator: checks every written step backwards (its result through the inverse
-    operation, digit by digit, must give back where the step began) and each operand against
-    the problem, then says where to redo the work."""
-    gold, got = gold_steps(problem), label.steps
-    src = number_sources(problem)
-    lines = ["Each step checked backwards."]
-    for i, e in enumerate(_expected(problem, label)):
-        if i >= len(got):
-            lines.append(f"Step {i + 1} is missing: '{src[i + 1][1]}' gives {_SIGN[e.op]} {e.b}.")
-            continue
-        s = got[i]
-        if (s.a, s.op, s.b) != (e.a, e.op, e.b):
-            lines.append(f"Step {i + 1} uses {s.expr}, but '{src[i + 1][1]}' gives {e.expr}: different.")
-            continue
-        work, v, want = _backwards(s)
-        lines.append(f"Step {i + 1}: {work}; it began at {want}: {'same' if v == want else 'different'}.")
-    lines.append(_verdict(label, gold, "Every step holds.",
-                          "So step {k} is wrong: it should be {right}. Redo the work from there."))
-    return "\n".join(lines)
-
-
-def expert_note(problem: Problem, label: Label) -> str:
-    """The senior expert: names the step that decides the answer and what the problem's words mean there."""
-    gold = gold_steps(problem)
-    src = number_sources(problem)
-    k = _riskiest(gold) if label.first_wrong is None else label.first_wrong
-    g = gold[k]
-    v, phrase = src[k + 1]
-    head = f"The key step is step {k + 1}: '{phrase}' {_CONCEPT[g.op]}, so {g.expr}: {column(g.a, g.op, g.b)[0]}."
-    if label.first_wrong is None:
-        return head + " The attempt does this right, and every step follows the problem's order."
-    mine = _step_attempt(label.steps, k, g)
-    tail = " Every later step must start from this value." if k + 1 < len(gold) else ""
-    return f"{head} But {mine}.{tail}"
-
-
-NOTES = {"devil": devil_note, "collaborator": collaborator_note, "expert": expert_note}
-#: How often each role's note is drawn for a training attempt (devil's advocate, collaborator, expert).
-ROLE_WEIGHTS = (3, 1, 1)
+def _check_line(i: int, s: Step, e: Step, src: Sequence[tuple[int, str]], detail: int) -> tuple[str, bool]:
+    """The devil's check of one written step, and whether it holds. ``detail`` 2 shows the
+    backwards working digit by digit, 1 only its result, 0 only whether it gives back the start
+    (used when a fuller line would state the answer)."""
+    head = f"Step {i + 1}: {_sources(src, i)} {e.expr}"
+    if (s.a, s.op, s.b) != (e.a, e.op, e.b):
+        return f"{head}, but the attempt writes {s.expr}: it fails.", False
+    work, v = _backwards(s)
+    holds = v == s.a
+    if detail == 2:
+        back = f"back, {work}"
+    elif detail == 1:
+        back = f"back, {work.split(':')[0]} = {v}" if v is not None else f"back, {work}"
+    else:
+        back = f"back, {s.c} {_SIGN[{'+': '-', '-': '+', '*': '/', '/': '*'}[s.op]]} {s.b} " + \
+               ("gives" if holds else "does not give")
+        return f"{head}; {back} {s.a}: {'it holds' if holds else 'it fails'}.", holds
+    return f"{head}; {back}; it began at {s.a}: {'it holds' if holds else 'it fails'}.", holds
 
 
 def _riskiest(steps: Sequence[Step]) -> int:
@@ -376,31 +300,179 @@ def _riskiest(steps: Sequence[Step]) -> int:
     return max(range(len(steps)), key=lambda i: risk(steps[i]))
 
 
-#: How a note says it found a wrong step (what the skill evaluation counts as a flag).
-FLAG = re.compile(r"\b[Ss]tep \d+ is wrong\b|\bis missing\b|\bBut the attempt has\b")
+def _attempt_of(label: Label) -> str:
+    return solution_text(label.steps) if label.steps else ""
+
+
+def _obeys(note: str, problem: Problem, attempt: str) -> bool:
+    return not states_answer(note, problem.gold, problem.question, attempt)
+
+
+def devil_note(problem: Problem, label: Label, attempt: str | None = None) -> str:
+    """The devil's advocate: each written step checked, in order, by where its numbers come from
+    (the problem's phrase) and by taking its result back through the inverse operation, up to
+    the first step that fails; a last line naming that step and what to redo (never its right
+    value), or, when every step holds, the riskiest step for the leader to defend. Lines whose
+    working would state the final answer are written with less detail (:func:`lase_nb.notes.states_answer`)."""
+    attempt = _attempt_of(label) if attempt is None else attempt
+    src = number_sources(problem)
+    fault = first_fault(problem, label)
+    expected = _expected(problem, label)
+    last = fault.step if fault else len(label.steps) - 1
+    note = ""
+    for detail in (2, 1, 0):
+        lines = []
+        for i in range(min(last + 1, len(label.steps))):
+            lines.append(_check_line(i, label.steps[i], expected[i], src, detail)[0])
+        if fault is None:
+            r = _riskiest(label.steps)
+            lines.append(f"Every step holds; the riskiest is step {r + 1}, {label.steps[r].expr}: defend it.")
+        elif fault.kind == "missing":
+            lines.append(f"Step {fault.step + 1}: {_sources(src, fault.step)} {fault.expected.expr}, "
+                         f"but the attempt stops before it: it fails.")
+            lines.append(f"Step {fault.step + 1} is missing: add {fault.expected.expr}.")
+        elif fault.kind == "result":
+            lines.append(f"Step {fault.step + 1} fails: redo {fault.written.expr} column by column.")
+        elif fault.kind == "start":
+            lines.append(f"Step {fault.step + 1} fails: it must start from {fault.expected.a}.")
+        else:
+            lines.append(f"Step {fault.step + 1} fails: redo it as {fault.expected.expr}.")
+        note = "\n".join(lines)
+        if _obeys(note, problem, attempt):
+            break
+    return note
+
+
+_HOW = {"+": "carry a ten when the ones pass 9", "-": "borrow a ten when the ones are too small",
+        "*": "multiply the ones first, carry, then the tens", "/": "use the times table of the divisor"}
+
+
+def collaborator_note(problem: Problem, label: Label, attempt: str | None = None) -> str:
+    """The collaborator: a method for the step to redo (columns, rereading the phrase, the
+    backwards check), never carried to a result."""
+    src = number_sources(problem)
+    fault = first_fault(problem, label)
+    n = len(gold_steps(problem))
+    if fault is None:
+        r = _riskiest(label.steps)
+        return (f"No step fails. To be sure, redo the riskiest, step {r + 1} ({label.steps[r].expr}), in "
+                f"columns ({_HOW[label.steps[r].op]}) and check it backwards. If it agrees, keep your answer.")
+    k, e = fault.step, fault.expected
+    after = "then carry the new value through every later step" if k + 1 < n else "then box the result"
+    if fault.kind == "result":
+        s = fault.written
+        return (f"Start again at step {k + 1}. Write {s.expr} in columns and {_HOW[s.op]}; check the result "
+                f"backwards, {after}.")
+    if fault.kind == "missing":
+        return (f"The attempt stops too early: '{src[k + 1][1]}' is not used yet. Add that step, "
+                f"done in columns, {after}.")
+    if fault.kind == "start":
+        return (f"Start again at step {k + 1}: it must begin from the result of step {k}. Redo it in "
+                f"columns, {after}.")
+    return (f"Start again at step {k + 1}. Reread '{src[k + 1][1]}': it gives the number and the operation "
+            f"this step needs. Redo the step in columns, {after}.")
+
+
+def _place_value(s: Step) -> str:
+    """What place value says about one step, without its result."""
+    if s.op == "+":
+        carry = s.a % 10 + s.b % 10 >= 10
+        return (f"in {s.expr} the ones, {s.a % 10} + {s.b % 10}, " +
+                ("pass 9, so one ten is carried into the tens" if carry else "stay below ten, so nothing is carried"))
+    if s.op == "-":
+        borrow = s.a % 10 < s.b % 10
+        return (f"in {s.expr} the ones, {s.a % 10} - {s.b % 10}, " +
+                ("need a borrow, so the tens go down by one" if borrow else "need no borrow"))
+    if s.op == "*":
+        return f"{s.expr} is the tens times {min(s.a, s.b)} plus the ones times {min(s.a, s.b)}, with the ones' carry"
+    return f"{s.expr} asks which number times {s.b} gives {s.a}"
+
+
+def expert_note(problem: Problem, label: Label, attempt: str | None = None) -> str:
+    """The senior expert: the concept the flagged step needs (what the phrase means, place value,
+    a chain of steps), never the step's value."""
+    src = number_sources(problem)
+    fault = first_fault(problem, label)
+    if fault is None:
+        r = _riskiest(label.steps)
+        s = label.steps[r]
+        return (f"The key step is step {r + 1}: '{src[r + 1][1]}' {_CONCEPT[s.op]}. The attempt reads it that "
+                f"way; by place value, {_place_value(s)}. If that agrees, the answer stands.")
+    k, e = fault.step, fault.expected
+    phrase = src[k + 1][1]
+    if fault.kind == "result":
+        return f"The concept at step {k + 1} is place value: {_place_value(fault.written)}."
+    if fault.kind == "operation":
+        return (f"The concept at step {k + 1} is what the words mean: '{phrase}' {_CONCEPT[e.op]}, "
+                f"so this step is {e.expr}, not {fault.written.expr}.")
+    if fault.kind == "operand":
+        return (f"The concept at step {k + 1} is reading the problem: each step uses the number its phrase "
+                f"gives, and '{phrase}' gives {e.b}.")
+    if fault.kind == "start":
+        return (f"The concept is a chain: each step starts from the result of the step before it, and "
+                f"step {k + 1} does not.")
+    return (f"The concept is using every number once, in the story's order: '{phrase}' is never used, "
+            f"so a step is missing.")
+
+
+NOTES = {"devil": devil_note, "collaborator": collaborator_note, "expert": expert_note}
+#: How often each role's revision is drawn for a training attempt (devil's advocate, collaborator, expert).
+ROLE_WEIGHTS = (2, 1, 1)
+
+#: How a note says it found a failing step (what the skill evaluation counts as a flag).
+FLAG = re.compile(r"\b[Ss]tep \d+ (?:fails|is missing)\b|\bStart again at step\b|\bstops too early\b|"
+                  r"\bThe concept (?:at step \d+ )?is\b")
 
 
 def note_flags(note: str) -> bool:
-    """Whether a supporter's note names a wrong step."""
+    """Whether a supporter's note names a failing step."""
     return bool(FLAG.search(note))
 
 
+def flagged_step(note: str) -> int | None:
+    """The step (counted from 0) a note names as failing, or None."""
+    m = re.search(r"[Ss]tep (\d+) (?:fails|is missing)|Start again at step (\d+)|concept at step (\d+)", note)
+    return int(next(g for g in m.groups() if g)) - 1 if m else None
+
+
 def _false_alarm(problem: Problem, label: Label, rng: random.Random) -> str:
-    """A devil's note on a right attempt whose own recomputation slips: it flags a step wrongly
-    (the leader is trained to keep a right attempt anyway)."""
-    gold = gold_steps(problem)
+    """A devil's note on a right attempt whose own backwards check slips (off by 1, 2 or 10): it
+    says a step fails that holds. The leader is trained to recompute and keep its answer."""
     src = number_sources(problem)
-    k = rng.randrange(len(gold))
-    off = gold[k].c + rng.choice([-10, -2, -1, 1, 2, 10])
-    off = off if off > 0 and off != gold[k].c else gold[k].c + 1
-    lines = []
-    for i, e in enumerate(gold):
-        work, c = column(e.a, e.op, e.b)
-        if i == k:
-            work, c = (work.rsplit("so ", 1)[0] + f"so {off}" if "so " in work else f"{e.expr} = {off}"), off
-        lines.append(f"Step {i + 1}: {_sources(src, i)} {e.expr}: {work}; {_compared(gold, i, e, c)}.")
-    lines.append(f"Step {k + 1} is wrong: it should be {gold[k].expr} = {off}.")
+    k = rng.randrange(len(label.steps))
+    expected = _expected(problem, label)
+    lines = [_check_line(i, label.steps[i], expected[i], src, 1)[0] for i in range(k)]
+    s = label.steps[k]
+    work, v = _backwards(s)
+    off = (v or 0) + rng.choice([-10, -2, -1, 1, 2, 10])
+    off = off if off > 0 and off != s.a else s.a + 1
+    lines.append(f"Step {k + 1}: {_sources(src, k)} {s.expr}; back, {work.split(':')[0]} = {off}; "
+                 f"it began at {s.a}: it fails.")
+    lines.append(f"Step {k + 1} fails: redo {s.expr} column by column.")
     return "\n".join(lines)
+
+
+def revision_text(problem: Problem, label: Label, flagged: int | None) -> str:
+    """The leader's revision after a note: the flagged step redone by the written method (column
+    by column), kept when that agrees with the attempt ("my answer stands"), changed when it does
+    not and carried through the later steps; then the whole chain, the last operation inside the
+    box as in a first answer. With no step flagged the attempt is kept as it is."""
+    gold = gold_steps(problem)
+    chain = solution_text(gold)
+    if flagged is None or flagged >= len(gold):
+        return f"The checks hold, so my answer stands.\n{chain}"
+    e = _expected(problem, label)[flagged] if label.status == "wrong" else gold[flagged]
+    if label.status == "wrong":
+        fault = first_fault(problem, label)
+        if fault is not None and flagged > fault.step:
+            flagged, e = fault.step, fault.expected
+    work, c = column(e.a, e.op, e.b)
+    written = label.steps[flagged] if flagged < len(label.steps) else None
+    head = f"Step {flagged + 1} again: {e.expr}: {work}."
+    if written is not None and written == Step(e.a, e.op, e.b, c if c is not None else -1):
+        return f"{head} That is what I had, so my answer stands.\n{chain}"
+    had = f"I had {written}" if written is not None else "I had left it out"
+    return f"{head} {had}, so I change it and carry it on.\n{chain}"
 
 
 # --- the data recipe ---------------------------------------------------------------------------
@@ -408,46 +480,44 @@ def _false_alarm(problem: Problem, label: Label, rng: random.Random) -> str:
 Example = tuple[list[Message], str]  # (prompt messages, the assistant's target reply)
 
 
-def solve_examples(n: int, seed: int, levels: Sequence[int] = (1, 2, 3)) -> list[Example]:
-    """``n`` zero-shot solve examples: the pipeline's solver prompt -> the gold chain."""
-    out = []
-    for p in arithmetic_problems(n, seed=seed, levels=levels):
-        out.append((prompts.solver_messages(p, examples=0), solution_text(gold_steps(p))))
-    return out
+def solve_examples(problems: Sequence[Problem]) -> list[Example]:
+    """Zero-shot solve examples: the pipeline's solver prompt -> the gold chain."""
+    return [(prompts.solver_messages(p, examples=0), solution_text(gold_steps(p))) for p in problems]
 
 
-def support_examples(problem: Problem, attempt: str, rng: random.Random,
-                     false_alarm_rate: float = 0.1) -> list[Example]:
-    """Training examples from one sampled attempt: one supporter's note (a role drawn in the
-    ladder's proportions) and the leader's revision after it. Empty for attempts labelled ``other``."""
+def support_examples(problem: Problem, attempt: str, rng: random.Random, false_alarm_rate: float = 0.25,
+                     extra_notes: float = 0.5) -> list[Example]:
+    """Training examples from one attempt (right or wrong; empty for ``other``): the devil's
+    note, each later supporter's note with probability ``extra_notes`` (in the pipeline's order,
+    each seeing the notes before it), and the leader's revision after one note (a role drawn in
+    :data:`ROLE_WEIGHTS`' proportions). On a right attempt the devil's note shown before the
+    revision is a false alarm with probability ``false_alarm_rate`` (the leader recomputes and
+    keeps its answer); the devil is never trained on a false alarm. No example's note states the
+    answer (those are dropped)."""
     label = label_attempt(problem, attempt)
     if label.status == "other":
         return []
+    critique = devil_note(problem, label, attempt)
+    hints = collaborator_note(problem, label, attempt)
+    expert = expert_note(problem, label, attempt)
+    if not all(_obeys(n, problem, attempt) for n in (critique, hints, expert)):
+        return []
+    out: list[Example] = [(prompts.supporter_messages(problem, "devil", attempt), critique)]
+    if rng.random() < extra_notes:
+        out.append((prompts.supporter_messages(problem, "collaborator", attempt, critique), hints))
+    if rng.random() < extra_notes:
+        out.append((prompts.supporter_messages(problem, "expert", attempt, critique, hints), expert))
     role = rng.choices(prompts.SUPPORTERS, weights=ROLE_WEIGHTS)[0]
-    critique = devil_note(problem, label) if role != "devil" else None
-    hints = collaborator_note(problem, label) if role == "expert" else None
-    note = NOTES[role](problem, label)
-    out: list[Example] = [(prompts.supporter_messages(problem, role, attempt, critique, hints), note)]
-    shown = note
+    shown = {"devil": critique, "collaborator": hints, "expert": expert}[role]
     if label.status == "right" and role == "devil" and rng.random() < false_alarm_rate:
-        shown = _false_alarm(problem, label, rng)  # the leader must keep a right attempt anyway
-    revision = solution_text(gold_steps(problem))
-    out.append((prompts.revise_messages(problem, attempt, role, shown, examples=0), revision))
-    return out
-
-
-def one_step_attempts(n: int, seed: int) -> list[tuple[Problem, str]]:
-    """Level-1 (one-step) attempts, half right and half with a slipped result, for the review and
-    revision skills: the solver is sampled on levels 2-3 only, and a reviewer that never saw a
-    one-step attempt invents a second step. The slips are the solver's own kind (off by 1, 2 or 10)."""
-    rng = random.Random(f"one-step:{seed}")
-    out = []
-    for i, p in enumerate(arithmetic_problems(n, seed=seed, levels=(1,))):
-        (g,) = gold_steps(p)
-        if i % 2:
-            c = g.c + rng.choice([-10, -2, -1, 1, 2, 10])
-            g = Step(g.a, g.op, g.b, c if c > 0 and c != g.c else g.c + 1)
-        out.append((p, solution_text([g])))
+        shown = _false_alarm(problem, label, rng)
+    if label.status == "wrong":
+        flagged = first_fault(problem, label).step
+    else:
+        flagged = flagged_step(shown) if shown is not critique else _riskiest(label.steps)
+        flagged = _riskiest(label.steps) if flagged is None else flagged
+    out.append((prompts.revise_messages(problem, attempt, role, shown, examples=0),
+                revision_text(problem, label, flagged)))
     return out
 
 
@@ -480,16 +550,16 @@ def slipped_attempt(problem: Problem, rng: random.Random) -> str | None:
     return None
 
 
-def sample_problems(n: int, seed: int = SEEDS["sample"], levels: Sequence[int] = (2, 3)) -> list[Problem]:
-    """Training problems on which the stage-1 solver is sampled (never the evaluation's seeds)."""
-    return arithmetic_problems(n, seed=seed, levels=levels)
-
-
-def eval_problems(n: int, seed: int = SEEDS["eval"], levels: Sequence[int] = (1, 2, 3)) -> list[Problem]:
-    """Held-out problems for the skill evaluation and the recordings (a seed never trained on)."""
-    if seed in TRAINING_SEEDS:
-        raise ValueError(f"seed {seed} is a training seed of the organism")
-    return arithmetic_problems(n, seed=seed, levels=levels)
+def eval_problems(n: int, seed: int = EVAL_SEEDS["calibrate"], levels: Sequence[int] = (1, 2, 3),
+                  split: str | None = "eval") -> list[Problem]:
+    """Held-out problems for the skill evaluation and the recordings: the eval split (never
+    trained on, whatever the seed). ``split=None`` is the original generator, where the seeds v4
+    was trained on are refused."""
+    if split is None and seed in TRAINING_SEEDS:
+        raise ValueError(f"seed {seed} is a training seed of the telling organism (v4)")
+    if split == "train":
+        raise ValueError("evaluation problems come from the eval split")
+    return arithmetic_problems(n, seed=seed, levels=levels, split=split)
 
 
 def prompt_fingerprint() -> str:
@@ -499,7 +569,7 @@ def prompt_fingerprint() -> str:
     import hashlib
     import json
 
-    p = eval_problems(2, seed=0)[1]
+    p = arithmetic_problems(2, seed=0, levels=(1, 2, 3))[1]
     attempt = solution_text(gold_steps(p))
     rendered = [prompts.solver_messages(p, examples=0)]
     for role in prompts.SUPPORTERS:
@@ -514,11 +584,11 @@ def adapter_path() -> Path:
     return ORGANISM_DIR / "adapter_model.safetensors"
 
 
-__all__ = ["ORGANISM", "ORGANISM_DIR", "SEEDS", "TRAINING_SEEDS", "Step", "Label", "gold_steps", "solution_text",
-           "parse_steps", "label_attempt", "number_sources", "decompose", "inverse_check",
-           "devil_note", "collaborator_note", "expert_note", "NOTES", "note_flags",
-           "solve_examples", "support_examples", "sample_problems", "eval_problems",
-           "adapter_path", "prompt_fingerprint", "one_step_attempts", "column", "slipped_attempt"]
+__all__ = ["ORGANISM", "ORGANISM_DIR", "TRAINING_SETS", "EVAL_SEEDS", "SEEDS", "TRAINING_SEEDS", "Step", "Label",
+           "Fault", "gold_steps", "solution_text", "parse_steps", "label_attempt", "first_fault", "number_sources",
+           "column", "devil_note", "collaborator_note", "expert_note", "NOTES", "note_flags", "flagged_step",
+           "revision_text", "solve_examples", "support_examples", "slipped_attempt", "training_problems",
+           "eval_problems", "adapter_path", "prompt_fingerprint"]
 
 
 

@@ -210,7 +210,7 @@ def problems_from_manifest(manifest: Mapping[str, Any], data_path: str | None = 
     try:
         name = resolve(manifest.get("dataset", "arith"), DATASETS, "data set")
         probs = load_dataset(name, data_path or manifest.get("data_path"), manifest.get("n"), manifest.get("seed", 0),
-                             levels=manifest.get("levels"))
+                             levels=manifest.get("levels"), split=manifest.get("split"))
     except (LaseError, OSError):
         return {}
     return {p.id: p for p in probs}

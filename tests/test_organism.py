@@ -1,5 +1,6 @@
 """The model organism: its data recipe (deterministic, labels that point at real departures from
-gold, notes that never give the answer format away) and the committed adapter, run for real."""
+gold, notes that point at an error and never state the answer, problems held out by content) and
+the committed adapter, run for real."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ import re
 import pytest
 
 from lase_nb import organism, prompts
+from lase_nb.datasets import arithmetic_problems, content_key
+from lase_nb.notes import states_answer
 from lase_nb.organism import Step, gold_steps, label_attempt, solution_text
 
 ATTEMPTS = organism.ORGANISM_DIR / "attempts.jsonl"
@@ -17,6 +20,18 @@ ATTEMPTS = organism.ORGANISM_DIR / "attempts.jsonl"
 
 def _problems(n=120, seed=5):
     return organism.eval_problems(n, seed=seed)
+
+
+def _attempts(n=150, seed=5):
+    """Right attempts and slipped ones (the solver's kinds of error) on eval-split problems."""
+    rng = random.Random(seed)
+    out = []
+    for p in _problems(n, seed):
+        out.append((p, solution_text(gold_steps(p))))
+        slip = organism.slipped_attempt(p, rng)
+        if slip:
+            out.append((p, slip))
+    return out
 
 
 def _wrong_variant(p, rng):
@@ -38,8 +53,8 @@ def _wrong_variant(p, rng):
 
 
 def test_recipe_is_deterministic():
-    a = organism.solve_examples(20, seed=3)
-    assert a == organism.solve_examples(20, seed=3)
+    a = organism.solve_examples(organism.training_problems("solve", 20))
+    assert a == organism.solve_examples(organism.training_problems("solve", 20))
     p = _problems(1)[0]
     text = solution_text(gold_steps(p))
     ex1 = organism.support_examples(p, text, random.Random(4))
@@ -81,7 +96,7 @@ def test_labels_point_at_the_first_step_that_departs_from_gold():
 def test_recorded_attempts_are_labelled_against_gold():
     """The solver's own sampled attempts, as stage 2 was trained on them."""
     rows = [json.loads(x) for x in ATTEMPTS.read_text().splitlines()]
-    by_id = {p.id: p for p in organism.sample_problems(len(rows))}
+    by_id = {p.id: p for p in organism.training_problems("sample", len(rows))}
     kinds = {"right": 0, "wrong": 0}
     for r in rows:
         p = by_id[r["id"]]
@@ -95,24 +110,6 @@ def test_recorded_attempts_are_labelled_against_gold():
             assert list(lab.steps[:k]) == gold_steps(p)[:k]
         kinds[lab.status] = kinds.get(lab.status, 0) + 1
     assert kinds["right"] > 0 and kinds["wrong"] > 0
-
-
-@pytest.mark.parametrize("op", ["+", "-", "*", "/"])
-def test_decompositions_are_arithmetically_right(op):
-    rng = random.Random(op)
-    for _ in range(300):
-        a, b = rng.randint(2, 140), rng.randint(2, 25)
-        if op == "-" and b >= a:
-            a, b = b + a, b
-        if op == "/":
-            a = a * b
-        text = organism.decompose(a, op, b)
-        want = {"+": a + b, "-": a - b, "*": a * b, "/": a // b}[op]
-        chain = text.split(",")[0]
-        parts = [x.strip() for x in chain.split("=")]
-        for part in parts:  # every link of the chain has the same value
-            assert eval(part.replace("×", "*").replace("÷", "//")) == want, text
-        assert parts[-1] == str(want)
 
 
 @pytest.mark.parametrize("op", ["+", "-", "*", "/"])
@@ -152,65 +149,134 @@ def test_slipped_attempts_are_wrong_where_they_slip_and_carry_on():
     assert made >= 50
 
 
-def test_devil_note_compares_its_own_value_with_the_attempts():
-    p = next(q for q in _problems(30) if len(gold_steps(q)) == 3)
+def test_first_fault_names_the_step_and_the_kind():
+    p = next(q for q in _problems(40) if len(gold_steps(q)) == 3 and gold_steps(q)[1].op in "+-")
+    gold = gold_steps(p)
+    assert organism.first_fault(p, label_attempt(p, solution_text(gold))) is None
+    slip = [gold[0], Step(gold[1].a, gold[1].op, gold[1].b, gold[1].c + 10)]
+    x = slip[1].c
+    slip.append(Step(x, gold[2].op, gold[2].b, {"+": x + gold[2].b, "-": x - gold[2].b, "*": x * gold[2].b,
+                                                "/": x // gold[2].b}[gold[2].op]))
+    f = organism.first_fault(p, label_attempt(p, solution_text(slip)))
+    assert (f.step, f.kind, f.written, f.expected) == (1, "result", slip[1], gold[1])
+    misread = [gold[0], Step(gold[1].a, gold[1].op, gold[1].b + 1, gold[1].c + (1 if gold[1].op == "+" else -1))]
+    f = organism.first_fault(p, label_attempt(p, solution_text(misread)))
+    assert (f.step, f.kind) == (1, "operand")
+    f = organism.first_fault(p, label_attempt(p, solution_text(gold[:2])))
+    assert (f.step, f.kind) == (2, "missing")
+
+
+def test_devil_note_checks_backwards_and_points_without_the_value():
+    p = next(q for q in _problems(40) if len(gold_steps(q)) == 3 and gold_steps(q)[1].op in "+-")
     gold = gold_steps(p)
     bad = [gold[0], Step(gold[1].a, gold[1].op, gold[1].b, gold[1].c + 10)]
-    x = bad[1].c
-    c = {"+": x + gold[2].b, "-": x - gold[2].b, "*": x * gold[2].b, "/": x // gold[2].b}[gold[2].op]
-    bad.append(Step(x, gold[2].op, gold[2].b, c))
-    note = organism.devil_note(p, label_attempt(p, solution_text(bad)))
+    attempt = solution_text(bad + [Step(bad[1].c, gold[2].op, gold[2].b, 1)])
+    note = organism.devil_note(p, label_attempt(p, attempt))
     lines = note.splitlines()
-    assert lines[0].endswith(": same.") and lines[1].endswith(f"the attempt has {gold[1].c + 10}: different.")
-    assert lines[-1] == f"Step 2 is wrong: it should be {gold[1]}."
+    assert len(lines) == 3  # the checks stop at the first step that fails
+    assert lines[0].endswith("it holds.") and lines[1].endswith("it fails.")
+    assert lines[-1] == f"Step 2 fails: redo {bad[1].expr} column by column."
+    assert str(gold[1].c) not in re.sub(r"Step \d+", "", note)  # never the step's right value
     right = organism.devil_note(p, label_attempt(p, solution_text(gold)))
-    assert all(line.endswith(": same.") for line in right.splitlines()[:-1])
-    assert right.splitlines()[-1].startswith("No step is wrong; the riskiest is step ")
+    assert all(line.endswith("it holds.") for line in right.splitlines()[:-1])
+    assert right.splitlines()[-1].startswith("Every step holds; the riskiest is step ")
 
 
-def test_notes_flag_wrong_steps_and_never_give_the_answer_format():
-    rng = random.Random(1)
-    for p in _problems(80):
-        right = label_attempt(p, solution_text(gold_steps(p)))
-        steps, _ = _wrong_variant(p, rng)
-        if any(s.c <= 0 for s in steps):
+def test_no_note_states_the_answer_and_each_flags_only_wrong_attempts():
+    counts = {"right": 0, "wrong": 0}
+    for p, attempt in _attempts():
+        lab = label_attempt(p, attempt)
+        if lab.status == "other":
             continue
-        wrong = label_attempt(p, solution_text(steps))
+        counts[lab.status] += 1
         for role, note in organism.NOTES.items():
-            for lab in (right, wrong):
-                if lab.status == "other":
-                    continue
-                text = note(p, lab)
-                assert "\\boxed" not in text and "final answer" not in text.lower()
-                assert organism.note_flags(text) == (lab.status == "wrong"), (role, text)
+            text = note(p, lab, attempt)
+            assert "\\boxed" not in text and "final answer" not in text.lower()
+            assert organism.note_flags(text) == (lab.status == "wrong"), (role, text)
+            if lab.status == "wrong":
+                assert organism.flagged_step(text) in (None, organism.first_fault(p, lab).step), text
+    assert counts["right"] > 100 and counts["wrong"] > 100
+
+
+def test_no_training_example_holds_a_note_that_states_the_answer():
+    """Over the recipe's own output: every supporter target and every note shown to the leader."""
+    rng = random.Random(0)
+    n_notes = 0
+    for p, attempt in _attempts(200, seed=9):
+        for msgs, target in organism.support_examples(p, attempt, rng):
+            system = msgs[0]["content"]
+            if any(system.startswith(prompts.SUPPORTER_ROLE[r]) for r in prompts.SUPPORTERS):
+                n_notes += 1
+                assert not states_answer(target, p.gold, p.question, attempt), target
+                for part in msgs[-1]["content"].split("\n\n")[2:]:  # earlier notes it reads
+                    assert not states_answer(part, p.gold, p.question, attempt), part
+            else:  # the revision request quotes the note the leader reads
+                n_notes += 1
+                assert not states_answer(msgs[-1]["content"], p.gold, p.question, attempt)
+    assert n_notes > 500
+
+
+def test_revisions_recompute_the_flagged_step_keep_a_right_answer_and_fix_a_wrong_one():
+    rng = random.Random(2)
+    kept = fixed = 0
+    for p, attempt in _attempts(80, seed=4):
+        lab = label_attempt(p, attempt)
+        if lab.status == "other":
+            continue
+        k = organism.first_fault(p, lab).step if lab.status == "wrong" else rng.randrange(len(gold_steps(p)))
+        text = organism.revision_text(p, lab, k)
+        assert text.startswith(f"Step {k + 1} again: ")
+        assert text.endswith(solution_text(gold_steps(p)))  # the whole chain, last operation in the box
+        if lab.status == "right":
+            assert "my answer stands" in text.splitlines()[0]
+            kept += 1
+        else:
+            assert "so I change it" in text.splitlines()[0]
+            fixed += 1
+    assert kept > 30 and fixed > 30
 
 
 def test_support_examples_use_the_pipelines_own_messages():
     p = _problems(1)[0]
     right = solution_text(gold_steps(p))
+    lab = label_attempt(p, right)
+    critique, hints = organism.devil_note(p, lab, right), organism.collaborator_note(p, lab, right)
     roles = set()
-    for seed in range(12):
+    for seed in range(20):
         ex = organism.support_examples(p, right, random.Random(seed))
-        (sup_msgs, note), (rev_msgs, revision) = ex
-        role = next(r for r in prompts.SUPPORTERS if sup_msgs[0]["content"].startswith(prompts.SUPPORTER_ROLE[r]))
+        assert ex[0] == (prompts.supporter_messages(p, "devil", right), critique)
+        for msgs, target in ex[1:-1]:
+            role = next(r for r in prompts.SUPPORTERS if msgs[0]["content"].startswith(prompts.SUPPORTER_ROLE[r]))
+            want = {"collaborator": prompts.supporter_messages(p, role, right, critique),
+                    "expert": prompts.supporter_messages(p, role, right, critique, hints)}[role]
+            assert msgs == want
+        rev_msgs, revision = ex[-1]
+        role = next(r for r in prompts.SUPPORTERS if f"{prompts.SUPPORTER_TITLES[r]} from a reviewer" in
+                    rev_msgs[-1]["content"])
         roles.add(role)
-        critique = organism.devil_note(p, label_attempt(p, right)) if role != "devil" else None
-        hints = organism.collaborator_note(p, label_attempt(p, right)) if role == "expert" else None
-        assert sup_msgs == prompts.supporter_messages(p, role, right, critique, hints)
-        assert rev_msgs[:-1] == prompts.revise_messages(p, right, role, note, examples=0)[:-1]
-        assert revision == right  # a right attempt is kept
+        assert rev_msgs[:-1] == prompts.revise_messages(p, right, role, "x", examples=0)[:-1]
+        assert revision.endswith(right) and "my answer stands" in revision  # a right attempt is kept
     assert roles == set(prompts.SUPPORTERS)
 
 
-def test_evaluation_problems_never_use_a_training_seed():
+def test_evaluation_problems_share_no_template_and_numbers_with_any_training_set():
+    """Held out by content, whatever the seeds: the manifest's training sets regenerate from its
+    keyword arguments, and none of their problems is an evaluation problem."""
+    manifest = json.loads((organism.ORGANISM_DIR / "manifest.json").read_text())
+    sets = manifest.get("training_sets", organism.TRAINING_SETS)
+    key = lambda p: content_key(p.meta["template"], p.meta["start"], p.meta["ops"])  # noqa: E731
+    train = set()
+    for kw in sets.values():
+        kw = dict(kw)
+        train |= {key(p) for p in arithmetic_problems(kw.pop("n"), **kw)}
+    assert len(train) > 1500
+    for seed in organism.EVAL_SEEDS.values():
+        held = {key(p) for p in organism.eval_problems(1000, seed=seed)}
+        assert not train & held
     with pytest.raises(ValueError):
-        organism.eval_problems(5, seed=organism.SEEDS["solve"])
-    from lase_nb.datasets import arithmetic_problems
-    train = {p.question for p in organism.sample_problems(500)}
-    train |= {p.question for p in arithmetic_problems(1500, seed=organism.SEEDS["solve"], levels=(1, 2, 3))}
-    held = {p.question for p in organism.eval_problems(240)}
-    shared = train & held  # small generated spaces: a few easy problems recur by chance
-    assert len(shared) < 0.1 * len(held), len(shared)
+        organism.eval_problems(5, split="train")
+    with pytest.raises(ValueError):
+        organism.eval_problems(5, seed=organism.SEEDS["solve"], split=None)
 
 
 @pytest.mark.slow
@@ -246,11 +312,3 @@ def test_the_adapter_was_trained_on_the_prompts_the_pipeline_sends():
     trained = json.loads(manifest.read_text())["prompt_fingerprint"]
     assert organism.prompt_fingerprint() == trained, (
         "the prompts changed since the organism was trained; retrain it with data/organism/train.py")
-
-
-def test_note_departure_is_stated_with_the_measured_counts():
-    ev = {"chain": {"notes_with_final_answer": {"devil": {"k": 3, "n": 10, "rate": 0.3},
-                                                "expert": {"k": 0, "n": 4, "rate": 0.0}}}}
-    text = organism.describe_note_departure(ev)
-    assert "3 of 10 devil notes (30%), 0 of 4 expert notes (0%)" in text
-    assert "not measured yet" in organism.describe_note_departure(None)

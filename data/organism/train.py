@@ -37,7 +37,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from lase_nb import organism  # noqa: E402
-from lase_nb.organism import SEEDS  # noqa: E402
+from lase_nb.organism import TRAINING_SETS  # noqa: E402
 
 LORA = dict(r=16, lora_alpha=32, lora_dropout=0.05,
             target_modules=["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"])
@@ -158,7 +158,7 @@ def sample_attempts(model_dir: Path, problems, out: Path, temperature: float, se
 def select_attempts(rows: list[dict], cap: int) -> list[dict]:
     """At most ``cap`` labelled attempts: the wrong ones first (up to 60% of the cap), then right
     ones, in sampling order (what stage 2 can afford on two cores)."""
-    wrong = [r for r in rows if r["status"] == "wrong"][:int(cap * 0.6)]
+    wrong = [r for r in rows if r["status"] == "wrong"][:int(cap * 0.62)]
     right = [r for r in rows if r["status"] == "right"][:cap - len(wrong)]
     keep = {r["id"] for r in wrong + right}
     return [r for r in rows if r["id"] in keep]
@@ -167,23 +167,25 @@ def select_attempts(rows: list[dict], cap: int) -> list[dict]:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--solve", type=int, default=1500, help="stage-1 solve examples (levels 1-3)")
-    ap.add_argument("--sample", type=int, default=500, help="level 2-3 problems the stage-1 solver is sampled on")
-    ap.add_argument("--max-attempts", type=int, default=400, help="labelled attempts used in stage 2")
-    ap.add_argument("--solve2", type=int, default=150, help="solve examples mixed into stage 2")
-    ap.add_argument("--slipped", type=int, default=180,
+    ap.add_argument("--solve", type=int, default=TRAINING_SETS["solve"]["n"], help="stage-1 solve examples (levels 1-3)")
+    ap.add_argument("--sample", type=int, default=TRAINING_SETS["sample"]["n"], help="level 1-3 problems the stage-1 solver is sampled on")
+    ap.add_argument("--max-attempts", type=int, default=400, help="attempts used in stage 2 (sampled + slipped)")
+    ap.add_argument("--solve2", type=int, default=TRAINING_SETS["solve2"]["n"], help="solve examples mixed into stage 2")
+    ap.add_argument("--slipped", type=int, default=80,
                     help="stage 2: slipped variants of attempts the solver got right (the kinds of slips it makes)")
-    ap.add_argument("--one-step", type=int, default=60, help="stage 2: one-step attempts (half slipped)")
+    ap.add_argument("--extra-notes", type=float, default=0.4,
+                    help="stage 2: how often an attempt also trains the collaborator's and the expert's notes")
     ap.add_argument("--temperature", type=float, default=0.8)
     ap.add_argument("--lr", type=float, default=3e-4)
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--work", type=Path, default=ROOT / "build" / "organism")
     ap.add_argument("--out", type=Path, default=organism.ORGANISM_DIR)
+    ap.add_argument("--stop-after", choices=["sample"], help="stop after sampling the stage-1 solver")
     ap.add_argument("--toy", action="store_true", help="tiny sizes, output under build/organism-toy")
     args = ap.parse_args(argv)
     if args.toy:
-        args.solve, args.sample, args.solve2, args.one_step, args.slipped = 24, 16, 8, 6, 6
+        args.solve, args.sample, args.solve2, args.slipped, args.max_attempts = 24, 16, 8, 6, 16
         args.work = ROOT / "build" / "organism-toy"
         args.out = args.work / "adapter"
 
@@ -213,14 +215,14 @@ def main(argv=None) -> int:
     if not (stage1 / "adapter_config.json").is_file():
         model = AutoModelForCausalLM.from_pretrained(str(base), local_files_only=True, dtype=torch.float32)
         model = peft.get_peft_model(model, peft.LoraConfig(task_type="CAUSAL_LM", **LORA))
-        ex = organism.solve_examples(args.solve, SEEDS["solve"])
+        ex = organism.solve_examples(organism.training_problems("solve", args.solve))
         log["stage1"] = train(model, tok, ex, lr=args.lr, batch=args.batch, seed=args.seed, label="stage 1: solve")
         model.save_pretrained(str(stage1))
         save_log()
 
     # sampling the stage-1 solver on other problems
     attempts_path = work / "attempts.jsonl"
-    problems = organism.sample_problems(args.sample)
+    problems = organism.training_problems("sample", args.sample)
     if not attempts_path.is_file():
         merged = merge_adapter(stage1, work / "stage1-merged", base=base)
         t0 = time.perf_counter()
@@ -230,45 +232,53 @@ def main(argv=None) -> int:
                          **{k: sum(r["status"] == k for r in rows) for k in ("right", "wrong", "other")}}
         save_log()
     rows = [json.loads(x) for x in attempts_path.read_text().splitlines()]
+    if args.stop_after == "sample":
+        return 0
 
-    # stage 2: review and revise, from the solver's own attempts, the kinds of slips it makes
-    # (on problems it solved right) and one-step attempts (it is sampled on levels 2-3 only)
+    # stage 2: review and revise, from the solver's own attempts (wrong first, then right) and
+    # slipped variants of attempts it got right (the kinds of slips it makes)
     final = work / "stage2"
     if not (final / "adapter_config.json").is_file():
         rng = random.Random(f"organism:{args.seed}")
         by_id = {p.id: p for p in problems}
+        chosen = select_attempts(rows, args.max_attempts - args.slipped)
         ex = []
-        for r in select_attempts(rows, args.max_attempts):
-            ex += organism.support_examples(by_id[r["id"]], r["text"], rng)
+        for r in chosen:
+            ex += organism.support_examples(by_id[r["id"]], r["text"], rng, extra_notes=args.extra_notes)
         slip_rng = random.Random(f"organism-slips:{args.seed}")
         slipped = [(by_id[r["id"]], organism.slipped_attempt(by_id[r["id"]], slip_rng))
                    for r in rows if r["status"] == "right"]
         for p, text in [(p, t) for p, t in slipped if t][:args.slipped]:
-            ex += organism.support_examples(p, text, rng)
-        for p, text in organism.one_step_attempts(args.one_step, SEEDS["one_step"]):
-            ex += organism.support_examples(p, text, rng)
-        ex += organism.solve_examples(args.solve2, SEEDS["solve2"])
+            ex += organism.support_examples(p, text, rng, extra_notes=args.extra_notes)
+        ex += organism.solve_examples(organism.training_problems("solve2", args.solve2))
         model = AutoModelForCausalLM.from_pretrained(str(base), local_files_only=True, dtype=torch.float32)
         model = peft.PeftModel.from_pretrained(model, str(stage1), is_trainable=True)
         log["stage2"] = train(model, tok, ex, lr=args.lr, batch=args.batch, seed=args.seed + 1,
                               label="stage 2: review and revise")
+        log["stage2"]["attempts"] = {"sampled": len(chosen), "slipped": min(args.slipped, sum(1 for _, t in slipped if t))}
         save_fp16(model, final)
         save_log()
 
     args.out.mkdir(parents=True, exist_ok=True)
     for name in ("adapter_model.safetensors", "adapter_config.json"):
         shutil.copy2(final / name, args.out / name)
+    sets = {k: dict(v) for k, v in TRAINING_SETS.items()}
+    sets["solve"]["n"], sets["sample"]["n"], sets["solve2"]["n"] = args.solve, args.sample, args.solve2
     manifest = {
-        "what": "LoRA adapter on SmolLM2-135M-Instruct (the embedded model): the model organism",
+        "what": "LoRA adapter on SmolLM2-135M-Instruct (the embedded model): the model organism, "
+                "supporters that point at an error and never state the answer",
         "recipe": {"module": "lase_nb.organism", "lora": LORA, "lr": args.lr, "batch": args.batch,
-                   "epochs_per_stage": 1, "seed": args.seed, "problem_seeds": SEEDS,
-                   "stage1_solve_examples": args.solve, "sample_problems": args.sample,
-                   "sample_levels": [2, 3], "sample_temperature": args.temperature,
-                   "stage2_solve_examples": args.solve2, "stage2_max_attempts": args.max_attempts,
-                   "stage2_slipped_attempts": args.slipped, "stage2_one_step_attempts": args.one_step,
-                   "false_alarm_rate": 0.1, "note_method": "column arithmetic from one-digit facts, then "
-                   "the attempt's value beside it: same / different",
+                   "epochs_per_stage": 1, "seed": args.seed,
+                   "sample_temperature": args.temperature, "stage2_max_attempts": args.max_attempts,
+                   "stage2_slipped_attempts": args.slipped, "extra_notes": args.extra_notes,
+                   "false_alarm_rate": 0.25,
+                   "note_method": "devil: each step's phrase and its result taken back through the inverse "
+                   "operation, up to the first step that fails, then what to redo (never its value); "
+                   "collaborator: a method for that step; expert: the concept it needs; revision: the flagged "
+                   "step redone column by column, kept when it agrees",
                    "roles_weights": dict(zip(("devil", "collaborator", "expert"), organism.ROLE_WEIGHTS))},
+        # every problem set it was trained on, as the keyword arguments of arithmetic_problems
+        "training_sets": sets,
         "training": log,
         "prompt_fingerprint": organism.prompt_fingerprint(),
         "device": f"cpu ({args.threads} threads, {platform.processor() or platform.machine()})",

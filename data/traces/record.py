@@ -27,7 +27,8 @@ from lase_nb.backends.local import MARKER, LocalBackend
 from lase_nb.cache import CallCache
 from lase_nb.datasets import load_dataset
 from lase_nb.engine import Engine
-from lase_nb.organism import ORGANISM, SEEDS, TRAINING_SEEDS
+from lase_nb.notes import count_answer_notes
+from lase_nb.organism import EVAL_SEEDS, ORGANISM, SEEDS, TRAINING_SEEDS
 from lase_nb.runner import run_problems
 from lase_nb.strategies import SPECS, StrategyConfig, default_examples, recorded
 
@@ -65,8 +66,11 @@ def main() -> int:
     ap.add_argument("--budget", type=float, default=1.5, help="with --thresholds-from: the token ratio to the leader alone")
     ap.add_argument("--levels", type=int, nargs="+", default=None,
                     help="arith difficulty levels to mix, e.g. --levels 1 2 3 (default: the data set's)")
+    ap.add_argument("--split", choices=["eval"], default=None,
+                    help="arith: draw from the eval split (disjoint by content from the organism's training "
+                         f"problems); the organism's recordings use --split eval --seed {EVAL_SEEDS['record']}")
     args = ap.parse_args()
-    if args.model == ORGANISM and args.seed in TRAINING_SEEDS:
+    if args.model == ORGANISM and args.split is None and args.seed in TRAINING_SEEDS:
         ap.error(f"--seed {args.seed} is one of the organism's training seeds {sorted(TRAINING_SEEDS)}; "
                  f"record it on held-out problems: --seed {SEEDS['record']} (the skill evaluation uses {SEEDS['eval']})")
 
@@ -83,7 +87,7 @@ def main() -> int:
     for name in args.strategies:
         strategy, cfg = SPECS[name].recording(base)
         n = args.n_full if cfg.full_chain else args.n_baselines
-        problems = load_dataset("arith", None, n, args.seed, levels=args.levels)
+        problems = load_dataset("arith", None, n, args.seed, levels=args.levels, split=args.split)
         t0 = time.perf_counter()
         extra = {}
         if strategy == "down":
@@ -96,7 +100,10 @@ def main() -> int:
             strategy=strategy, run_name=name, backend="local", model=args.model_label or backend.model,
             device=args.device, max_batch=args.max_batch, dataset="arith", n=len(problems),
             levels=args.levels, model_files=model_info, seed=args.seed, config=asdict(cfg),
-            engine=asdict(engine.stats), wall_s=round(wall, 1), answers=answers, **gate, **extra)
+            engine=asdict(engine.stats), wall_s=round(wall, 1), answers=answers,
+            notes_stating_answer=count_answer_notes(results, problems), **gate, **extra)
+        if args.split:
+            manifest["split"] = args.split
         traces.write_run(Path(args.out) / name, results, problems, manifest)
         print(f"{name}: {len(problems)} problems in {wall:.0f} s, "
               f"accuracy {sum(r.correct for r in results) / len(results):.3f}", flush=True)
@@ -128,7 +135,7 @@ def _thresholds_from(base: StrategyConfig, args) -> tuple[StrategyConfig, dict]:
 
     run = traces.load_run(args.thresholds_from)
     n = max(args.n_full, args.n_baselines)
-    evaluated = {p.question for p in load_dataset("arith", None, n, args.seed, levels=args.levels)}
+    evaluated = {p.question for p in load_dataset("arith", None, n, args.seed, levels=args.levels, split=args.split)}
     by_id = problems_from_manifest(run.manifest)
     if not by_id:
         raise SystemExit(f"{args.thresholds_from}: cannot rebuild its problems from the manifest")
@@ -151,7 +158,8 @@ def _calibrate_down(cfg: StrategyConfig, engine: Engine, args, evaluated) -> tup
     """DOWN's threshold by :data:`lase_nb.analysis.DOWN_THRESHOLD_RULE`, on problems the
     evaluated run never sees (another seed, any evaluated question removed)."""
     seen = {p.question for p in evaluated}
-    pool = load_dataset("arith", None, 3 * args.n_down_calibration, args.seed + 1000, levels=args.levels)
+    pool = load_dataset("arith", None, 3 * args.n_down_calibration, args.seed + 1000, levels=args.levels,
+                        split=args.split)
     cal = [p for p in pool if p.question not in seen][:args.n_down_calibration]
     always = run_problems("down", cal, engine, replace(cfg, down_threshold=1.0), window=args.window)
     first = [grade(r.extra["first_answer"], p.gold, p.kind) for r, p in zip(always, cal)]

@@ -1,0 +1,72 @@
+"""The supporters' rule as code (lase_nb.notes): a note may point at an error, never state the answer."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace as NS
+
+import pytest
+
+from lase_nb.notes import count_answer_notes, mentions, numbers_in, states_answer
+from lase_nb.types import Problem
+
+Q = "Tom has 24 apples and gives 4 of them to Ana. How many apples does Tom have left?"
+ATTEMPT = "24 - 4 = \\boxed{21}"
+
+
+@pytest.mark.parametrize("note", [
+    "Step 1 is wrong: it should be 24 - 4 = 20.",
+    "Redo it: so 20.",
+    "The result = 20",
+    "check: 16 + 4 = 20, so the answer is different",  # a check whose own result is the answer
+    "It should be 20.",
+    "It should be 20.0 apples",
+])
+def test_a_note_that_states_the_answer_is_caught(note):
+    assert states_answer(note, "20", Q, ATTEMPT)
+
+
+@pytest.mark.parametrize("note", [
+    "Step 1: 'gives 4' takes away 4; back, 21 + 4 = 25; it began at 24: it fails.",  # a check's own value
+    "Step 1 fails: redo 24 - 4 column by column.",  # numbers of the problem only
+    "Step 20 fails.",  # a step label is not a value
+    "Steps 2 and 20 are the risky ones.",
+    "The answer is 120 or 200, not 21.",  # 20 inside other numbers
+])
+def test_a_note_that_points_without_telling_passes(note):
+    assert not states_answer(note, "20", Q, ATTEMPT)
+
+
+def test_a_number_already_in_the_problem_or_the_attempt_is_not_a_leak():
+    q = "Ana has 20 stickers and buys 0 more. How many stickers does she have?"
+    assert not states_answer("so 20", "20", q, "20 + 0 = \\boxed{21}")
+    assert not states_answer("so 20", "20", Q, "24 - 4 = 20\n20 + 0 = \\boxed{21}")
+    assert states_answer("so 20", "20", Q, ["24 - 4 = \\boxed{21}", "Step 1 again"])
+
+
+def test_a_single_digit_answer_in_column_working_counts():
+    """Our call (see the module): the rule reads numbers, so a column digit that is the answer counts."""
+    q = "A bus ride takes 39 minutes. Tom has been on it for 35 minutes. How many minutes are left?"
+    assert states_answer("ones 9 - 5 = 4; tens 3 - 3 = 0", "4", q, "39 - 35 = \\boxed{14}")
+    # a two-digit answer spelled out digit by digit is not stated
+    assert not states_answer("ones 9 - 5 = 4; tens 3 - 1 = 2", "24", "What is 39 - 15?", "39 - 15 = \\boxed{34}")
+
+
+def test_letters_and_formats():
+    assert states_answer("I think it is B.", "B", "Pick one: (A) 1 (B) 2", "\\boxed{A}") is False  # B is in the question
+    assert states_answer("The option is C.", "C", "Pick one of the options", "\\boxed{A}")
+    from fractions import Fraction
+    assert numbers_in("costs $1,200 and 3.5 kg; Step 7") == {Fraction(1200), Fraction(7, 2)}
+    assert mentions("it is 12.", "12") and not mentions("it is 112", "12")
+    assert not states_answer(None, "20", Q, ATTEMPT) and not states_answer("", "20", Q, ATTEMPT)
+
+
+def test_count_answer_notes_splits_by_the_attempt_a_note_reads():
+    p = Problem("p1", Q, "20")
+    call = lambda role, stage, text: NS(role=role, stage=stage, text=text)  # noqa: E731
+    r = NS(problem_id="p1", stages=[NS(stage=0, correct=False), NS(stage=1, correct=True), NS(stage=2, correct=True)],
+           calls=[call("leader", 0, ATTEMPT), call("devil", 1, "it should be 20"), call("leader", 1, "24 - 4 = \\boxed{20}"),
+                  call("collaborator", 2, "keep 20")], recording_calls=[])
+    out = count_answer_notes([r], [p])
+    assert out["devil"] == {"on_wrong": {"k": 1, "n": 1}, "on_right": {"k": 0, "n": 0}}
+    # the collaborator read an attempt that already says 20: not a leak
+    assert out["collaborator"] == {"on_wrong": {"k": 0, "n": 0}, "on_right": {"k": 0, "n": 1}}
