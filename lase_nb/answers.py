@@ -27,11 +27,14 @@ import re
 import string
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Any
 
 from .errors import ConfigError
 from .types import KIND_CHOICE, KIND_MATH, KIND_NUMBER
 
 __all__ = [
+    "answer_or_none",
+    "number_or_none",
     "Extracted",
     "WITHHELD",
     "extract_boxed",
@@ -627,3 +630,21 @@ def grade(pred: str | None, gold: str, kind: str, rel_tol: float = 1e-6) -> bool
         return _grade(pred, gold, kind, rel_tol)
     except Exception:  # noqa: BLE001 - sympy/latex2sympy can fail in many ways; unreadable = wrong
         return False
+
+
+def answer_or_none(x: Any) -> str | None:
+    """A table cell as an answer string (stripped); None for None, NaN, pd.NA and empty cells: the
+    one None/NaN normaliser for answers read back from tables."""
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return None
+    s = str(x).strip()
+    return None if s in ("", "nan", "None", "<NA>") else s
+
+
+def number_or_none(x: Any) -> float | None:
+    """A table cell as a float; None when missing (None, NaN, pd.NA)."""
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(v) else v

@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 import numpy as np
+import pandas as pd
 
 from .answers import extract_answer
-from .errors import ConfigError, LogprobsUnavailable
+from .errors import ConfigError, DataError, LogprobsUnavailable
+from .prompts import ANSWERER_ROLES
 from .types import ENTROPY_EXACT, ENTROPY_TOPK_RESIDUAL, Generation, TokenLogprob
 
 __all__ = [
@@ -30,6 +32,8 @@ __all__ = [
     "is_uncertain",
     "uncertain_mask",
     "confidence_arrays",
+    "confidence_frame",
+    "gate_split",
 ]
 
 #: The estimator :func:`topk_entropy` implements (recorded in :attr:`Confidence.estimator`).
@@ -208,3 +212,110 @@ def confidence_arrays(confs: Iterable[Confidence]) -> tuple[np.ndarray, np.ndarr
         ps.append(np.nan if no or c.p_min is None else c.p_min)
         hs.append(np.nan if no or c.h_max is None else c.h_max)
     return np.array(ps, dtype=float), np.array(hs, dtype=float)
+
+
+# ---------------------------------------------------------------------------------------------
+# one row per leader answer, and what the gate does to them (chapters 02, 05 and 06 read these)
+
+_COLUMNS = ["problem_id", "stage", "answer", "answered", "p_min", "h_max", "correct", "level"]
+
+
+def _frame(df: pd.DataFrame) -> pd.DataFrame:
+    out = pd.DataFrame({
+        "problem_id": df["problem_id"].astype(str).to_numpy(),
+        "stage": df["stage"].to_numpy(dtype=int) if "stage" in df else 0,
+        "answer": df["answer"].to_numpy(dtype=object),
+        "p_min": pd.to_numeric(df["p_min"], errors="coerce").to_numpy(dtype=float),
+        "h_max": pd.to_numeric(df["h_max"], errors="coerce").to_numpy(dtype=float),
+        "correct": df["correct"].fillna(False).to_numpy(dtype=bool),
+        "level": df["level"].to_numpy() if "level" in df else np.nan,
+    })
+    ans = out["answer"]
+    out["answered"] = ans.notna() & (ans.astype(str) != "nan") & (ans.astype(str) != "None")
+    # no extracted answer: no confidence (the gate treats it as uncertain), and it counts as wrong
+    out.loc[~out["answered"], ["p_min", "h_max"]] = np.nan
+    out.loc[~out["answered"], "answer"] = None
+    out.loc[~out["answered"], "correct"] = False
+    return out[_COLUMNS].reset_index(drop=True)
+
+
+def _from_results(results: Sequence[Any]) -> pd.DataFrame:
+    """Rows from :class:`~lase_nb.strategies.ProblemResult` objects (live runs)."""
+    rows = []
+    for r in results:
+        if r.stages:
+            rows += [{"problem_id": r.problem_id, "stage": s.stage, "answer": s.answer, "p_min": s.p_min,
+                      "h_max": s.h_max, "correct": s.correct} for s in r.stages]
+        else:  # single agent: the first call is the leader's answer
+            c = r.calls[0]
+            rows.append({"problem_id": r.problem_id, "stage": 0, "answer": c.answer, "p_min": c.p_min,
+                         "h_max": c.h_max, "correct": r.correct})
+    return pd.DataFrame(rows)
+
+
+def confidence_frame(source: Any, stage: int | None = 0, problems: Sequence[Any] | None = None) -> pd.DataFrame:
+    """One row per leader answer: problem_id, stage, answer, answered, p_min, h_max, correct, level.
+
+    ``source`` is a :class:`~lase_nb.traces.Run` (its stages table; for a run without stages,
+    e.g. ``single``, the first leader/solver call of each problem), a stages-like DataFrame, or a
+    list of live :class:`~lase_nb.strategies.ProblemResult`. ``stage`` keeps one LASE stage (0 =
+    the leader alone); ``None`` keeps every stage. An answer that could not be extracted has
+    ``answered=False``, NaN confidences and ``correct=False``. ``level`` comes from the run's
+    problems table or from ``problems`` (their ``meta["level"]``) when given.
+    """
+    levels: dict[str, Any] = {}
+    if isinstance(source, pd.DataFrame):
+        df = source.copy()
+    elif hasattr(source, "stages") and hasattr(source, "problems"):
+        probs = source.problems
+        if "level" in probs:
+            levels = dict(zip(probs["problem_id"].astype(str), probs["level"]))
+        if not source.stages.empty:
+            df = source.stages.copy()
+        else:
+            calls = source.calls
+            if calls.empty:
+                raise DataError(f"run {source.path} has neither stages nor calls")
+            lead = calls[calls["role"].isin(ANSWERER_ROLES) & (calls["stage"] == 0)]
+            if lead.empty:  # e.g. majority vote: no single leader answer to calibrate
+                raise DataError(f"run {source.path} ({source.manifest.get('strategy')}) has no leader "
+                                f"answers; use a lase (--full-chain) or single run")
+            lead = lead.drop_duplicates("problem_id")
+            df = lead.drop(columns=["correct"], errors="ignore").merge(
+                probs[["problem_id", "correct"]], on="problem_id", how="left")
+    else:
+        df = _from_results(source)
+    if df.empty:
+        raise DataError("no leader answers to calibrate")
+    missing = [c for c in ("problem_id", "answer", "p_min", "h_max", "correct") if c not in df]
+    if missing:
+        raise DataError(f"the table lacks columns {missing}")
+    if "stage" not in df:
+        df["stage"] = 0
+    if stage is not None:
+        df = df[df["stage"] == stage]
+    if problems is not None:
+        levels.update({str(p.id): p.meta.get("level") for p in problems})
+    if levels and "level" not in df:
+        df["level"] = df["problem_id"].astype(str).map(levels)
+    return _frame(df)
+
+
+def gate_split(frame: pd.DataFrame, tau_lp: float, tau_h: float) -> pd.Series:
+    """What the gate U does to these answers: escalation rate, accuracy on each side, confident errors.
+
+    A *confident error* is a wrong answer with U = 0: LASE accepts it and never reconsiders.
+    """
+    u = uncertain_mask(frame["p_min"].to_numpy(float), frame["h_max"].to_numpy(float), tau_lp, tau_h)
+    ok = frame["correct"].to_numpy(bool)
+    n = len(frame)
+    conf_err = int((~u & ~ok).sum())
+    return pd.Series({
+        "answers": n, "escalation_rate": u.mean() if n else np.nan,
+        "accuracy": ok.mean() if n else np.nan,
+        "accuracy_if_U0": ok[~u].mean() if (~u).any() else np.nan,
+        "accuracy_if_U1": ok[u].mean() if u.any() else np.nan,
+        "errors": int((~ok).sum()), "confident_errors": conf_err,
+        "confident_share_of_errors": conf_err / (~ok).sum() if (~ok).any() else np.nan,
+        "unanswered": int((~frame["answered"].to_numpy(bool)).sum()),
+    })

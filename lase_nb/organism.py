@@ -190,7 +190,8 @@ def column(a: int, op: str, b: int) -> tuple[str, int | None]:
     if op == "*":
         big, small = (a, b) if b < 10 else (b, a)
         if small >= 10:
-            return f"{decompose(a, op, b)}; so {c}", c
+            t, o = big - big % 10, big % 10
+            return f"{small} × {t} + {small} × {o} = {small * t} + {small * o}; so {c}", c
         h, u = divmod(big, 10)
         p = u * small
         k = p // 10
@@ -357,7 +358,7 @@ def collaborator_note(problem: Problem, label: Label, attempt: str | None = None
         r = _riskiest(label.steps)
         return (f"No step fails. To be sure, redo the riskiest, step {r + 1} ({label.steps[r].expr}), in "
                 f"columns ({_HOW[label.steps[r].op]}) and check it backwards. If it agrees, keep your answer.")
-    k, e = fault.step, fault.expected
+    k = fault.step
     after = "then carry the new value through every later step" if k + 1 < n else "then box the result"
     if fault.kind == "result":
         s = fault.written

@@ -63,6 +63,8 @@ SUPPORTER_ROLE: dict[str, str] = {
 SUPPORTER_RULES = ("Do not state the final answer and never write \\boxed{}; only the solver "
                    "may give the answer.")
 SUPPORTERS: tuple[str, ...] = ("devil", "collaborator", "expert")
+#: Roles whose call carries the strategy's answer (the LASE leader; a lone solver).
+ANSWERER_ROLES: tuple[str, ...] = ("leader", "solver")
 SUPPORTER_TITLES = {"devil": "Critique", "collaborator": "Hints", "expert": "Expert note"}
 SUPPORTER_TASKS = {"devil": "Write your critique.", "collaborator": "Write your hints.",
                    "expert": "Write your expert note."}

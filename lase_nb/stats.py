@@ -205,7 +205,6 @@ def ece(prob_correct: np.ndarray, correct: np.ndarray, n_bins: int = 10) -> floa
     if p.min() < 0 or p.max() > 1:
         raise ValueError("prob_correct must lie in [0, 1]; pass a probability such as exp(LP_min)")
     idx = np.minimum((p * n_bins).astype(int), n_bins - 1)
-    n = np.bincount(idx, minlength=n_bins)
     acc = np.bincount(idx, weights=ok.astype(float), minlength=n_bins)
     conf = np.bincount(idx, weights=p, minlength=n_bins)
     return float(np.abs(acc - conf).sum() / len(p))  # sum_b |n_b acc_b - n_b conf_b| / n

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import math
 import random
-from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Generator, Mapping, Union
 

@@ -317,7 +317,7 @@ theory.star_drift(star_gated)
 #
 # This is the bound on simulated problems whose $\rho$, $\delta$ and A3 we set. On real recordings
 # they have to be measured: chapter 3, section 3.5, classifies every supporter's note for a correct
-# seed and estimates $P(U=1)$, $\rho$, $\delta$ and A3 with intervals (`lase_nb/chapters/seeds.py`).
+# seed and estimates $P(U=1)$, $\rho$, $\delta$ and A3 with intervals (`lase_nb/chapters/correct_seeds.py`).
 
 # %%
 settings = [dict(gate_rate=gate_rate, rho=rho, delta=delta),  # A3 holds with equality: the bound is tight

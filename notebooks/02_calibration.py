@@ -72,8 +72,8 @@ import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 
-from lase_nb import plots, reference
-from lase_nb.chapters import calibration
+from lase_nb import confidence, plots, reference
+from lase_nb.chapters import calibration, gate_panel
 from lase_nb.backends import make_backend
 from lase_nb.cache import CallCache
 from lase_nb.datasets import load_dataset
@@ -106,11 +106,11 @@ def engine() -> Engine:
 if live:
     problems = load_dataset(dataset, data_path, n_problems, seed)
     results = run_problems("single", problems, engine(), cfg, progress=False)
-    frame = calibration.confidence_frame(results, problems=problems)
+    frame = confidence.confidence_frame(results, problems=problems)
     source = f"live: {engine().backend.name}:{engine().backend.model}, {dataset}, {len(frame)} problems"
 else:
     run = load_runs(traces, ["lase"], require=["lase"])["lase"]  # the lase-full folder
-    frame = calibration.confidence_frame(run, stage=0)
+    frame = confidence.confidence_frame(run, stage=0)
     m = run.manifest
     source = f"recorded: {m['backend']}:{str(m['model']).split(' (')[0]}, {m['dataset']}, {len(frame)} problems"
 print(source)
@@ -238,7 +238,7 @@ print(f"{pairs.shape[0]} wrong x {pairs.shape[1]} right = {pairs.size} pairs; th
 # LASE accepts it and never looks again.** Chapter 06 pulls examples of them from the transcripts.
 
 # %%
-split = calibration.gate_split(frame, tau_lp, tau_h)
+split = confidence.gate_split(frame, tau_lp, tau_h)
 split.to_frame(f"tau_lp={tau_lp:g}, tau_h={tau_h:g}")
 
 # %% [markdown]
@@ -274,10 +274,10 @@ display(Markdown(calibration.describe_calibration_by_model(by_model)))
 # section 3.5, explains it):
 
 # %%
-from lase_nb.chapters import pipeline
+from lase_nb import regimes
 from lase_nb.runs import chains_by_model
 
-pipeline.regime_table(chains_by_model(models), tau_lp, tau_h, seed=seed)
+regimes.regime_table(chains_by_model(models), tau_lp, tau_h, seed=seed)
 
 # %% [markdown]
 # ## 2.6 Exact entropy vs the top-k estimate (live, small)
@@ -330,15 +330,13 @@ if tokens["exact"].notna().any():
 # In a live Jupyter session the sliders move the gate and show what it would accept and escalate
 # on the same answers: the figure is redrawn in place and the row under it gives the split (and
 # says so when a move changes no answer's side of the gate). The panel is
-# `sliders.gate_sliders`, around `calibration.gate_split` and `calibration.plot_reliability`.
+# `gate_panel.gate_sliders`, around `confidence.gate_split` and `calibration.plot_reliability`.
 # (Under papermill `interactive` is False and no widget is made.)
 
 # %%
 if interactive:
-    from lase_nb.chapters import sliders
-
-    gate_panel = sliders.gate_sliders(frame, tau_lp, tau_h, title=f"Reliability of the confidence proxies ({source})")
-    display(gate_panel.box)
+    panel = gate_panel.gate_sliders(frame, tau_lp, tau_h, title=f"Reliability of the confidence proxies ({source})")
+    display(panel.box)
 
 # %% [markdown]
 # ## Summary

@@ -45,7 +45,7 @@
 # e.g. `papermill 03_lase_pipeline.ipynb out.ipynb -p live True -p backend openai -p model gpt-4.1-mini`.
 #
 # The chapter's logic lives in `lase_nb/chapters/pipeline.py`; transcripts are drawn by
-# `lase_nb/chapters/transcripts.py`, runs loaded by `lase_nb/runs.py` and replay done by `lase_nb/analysis.py`.
+# `lase_nb/transcripts.py`, runs loaded by `lase_nb/runs.py` and replay done by `lase_nb/analysis.py`.
 # It covers the paper's Theorem 3.7 (the selective-gain bound, section 3.5) and the
 # escalation rates of its Table 5 (section 3.4 prints them from `lase_nb.reference`).
 
@@ -76,7 +76,8 @@ import pandas as pd
 from IPython.display import HTML, Markdown, display
 
 from lase_nb import plots, prompts, reference, runs as run_store
-from lase_nb.chapters import pipeline, transcripts
+from lase_nb import regimes, transcripts
+from lase_nb.chapters import pipeline
 from lase_nb.analysis import chains_from_stages, replay
 
 plots.set_style()
@@ -380,7 +381,7 @@ print(reference.LLAMA3_8B_NOTE)
 # **Counting fixes and breaks does not test this bound.** LASE's accuracy is the leader's plus
 # the answers escalation fixes minus those it breaks, divided by $n$: an identity, true of every
 # recording. Testing the theorem needs its own terms, so we classify every note the leader read
-# before LASE stopped (`lase_nb/chapters/seeds.py`). A note **holds a correct seed** when it states a value
+# before LASE stopped (`lase_nb/chapters/correct_seeds.py`). A note **holds a correct seed** when it states a value
 # of the problem's worked solution that the attempt it reviewed lacks and the question does not
 # contain: the right result of a step the attempt got wrong or skipped, up to the answer itself.
 # A right attempt lacks no value, so its notes hold no seed and only A3 protects it. The rule reads
@@ -394,13 +395,13 @@ print(reference.LLAMA3_8B_NOTE)
 # together, so the intervals are paired).
 
 # %%
-from lase_nb.chapters import seeds
+from lase_nb.chapters import correct_seeds
 
-seed_rows = seeds.seed_table(chains, run.calls, problems, tau_lp, tau_h)
-check = seeds.bound_check(seed_rows)
+seed_rows = correct_seeds.seed_table(chains, run.calls, problems, tau_lp, tau_h)
+check = correct_seeds.bound_check(seed_rows)
 display(check.round(3))
-display(Markdown(seeds.describe_assumptions(check)))
-display(Markdown(pipeline.describe_regime(pipeline.gain_regime(chains, tau_lp, tau_h, seed=seed), full=True)))
+display(Markdown(correct_seeds.describe_assumptions(check)))
+display(Markdown(regimes.describe_regime(regimes.gain_regime(chains, tau_lp, tau_h, seed=seed), full=True)))
 
 # %% [markdown]
 # **The same terms on a model whose supporters can correct it.** The model organism is the
@@ -418,11 +419,11 @@ for label, model_runs in list(both.items())[1:]:
     o_run = model_runs["lase"]
     o_chains = chains_from_stages(o_run.stages)
     o_problems = run_store.problems_from_manifest(o_run.manifest)
-    o_rows = seeds.seed_table(o_chains, o_run.calls, o_problems, tau_lp, tau_h)
+    o_rows = correct_seeds.seed_table(o_chains, o_run.calls, o_problems, tau_lp, tau_h)
     others[label] = (o_run, o_chains, o_problems, o_rows)
-    checks[label] = seeds.bound_check(o_rows)
-    display(Markdown(f"**{label}.** " + seeds.describe_assumptions(checks[label])))
-    display(Markdown(pipeline.describe_gain_regime(label, pipeline.gain_regime(o_chains, tau_lp, tau_h, seed=seed))))
+    checks[label] = correct_seeds.bound_check(o_rows)
+    display(Markdown(f"**{label}.** " + correct_seeds.describe_assumptions(checks[label])))
+    display(Markdown(regimes.describe_gain_regime(label, regimes.gain_regime(o_chains, tau_lp, tau_h, seed=seed))))
 pd.concat({k: v["estimate"] for k, v in checks.items()}, axis=1).round(3)
 
 # %% [markdown]
@@ -441,13 +442,13 @@ for _, r in shown.iterrows():
 # %% [markdown]
 # **The organism, stage by stage: a note that fixes a wrong answer.** Section 3.2 walked the
 # embedded model through one problem. Here is the same walk on the organism, picked by rule
-# (`seeds.pick_fix`): the first problem whose leader was wrong alone, where a note the leader read
+# (`correct_seeds.pick_fix`): the first problem whose leader was wrong alone, where a note the leader read
 # holds a correct seed, and where LASE ends right. Such a problem counts in $\rho$ (its note holds a
 # seed) and in $\delta$ (reading the seed turned the answer right).
 
 # %%
 for o_label, (o_run, o_chains, o_problems, o_rows) in others.items():
-    o_pid = seeds.pick_fix(o_rows)
+    o_pid = correct_seeds.pick_fix(o_rows)
     if o_pid is None:
         print(f"{o_label}: no escalated problem has a seed that LASE turned into a right answer at these thresholds")
     else:

@@ -81,8 +81,9 @@ from IPython.display import Markdown, display
 
 from lase_nb import analysis, plots, reference, runs as run_store, stats, strategies
 from lase_nb.analysis import chains_from_stages, outcomes_at, replay
-from lase_nb.chapters import comparison, pipeline
-from lase_nb.chapters.transcripts import answer_or_none
+from lase_nb import regimes
+from lase_nb.chapters import comparison
+from lase_nb.answers import answer_or_none
 from lase_nb.confidence import uncertain_mask
 
 plots.set_style()
@@ -286,7 +287,7 @@ plt.show()
 # recording's regime (chapter 03, section 3.5, says what it means).
 
 # %%
-display(Markdown(pipeline.describe_regime(pipeline.gain_regime(chains, tau_lp, tau_h, seed=seed))))
+display(Markdown(regimes.describe_regime(regimes.gain_regime(chains, tau_lp, tau_h, seed=seed))))
 
 # %% [markdown]
 # ## 4.2 At equal compute
@@ -408,7 +409,7 @@ plt.show()
 # %%
 chains_by_model = run_store.chains_by_model(models)
 for m, c in chains_by_model.items():
-    display(Markdown(pipeline.describe_gain_regime(m, pipeline.gain_regime(c, tau_lp, tau_h, seed=seed))))
+    display(Markdown(regimes.describe_gain_regime(m, regimes.gain_regime(c, tau_lp, tau_h, seed=seed))))
 
 # %% [markdown]
 # ### The paper's headline, tested on the organism

@@ -72,7 +72,7 @@ from lase_nb import analysis, plots, reference
 from lase_nb.chapters import pareto, sliders
 from lase_nb.analysis import chains_from_stages
 from lase_nb.runs import chains_by_model, common_ids, load_models, load_runs
-from lase_nb.chapters import pipeline
+from lase_nb import regimes
 
 plots.set_style()
 pd.set_option("display.precision", 3)
@@ -343,7 +343,7 @@ plots.savefig(fig, "pareto_two_models");
 # %%
 display(pareto.frontier_table(fronts))
 for label, c in by_model.items():
-    display(Markdown(pipeline.describe_gain_regime(label, pipeline.gain_regime(c, tau_lp, tau_h, seed=seed))))
+    display(Markdown(regimes.describe_gain_regime(label, regimes.gain_regime(c, tau_lp, tau_h, seed=seed))))
 
 # %% [markdown]
 # ## 5.7 Try it yourself

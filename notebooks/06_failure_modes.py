@@ -36,7 +36,7 @@
 # from the recorded runs in `traces` (the full-chain LASE run, plus the baselines when present).
 #
 # The chapter's logic lives in `lase_nb/chapters/failures.py`; runs are loaded by `lase_nb/runs.py`,
-# transcripts drawn by `lase_nb/chapters/transcripts.py`, and the strategies' table is
+# transcripts drawn by `lase_nb/transcripts.py`, and the strategies' table is
 # `lase_nb.stats.comparison_table`, as in chapter 4.
 #
 # **What the paper reported.** Its calibration figure (Figure 3) shows that even strong models'
@@ -62,8 +62,8 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from IPython.display import HTML, Markdown, display
 
-from lase_nb import plots, stats
-from lase_nb.chapters import calibration, failures, pipeline
+from lase_nb import confidence, plots, regimes, stats
+from lase_nb.chapters import failures
 from lase_nb.analysis import summarize
 from lase_nb.runs import chains_by_model, load_models, load_runs, problems_from_manifest
 
@@ -73,7 +73,7 @@ pd.set_option("display.max_colwidth", 80)
 runs = load_runs(traces, require=["lase-full"])
 lase = runs["lase-full"]
 problems = problems_from_manifest(lase.manifest)
-first = calibration.confidence_frame(lase, stage=0)
+first = confidence.confidence_frame(lase, stage=0)
 m = lase.manifest
 print(f"{m['backend']}:{m['model']} on {m['dataset']}, {len(first)} problems, full chain recorded; "
       f"runs found: {', '.join(runs)}")
@@ -88,7 +88,7 @@ print(f"{m['backend']}:{m['model']} on {m['dataset']}, {len(first)} problems, fu
 # have done with these answers.
 
 # %%
-split = calibration.gate_split(first, tau_lp, tau_h)
+split = confidence.gate_split(first, tau_lp, tau_h)
 ce = failures.confident_errors(lase.stages, tau_lp, tau_h)
 fig = failures.plot_confident_errors(first, tau_lp, tau_h)
 plots.savefig(fig, "failure_confident_errors")
@@ -224,7 +224,7 @@ model_chains = chains_by_model(models)
 by_model = failures.escalation_by_model(model_chains, tau_lp, tau_h)
 display(by_model)
 display(Markdown(failures.describe_escalation_by_model(by_model)))
-display(pipeline.regime_table(model_chains, tau_lp, tau_h))  # each model's regime (chapter 03, 3.5)
+display(regimes.regime_table(model_chains, tau_lp, tau_h))  # each model's regime (chapter 03, 3.5)
 
 # %% [markdown]
 # **Across difficulty, on one model.** The organism's recording mixes levels 1 to 3, so the same
@@ -316,7 +316,7 @@ if interactive:
     import ipywidgets as widgets
 
     def explore(tau_lp=tau_lp, tau_h=tau_h):
-        display(calibration.gate_split(first, tau_lp, tau_h).to_frame(f"tau_lp={tau_lp:g}, tau_h={tau_h:g}"))
+        display(confidence.gate_split(first, tau_lp, tau_h).to_frame(f"tau_lp={tau_lp:g}, tau_h={tau_h:g}"))
         failures.plot_confident_errors(first, tau_lp, tau_h)
         plt.show()
 

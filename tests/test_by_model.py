@@ -15,7 +15,8 @@ import pytest  # noqa: E402
 
 from lase_nb.analysis import Chains, outcomes_at, replay  # noqa: E402
 from lase_nb.chapters import calibration as C  # noqa: E402
-from lase_nb.chapters import comparison, failures, pareto, pipeline  # noqa: E402
+from lase_nb.chapters import comparison, failures, pareto  # noqa: E402
+from lase_nb import regimes  # noqa: E402
 from lase_nb.runs import chains_by_model, load_models  # noqa: E402
 from tests.synthetic import synthetic_chains  # noqa: E402
 
@@ -46,40 +47,6 @@ def model(n_right: int, n_esc: int, n: int = 100, esc_right: int = 0, fix: int =
     right_esc = np.flatnonzero(esc & solo)[:brk]
     final[wrong_esc], final[right_esc] = True, False
     return gated(solo, esc, final)
-
-
-# ---- regime (pipeline) -------------------------------------------------------------------------
-
-def test_regime_corrective_harmful_neutral():
-    fixes = pipeline.gain_regime(model(30, 40, fix=20), 0.8, 0.5)
-    breaks = pipeline.gain_regime(model(60, 40, esc_right=30, brk=20), 0.8, 0.5)
-    even = pipeline.gain_regime(model(30, 40, esc_right=10, fix=1, brk=1), 0.8, 0.5)
-    assert (fixes["regime"], breaks["regime"], even["regime"]) == ("corrective", "harmful", "neutral")
-    assert fixes["gain"] == pytest.approx(0.2) and fixes["gain_lo"] > 0 and (fixes["fixed"], fixes["broken"]) == (20, 0)
-    assert breaks["gain"] == pytest.approx(-0.2) and breaks["gain_hi"] < 0 and breaks["broken"] == 20
-    assert even["gain"] == 0 and even["gain_lo"] < 0 < even["gain_hi"]
-    assert fixes["acc_solo"] == pytest.approx(0.3) and fixes["acc_lase"] == pytest.approx(0.5)
-    assert fixes["escalated"] == 40 and fixes["n"] == 100
-    assert pipeline.gain_regime(model(30, 40, fix=20), 0.0, np.inf)["regime"] == "neutral"  # nothing escalates
-
-
-def test_regime_table_has_one_row_per_model():
-    t = pipeline.regime_table({"organism": model(30, 40, fix=20), "base": model(60, 40, esc_right=30, brk=20)}, 0.8, 0.5)
-    assert t.index.tolist() == ["organism", "base"] and t["regime"].tolist() == ["corrective", "harmful"]
-    assert t.loc["organism", "gain, points [95% CI]"].startswith("+20.0 [") and t.loc["base", "broken"] == 20
-    assert t.loc["organism", "escalated"] == "40 of 100" and t.loc["organism", "gated LASE %"] == 50.0
-
-
-def test_describe_gain_regime_states_the_numbers():
-    r = pipeline.gain_regime(model(30, 40, fix=20), 0.8, 0.5)
-    s = pipeline.describe_gain_regime("organism", r)
-    assert "**organism**" in s and "**corrective**" in s and "+20.0 points" in s
-    assert f"{100 * r['gain_lo']:+.1f}" in s and f"{100 * r['gain_hi']:+.1f}" in s
-    assert "50.0%" in s and "30.0%" in s and "40 of 100" in s and "fixes 20, breaks 0" in s
-    h = pipeline.describe_gain_regime("base", pipeline.gain_regime(model(60, 40, esc_right=30, brk=20), 0.8, 0.5))
-    assert "**harmful**" in h and "-20.0 points" in h and "below zero" in h
-    z = pipeline.describe_gain_regime("x", pipeline.gain_regime(model(30, 40, esc_right=10, fix=1, brk=1), 0.8, 0.5))
-    assert "**neutral**" in z and "includes zero" in z
 
 
 # ---- escalation across models (failures) ---------------------------------------------------------
@@ -207,7 +174,7 @@ def test_comparison_by_model_stacks_the_one_model_tables(two):
 
 def test_the_recording_twice_is_in_one_regime(two):
     ch = chains_by_model(two)
-    r = {m: pipeline.gain_regime(c, 0.8, 0.5) for m, c in ch.items()}
+    r = {m: regimes.gain_regime(c, 0.8, 0.5) for m, c in ch.items()}
     assert r["base"] == r["again"]
     lase = replay(ch["base"], 0.8, 0.5)["correct"].mean()
     assert r["base"]["acc_lase"] == pytest.approx(lase)

@@ -18,7 +18,6 @@ import pytest
 
 from lase_nb import cli
 from lase_nb.datasets import arithmetic_problems
-from lase_nb.types import Problem
 from tests.responders import oracle
 from tests.wire_servers import GeminiWireServer, OpenAIWireServer, Reply
 

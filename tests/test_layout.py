@@ -51,7 +51,7 @@ def test_the_graph_sees_both_kinds_of_import():
     graph = _graph()
     assert "lase_nb.chapters.sliders" in graph and "lase_nb.analysis" in graph
     assert {"lase_nb.analysis", "lase_nb.chapters.pareto"} <= graph["lase_nb.chapters.sliders"]
-    assert "lase_nb.chapters.calibration" in graph["lase_nb.chapters.sliders"]  # a function-level import
+    assert "lase_nb.chapters.pareto" in graph["lase_nb.chapters.sliders"]
     assert "lase_nb.errors" in graph["lase_nb.backends"]  # from .. import, one level up
 
 
@@ -87,3 +87,42 @@ def test_no_import_cycle():
         if name not in state:
             cycle = visit(name)
             assert cycle is None, " -> ".join(cycle)
+
+
+def test_a_chapter_module_imports_only_its_own_chapters_modules():
+    from lase_nb.chapters import CHAPTER_OF
+
+    found = {p.stem for p in (PACKAGE / "chapters").glob("*.py") if p.stem != "__init__"}
+    assert found == set(CHAPTER_OF), "list every chapter module in lase_nb.chapters.CHAPTER_OF"
+    prefix = "lase_nb.chapters."
+    wrong = {}
+    for name, deps in _graph().items():
+        if not name.startswith(prefix):
+            continue
+        mine = CHAPTER_OF[name[len(prefix):]]
+        other = sorted(m for m in deps if m.startswith(prefix) and CHAPTER_OF[m[len(prefix):]] != mine)
+        if other:
+            wrong[name] = other
+    assert wrong == {}
+
+
+def test_a_notebook_imports_the_core_and_its_own_chapters_modules():
+    from lase_nb.chapters import CHAPTER_OF
+
+    notebooks = sorted((PACKAGE.parent / "notebooks").glob("[0-9][0-9]_*.py"))
+    assert notebooks
+    wrong = {}
+    for nb in notebooks:
+        chapter = nb.name[:2]
+        used = set()
+        for node in ast.walk(ast.parse(nb.read_text(), str(nb))):
+            if isinstance(node, ast.ImportFrom) and node.module == "lase_nb.chapters":
+                used |= {a.name for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("lase_nb.chapters."):
+                used.add(node.module.split(".")[2])
+            elif isinstance(node, ast.Import):
+                used |= {a.name.split(".")[2] for a in node.names if a.name.startswith("lase_nb.chapters.")}
+        other = sorted(m for m in used if CHAPTER_OF.get(m) != chapter)
+        if other:
+            wrong[nb.name] = other
+    assert wrong == {}

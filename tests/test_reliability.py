@@ -28,7 +28,7 @@ from lase_nb.engine import Engine
 from lase_nb.errors import BackendError, LogprobsUnavailable
 from lase_nb.runner import run_problems
 from lase_nb.strategies import ProblemResult, StrategyConfig
-from lase_nb.types import Generation, Problem
+from lase_nb.types import Generation
 from tests.responders import oracle
 from tests.wire_servers import GeminiWireServer, OpenAIWireServer, Reply, start_subprocess
 

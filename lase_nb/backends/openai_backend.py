@@ -36,7 +36,7 @@ import time
 from typing import Any, Sequence
 from urllib.parse import urlparse
 
-from ..errors import BackendError, ConfigError, MissingAPIKey
+from ..errors import BackendError, MissingAPIKey
 from ..types import ENTROPY_NONE, ENTROPY_TOPK_RESIDUAL, Generation, GenParams, Message, TokenLogprob
 from ._concurrency import check_call_limits, run_ordered
 from .base import ResultHook, public_url

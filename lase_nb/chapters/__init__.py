@@ -1,22 +1,27 @@
 """Chapter modules: the logic one chapter's notebook stands on.
 
 A chapter module holds the pure, tested functions (tables, ``describe_*`` sentences, figures)
-that one notebook in ``notebooks/`` calls; the notebook itself stays thin. Chapter modules import
-the core (``lase_nb.analysis``, ``lase_nb.stats``, ``lase_nb.runs`` ...) and each other; the core
-never imports a chapter module (``tests/test_layout.py`` checks both this and that the package
-has no import cycle).
+that one notebook in ``notebooks/`` calls; the notebook itself stays thin. A chapter module
+imports the core (``lase_nb.analysis``, ``lase_nb.stats``, ``lase_nb.regimes``,
+``lase_nb.transcripts`` ...) and the modules of its own chapter only; the core never imports a
+chapter module, and a notebook imports the core and its own chapter's modules (``tests/test_layout.py``
+checks all three, and that the package has no import cycle).
 
 ==============  ==========================================================================
 module          chapter
 ==============  ==========================================================================
 theory          01_theory: the toy simulations (numpy/scipy, seeded)
-calibration     02_calibration: reliability, AUROC, ECE, the gate split
+calibration     02_calibration: reliability, AUROC, ECE
+gate_panel      02_calibration: the gate's sliders over one set of answers
 pipeline        03_lase_pipeline: one chain stage by stage, then the batch
-seeds           03_lase_pipeline (section 3.5): Theorem 3.7's rho, delta and A3 measured
-transcripts     03_lase_pipeline and 06_failure_modes: the one transcript renderer
+correct_seeds   03_lase_pipeline (section 3.5): correct seeds in the notes, Theorem 3.7's terms
 comparison      04_comparison: every strategy on the same problems, the paper beside them
 pareto          05_pareto: the accuracy-vs-tokens frontier by replay
-sliders         05_pareto (and 02_calibration's gate panel): the threshold sliders
+sliders         05_pareto: the threshold sliders
 failures        06_failure_modes: confident errors, failures after a critique, escalation
 ==============  ==========================================================================
 """
+
+#: Each chapter module's notebook (tests/test_layout.py reads this).
+CHAPTER_OF = {"theory": "01", "calibration": "02", "gate_panel": "02", "pipeline": "03", "correct_seeds": "03",
+              "comparison": "04", "pareto": "05", "sliders": "05", "failures": "06"}

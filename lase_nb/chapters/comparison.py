@@ -32,7 +32,7 @@ from ..errors import DataError
 from ..plots import label, style
 from ..stats import choose_thresholds, comparison_table, gate_for_budget, paired_test, pct, points, split_halves
 from ..strategies import EXTRACT_ROLE, SPECS, majority_vote
-from .transcripts import answer_or_none, number_or_none
+from ..answers import answer_or_none, number_or_none
 
 __all__ = [
     "STRATEGY_ORDER", "paper_reference", "comparison_display", "mv_subsample", "mv_curve", "mv_sample_rows",

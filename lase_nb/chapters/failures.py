@@ -29,16 +29,17 @@ import pandas as pd
 from .. import reference
 from ..confidence import uncertain_mask
 from ..errors import DataError
+from ..notes import mentions
 from ..stats import pct, wilson_interval
-from ..strategies import EXTRACT_ROLE, SPECS, reading_rounds
-from .transcripts import ANSWERER_ROLES, answer_or_none, render_transcript, transcript_entries
+from ..strategies import EXTRACT_ROLE, SPECS
+from ..answers import answer_or_none
+from ..transcripts import ANSWERER_ROLES, render_transcript, transcript_entries
 
 __all__ = [
     "ERROR_WORDS",
     "with_gate",
     "confident_errors",
     "flags_error",
-    "mentions",
     "revision_outcomes",
     "execution_failures",
     "outcome_counts",
@@ -127,13 +128,6 @@ def flags_error(note: str | None) -> bool:
     note. Treat counts built on it as rough.
     """
     return bool(note) and _ERROR_RE.search(str(note)) is not None
-
-
-def mentions(text: str | None, answer: str | None) -> bool:
-    """Whether ``answer`` occurs in ``text`` as a whole word/number (``12`` is not in ``112``)."""
-    if not text or not answer or (isinstance(text, float) and np.isnan(text)):
-        return False
-    return re.search(rf"(?<![\w.]){re.escape(str(answer).strip())}(?![\w]|\.\d)", str(text)) is not None
 
 
 def _outcome(prev_ok: bool, prev_ans: str | None, ok: bool, ans: str | None) -> str:
@@ -270,7 +264,7 @@ def level_view(run: Any, tau_lp: float, tau_h: float) -> tuple[pd.DataFrame, pd.
     """:func:`escalation_by_level` and :func:`cost_by_level` of one full-chain LASE run (a
     :class:`lase_nb.runs.Run`): its leader's first answers, its chains and its problems' levels."""
     from ..analysis import chains_from_stages
-    from .calibration import confidence_frame
+    from ..confidence import confidence_frame
 
     levels = run.problems.set_index(run.problems["problem_id"].astype(str))["level"]
     esc = escalation_by_level(confidence_frame(run, stage=0), tau_lp, tau_h)

@@ -525,7 +525,6 @@ def plot_split(chains: Chains, tau_lp: np.ndarray, tau_h: np.ndarray, check: Spl
     """Left: half A's and half B's fronts, the budget, the pair chosen on A and where it lands on B.
     Right: over many random splits, held-out minus selection-half accuracy."""
     import matplotlib.pyplot as plt
-    from matplotlib.ticker import PercentFormatter
 
     a, b, ga, gb = _half_sweeps(chains, np.asarray(tau_lp, float), np.asarray(tau_h, float), check.seed)
     fig, axes = plt.subplots(1, 2, figsize=(16, 6), gridspec_kw={"width_ratios": [1.5, 1], "wspace": 0.22})

@@ -28,7 +28,8 @@ from ..confidence import uncertain_mask
 from ..errors import DataError
 from ..stats import paired_test, pct, points
 from ..strategies import SPECS, reading_rounds
-from .transcripts import ROLE_TITLES, SUPPORTERS, answer_or_none
+from ..answers import answer_or_none
+from ..transcripts import ROLE_TITLES, SUPPORTERS
 
 __all__ = [
     "WALK_KINDS", "walkthrough_change", "prompt_table", "role_calls", "OTHER_REGIME",
@@ -377,98 +378,6 @@ def plot_inclusions(summary: pd.DataFrame, labels: Mapping[str, str] | None = No
     ax.legend(fontsize=10, loc="upper left", ncol=2)
     fig.tight_layout()
     return fig
-
-
-# ---------------------------------------------------------------------------------------------
-# The regime of a recording: gated LASE against the leader alone, with a paired bootstrap CI
-# ---------------------------------------------------------------------------------------------
-
-
-#: What to run to see the other regime: an API model (or a compatible server) whose supporters can correct.
-OTHER_REGIME = (
-    "`lase-nb run --strategy lase --full-chain --backend openai --model gpt-4.1-mini --examples 0 "
-    "--n 200 --out data/traces/arith-gpt41mini/lase-full` (or `--backend openai --base-url "
-    "http://127.0.0.1:8000/v1 --model <name>` for a compatible server such as vLLM or llama.cpp), "
-    "the baselines beside it (`--strategy single`, `mv`, `mad`... with `--out data/traces/arith-gpt41mini/<name>`), "
-    "then `papermill <chapter>.ipynb out.ipynb -p traces ../data/traces/arith-gpt41mini -p interactive False`")
-
-
-
-
-def describe_regime(r: Mapping[str, Any], full: bool = False) -> str:
-    """Which regime the recording is in, from :func:`gain_regime`: the full paragraph once (chapter
-    03, ``full=True``, with what to run to see the other regime), one line pointing to it elsewhere.
-
-    *Corrective* when gated LASE's gain over the leader alone has a confidence interval above zero:
-    the supporters correct the leader. Otherwise (neutral or harmful) the recording is a *negative
-    control*: the gate works as in the paper, but escalation does not pay.
-    """
-    gain = (f"{points(r['gain'])} points [{100 * r['level']:.0f}% CI {points(r['gain_lo'])}, "
-            f"{points(r['gain_hi'])}] over the leader alone; escalation fixes {r['fixed']} and breaks "
-            f"{r['broken']} answers")
-    if not full:
-        return (f"Regime of this recording: **{r['regime']}** (gated LASE {gain}; chapter 03, section 3.5, says "
-                "what that means).")
-    if r["regime"] == "corrective":
-        lead = (f"**In this recording the supporters help**: the gate escalates {r['escalated']} of {r['n']} "
-                f"problems, and gated LASE scores {gain}, as in the paper. ")
-        other = "To see the negative control, run the embedded model (the default recording)."
-    else:
-        lead = (f"**With this recording the chapters are a negative control** (regime: {r['regime']}): the gate "
-                f"behaves as the paper's does (it escalates {r['escalated']} of {r['n']} problems), but the "
-                f"supporters cannot correct the leader: gated LASE scores {gain}. This model cannot find its "
-                f"own errors in a critique or keep a right answer against one; the paper's gains need a model "
-                f"that can produce, recognise and keep a right answer. Chapters 04-06 refer back to this "
-                f"paragraph. ")
-        other = (f"To see the other regime, read the model organism's recording (section 3.5 below), or record "
-                 f"with an API model and point the chapter at it: {OTHER_REGIME}.")
-    return lead + other
-
-
-def gain_regime(chains: Chains, tau_lp: float, tau_h: float, n_boot: int = 2000, seed: int = 0,
-                level: float = 0.95) -> dict[str, Any]:
-    """The regime of a model from its full chains: gated LASE (replayed at tau_lp, tau_h) against the
-    leader alone (stage 0) on the same problems, :func:`lase_nb.stats.paired_test` (paired bootstrap
-    CI of the accuracy gain, exact McNemar p).
-
-    ``regime`` is ``"corrective"`` when the CI of the gain lies above zero, ``"harmful"`` when it
-    lies below, ``"neutral"`` otherwise. Keys also: tau_lp, tau_h, n, escalated, acc_solo,
-    acc_lase, gain, gain_lo, gain_hi, fixed (wrong alone, right gated), broken (the reverse), p_value, level.
-    """
-    if len(chains.problem_ids) == 0:
-        raise DataError("no problems in these chains")
-    r = replay(chains, tau_lp, tau_h)
-    t = paired_test(r["correct"].to_numpy(bool), chains.correct[:, 0], n_boot=n_boot, seed=seed, level=level)
-    name = "corrective" if t["diff_lo"] > 0 else "harmful" if t["diff_hi"] < 0 else "neutral"
-    return {"regime": name, "tau_lp": float(tau_lp), "tau_h": float(tau_h), "n": t["n"],
-            "escalated": int((r["stop_stage"] > 0).sum()), "acc_solo": t["acc_b"], "acc_lase": t["acc_a"],
-            "gain": t["diff"], "gain_lo": t["diff_lo"], "gain_hi": t["diff_hi"], "fixed": t["b"], "broken": t["c"],
-            "p_value": t["p_value"], "level": level}
-
-
-def regime_table(chains_by_model: Mapping[str, Chains], tau_lp: float, tau_h: float, seed: int = 0) -> pd.DataFrame:
-    """:func:`gain_regime` of each model, one row each, for reading: the regime, escalated problems,
-    the leader alone's and gated LASE's accuracy (%), the gain in points with its 95% CI, fixes and breaks."""
-    rows = []
-    for label, c in chains_by_model.items():
-        r = gain_regime(c, tau_lp, tau_h, seed=seed)
-        rows.append({"model": label, "regime": r["regime"], "escalated": f"{r['escalated']} of {r['n']}",
-                     "leader alone %": round(100 * r["acc_solo"], 1), "gated LASE %": round(100 * r["acc_lase"], 1),
-                     "gain, points [95% CI]": f"{points(r['gain'])} [{points(r['gain_lo'])}, {points(r['gain_hi'])}]",
-                     "fixed": r["fixed"], "broken": r["broken"]})
-    return pd.DataFrame(rows).set_index("model")
-
-
-def describe_gain_regime(label: str, r: Mapping[str, Any]) -> str:
-    """One sentence: which regime ``label``'s model is in, with the gain and its CI, from :func:`gain_regime`."""
-    reading = {"corrective": "escalation helps: the interval lies above zero",
-               "harmful": "escalation hurts: the interval lies below zero",
-               "neutral": "the interval includes zero, so escalation neither helps nor hurts measurably"}[r["regime"]]
-    return (f"**{label}** is in the **{r['regime']}** regime: gated LASE (tau_lp = {r['tau_lp']:g}, "
-            f"tau_h = {r['tau_h']:g}, {r['escalated']} of {r['n']} problems escalated) scores {pct(r['acc_lase'], 1)} "
-            f"against the leader alone's {pct(r['acc_solo'], 1)}, a gain of {points(r['gain'])} points "
-            f"[{100 * r['level']:.0f}% CI {points(r['gain_lo'])}, {points(r['gain_hi'])}] (fixes {r['fixed']}, breaks "
-            f"{r['broken']}): {reading}.")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -171,7 +171,6 @@ def dirichlet_debate(
     rng = np.random.default_rng(seed)
     alpha = np.broadcast_to(prior_strength * initial_mean(n_options, initial_accuracy),
                             (n_runs, n_agents, n_options)).copy()
-    eye = np.eye(n_options)
     w = reads.astype(float)
     belief = np.empty((n_runs, n_rounds + 1, n_agents))
     correct = np.empty((n_runs, n_rounds + 1, n_agents), dtype=bool)

@@ -1,7 +1,5 @@
 """One problem's calls rendered readably: the one transcript renderer (chapters 03 and 06).
 
-- :func:`answer_or_none`: a table cell as an answer string, None for a missing answer (None,
-  NaN, empty): the one None/NaN normaliser for answers read back from tables;
 - :func:`transcript_entries`: one dict per call of a problem (role, stage, what it read, answer,
   confidence, U at given thresholds, leaks), from a calls table (:mod:`lase_nb.traces`);
 - :func:`render_transcript`: those entries as Markdown, HTML or plain text, the model's text
@@ -11,40 +9,24 @@
 from __future__ import annotations
 
 import html
-import math
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
-from .. import prompts
-from ..answers import WITHHELD, find_boxed_spans, grade
-from ..confidence import uncertain_mask
-from ..errors import DataError
+from . import prompts
+from .answers import WITHHELD, answer_or_none, find_boxed_spans, grade, number_or_none
+from .confidence import uncertain_mask
+from .errors import DataError
 
-__all__ = ["ANSWERER_ROLES", "ROLE_TITLES", "SUPPORTERS", "answer_or_none", "number_or_none",
-           "transcript_entries", "render_transcript"]
+__all__ = ["ANSWERER_ROLES", "ROLE_TITLES", "SUPPORTERS", "transcript_entries", "render_transcript"]
 
-#: Roles whose call carries the strategy's answer (the LASE leader; a lone solver).
-ANSWERER_ROLES: tuple[str, ...] = ("leader", "solver")
+ANSWERER_ROLES = prompts.ANSWERER_ROLES
 SUPPORTERS = frozenset(prompts.SUPPORTERS)
 ROLE_TITLES = {"leader": "leader", "devil": "devil's advocate", "collaborator": "collaborator",
                "expert": "senior expert", "solver": "solver", "sample": "sample", "debater": "debater",
                "proposer": "proposer", "aggregator": "aggregator", "judge": "judge"}
 FORMATS = ("markdown", "html", "text")
-
-
-def answer_or_none(x: Any) -> str | None:
-    """A table cell as an answer string (stripped); None for None, NaN, pd.NA and empty cells."""
-    if x is None or x is pd.NA or (isinstance(x, float) and math.isnan(x)):
-        return None
-    s = str(x).strip()
-    return None if s in ("", "nan", "None") else s
-
-
-def number_or_none(x: Any) -> float | None:
-    """A table cell as a float; None when missing."""
-    return None if x is None or pd.isna(x) else float(x)
 
 
 def transcript_entries(calls: pd.DataFrame, problem_id: str, *, stop_stage: int | None = None,

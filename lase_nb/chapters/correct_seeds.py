@@ -25,7 +25,7 @@ import pandas as pd
 from ..analysis import Chains, stop_stages
 from ..errors import DataError
 from ..prompts import SUPPORTERS
-from .failures import mentions
+from ..notes import mentions
 
 __all__ = ["SEED_RULE", "gold_values", "seed_values", "note_seeds", "seed_table", "pick_fix", "bound_check",
            "a3_verdict", "describe_assumptions"]

@@ -1,0 +1,123 @@
+"""The regime of a recording, defined once and used only so (chapters 02-06 and the README).
+
+- **corrective**: gated LASE's gain over the leader alone (stage 0, same problems) clears both
+  tests: the exact McNemar test (two-sided, p < ``alpha``) and the paired bootstrap interval
+  (above zero). The supporters correct the leader.
+- **destructive**: always-interact (every stage run, the last stage's answer) is below the
+  leader alone by both tests: debate without a correct seed to amplify makes things worse.
+- **neutral**: neither. A gain whose interval excludes zero while McNemar does not (or the
+  reverse) is neutral here: a claim needs both tests.
+
+Corrective is checked first: a gate can keep a model corrective whose always-interact is
+destructive. The tests are :func:`lase_nb.stats.paired_test`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import pandas as pd
+
+from .analysis import Chains, replay
+from .errors import DataError
+from .stats import paired_test, pct, points
+
+__all__ = ["REGIMES", "REGIME_RULE", "OTHER_REGIME", "gain_regime", "regime_table", "describe_regime",
+           "describe_gain_regime"]
+
+REGIMES = ("corrective", "neutral", "destructive")
+REGIME_RULE = ("corrective: gated LASE beats the leader alone by both tests (exact McNemar p < 0.05 and a paired "
+               "bootstrap 95% interval above zero); destructive: always-interact loses to the leader alone by both "
+               "tests; neutral: neither")
+
+#: What to run to see the other regime: an API model (or a compatible server) whose supporters can correct.
+OTHER_REGIME = (
+    "`lase-nb run --strategy lase --full-chain --backend openai --model gpt-4.1-mini --examples 0 "
+    "--n 200 --out data/traces/arith-gpt41mini/lase-full` (or `--backend openai --base-url "
+    "http://127.0.0.1:8000/v1 --model <name>` for a compatible server such as vLLM or llama.cpp), "
+    "the baselines beside it (`--strategy single`, `mv`, `mad`... with `--out data/traces/arith-gpt41mini/<name>`), "
+    "then `papermill <chapter>.ipynb out.ipynb -p traces ../data/traces/arith-gpt41mini -p interactive False`")
+
+
+def _clears(t: Mapping[str, Any], alpha: float, above: bool) -> bool:
+    side = t["diff_lo"] > 0 if above else t["diff_hi"] < 0
+    return bool(side and t["p_value"] < alpha)
+
+
+def gain_regime(chains: Chains, tau_lp: float, tau_h: float, n_boot: int = 2000, seed: int = 0,
+                level: float = 0.95, alpha: float = 0.05) -> dict[str, Any]:
+    """The regime of a model from its full chains (see the module): gated LASE (replayed at
+    tau_lp, tau_h) and always-interact (the last stage) each against the leader alone.
+
+    Keys: regime, tau_lp, tau_h, n, escalated, acc_solo, acc_lase, gain, gain_lo, gain_hi, p_value,
+    fixed (wrong alone, right gated), broken (the reverse), acc_full, full_gain, full_lo, full_hi,
+    full_p, level, alpha.
+    """
+    if len(chains.problem_ids) == 0:
+        raise DataError("no problems in these chains")
+    r = replay(chains, tau_lp, tau_h)
+    solo = chains.correct[:, 0]
+    t = paired_test(r["correct"].to_numpy(bool), solo, n_boot=n_boot, seed=seed, level=level)
+    f = paired_test(chains.correct[:, -1], solo, n_boot=n_boot, seed=seed, level=level)
+    name = ("corrective" if _clears(t, alpha, above=True) else
+            "destructive" if _clears(f, alpha, above=False) else "neutral")
+    return {"regime": name, "tau_lp": float(tau_lp), "tau_h": float(tau_h), "n": t["n"],
+            "escalated": int((r["stop_stage"] > 0).sum()), "acc_solo": t["acc_b"], "acc_lase": t["acc_a"],
+            "gain": t["diff"], "gain_lo": t["diff_lo"], "gain_hi": t["diff_hi"], "p_value": t["p_value"],
+            "fixed": t["b"], "broken": t["c"], "acc_full": f["acc_a"], "full_gain": f["diff"],
+            "full_lo": f["diff_lo"], "full_hi": f["diff_hi"], "full_p": f["p_value"], "level": level,
+            "alpha": alpha}
+
+
+def _interval(r: Mapping[str, Any], key: str = "gain", lo: str = "gain_lo", hi: str = "gain_hi") -> str:
+    return f"{points(r[key])} points [{100 * r['level']:.0f}% CI {points(r[lo])}, {points(r[hi])}]"
+
+
+def regime_table(chains_by_model: Mapping[str, Chains], tau_lp: float, tau_h: float, seed: int = 0) -> pd.DataFrame:
+    """:func:`gain_regime` of each model, one row each: the regime, escalated problems, the leader
+    alone's, gated LASE's and always-interact's accuracy (%), the gated gain with its 95% CI and
+    McNemar p, fixes and breaks."""
+    rows = []
+    for label, c in chains_by_model.items():
+        r = gain_regime(c, tau_lp, tau_h, seed=seed)
+        rows.append({"model": label, "regime": r["regime"], "escalated": f"{r['escalated']} of {r['n']}",
+                     "leader alone %": round(100 * r["acc_solo"], 1), "gated LASE %": round(100 * r["acc_lase"], 1),
+                     "gain, points [95% CI]": f"{points(r['gain'])} [{points(r['gain_lo'])}, {points(r['gain_hi'])}]",
+                     "McNemar p": round(r["p_value"], 3), "fixed": r["fixed"], "broken": r["broken"],
+                     "always-interact %": round(100 * r["acc_full"], 1)})
+    return pd.DataFrame(rows).set_index("model")
+
+
+def describe_regime(r: Mapping[str, Any], full: bool = False) -> str:
+    """Which regime the recording is in, from :func:`gain_regime`: the full paragraph once (chapter
+    03, ``full=True``, with the definitions and what to run to see another regime), one line elsewhere."""
+    gain = (f"{_interval(r)}, McNemar p = {r['p_value']:.3f}, over the leader alone; escalation fixes "
+            f"{r['fixed']} and breaks {r['broken']} answers")
+    if not full:
+        return (f"Regime of this recording: **{r['regime']}** (gated LASE {gain}; chapter 03, section 3.5, defines "
+                "the regimes).")
+    rule = f"The regimes, defined once: {REGIME_RULE}. "
+    full_line = (f"Always-interact (every stage) scores {pct(r['acc_full'], 1)}, {_interval(r, 'full_gain', 'full_lo', 'full_hi')} "
+                 f"against the leader alone (McNemar p = {r['full_p']:.3f}). ")
+    if r["regime"] == "corrective":
+        lead = (f"**In this recording the supporters help**: the gate escalates {r['escalated']} of {r['n']} "
+                f"problems, and gated LASE scores {gain}. ")
+        other = "To see a negative control, run the embedded model (the default recording)."
+    else:
+        lead = (f"**With this recording the chapters are a negative control** (regime: {r['regime']}): the gate "
+                f"escalates {r['escalated']} of {r['n']} problems, but gated LASE scores {gain}, which does not "
+                f"clear both tests. Chapters 04-06 refer back to this paragraph. ")
+        other = (f"To see another regime, read the model organism's recording (section 3.5 below), or record "
+                 f"with an API model and point the chapter at it: {OTHER_REGIME}.")
+    return rule + lead + full_line + other
+
+
+def describe_gain_regime(label: str, r: Mapping[str, Any]) -> str:
+    """One sentence: which regime ``label``'s model is in, with the gain, its CI and McNemar p."""
+    reading = {"corrective": "escalation helps by both tests",
+               "destructive": "always-interact hurts by both tests",
+               "neutral": "no claim clears both tests"}[r["regime"]]
+    return (f"**{label}** is in the **{r['regime']}** regime: gated LASE (tau_lp = {r['tau_lp']:g}, "
+            f"tau_h = {r['tau_h']:g}, {r['escalated']} of {r['n']} problems escalated) scores {pct(r['acc_lase'], 1)} "
+            f"against the leader alone's {pct(r['acc_solo'], 1)}, {_interval(r)}, McNemar p = {r['p_value']:.3f} "
+            f"(fixes {r['fixed']}, breaks {r['broken']}); always-interact scores {pct(r['acc_full'], 1)}: {reading}.")

@@ -1,0 +1,77 @@
+"""The regimes, defined once (lase_nb.regimes): corrective by both tests, destructive when
+always-interact loses by both tests, neutral otherwise."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from lase_nb import regimes
+from lase_nb.analysis import chains_from_stages
+from tests.test_by_model import model
+from tests.test_pipeline_comparison import chain_stages  # noqa: F401  (the fixture)
+
+
+def test_corrective_destructive_neutral():
+    fixes = regimes.gain_regime(model(30, 40, fix=20), 0.8, 0.5)
+    breaks = regimes.gain_regime(model(60, 40, esc_right=30, brk=20), 0.8, 0.5)
+    even = regimes.gain_regime(model(30, 40, esc_right=10, fix=1, brk=1), 0.8, 0.5)
+    assert (fixes["regime"], breaks["regime"], even["regime"]) == ("corrective", "destructive", "neutral")
+    assert fixes["gain"] == pytest.approx(0.2) and fixes["gain_lo"] > 0 and fixes["p_value"] < 0.05
+    assert (fixes["fixed"], fixes["broken"]) == (20, 0)
+    assert breaks["full_gain"] == pytest.approx(-0.2) and breaks["full_hi"] < 0 and breaks["full_p"] < 0.05
+    assert even["gain"] == 0 and even["gain_lo"] < 0 < even["gain_hi"]
+    assert fixes["acc_solo"] == pytest.approx(0.3) and fixes["acc_lase"] == pytest.approx(0.5)
+    assert fixes["escalated"] == 40 and fixes["n"] == 100
+    # nothing escalates: gated LASE is the leader alone, and always-interact gains: neutral
+    assert regimes.gain_regime(model(30, 40, fix=20), 0.0, np.inf)["regime"] == "neutral"
+
+
+def test_a_gain_needs_both_tests():
+    """A bootstrap interval above zero with McNemar p above 0.05 is neutral, not corrective."""
+    r = regimes.gain_regime(model(30, 40, fix=5), 0.8, 0.5)
+    assert r["fixed"] == 5 and r["broken"] == 0 and r["p_value"] == pytest.approx(0.0625)
+    assert r["gain_lo"] > 0 and r["regime"] == "neutral"
+    r = regimes.gain_regime(model(30, 40, fix=6), 0.8, 0.5)
+    assert r["p_value"] < 0.05 and r["regime"] == "corrective"
+
+
+def test_regime_table_has_one_row_per_model():
+    t = regimes.regime_table({"organism": model(30, 40, fix=20), "base": model(60, 40, esc_right=30, brk=20)},
+                             0.8, 0.5)
+    assert t.index.tolist() == ["organism", "base"] and t["regime"].tolist() == ["corrective", "destructive"]
+    assert t.loc["organism", "gain, points [95% CI]"].startswith("+20.0 [") and t.loc["base", "broken"] == 20
+    assert t.loc["organism", "escalated"] == "40 of 100" and t.loc["organism", "gated LASE %"] == 50.0
+    assert t.loc["base", "always-interact %"] == 40.0 and t.loc["organism", "McNemar p"] < 0.05
+
+
+def test_describe_gain_regime_states_the_numbers():
+    r = regimes.gain_regime(model(30, 40, fix=20), 0.8, 0.5)
+    s = regimes.describe_gain_regime("organism", r)
+    assert "**organism**" in s and "**corrective**" in s and "+20.0 points" in s
+    assert f"{100 * r['gain_lo']:+.1f}" in s and f"{100 * r['gain_hi']:+.1f}" in s
+    assert "50.0%" in s and "30.0%" in s and "40 of 100" in s and "fixes 20, breaks 0" in s
+    assert f"McNemar p = {r['p_value']:.3f}" in s
+    h = regimes.describe_gain_regime("base", regimes.gain_regime(model(60, 40, esc_right=30, brk=20), 0.8, 0.5))
+    assert "**destructive**" in h and "-20.0 points" in h and "always-interact hurts" in h
+    z = regimes.describe_gain_regime("x", regimes.gain_regime(model(30, 40, esc_right=10, fix=1, brk=1), 0.8, 0.5))
+    assert "**neutral**" in z and "no claim clears both tests" in z
+
+
+def test_describe_regime_reads_the_paired_gain(chain_stages):  # noqa: F811
+    chains = chains_from_stages(chain_stages)
+    # escalated: p1 (fixed), p3 (stays wrong), p4 (broken); p2 accepted at once: gain 0, neutral
+    r = regimes.gain_regime(chains, 0.8, 0.5)
+    assert (r["regime"], r["fixed"], r["broken"], r["escalated"]) == ("neutral", 1, 1, 3)
+    line = regimes.describe_regime(r)
+    assert "**neutral**" in line and "+0.0 points" in line and "fixes 1 and breaks 1 answers" in line
+    assert "section 3.5" in line and "McNemar p = 1.000" in line
+    full = regimes.describe_regime(r, full=True)
+    assert "negative control" in full and "--backend openai --model gpt-4.1-mini" in full
+    assert regimes.REGIME_RULE in full and "Always-interact" in full
+    good = dict(r, regime="corrective")  # four problems are too few for both tests: the wording
+    assert "supporters help" in regimes.describe_regime(good, full=True)
+    assert "**corrective**" in regimes.describe_regime(good)
+    assert "escalates 0 of 4" in regimes.describe_regime(regimes.gain_regime(chains, 0.0, math.inf), full=True)
