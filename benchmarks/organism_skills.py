@@ -80,7 +80,6 @@ def solve_report(problems, results, cfg) -> dict:
 
 def chain_report(problems, results) -> dict:
     """Reviewer flags, fixes and breaks, from full chains (every stage forced)."""
-    by_id = {p.id: p for p in problems}
     flags: dict[str, dict[str, list[int]]] = {}
     for r in results:
         calls = r.calls + r.recording_calls

@@ -56,15 +56,15 @@ import numpy as np
 import pandas as pd
 
 from lase_nb import plots
-from lase_nb.backends import make_backend
 from lase_nb.confidence import answer_token_indices, measure
-from lase_nb.engine import Call, Engine
+from lase_nb.engine import Call
+from lase_nb.live import live_engine
 from lase_nb.prompts import solver_messages
 from lase_nb.strategies import default_examples
 from lase_nb.types import GenParams, Problem
 
 plots.set_style()
-engine = Engine(make_backend(backend, model, base_url))
+engine = live_engine(backend, model, base_url)  # the backend, with the call cache
 problem = Problem("quickstart", question, gold="", kind=kind)
 
 # %% [markdown]

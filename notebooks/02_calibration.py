@@ -74,25 +74,22 @@ from IPython.display import Markdown, display
 
 from lase_nb import confidence, plots, reference
 from lase_nb.chapters import calibration, gate_panel
-from lase_nb.backends import make_backend
-from lase_nb.cache import CallCache
 from lase_nb.datasets import load_dataset
 from lase_nb.engine import Call, Engine
 from lase_nb.prompts import solver_messages
 from lase_nb.runner import run_problems
 from lase_nb.runs import load_models, load_runs
-from lase_nb.strategies import StrategyConfig, default_examples
+from lase_nb.live import live_config, live_engine
 
 plots.set_style()
 pd.set_option("display.precision", 3)
-cfg = StrategyConfig(tau_lp=tau_lp, tau_h=tau_h, top_logprobs=top_k, seed=seed, examples=default_examples(backend))
+cfg = live_config(backend, model, tau_lp=tau_lp, tau_h=tau_h, seed=seed, top_logprobs=top_k)
 
 
 @functools.cache
 def engine() -> Engine:
     """One engine for the live steps, built on first use; every call goes through the call cache."""
-    extra = {"max_batch": 16} if backend == "local" else {}
-    return Engine(make_backend(backend, model, base_url, **extra), CallCache())
+    return live_engine(backend, model, base_url, max_batch=16)
 
 
 # %% [markdown]

@@ -67,13 +67,12 @@ run_episode = True  # section 3.3: run one LASE episode now with `backend` (at m
 interactive = True  # False under papermill: no widgets
 
 # %%
-from dataclasses import asdict, replace
-from pathlib import Path
+from dataclasses import asdict
 
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-from IPython.display import HTML, Markdown, display
+from IPython.display import Markdown, display
 
 from lase_nb import plots, prompts, reference, runs as run_store
 from lase_nb import regimes, transcripts
@@ -93,18 +92,13 @@ pd.set_option("display.max_colwidth", 120)
 
 # %%
 if live:
-    from lase_nb.backends import make_backend
-    from lase_nb.cache import CallCache
     from lase_nb.datasets import load_dataset
-    from lase_nb.engine import Engine
+    from lase_nb.live import live_config, live_engine
     from lase_nb.runner import run_problems
-    from lase_nb.strategies import StrategyConfig, default_examples
 
     problem_list = load_dataset(dataset, data_path, n_problems, seed)
-    engine = Engine(make_backend(backend, model, base_url), CallCache())
-    cfg = StrategyConfig(tau_lp=tau_lp, tau_h=tau_h, full_chain=True, seed=seed, examples=default_examples(backend))
-    if max_tokens:
-        cfg = replace(cfg, max_tokens=max_tokens, supporter_max_tokens=min(max_tokens, cfg.supporter_max_tokens))
+    engine = live_engine(backend, model, base_url)
+    cfg = live_config(backend, model, tau_lp=tau_lp, tau_h=tau_h, seed=seed, max_tokens=max_tokens, full_chain=True)
     results = run_problems("lase", problem_list, engine, cfg, progress=False)
     run = run_store.run_from_results(results, problem_list, {
         "backend": engine.backend.name, "model": engine.backend.model, "dataset": dataset, "n": len(problem_list),
@@ -290,18 +284,12 @@ def lase_from_scratch(problem, engine, cfg):
 
 # %%
 if run_episode and problem is not None:
+    from lase_nb.live import live_config, live_engine
     from lase_nb.runner import run_problems
-    from lase_nb.strategies import StrategyConfig, default_examples
 
     if not live:
-        from lase_nb.backends import make_backend
-        from lase_nb.cache import CallCache
-        from lase_nb.engine import Engine
-
-        engine = Engine(make_backend(backend, model, base_url), CallCache())
-    cfg1 = StrategyConfig(tau_lp=tau_lp, tau_h=tau_h, seed=seed, examples=default_examples(backend))
-    if max_tokens:
-        cfg1 = replace(cfg1, max_tokens=max_tokens, supporter_max_tokens=min(max_tokens, cfg1.supporter_max_tokens))
+        engine = live_engine(backend, model, base_url)
+    cfg1 = live_config(backend, model, tau_lp=tau_lp, tau_h=tau_h, seed=seed, max_tokens=max_tokens)
     ours = lase_from_scratch(problem, engine, cfg1)
     calls_before = engine.stats.model_calls
     (package,) = run_problems("lase", [problem], engine, cfg1, progress=False)

@@ -72,7 +72,7 @@ seed = 0
 interactive = True  # False under papermill: no widgets
 
 # %%
-from dataclasses import asdict, replace
+from dataclasses import asdict
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -120,18 +120,13 @@ names = strategies.compared()  # every strategy's record (lase_nb.strategies.SPE
 
 # %%
 if live:
-    from lase_nb.backends import make_backend
-    from lase_nb.cache import CallCache
     from lase_nb.datasets import load_dataset
-    from lase_nb.engine import Engine
+    from lase_nb.live import live_config, live_engine
     from lase_nb.runner import run_problems
-    from lase_nb.strategies import StrategyConfig, default_examples
 
     problem_list = load_dataset(dataset, data_path, n_problems, seed)
-    engine = Engine(make_backend(backend, model, base_url), CallCache())
-    cfg = StrategyConfig(tau_lp=tau_lp, tau_h=tau_h, seed=seed, examples=default_examples(backend))
-    if max_tokens:
-        cfg = replace(cfg, max_tokens=max_tokens, supporter_max_tokens=min(max_tokens, cfg.supporter_max_tokens))
+    engine = live_engine(backend, model, base_url)
+    cfg = live_config(backend, model, tau_lp=tau_lp, tau_h=tau_h, seed=seed, max_tokens=max_tokens)
     runs = {}
     for s in names:
         name, c = strategies.SPECS[s].recording(cfg)  # "lase": the full chain it is replayed from

@@ -63,7 +63,6 @@ interactive = True  # False under papermill: no widgets are created
 # %%
 import time
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display

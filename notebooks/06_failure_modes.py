@@ -56,7 +56,6 @@ max_chars = 450  # each message is clipped to this many characters
 interactive = True  # False under papermill: no widgets are created
 
 # %%
-from pathlib import Path
 
 import matplotlib.pyplot as plt
 import pandas as pd

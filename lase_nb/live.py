@@ -1,0 +1,40 @@
+"""One way to set up a live run in a notebook: the backend, the call cache and the strategy
+configuration, with the model's own prompt format and the token caps.
+
+Every chapter that calls a model uses :func:`live_config` and :func:`live_engine`, so a chapter
+run with ``model="organism"`` sends the zero-shot prompts the organism was trained on, exactly as
+``lase-nb run`` and ``data/traces/record.py`` do (:func:`lase_nb.strategies.default_examples`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from .strategies import StrategyConfig, default_examples
+
+__all__ = ["live_config", "live_engine"]
+
+
+def live_config(backend: str = "local", model: str | None = None, *, tau_lp: float = 0.8, tau_h: float = 0.5,
+                seed: int = 0, max_tokens: int | None = None, **fields: Any) -> StrategyConfig:
+    """The strategy configuration of a live chapter run: the gate's thresholds, the seed, the
+    worked examples the model needs (two for the embedded model, none for the organism and API
+    models), and, when ``max_tokens`` is given, the leader's cap (the supporters' cap no larger).
+    Other :class:`~lase_nb.strategies.StrategyConfig` fields pass through (``full_chain=True``)."""
+    cfg = StrategyConfig(tau_lp=tau_lp, tau_h=tau_h, seed=seed, examples=default_examples(backend, model), **fields)
+    if max_tokens:
+        cfg = replace(cfg, max_tokens=max_tokens, supporter_max_tokens=min(max_tokens, cfg.supporter_max_tokens))
+    return cfg
+
+
+def live_engine(backend: str = "local", model: str | None = None, base_url: str | None = None,
+                max_batch: int | None = None) -> Any:
+    """An :class:`~lase_nb.engine.Engine` on the named backend with the default call cache (every
+    call durable: a rerun makes no model call). ``max_batch`` applies to the local backend."""
+    from .backends import make_backend
+    from .cache import CallCache
+    from .engine import Engine
+
+    extra = {"max_batch": max_batch} if backend == "local" and max_batch else {}
+    return Engine(make_backend(backend, model, base_url, **extra), CallCache())
