@@ -3,7 +3,7 @@
     python benchmarks/replay_sweep.py [--problems 1000] [--stages 4] [--grid 100] [--repeats 5]
 
 A synthetic full-chain recording (``tests.synthetic.synthetic_chains``: 1,000 problems x 4 stages by
-default) is replayed on a 100 x 100 grid of (tau_lp, tau_h) with ``analysis.grid_metrics`` (the
+default) is replayed on a 100 x 100 grid of (tau_lp, tau_h) with ``grid_metrics`` (the
 tests check it equals replay at every pair). Peak memory is measured with tracemalloc in a
 separate call. Then the slider panel is built and its callback timed: replay at the new thresholds,
 marker moved, PNG encoded, table row and sentence rewritten. The best of ``--repeats`` runs is
@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np  # noqa: E402
 
-from lase_nb import analysis  # noqa: E402
+from lase_nb.replay import grid_metrics, operating_point, sweep  # noqa: E402
 from lase_nb.chapters import pareto, sliders  # noqa: E402
 from tests.synthetic import synthetic_chains  # noqa: E402
 
@@ -66,12 +66,12 @@ def main() -> None:
     print(f"recording: {args.problems} problems x {args.stages} stages; grid {args.grid} x {args.grid} "
           f"= {args.grid ** 2:,} threshold pairs ({cells / 1e6:.0f} M problem-stage-pair cells)")
 
-    fast_s, _ = best_time(lambda: analysis.grid_metrics(chains, tl, th), args.repeats)
-    fast_mb = peak_mb(lambda: analysis.grid_metrics(chains, tl, th))
-    print(f"whole grid, analysis.grid_metrics: {fast_s:.3f} s, peak {fast_mb:.0f} MB")
+    fast_s, _ = best_time(lambda: grid_metrics(chains, tl, th), args.repeats)
+    fast_mb = peak_mb(lambda: grid_metrics(chains, tl, th))
+    print(f"whole grid, grid_metrics: {fast_s:.3f} s, peak {fast_mb:.0f} MB")
 
     t0 = time.perf_counter()
-    grid = analysis.sweep(chains, *pareto.threshold_axes(chains, 41))
+    grid = sweep(chains, *pareto.threshold_axes(chains, 41))
     controls = sliders.threshold_sliders(chains, 0.8, 0.5, grid=grid)
     build_s = time.perf_counter() - t0
     rng = np.random.default_rng(0)
@@ -83,7 +83,7 @@ def main() -> None:
         slider.value = value  # fires the callback exactly as a browser would
         total.append(time.perf_counter() - t0)
         t0 = time.perf_counter()
-        analysis.operating_point(chains, controls.tau_lp.value, controls.tau_h.value)
+        operating_point(chains, controls.tau_lp.value, controls.tau_h.value)
         compute.append(time.perf_counter() - t0)
     update_ms = 1000 * statistics.median(total)
     print(f"slider panel built in {build_s:.2f} s; one slider update (replay + marker + PNG + table row): "

@@ -204,13 +204,13 @@ def _public_argv(argv: Sequence[str]) -> list[str]:
 
 
 def summary_table(out):
-    from .analysis import summarize
+    from .replay import summarize
     from .traces import load_run
     return summarize(load_run(out).problems)
 
 
 def cmd_sweep(args) -> int:
-    from .analysis import load_chains, sweep
+    from .replay import load_chains, sweep
     chains = load_chains(args.run)
     table = sweep(chains, args.tau_lp, args.tau_h)
     print(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))

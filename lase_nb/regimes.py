@@ -18,7 +18,7 @@ from typing import Any, Mapping
 
 import pandas as pd
 
-from .analysis import Chains, replay
+from .replay import Chains, replay
 from .errors import DataError
 from .stats import paired_test, pct, points
 

@@ -23,14 +23,16 @@ import numpy as np
 import pandas as pd
 
 from .errors import DataError, LaseError
+from .stats import bool_array, mcnemar, wilson_interval
 from .strategies import SPECS
 from .traces import Run, call_rows, load_run, problem_rows, stage_rows
 
 if TYPE_CHECKING:
-    from .analysis import Chains
+    from .replay import Chains
 
 __all__ = ["RUN_DIRS", "resolve_data_path", "load_runs", "load_models", "chains_by_model", "model_label",
-           "record_command", "fill_columns", "run_from_results", "problems_from_manifest", "common_ids"]
+           "record_command", "fill_columns", "run_from_results", "problems_from_manifest", "common_ids",
+           "comparison_table"]
 
 #: Folder of a strategy name when it differs from the name: "lase" is read from the full-chain run
 #: (LASE at any thresholds is replayed from it); from the strategies' records.
@@ -128,9 +130,9 @@ def load_models(folders: Mapping[str, str | Path | None], names: Iterable[str] |
 
 
 def chains_by_model(models: Mapping[str, Mapping[str, Run]]) -> dict[str, Chains]:
-    """Each model's full LASE chains (:class:`lase_nb.analysis.Chains`) from its ``lase`` run (or
+    """Each model's full LASE chains (:class:`lase_nb.replay.Chains`) from its ``lase`` run (or
     ``lase-full``, when the runs were loaded by folder name), in order."""
-    from .analysis import chains_from_stages
+    from .replay import chains_from_stages
 
     out = {}
     for label, runs in models.items():
@@ -222,3 +224,68 @@ def common_ids(runs: Mapping[str, Run], problem_ids: Sequence[str]) -> np.ndarra
     for run in runs.values():
         keep &= set(run.problems["problem_id"].astype(str))
     return np.array([i for i in map(str, problem_ids) if i in keep], dtype=object)
+
+
+def _ref_columns(ok: np.ndarray, ref_ok: np.ndarray | None, tag: str) -> dict[str, float]:
+    if ref_ok is None:
+        return {f"wins_vs_{tag}": np.nan, f"losses_vs_{tag}": np.nan, f"p_vs_{tag}": np.nan}
+    wins, losses, p = mcnemar(ok, ref_ok)
+    return {f"wins_vs_{tag}": wins, f"losses_vs_{tag}": losses, f"p_vs_{tag}": p}
+
+
+def comparison_table(runs: Mapping[str, pd.DataFrame] | pd.DataFrame, baseline: str | None = "single",
+                     vote: str | None = "mv", level: float = 0.95) -> pd.DataFrame:
+    """Every strategy on the problems ALL of them answered: the one comparison table (chapters 04, 06).
+
+    ``runs`` maps a strategy to its problems table, or is one long table with a ``strategy``
+    column (first-seen order). Each needs problem_id, correct and total_tokens, one row per
+    problem; completion_tokens and stop_stage / x_debated (for the escalation rate) are optional.
+
+    Columns: n (common problems), accuracy with a Wilson interval (acc_lo, acc_hi: the package's
+    one interval for an accuracy), accuracy_strict (graded without the answer-extraction step:
+    ``correct_strict`` where the table has it, else ``correct``), avg_tokens and total_tokens (prompt + completion),
+    avg_completion_tokens and total_completion_tokens, token_multiplier and
+    completion_multiplier (avg tokens / the ``baseline`` row's), escalation_rate, and for each of
+    ``baseline`` and ``vote`` an exact McNemar test: wins_vs_<name> (this right, that wrong),
+    losses_vs_<name>, p_vs_<name> (NaN on its own row, or where that strategy is absent).
+    """
+    from .replay import escalation_rate
+
+    if isinstance(runs, pd.DataFrame):
+        if "strategy" not in runs:
+            raise ValueError(f"column 'strategy' missing; have {list(runs.columns)}")
+        runs = {name: g for name, g in runs.groupby("strategy", sort=False)}
+    if not runs:
+        raise DataError("no runs to compare")
+    for name, df in runs.items():
+        for col in ("problem_id", "correct", "total_tokens"):
+            if col not in df:
+                raise ValueError(f"{name}: column {col!r} missing; have {list(df.columns)}")
+        if df["problem_id"].duplicated().any():
+            raise ValueError(f"{name}: duplicate problem_id rows; one graded answer per problem per strategy")
+    common = set.intersection(*(set(df["problem_id"]) for df in runs.values()))
+    if not common:
+        raise DataError("the runs share no problem ids; record them on the same data set, n and seed")
+    ids = sorted(common)
+    aligned = {s: df.set_index("problem_id").loc[ids] for s, df in runs.items()}
+    correct = {s: bool_array(df["correct"], "correct") for s, df in aligned.items()}
+    refs = [r for r in dict.fromkeys([baseline, vote]) if r is not None]
+    rows = {}
+    for s, df in aligned.items():
+        ok = correct[s]
+        lo, hi = wilson_interval(int(ok.sum()), len(ok), level)
+        comp = df["completion_tokens"] if "completion_tokens" in df else pd.Series(np.nan, index=df.index)
+        strict = bool_array(df["correct_strict"], "correct_strict") if "correct_strict" in df else ok
+        row = {"n": len(ids), "accuracy": float(ok.mean()), "acc_lo": lo, "acc_hi": hi,
+               "accuracy_strict": float(strict.mean()),
+               "avg_tokens": float(df["total_tokens"].mean()), "total_tokens": float(df["total_tokens"].sum()),
+               "avg_completion_tokens": float(comp.mean()), "total_completion_tokens": float(comp.sum(min_count=1)),
+               "escalation_rate": escalation_rate(df.reset_index())}
+        for r in refs:
+            row.update(_ref_columns(ok, correct[r] if r in correct and r != s else None, r))
+        rows[s] = row
+    out = pd.DataFrame.from_dict(rows, orient="index")
+    out.index.name = "strategy"
+    for col, name in (("avg_tokens", "token_multiplier"), ("avg_completion_tokens", "completion_multiplier")):
+        out[name] = out[col] / out.loc[baseline, col] if baseline in out.index else np.nan
+    return out

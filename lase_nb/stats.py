@@ -9,14 +9,15 @@ differences).
 
 from __future__ import annotations
 
-from typing import Callable, Literal, Mapping, Sequence
+from typing import Callable, Literal, Sequence
 
 import numpy as np
 import pandas as pd
 from scipy import stats as _st
 
 __all__ = [
-    "gate_for_budget",
+    "bool_array",
+    "mcnemar",
     "pct",
     "points",
     "wilson_interval",
@@ -26,15 +27,12 @@ __all__ = [
     "ece",
     "bootstrap_ci",
     "paired_test",
-    "comparison_table",
-    "choose_thresholds",
-    "split_halves",
 ]
 
 NO_ANSWER = "no answer"
 
 
-def _bool_array(x, name: str) -> np.ndarray:
+def bool_array(x, name: str) -> np.ndarray:
     a = np.asarray(x)
     if a.dtype != bool:
         if a.size and not np.isin(a, (0, 1)).all():
@@ -91,7 +89,7 @@ def reliability_table(
     Columns: bin, lo, hi, count, n_correct, accuracy, ci_lo, ci_hi, mean_confidence, share.
     """
     conf = np.asarray(confidence, dtype=float).ravel()
-    ok = _bool_array(correct, "correct")
+    ok = bool_array(correct, "correct")
     _same_length(confidence=conf, correct=ok)
     edges = np.asarray(bins, dtype=float)
     if edges.ndim != 1 or len(edges) < 2 or np.any(np.diff(edges) <= 0):
@@ -132,7 +130,7 @@ def reliability_table(
 
 def _error_scores(score, correct, nan: str) -> tuple[np.ndarray, np.ndarray]:
     s = np.asarray(score, dtype=float).ravel()
-    ok = _bool_array(correct, "correct")
+    ok = bool_array(correct, "correct")
     _same_length(score=s, correct=ok)
     if nan == "worst":
         s = np.where(np.isnan(s), np.inf, s)
@@ -196,7 +194,7 @@ def ece(prob_correct: np.ndarray, correct: np.ndarray, n_bins: int = 10) -> floa
     ``"no answer"`` row of :func:`reliability_table`). NaN if nothing is left.
     """
     p = np.asarray(prob_correct, dtype=float).ravel()
-    ok = _bool_array(correct, "correct")
+    ok = bool_array(correct, "correct")
     _same_length(prob_correct=p, correct=ok)
     keep = ~np.isnan(p)
     p, ok = p[keep], ok[keep]
@@ -230,7 +228,7 @@ def bootstrap_ci(values: np.ndarray, stat: Callable[..., float] = np.mean, n_boo
     return (est, lo, hi)
 
 
-def _mcnemar(a: np.ndarray, b: np.ndarray) -> tuple[int, int, float]:
+def mcnemar(a: np.ndarray, b: np.ndarray) -> tuple[int, int, float]:
     """Discordant counts (a right b wrong, a wrong b right) and the exact two-sided p-value."""
     n_ab, n_ba = int((a & ~b).sum()), int((~a & b).sum())
     p = float(_st.binomtest(n_ab, n_ab + n_ba, 0.5).pvalue) if n_ab + n_ba else 1.0
@@ -247,136 +245,11 @@ def paired_test(correct_a: np.ndarray, correct_b: np.ndarray, n_boot: int = 2000
 
     Keys: n, acc_a, acc_b, diff, diff_lo, diff_hi, b, c, p_value.
     """
-    a = _bool_array(correct_a, "correct_a")
-    bb = _bool_array(correct_b, "correct_b")
+    a = bool_array(correct_a, "correct_a")
+    bb = bool_array(correct_b, "correct_b")
     _same_length(correct_a=a, correct_b=bb)
     n = len(a)
-    b, c, p = _mcnemar(a, bb)
+    b, c, p = mcnemar(a, bb)
     d, lo, hi = bootstrap_ci(a.astype(float) - bb.astype(float), n_boot=n_boot, seed=seed, level=level)
     return {"n": n, "acc_a": float(a.mean()) if n else np.nan, "acc_b": float(bb.mean()) if n else np.nan,
             "diff": d, "diff_lo": lo, "diff_hi": hi, "b": b, "c": c, "p_value": p}
-
-
-def _ref_columns(ok: np.ndarray, ref_ok: np.ndarray | None, tag: str) -> dict[str, float]:
-    if ref_ok is None:
-        return {f"wins_vs_{tag}": np.nan, f"losses_vs_{tag}": np.nan, f"p_vs_{tag}": np.nan}
-    wins, losses, p = _mcnemar(ok, ref_ok)
-    return {f"wins_vs_{tag}": wins, f"losses_vs_{tag}": losses, f"p_vs_{tag}": p}
-
-
-def comparison_table(runs: Mapping[str, pd.DataFrame] | pd.DataFrame, baseline: str | None = "single",
-                     vote: str | None = "mv", level: float = 0.95) -> pd.DataFrame:
-    """Every strategy on the problems ALL of them answered: the one comparison table (chapters 04, 06).
-
-    ``runs`` maps a strategy to its problems table, or is one long table with a ``strategy``
-    column (first-seen order). Each needs problem_id, correct and total_tokens, one row per
-    problem; completion_tokens and stop_stage / x_debated (for the escalation rate) are optional.
-
-    Columns: n (common problems), accuracy with a Wilson interval (acc_lo, acc_hi: the package's
-    one interval for an accuracy), accuracy_strict (graded without the answer-extraction step:
-    ``correct_strict`` where the table has it, else ``correct``), avg_tokens and total_tokens (prompt + completion),
-    avg_completion_tokens and total_completion_tokens, token_multiplier and
-    completion_multiplier (avg tokens / the ``baseline`` row's), escalation_rate, and for each of
-    ``baseline`` and ``vote`` an exact McNemar test: wins_vs_<name> (this right, that wrong),
-    losses_vs_<name>, p_vs_<name> (NaN on its own row, or where that strategy is absent).
-    """
-    from .analysis import escalation_rate
-    from .errors import DataError
-
-    if isinstance(runs, pd.DataFrame):
-        if "strategy" not in runs:
-            raise ValueError(f"column 'strategy' missing; have {list(runs.columns)}")
-        runs = {name: g for name, g in runs.groupby("strategy", sort=False)}
-    if not runs:
-        raise DataError("no runs to compare")
-    for name, df in runs.items():
-        for col in ("problem_id", "correct", "total_tokens"):
-            if col not in df:
-                raise ValueError(f"{name}: column {col!r} missing; have {list(df.columns)}")
-        if df["problem_id"].duplicated().any():
-            raise ValueError(f"{name}: duplicate problem_id rows; one graded answer per problem per strategy")
-    common = set.intersection(*(set(df["problem_id"]) for df in runs.values()))
-    if not common:
-        raise DataError("the runs share no problem ids; record them on the same data set, n and seed")
-    ids = sorted(common)
-    aligned = {s: df.set_index("problem_id").loc[ids] for s, df in runs.items()}
-    correct = {s: _bool_array(df["correct"], "correct") for s, df in aligned.items()}
-    refs = [r for r in dict.fromkeys([baseline, vote]) if r is not None]
-    rows = {}
-    for s, df in aligned.items():
-        ok = correct[s]
-        lo, hi = wilson_interval(int(ok.sum()), len(ok), level)
-        comp = df["completion_tokens"] if "completion_tokens" in df else pd.Series(np.nan, index=df.index)
-        strict = _bool_array(df["correct_strict"], "correct_strict") if "correct_strict" in df else ok
-        row = {"n": len(ids), "accuracy": float(ok.mean()), "acc_lo": lo, "acc_hi": hi,
-               "accuracy_strict": float(strict.mean()),
-               "avg_tokens": float(df["total_tokens"].mean()), "total_tokens": float(df["total_tokens"].sum()),
-               "avg_completion_tokens": float(comp.mean()), "total_completion_tokens": float(comp.sum(min_count=1)),
-               "escalation_rate": escalation_rate(df.reset_index())}
-        for r in refs:
-            row.update(_ref_columns(ok, correct[r] if r in correct and r != s else None, r))
-        rows[s] = row
-    out = pd.DataFrame.from_dict(rows, orient="index")
-    out.index.name = "strategy"
-    for col, name in (("avg_tokens", "token_multiplier"), ("avg_completion_tokens", "completion_multiplier")):
-        out[name] = out[col] / out.loc[baseline, col] if baseline in out.index else np.nan
-    return out
-
-
-def choose_thresholds(points: pd.DataFrame, budget: float, cost: str = "avg_tokens",
-                      acc: str = "accuracy") -> pd.Series:
-    """The most accurate row of ``points`` costing at most ``budget`` (inclusive).
-
-    The one budget-matched pick of the package: thresholds from a sweep (:func:`lase_nb.analysis.sweep`),
-    or any table of operating points. One tie-break everywhere: higher accuracy, then lower
-    cost, then (in a sweep) the higher tau_lp, then the first row. A table with a ``tau_lp``
-    column is a sweep and must also carry tau_h and escalation_rate. Raises ``ValueError``
-    naming the cheapest row when none fits.
-    """
-    need = [cost, acc] + (["tau_lp", "tau_h", "escalation_rate"] if "tau_lp" in points else [])
-    missing = [c for c in need if c not in points]
-    if missing:
-        raise ValueError(f"table lacks columns {missing}; expected {need}")
-    if points.empty:
-        raise ValueError("the table is empty")
-    fit = points[points[cost] <= budget]
-    if fit.empty:
-        cheap = points.loc[points[cost].idxmin()]
-        where = f" (tau_lp={cheap['tau_lp']:g}, tau_h={cheap['tau_h']:g})" if "tau_lp" in points else ""
-        raise ValueError(f"no row costs <= {budget:g} {cost}; the cheapest costs {cheap[cost]:g}{where}")
-    keys = [acc, cost] + (["tau_lp"] if "tau_lp" in points else [])
-    return fit.sort_values(keys, ascending=[False, True, False][:len(keys)], kind="stable").iloc[0]
-
-
-def gate_for_budget(chains, ratio: float, grid: int = 41) -> pd.Series:
-    """Thresholds for a token budget: the most accurate (tau_lp, tau_h) on a grid whose replayed
-    cost is at most ``ratio`` times the leader alone's (:func:`choose_thresholds`' tie-break).
-
-    ``chains`` are full LASE chains (:class:`lase_nb.analysis.Chains`) of a calibration split,
-    never the problems the thresholds are then used on. The row adds ``leader_tokens`` (the
-    leader alone's average) and ``budget_tokens``; tau_h runs over [0, max H_max] and infinity
-    (the entropy gate off)."""
-    from .analysis import operating_point, sweep
-
-    if ratio < 1:
-        raise ValueError(f"ratio must be at least 1 (the leader alone's cost), got {ratio}")
-    alone = float(operating_point(chains, 0.0, np.inf)["avg_tokens"])
-    h = chains.h_max[np.isfinite(chains.h_max)]
-    tau_h = np.append(np.linspace(0.0, max(0.5, float(h.max())) if h.size else 2.0, grid), np.inf)
-    row = choose_thresholds(sweep(chains, np.linspace(0.0, 1.0, grid), tau_h), ratio * alone)
-    return pd.concat([row, pd.Series({"leader_tokens": alone, "budget_tokens": ratio * alone})])
-
-
-def split_halves(ids: Sequence[str], seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """Boolean masks (a, b) splitting ``ids`` into two random halves, for select-on-one/check-on-other.
-
-    The split is over the distinct ids (sorted, then permuted by ``seed``; half A gets the extra
-    one if odd), so it does not depend on row order and repeated ids (one row per strategy)
-    always land on the same side. The masks are disjoint and cover every row.
-    """
-    arr = np.asarray([str(i) for i in ids], dtype=object)
-    uniq = np.array(sorted(set(arr.tolist())), dtype=object)
-    perm = np.random.default_rng(seed).permutation(len(uniq))
-    in_a = set(uniq[perm[: (len(uniq) + 1) // 2]].tolist())
-    mask_a = np.fromiter((i in in_a for i in arr), dtype=bool, count=len(arr))
-    return mask_a, ~mask_a

@@ -476,7 +476,7 @@ def lase(problem: Problem, cfg: StrategyConfig, *, sample: int = 0,
     """LASE: the leader answers; while it is uncertain, one supporter at a time, then it revises.
 
     With ``cfg.full_chain`` every stage runs whatever the gate says, and ``stages`` records the
-    leader's state after each one, so :func:`lase_nb.analysis.replay` can apply any thresholds.
+    leader's state after each one, so :func:`lase_nb.replay.replay` can apply any thresholds.
     A leader response without an extractable answer gets the answer-extraction step
     (``cfg.extract_answers``), and the gate reads that answer's tokens (``gate_call``).
     ``temperature`` samples the leader (LASE+MV's independent chains); supporters always decode

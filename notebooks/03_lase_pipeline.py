@@ -45,7 +45,7 @@
 # e.g. `papermill 03_lase_pipeline.ipynb out.ipynb -p live True -p backend openai -p model gpt-4.1-mini`.
 #
 # The chapter's logic lives in `lase_nb/chapters/pipeline.py`; transcripts are drawn by
-# `lase_nb/transcripts.py`, runs loaded by `lase_nb/runs.py` and replay done by `lase_nb/analysis.py`.
+# `lase_nb/transcripts.py`, runs loaded by `lase_nb/runs.py` and replay done by `lase_nb/replay.py`.
 # It covers the paper's Theorem 3.7 (the selective-gain bound, section 3.5) and the
 # escalation rates of its Table 5 (section 3.4 prints them from `lase_nb.reference`).
 
@@ -77,7 +77,7 @@ from IPython.display import Markdown, display
 from lase_nb import plots, prompts, reference, runs as run_store
 from lase_nb import regimes, transcripts
 from lase_nb.chapters import pipeline
-from lase_nb.analysis import chains_from_stages, replay
+from lase_nb.replay import chains_from_stages, replay
 
 plots.set_style()
 pd.set_option("display.precision", 3)

@@ -42,7 +42,7 @@
 # the call cache) on `n_problems` problems with the backend you choose.
 #
 # The chapter's logic lives in `lase_nb/chapters/comparison.py`; the comparison table is
-# `lase_nb.stats.comparison_table` (chapter 6 uses the same one), replay is `lase_nb/analysis.py`,
+# `lase_nb.runs.comparison_table` (chapter 6 uses the same one), replay is `lase_nb/replay.py`,
 # and every strategy keeps one colour and marker from `lase_nb/plots.py`.
 #
 # **The papers' numbers**, the reference column of this chapter. LASE's Table 1 (six data sets,
@@ -79,8 +79,9 @@ import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 
-from lase_nb import analysis, plots, reference, runs as run_store, stats, strategies
-from lase_nb.analysis import chains_from_stages, outcomes_at, replay
+from lase_nb import plots, reference, runs as run_store, strategies
+from lase_nb.runs import comparison_table
+from lase_nb.replay import chains_from_stages, outcomes_at, replay, sweep
 from lase_nb import regimes
 from lase_nb.chapters import comparison
 from lase_nb.answers import answer_or_none
@@ -107,7 +108,7 @@ names = strategies.compared()  # every strategy's record (lase_nb.strategies.SPE
 # vote. **DOWN's threshold is chosen, not fixed**: DOWN describes a threshold-selection strategy we
 # do not have the text of, so the recording script picks $\theta$ by a stated rule on a calibration
 # split of problems the evaluated run never sees: the $\theta$ with the best accuracy there, ties
-# going to fewer debates (`analysis.choose_down_threshold`). The manifest records $\theta$, the rule
+# going to fewer debates (`replay.choose_down_threshold`). The manifest records $\theta$, the rule
 # and the calibration table; the cell below prints them. LASE's gate differs in what it reads (the answer's
 # tokens only, lowest probability and highest entropy) and in what it calls (one supporter at a
 # time, not a debate); chapter 1 has the long version.
@@ -237,7 +238,7 @@ replayed = {"lase": lase_now, "lase-full": outcomes_at(chains, chains.n_stages -
 tables = {s: replayed[s] if s in replayed else runs[s].problems
           for s in comparison.STRATEGY_ORDER if s in replayed or s in runs}
 main, short = comparison.split_by_coverage(tables)  # a run on far fewer problems gets its own table below
-table = stats.comparison_table({s: tables[s] for s in main})
+table = comparison_table({s: tables[s] for s in main})
 paper = comparison.paper_reference(paper_model, paper_dataset)
 labels = {s: plots.label(s, configs.get(s, configs.get("lase"))) for s in table.index}
 shown = comparison.comparison_display(table, paper, configs)
@@ -304,7 +305,7 @@ if "mv" in runs:
     print(f"check: the vote over all {mv_per['k'].max()} samples reproduces the recorded MV result on "
           f"{int((full_k == recorded).sum())} of {len(full_k)} problems")
     mv_k = comparison.mv_curve(mv_per, ids)
-grid = analysis.sweep(chains.subset(np.isin(chains.problem_ids, ids)),
+grid = sweep(chains.subset(np.isin(chains.problem_ids, ids)),
                       [0.0, 0.3, 0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95, 0.99, 1.0], [0.1, 0.25, 0.5, 1.0, 2.0, np.inf])
 matched = comparison.compute_matched(mv_k, grid) if mv_k is not None else pd.DataFrame()
 matched
@@ -445,7 +446,7 @@ if interactive:
 
     def explore(tau_lp=tau_lp, tau_h=tau_h):
         t = dict({s: tables[s] for s in main}, lase=replay(chains, tau_lp, tau_h))
-        print(comparison.comparison_display(stats.comparison_table(t), None, configs)
+        print(comparison.comparison_display(comparison_table(t), None, configs)
               .loc[["single", "lase"] + (["mv"] if "mv" in t else [])].T.to_string())
 
     widgets.interact(explore, tau_lp=widgets.FloatSlider(value=tau_lp, min=0.0, max=1.0, step=0.05),

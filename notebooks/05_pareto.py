@@ -41,7 +41,7 @@
 # plus `--strategy mv` and `--strategy mad` runs beside it) to redo everything for your model.
 #
 # The chapter's logic lives in `lase_nb/chapters/pareto.py` (frontier, sweeps, held-out choice) and
-# `lase_nb/chapters/sliders.py` (the sliders); replay is `lase_nb/analysis.py`, and the strategies' colours
+# `lase_nb/chapters/sliders.py` (the sliders); replay is `lase_nb/replay.py`, and the strategies' colours
 # come from `lase_nb/plots.py`.
 #
 # **What the paper reported.** Its threshold sweep (Table 5, GPT-4.1-mini on MATH-500): moving
@@ -67,9 +67,9 @@ import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 
-from lase_nb import analysis, plots, reference
+from lase_nb import plots, reference
 from lase_nb.chapters import pareto, sliders
-from lase_nb.analysis import chains_from_stages
+from lase_nb.replay import chains_from_stages, grid_metrics, operating_point, replay, sweep
 from lase_nb.runs import chains_by_model, common_ids, load_models, load_runs
 from lase_nb import regimes
 
@@ -108,7 +108,7 @@ print(f"replay at the recorded thresholds (tau_lp = {rec.get('tau_lp', tau_lp)},
 # is *certain* when it has an answer with $\exp(LP_{min}) \ge \tau_{lp}$ and $H_{max} \le \tau_h$
 # (a missing answer, NaN, never is). LASE stops at the first certain stage, or at the last when no
 # supporter is left, and outputs and spends what the recording shows at that stage. From scratch,
-# then checked against the package's `analysis.replay`:
+# then checked against the package's `replay.replay`:
 
 # %%
 def replay_from_scratch(chains, tau_lp, tau_h):
@@ -122,11 +122,11 @@ def replay_from_scratch(chains, tau_lp, tau_h):
 
 
 stop, correct, tokens = replay_from_scratch(chains, tau_lp, tau_h)
-package = analysis.replay(chains, tau_lp, tau_h)
+package = replay(chains, tau_lp, tau_h)
 assert np.array_equal(stop, package["stop_stage"]) and np.array_equal(correct, package["correct"])
 assert np.array_equal(tokens, package["total_tokens"])
 print(f"from scratch at tau_lp={tau_lp}, tau_h={tau_h}: accuracy {correct.mean():.1%}, {tokens.mean():,.0f} tokens "
-      f"per problem, {(stop > 0).mean():.0%} escalated; analysis.replay agrees on all {n} problems")
+      f"per problem, {(stop > 0).mean():.0%} escalated; the package's replay agrees on all {n} problems")
 
 # %% [markdown]
 # Now the whole grid: `grid_size` values of $\tau_{lp}$ in $[0, 1]$ times `grid_size` values of
@@ -136,10 +136,10 @@ print(f"from scratch at tau_lp={tau_lp}, tau_h={tau_h}: accuracy {correct.mean()
 # %%
 tl, th = pareto.threshold_axes(chains, grid_size)
 t0 = time.perf_counter()
-metrics = analysis.grid_metrics(chains, tl, th)
-grid = analysis.sweep(chains, tl, th)
+metrics = grid_metrics(chains, tl, th)
+grid = sweep(chains, tl, th)
 print(f"{len(grid):,} threshold pairs x {n} problems replayed in {time.perf_counter() - t0:.3f} s, no model call")
-default = analysis.operating_point(chains, tau_lp, tau_h)
+default = operating_point(chains, tau_lp, tau_h)
 solo_tokens = float(chains.total_tokens[:, 0].mean())
 print(sliders.point_sentence(default, solo_tokens))
 
@@ -169,8 +169,8 @@ oracle = pareto.oracle_frontier(chains)
 common = None
 if len(baselines):
     cc = chains.subset(in_common)
-    common = {"grid": analysis.sweep(cc, tl, th), "policies": pareto.policy_points(cc),
-              "default": analysis.operating_point(cc, tau_lp, tau_h),
+    common = {"grid": sweep(cc, tl, th), "policies": pareto.policy_points(cc),
+              "default": operating_point(cc, tau_lp, tau_h),
               "oracle": pareto.oracle_frontier(cc), "baselines": baselines}
 fig = pareto.plot_frontier(grid, policies, oracle, default, common)
 plots.savefig(fig, "pareto_frontier");
@@ -293,8 +293,8 @@ effects
 #
 # A practitioner has a budget (tokens per problem) and wants the most accurate thresholds within
 # it. Picking them on the same problems one reports on flatters the choice. So we split the
-# problems into two random halves (`stats.split_halves`), pick the best pair within the budget on
-# half A (`stats.choose_thresholds`), and replay that pair on half B.
+# problems into two random halves (`replay.split_halves`), pick the best pair within the budget on
+# half A (`replay.choose_thresholds`), and replay that pair on half B.
 
 # %%
 budget_tokens = float(np.median(grid["avg_tokens"])) if budget is None else float(budget)
@@ -352,7 +352,7 @@ for label, c in by_model.items():
 # replays the recording at the new thresholds (no model call) and updates the figure, the table
 # row and the sentence under it, which starts with "Operating point unchanged" when the move
 # crossed no recorded confidence (every problem stops where it did). Under papermill
-# (`interactive = False`) no widget is made; the same function, `analysis.operating_point`, gave
+# (`interactive = False`) no widget is made; the same function, `operating_point`, gave
 # the default point above.
 
 # %%

@@ -37,7 +37,7 @@
 #
 # The chapter's logic lives in `lase_nb/chapters/failures.py`; runs are loaded by `lase_nb/runs.py`,
 # transcripts drawn by `lase_nb/transcripts.py`, and the strategies' table is
-# `lase_nb.stats.comparison_table`, as in chapter 4.
+# `lase_nb.runs.comparison_table`, as in chapter 4.
 #
 # **What the paper reported.** Its calibration figure (Figure 3) shows that even strong models'
 # most confident answers are not always right: 85.5% accuracy where the lowest answer-token
@@ -61,10 +61,10 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from IPython.display import HTML, Markdown, display
 
-from lase_nb import confidence, plots, regimes, stats
+from lase_nb import confidence, plots, regimes
 from lase_nb.chapters import failures
-from lase_nb.analysis import summarize
-from lase_nb.runs import chains_by_model, load_models, load_runs, problems_from_manifest
+from lase_nb.replay import summarize
+from lase_nb.runs import chains_by_model, comparison_table, load_models, load_runs, problems_from_manifest
 
 plots.set_style()
 pd.set_option("display.precision", 3)
@@ -257,7 +257,7 @@ for label, model_runs in list(models.items())[1:]:
 # %%
 present = failures.debate_runs(list(runs))  # no one or everyone reads, and LASE through every stage
 if len(present) > 1:
-    table = stats.comparison_table({n: runs[n].problems for n in present})
+    table = comparison_table({n: runs[n].problems for n in present})
     display(table[["n", "accuracy", "acc_lo", "acc_hi", "accuracy_strict", "avg_tokens", "token_multiplier",
                    "p_vs_single"]])
 else:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from lase_nb.analysis import Chains
+from lase_nb.replay import Chains
 
 def synthetic_chains(n: int = 1000, n_stages: int = 4, seed: int = 0, no_answer: float = 0.1) -> Chains:
     """A plausible full-chain recording without a model: calibrated-ish confidence, cumulative tokens.

@@ -193,7 +193,7 @@ def browser(tmp_path: Path, lab: Lab):
 def _expected_steps(max_steps: int = 30) -> list[tuple[float, bool, object]]:
     """(tau_lp, unchanged?, operating point) after each right-arrow press, up to the first that
     changes the point: what the page must show, computed from the same recording by replay."""
-    from lase_nb.analysis import chains_from_stages, operating_point, stop_stages
+    from lase_nb.replay import chains_from_stages, operating_point, stop_stages
     from lase_nb.traces import load_run
 
     chains = chains_from_stages(load_run(TRACES).stages)

@@ -13,7 +13,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
-from lase_nb.analysis import Chains, outcomes_at, replay  # noqa: E402
+from lase_nb.replay import Chains, outcomes_at, replay  # noqa: E402
 from lase_nb.chapters import calibration as C  # noqa: E402
 from lase_nb.chapters import comparison, failures, pareto  # noqa: E402
 from lase_nb import regimes  # noqa: E402
@@ -146,13 +146,13 @@ def two():
 
 
 def test_comparison_by_model_stacks_the_one_model_tables(two):
-    from lase_nb import stats
+    from lase_nb.runs import comparison_table
 
     tables = {m: comparison.strategy_tables(r, 0.8, 0.5) for m, r in two.items()}
     assert list(tables["base"]) == ["single", "mv", "mad", "lase", "lase-full"]
     t = comparison.comparison_by_model(tables)
     assert list(t.columns[:2]) == ["model", "strategy"] and t["model"].tolist() == ["base"] * 5 + ["again"] * 5
-    one = stats.comparison_table(tables["base"])
+    one = comparison_table(tables["base"])
     got = t[t["model"] == "again"].set_index("strategy").drop(columns="model")
     pd.testing.assert_frame_equal(got, one, check_names=False)
     assert t.attrs["short"] == {"base": [], "again": []}
@@ -160,7 +160,7 @@ def test_comparison_by_model_stacks_the_one_model_tables(two):
     assert few["strategy"].tolist() == ["lase", "lase-full"] and few.attrs["short"] == {"m": ["single"]}
     alone = comparison.short_tables(tables["base"], ["mad"])
     assert list(alone) == ["mad"] and alone["mad"].index.tolist() == ["single", "mv", "lase", "mad"]
-    pd.testing.assert_frame_equal(alone["mad"], stats.comparison_table(
+    pd.testing.assert_frame_equal(alone["mad"], comparison_table(
         {k: tables["base"][k] for k in ("single", "mv", "lase", "mad")}))
     assert set(comparison.SHORT_COLUMNS) <= set(comparison.comparison_display(alone["mad"]).columns)
     shown = comparison.comparison_display_by_model(t)

@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 
 from lase_nb.chapters import correct_seeds as seeds
-from lase_nb.analysis import Chains
+from lase_nb.replay import Chains
 from lase_nb.errors import DataError
 from lase_nb.types import Problem
 

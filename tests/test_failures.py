@@ -14,7 +14,7 @@ import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
 from lase_nb import reference  # noqa: E402
-from lase_nb.analysis import chains_from_stages  # noqa: E402
+from lase_nb.replay import chains_from_stages  # noqa: E402
 from lase_nb.chapters import failures as F  # noqa: E402
 from lase_nb.chapters.calibration import confidence_frame  # noqa: E402
 
@@ -281,7 +281,7 @@ def test_plot_escalation_draws_a_single_level_once():
 def test_level_view_is_escalation_and_cost_by_level_of_one_run():
     from pathlib import Path
 
-    from lase_nb.analysis import chains_from_stages
+    from lase_nb.replay import chains_from_stages
     from lase_nb.chapters import calibration, failures
     from lase_nb.runs import load_runs
 

@@ -49,8 +49,8 @@ def _graph() -> dict[str, frozenset[str]]:
 
 def test_the_graph_sees_both_kinds_of_import():
     graph = _graph()
-    assert "lase_nb.chapters.sliders" in graph and "lase_nb.analysis" in graph
-    assert {"lase_nb.analysis", "lase_nb.chapters.pareto"} <= graph["lase_nb.chapters.sliders"]
+    assert "lase_nb.chapters.sliders" in graph and "lase_nb.replay" in graph
+    assert {"lase_nb.replay", "lase_nb.chapters.pareto"} <= graph["lase_nb.chapters.sliders"]
     assert "lase_nb.chapters.pareto" in graph["lase_nb.chapters.sliders"]
     assert "lase_nb.errors" in graph["lase_nb.backends"]  # from .. import, one level up
 
@@ -126,3 +126,8 @@ def test_a_notebook_imports_the_core_and_its_own_chapters_modules():
         if other:
             wrong[nb.name] = other
     assert wrong == {}
+
+
+def test_stats_is_a_leaf():
+    """Intervals, tests and formatters depend on nothing else of the package (the replay uses them)."""
+    assert _graph()["lase_nb.stats"] == frozenset()

@@ -14,11 +14,11 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
-from lase_nb import analysis, reference  # noqa: E402
+from lase_nb import reference# noqa: E402
 from lase_nb.chapters import pareto  # noqa: E402
 from lase_nb.runs import common_ids, load_runs  # noqa: E402
 from tests.synthetic import synthetic_chains  # noqa: E402
-from lase_nb.analysis import Chains, replay  # noqa: E402
+from lase_nb.replay import Chains, grid_metrics, operating_point, replay, sweep  # noqa: E402
 from lase_nb.errors import ConfigError  # noqa: E402
 
 NAN = np.nan
@@ -55,12 +55,12 @@ def replay_grid(c: Chains, tl, th) -> dict[str, np.ndarray]:
 
 
 def test_hand_chains_replay_by_hand():
-    m = analysis.grid_metrics(hand_chains(), [0.8], [0.5])
+    m = grid_metrics(hand_chains(), [0.8], [0.5])
     # p0 stops at 0 (right, 110); p1 runs to stage 2 (right, 890); p2 is certain at the boundary (right, 130)
     assert m["accuracy"][0, 0] == pytest.approx(1.0)
     assert m["avg_tokens"][0, 0] == pytest.approx((110 + 890 + 130) / 3)
     assert m["escalation_rate"][0, 0] == pytest.approx(1 / 3)
-    m = analysis.grid_metrics(hand_chains(), [0.81], [0.5])  # p2 now escalates and stops, wrong, at stage 1
+    m = grid_metrics(hand_chains(), [0.81], [0.5])  # p2 now escalates and stops, wrong, at stage 1
     assert m["accuracy"][0, 0] == pytest.approx(2 / 3)
     assert m["avg_tokens"][0, 0] == pytest.approx((110 + 890 + 330) / 3)
 
@@ -71,7 +71,7 @@ def test_grid_equals_replay_grid(seed, chunk):
     c = synthetic_chains(n=57, n_stages=4, seed=seed, no_answer=0.2)
     tl = np.r_[np.linspace(0, 1, 13), c.p_min[3, 0]]  # one threshold exactly on a recorded value
     th = np.r_[np.linspace(0, 1.5, 11), c.h_max[5, 0], np.inf]
-    fast = analysis.grid_metrics(c, tl, th, chunk_elems=chunk)
+    fast = grid_metrics(c, tl, th, chunk_elems=chunk)
     slow = replay_grid(c, tl, th)
     for k in ("accuracy", "avg_tokens", "escalation_rate"):
         np.testing.assert_allclose(fast[k], slow[k], rtol=1e-12)
@@ -80,7 +80,7 @@ def test_grid_equals_replay_grid(seed, chunk):
 def test_grid_matches_replay_at_each_pair():
     c = synthetic_chains(n=40, seed=3)
     tl, th = np.array([0.0, 0.7, 0.93, 1.0]), np.array([0.0, 0.3, 2.0])
-    fast = analysis.grid_metrics(c, tl, th)
+    fast = grid_metrics(c, tl, th)
     for i, a in enumerate(tl):
         for j, b in enumerate(th):
             r = replay(c, a, b)
@@ -91,27 +91,27 @@ def test_grid_matches_replay_at_each_pair():
 
 def test_grid_single_stage_and_large_tokens():
     c = synthetic_chains(n=10, n_stages=1)
-    m = analysis.grid_metrics(c, [0.2, 0.9], [0.5])
+    m = grid_metrics(c, [0.2, 0.9], [0.5])
     assert (m["escalation_rate"] == 0).all() and (m["accuracy"] == c.correct[:, 0].mean()).all()
     big = synthetic_chains(n=30, seed=4)
     big.prompt_tokens = big.prompt_tokens * 10_000 + 0.5  # not integers, sums beyond float32's exact range
-    np.testing.assert_allclose(analysis.grid_metrics(big, [0.5, 0.95], [0.3])["avg_tokens"],
+    np.testing.assert_allclose(grid_metrics(big, [0.5, 0.95], [0.3])["avg_tokens"],
                                replay_grid(big, [0.5, 0.95], [0.3])["avg_tokens"], rtol=1e-12)
 
 
 def test_sweep_rows_follow_the_grid():
     c = synthetic_chains(n=25, seed=5)
     tl, th = np.linspace(0, 1, 6), np.linspace(0, 1, 4)
-    s, m = analysis.sweep(c, tl, th), analysis.grid_metrics(c, tl, th)
+    s, m = sweep(c, tl, th), grid_metrics(c, tl, th)
     row = s[(s.tau_lp == tl[2]) & (s.tau_h == th[3])].iloc[0]
     assert row.accuracy == m["accuracy"][2, 3] and row.avg_tokens == m["avg_tokens"][2, 3]
 
 
 def test_grid_rejects_bad_thresholds():
     with pytest.raises(ConfigError):
-        analysis.grid_metrics(hand_chains(), [1.5], [0.5])
+        grid_metrics(hand_chains(), [1.5], [0.5])
     with pytest.raises(ConfigError):
-        analysis.grid_metrics(hand_chains(), [0.5], [-1.0])
+        grid_metrics(hand_chains(), [0.5], [-1.0])
 
 
 def test_threshold_axes_cover_recorded_entropy():
@@ -126,7 +126,7 @@ def test_threshold_axes_cover_recorded_entropy():
 # ---- fronts and the oracle -----------------------------------------------------------------------
 
 def test_front_is_not_dominated():
-    g = analysis.sweep(synthetic_chains(n=80, seed=6), np.linspace(0, 1, 15), np.linspace(0, 1, 15))
+    g = sweep(synthetic_chains(n=80, seed=6), np.linspace(0, 1, 15), np.linspace(0, 1, 15))
     f = pareto.front_of(g)
     assert f["avg_tokens"].is_monotonic_increasing and f["accuracy"].is_monotonic_increasing
     for _, r in f.iterrows():
@@ -145,7 +145,7 @@ def test_oracle_frontier_by_hand():
 @pytest.mark.parametrize("seed", [0, 7])
 def test_no_threshold_pair_beats_the_oracle(seed):
     c = synthetic_chains(n=120, seed=seed)
-    g = analysis.sweep(c, np.linspace(0, 1, 21), np.linspace(0, 2, 21))
+    g = sweep(c, np.linspace(0, 1, 21), np.linspace(0, 2, 21))
     o = pareto.oracle_frontier(c)
     for _, r in g.iterrows():
         reachable = o[o["avg_tokens"] <= r["avg_tokens"] + 1e-9]["accuracy"].max()
@@ -230,7 +230,7 @@ def test_knob_reading_branches(acc, tokens, esc, verdict):
 # ---- choose on one half, check on the other --------------------------------------------------------
 
 def test_select_and_check_replays_the_choice_on_the_other_half():
-    from lase_nb.stats import split_halves
+    from lase_nb.replay import split_halves
 
     c = synthetic_chains(n=90, seed=9)
     tl, th = np.linspace(0, 1, 11), np.linspace(0, 1.5, 7)
@@ -242,7 +242,7 @@ def test_select_and_check_replays_the_choice_on_the_other_half():
     on_a, on_b = replay(c.subset(a), chk.tau_lp, chk.tau_h), replay(c.subset(b), chk.tau_lp, chk.tau_h)
     assert chk.acc_a == on_a["correct"].mean() and chk.tokens_a == pytest.approx(on_a["total_tokens"].mean())
     assert chk.acc_b == on_b["correct"].mean() and chk.tokens_b == pytest.approx(on_b["total_tokens"].mean())
-    best_a = analysis.sweep(c.subset(a), tl, th)
+    best_a = sweep(c.subset(a), tl, th)
     assert chk.acc_a == best_a[best_a["avg_tokens"] <= budget]["accuracy"].max()
     assert chk.best_b_acc >= chk.acc_b or chk.tokens_b > budget
 
@@ -260,19 +260,19 @@ def test_split_checks_many_seeds():
 def test_figures_draw(tmp_path):
     c = synthetic_chains(n=60, seed=11)
     tl, th = pareto.threshold_axes(c, 9)
-    grid = analysis.sweep(c, tl, th)
-    from lase_nb.analysis import operating_point
+    grid = sweep(c, tl, th)
+    from lase_nb.replay import operating_point
 
     d = operating_point(c, 0.8, 0.5)
     base = pd.DataFrame({"strategy": ["mv", "mad"], "n": [30, 30], "n_run": [30, 30], "accuracy": [0.7, 0.6],
                          "avg_tokens": [1500.0, 5000.0], "avg_completion_tokens": [300.0, 900.0],
                          "acc_lo": [0.5, 0.4], "acc_hi": [0.85, 0.77]})
     cc = c.subset(np.arange(30))
-    common = {"grid": analysis.sweep(cc, tl, th), "policies": pareto.policy_points(cc),
+    common = {"grid": sweep(cc, tl, th), "policies": pareto.policy_points(cc),
               "oracle": pareto.oracle_frontier(cc), "baselines": base, "default": operating_point(cc, 0.8, 0.5)}
     figs = [pareto.plot_frontier(grid, pareto.policy_points(c), pareto.oracle_frontier(c), d, common),
             pareto.plot_frontier(grid, pareto.policy_points(c), pareto.oracle_frontier(c), d),
-            pareto.plot_escalation(tl, th, analysis.grid_metrics(c, tl, th), (0.8, 0.5), reference.THRESHOLD_SWEEP),
+            pareto.plot_escalation(tl, th, grid_metrics(c, tl, th), (0.8, 0.5), reference.THRESHOLD_SWEEP),
             pareto.plot_sweep_vs_paper(pareto.paper_sweep_beside(c))]
     chk = pareto.select_and_check(c, tl, th, float(grid["avg_tokens"].median()))
     figs.append(pareto.plot_split(c, tl, th, chk, pareto.split_checks(c, tl, th, chk.budget, range(5))))
@@ -295,10 +295,10 @@ def test_stage_effects_by_hand():
 def test_describe_functions_follow_the_chains():
     c = synthetic_chains(60, seed=3)
     tl, th = np.linspace(0, 1, 5), np.linspace(0, 2, 5)
-    grid = analysis.sweep(c, tl, th)
+    grid = sweep(c, tl, th)
     policies = pareto.policy_points(c)
     oracle = pareto.oracle_frontier(c)
-    default = analysis.operating_point(c, 0.8, 0.5)
+    default = operating_point(c, 0.8, 0.5)
     effects = pareto.stage_effects(c)
     text = pareto.describe_frontier(grid, policies, oracle, default, effects)
     front = pareto.front_of(grid)
@@ -307,9 +307,9 @@ def test_describe_functions_follow_the_chains():
     sweep_text = pareto.describe_sweep(pareto.paper_sweep_beside(c), grid, len(c.problem_ids))
     assert "accuracy 74.1% -> 75.1%" in sweep_text  # the paper's Table 5, first row to last
     one = hand_chains()
-    g1 = analysis.sweep(one, [0.0, 1.0], [0.0, 2.0])
+    g1 = sweep(one, [0.0, 1.0], [0.0, 2.0])
     t1 = pareto.describe_frontier(g1, pareto.policy_points(one), pareto.oracle_frontier(one),
-                                  analysis.operating_point(one, 0.8, 0.5), pareto.stage_effects(one))
+                                  operating_point(one, 0.8, 0.5), pareto.stage_effects(one))
     assert "Leader alone: 66.7%" in t1 and "oracle" in t1
 
 

@@ -14,10 +14,11 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
-from lase_nb import analysis, plots, reference, stats  # noqa: E402
+from lase_nb import plots, reference  # noqa: E402
+from lase_nb.runs import comparison_table  # noqa: E402
 from lase_nb import transcripts  # noqa: E402
 from lase_nb.chapters import comparison, pipeline  # noqa: E402
-from lase_nb.analysis import chains_from_stages, replay  # noqa: E402
+from lase_nb.replay import chains_from_stages, escalation_rate, outcomes_at, replay, sweep  # noqa: E402
 from lase_nb.errors import DataError  # noqa: E402
 
 NAN = float("nan")
@@ -220,7 +221,7 @@ def test_comparison_table_pairs_on_common_ids():
     mv = problems_frame("mv", [True] * 10, completion=70, prompt=700)
     lase = problems_frame("lase", [True] * 10 + [False], ids=[f"q{i}" for i in range(11)], completion=20,
                           stop_stage=[1] * 6 + [0] * 5)
-    t = stats.comparison_table({"single": single, "mv": mv, "lase": lase})
+    t = comparison_table({"single": single, "mv": mv, "lase": lase})
     assert list(t.index) == ["single", "mv", "lase"] and (t["n"] == n).all()  # q10 dropped
     assert t.loc["lase", "accuracy"] == 1.0 and t.loc["single", "accuracy"] == 0.4
     assert t.loc["lase", "wins_vs_single"] == 6 and t.loc["lase", "losses_vs_single"] == 0
@@ -232,17 +233,17 @@ def test_comparison_table_pairs_on_common_ids():
     assert t.loc["lase", "escalation_rate"] == pytest.approx(0.6)
     assert t.loc["single", "acc_lo"] < 0.4 < t.loc["single", "acc_hi"]
     with pytest.raises(DataError):
-        stats.comparison_table({"a": single, "b": problems_frame("b", [True], ids=["zzz"])})
+        comparison_table({"a": single, "b": problems_frame("b", [True], ids=["zzz"])})
     shown = comparison.comparison_display(t, comparison.paper_reference())
     assert shown.loc["lase", "vs single: +wins/-losses"] == "+6/-0"
     assert shown.loc["single", "accuracy % [95% CI]"].startswith("40.0 [")
 
 
 def test_escalation_rate_variants():
-    assert analysis.escalation_rate(problems_frame("down", [True, False], x_debated=[True, False])) == 0.5
+    assert escalation_rate(problems_frame("down", [True, False], x_debated=[True, False])) == 0.5
     lmv = problems_frame("lase-mv", [True, True], x_escalated=[1, 4], x_chain_answers=[["1"] * 5, ["2"] * 5])
-    assert analysis.escalation_rate(lmv) == pytest.approx(0.5)
-    assert np.isnan(analysis.escalation_rate(problems_frame("mv", [True])))
+    assert escalation_rate(lmv) == pytest.approx(0.5)
+    assert np.isnan(escalation_rate(problems_frame("mv", [True])))
 
 
 def test_paper_reference_comes_from_the_reference_module():
@@ -258,7 +259,7 @@ def test_paper_reference_comes_from_the_reference_module():
 
 
 def test_claims_table_signs():
-    t = stats.comparison_table({
+    t = comparison_table({
         "single": problems_frame("single", [True] * 5 + [False] * 5),
         "mv": problems_frame("mv", [True] * 7 + [False] * 3, prompt=700, completion=70),
         "lase": problems_frame("lase", [True] * 4 + [False] * 6, completion=20),
@@ -277,7 +278,7 @@ def test_claims_filter_and_coverage_split():
               "lase-mv": problems_frame("lase-mv", [True, False], ids=big[:2], prompt=600, completion=60)}
     main, short = comparison.split_by_coverage(tables)
     assert main == ["single", "mv", "lase"] and short == ["lase-mv"]
-    sub = stats.comparison_table({k: tables[k] for k in ("single", "mv", "lase", "lase-mv")})
+    sub = comparison_table({k: tables[k] for k in ("single", "mv", "lase", "lase-mv")})
     c = comparison.claims_table(sub, comparison.paper_reference(), about=["lase-mv"])
     assert list(c["about"]) == ["lase-mv"] and c["n"].item() == 2 and not c["holds here"].item()
     assert "0.86x MV's tokens" in c["this run"].item()  # 660 / 770
@@ -315,7 +316,7 @@ def test_mv_subsample_votes_over_the_first_k_samples():
 
 def test_compute_matched_respects_the_budget(chain_stages):
     chains = chains_from_stages(chain_stages)
-    grid = analysis.sweep(chains, [0.0, 0.8, 1.0], [0.5, math.inf])
+    grid = sweep(chains, [0.0, 0.8, 1.0], [0.5, math.inf])
     assert grid.loc[1, "escalation_rate"] == 0.0 and grid.loc[1, "avg_tokens"] == 110  # gate off
     assert grid.loc[0, "escalation_rate"] == 0.5  # entropies 1.0 (p1), 2.0 (p3) > 0.5 escalate even at tau_lp = 0
     mv = pd.DataFrame({"k": [1, 2, 3], "accuracy": [0.2, 0.4, 0.6], "avg_tokens": [100.0, 500.0, 2000.0]})
@@ -327,7 +328,7 @@ def test_compute_matched_respects_the_budget(chain_stages):
 
 def test_compute_matched_labels_budgets_where_lase_is_the_single_agent(chain_stages):
     chains = chains_from_stages(chain_stages)
-    grid = analysis.sweep(chains, [0.0, 0.8, 1.0], [0.5, math.inf])
+    grid = sweep(chains, [0.0, 0.8, 1.0], [0.5, math.inf])
     only_gate_off = grid[grid["escalation_rate"] == 0]
     mv = pd.DataFrame({"k": [1, 2], "accuracy": [0.2, 0.9], "avg_tokens": [120.0, 5000.0]})
     m = comparison.compute_matched(mv, grid).set_index("k")
@@ -344,9 +345,9 @@ def test_compute_matched_labels_budgets_where_lase_is_the_single_agent(chain_sta
 def test_outcomes_at_and_seed_table(chain_stages):
     chains = chains_from_stages(chain_stages)
     r = replay(chains, 0.8, 0.5)
-    again = analysis.outcomes_at(chains, r["stop_stage"].to_numpy())
+    again = outcomes_at(chains, r["stop_stage"].to_numpy())
     pd.testing.assert_frame_equal(r.reset_index(drop=True), again[r.columns].reset_index(drop=True), check_dtype=False)
-    last = analysis.outcomes_at(chains, chains.n_stages - 1)
+    last = outcomes_at(chains, chains.n_stages - 1)
     assert (last["stop_stage"] == 3).all() and list(last["correct"]) == [True, True, False, False]
     samples = pd.DataFrame({"problem_id": ["p1", "p1", "p3"], "correct": [False, True, False]})
     seeds = comparison.seed_table(chains, r["stop_stage"].to_numpy(), samples)["problems"].tolist()
@@ -363,11 +364,11 @@ def test_figures_draw(chain_stages):
             pipeline.plot_batch(pipeline.stop_distribution(chains, 0.8, 0.5), pipeline.stage_confidence(chains, 0.8, 0.5)),
             pipeline.plot_inclusions(pipeline.inclusion_summary(pipeline.inclusion_counts(lase_calls()))),
             comparison.plot_accuracy_vs_tokens(
-                stats.comparison_table({"single": problems_frame("single", [True, False]),
+                comparison_table({"single": problems_frame("single", [True, False]),
                                          "lase": problems_frame("lase", [True, True])}),
                 comparison.paper_reference(), mv=pd.DataFrame({"k": [1, 2], "accuracy": [0.5, 0.5],
                                                            "avg_tokens": [110, 220]}),
-                grid=analysis.sweep(chains, [0.5, 0.9], [0.5]))]
+                grid=sweep(chains, [0.5, 0.9], [0.5]))]
     for f in figs:
         assert f.axes
         plt.close(f)
@@ -445,7 +446,7 @@ def test_comparison_display_and_claims_follow_the_table():
     lase = problems_frame("lase", [True] * 6 + [False] * 4, stop_stage=[1] * 10,
                           correct_strict=[True] * 3 + [False] * 7)
     mv = problems_frame("mv", [True] * 7 + [False] * 3, prompt=700, completion=70)
-    t = stats.comparison_table({"single": single, "mv": mv, "lase": lase})
+    t = comparison_table({"single": single, "mv": mv, "lase": lase})
     assert t.loc["lase", "accuracy_strict"] == pytest.approx(0.3)
     shown = comparison.comparison_display(t)
     assert shown.loc["lase", "strict accuracy %"] == pytest.approx(30.0)
@@ -455,7 +456,7 @@ def test_comparison_display_and_claims_follow_the_table():
 
 
 def test_comparison_figure_shows_the_paper_as_a_table():
-    t = stats.comparison_table({"single": problems_frame("single", [True, False]),
+    t = comparison_table({"single": problems_frame("single", [True, False]),
                                 "lase": problems_frame("lase", [True, True], stop_stage=[0, 1])})
     fig = comparison.plot_accuracy_vs_tokens(t, comparison.paper_reference())
     ax2 = fig.axes[1]

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from lase_nb import regimes
-from lase_nb.analysis import chains_from_stages
+from lase_nb.replay import chains_from_stages
 from tests.test_by_model import model
 from tests.test_pipeline_comparison import chain_stages  # noqa: F401  (the fixture)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pandas as pd
@@ -10,6 +11,7 @@ import pytest
 
 from lase_nb import reference, runs
 from lase_nb.errors import DataError
+from lase_nb.runs import comparison_table
 
 TRACES = Path(__file__).resolve().parents[1] / "data" / "traces" / "arith-smollm2"
 
@@ -78,12 +80,11 @@ def test_reference_results_are_the_papers_numbers():
 
 
 def test_comparison_table_has_strict_accuracy():
-    from lase_nb import stats
 
     a = pd.DataFrame({"problem_id": ["1", "2"], "correct": [True, True], "correct_strict": [True, False],
                       "total_tokens": [1, 1]})
     b = pd.DataFrame({"problem_id": ["1", "2"], "correct": [True, False], "total_tokens": [1, 1]})
-    t = stats.comparison_table({"single": a, "mv": b})
+    t = comparison_table({"single": a, "mv": b})
     assert t.loc["single", "accuracy_strict"] == 0.5 and t.loc["single", "accuracy"] == 1.0
     assert t.loc["mv", "accuracy_strict"] == t.loc["mv", "accuracy"] == 0.5
 
@@ -166,3 +167,48 @@ def test_model_label_names_the_adapter():
     assert runs.model_label(base) == "smollm2-135m"
     assert runs.model_label(organism) == "organism (adapter: adapter, sha256 01234567)"
     assert runs.model_label(SimpleNamespace(manifest={})) == "unknown model"
+
+
+# ---- the comparison table (runs.comparison_table) ---------------------------------------------
+
+def _runs() -> pd.DataFrame:
+    ids = [f"p{i}" for i in range(12)]
+    single = [True] * 2 + [False] * 10
+    lase = [True] * 12
+    return pd.DataFrame({
+        "problem_id": ids * 2, "strategy": ["single"] * 12 + ["lase"] * 12,
+        "correct": single + lase, "total_tokens": [100] * 12 + [250] * 12,
+    })
+
+
+def test_comparison_table_columns_multiplier_and_pvalue():
+    df = _runs()
+    t = comparison_table(df)
+    assert list(t.index) == ["single", "lase"]
+    assert t.loc["lase", "token_multiplier"] == pytest.approx(2.5)
+    assert t.loc["single", "token_multiplier"] == 1.0
+    assert t.loc["single", "accuracy"] == pytest.approx(2 / 12)
+    assert t.loc["lase", "total_tokens"] == 3000
+    assert math.isnan(t.loc["single", "p_vs_single"])
+    assert t.loc["lase", "p_vs_single"] == pytest.approx(2 * 0.5 ** 10)
+    assert t.loc["lase", "n"] == 12  # paired on the common problems
+    assert (t["acc_lo"] <= t["accuracy"]).all() and (t["accuracy"] <= t["acc_hi"]).all()
+
+
+def test_comparison_table_pairs_by_problem_id_not_row_order():
+    df = _runs()
+    shuffled = df.sample(frac=1.0, random_state=0)
+    t1, t2 = comparison_table(df), comparison_table(shuffled)
+    assert t1.loc["lase", "p_vs_single"] == t2.loc["lase", "p_vs_single"]
+
+
+def test_comparison_table_without_baseline_and_errors():
+    df = _runs()
+    t = comparison_table(df, baseline="mv")
+    assert t["token_multiplier"].isna().all() and t["p_vs_mv"].isna().all()
+    t = comparison_table(df, baseline=None, vote=None)
+    assert not any(c.startswith("p_vs_") for c in t.columns)
+    with pytest.raises(ValueError, match="duplicate"):
+        comparison_table(pd.concat([df, df.iloc[:1]]))
+    with pytest.raises(ValueError, match="total_tokens"):
+        comparison_table(df.drop(columns="total_tokens"))

@@ -9,29 +9,28 @@ matplotlib.use("Agg")
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from lase_nb import analysis  # noqa: E402
 from lase_nb.chapters import sliders  # noqa: E402
-from lase_nb.analysis import replay  # noqa: E402
+from lase_nb.replay import operating_point, replay, stop_stages  # noqa: E402
 from tests.synthetic import synthetic_chains  # noqa: E402
 from tests.test_pareto import hand_chains  # noqa: E402
 
 
 def test_operating_point_by_hand():
     c = hand_chains()
-    pt = analysis.operating_point(c, 0.8, 0.5)
+    pt = operating_point(c, 0.8, 0.5)
     assert pt["accuracy"] == pytest.approx(1.0) and pt["n_correct"] == 3 and pt["n"] == 3
     assert pt["avg_tokens"] == pytest.approx((110 + 890 + 130) / 3)
     assert pt["avg_completion_tokens"] == pytest.approx((10 + 90 + 10) / 3)
     assert pt["escalation_rate"] == pytest.approx(1 / 3)
     assert [pt[f"stop_{s}"] for s in range(3)] == [2, 0, 1]
-    pt = analysis.operating_point(c, 0.0, np.inf)  # nothing is uncertain except the missing answer
+    pt = operating_point(c, 0.0, np.inf)  # nothing is uncertain except the missing answer
     assert [pt[f"stop_{s}"] for s in range(3)] == [3, 0, 0]
 
 
 @pytest.mark.parametrize("tau_lp,tau_h", [(0.5, 0.5), (0.9, 0.2), (1.0, 0.0), (0.33, 1.7)])
 def test_operating_point_agrees_with_replay(tau_lp, tau_h):
     c = synthetic_chains(n=200, seed=1)
-    pt = analysis.operating_point(c, tau_lp, tau_h)
+    pt = operating_point(c, tau_lp, tau_h)
     r = replay(c, tau_lp, tau_h)
     assert pt["accuracy"] == r["correct"].mean()
     assert pt["avg_tokens"] == pytest.approx(r["total_tokens"].mean())
@@ -41,7 +40,7 @@ def test_operating_point_agrees_with_replay(tau_lp, tau_h):
 
 
 def test_point_sentence_and_row_use_the_point():
-    pt = analysis.operating_point(hand_chains(), 0.81, 0.5)
+    pt = operating_point(hand_chains(), 0.81, 0.5)
     s = sliders.point_sentence(pt, solo_tokens=120.0)
     assert "66.7% (2 of 3)" in s and "0.81" in s and "1 / 1 / 1" in s and "x the leader alone" in s
     html = sliders.point_row_html(pt)
@@ -71,12 +70,12 @@ def test_model_buttons_switch_the_recording_and_keep_the_thresholds():
     ctl.model.value = "organism"  # the buttons' observer switches the view, as a click would
     pt = ctl.history[-1]
     assert ctl.view is ctl.views["organism"] and ctl.view.chains is b
-    assert pt.equals(analysis.operating_point(b, 0.8, 0.5)) and ctl.notes[-1] == ""
+    assert pt.equals(operating_point(b, 0.8, 0.5)) and ctl.notes[-1] == ""
     assert ctl.image.value[:8] == b"\x89PNG\r\n\x1a\n" and ctl.image.value != first
     ctl.tau_lp.value = 0.3
-    assert ctl.history[-1].equals(analysis.operating_point(b, 0.3, 0.5))
+    assert ctl.history[-1].equals(operating_point(b, 0.3, 0.5))
     ctl.model.value = "base"
-    assert ctl.history[-1].equals(analysis.operating_point(a, 0.3, 0.5))
+    assert ctl.history[-1].equals(operating_point(a, 0.3, 0.5))
     assert sliders.threshold_sliders(a, grid_size=5).model is None  # one recording: no buttons
 
 
@@ -86,7 +85,7 @@ def test_moving_a_slider_moves_the_point_as_replay_says(controls, slider, value)
     getattr(controls, slider).value = value  # traitlets fires the observer, as a browser would
     assert len(controls.history) == n_before + 1
     tl, th = controls.tau_lp.value, controls.tau_h.value
-    expect = analysis.operating_point(controls.view.chains, tl, th)
+    expect = operating_point(controls.view.chains, tl, th)
     got = controls.history[-1]
     assert (got["tau_lp"], got["tau_h"]) == (tl, th)
     assert got["accuracy"] == expect["accuracy"] and got["avg_tokens"] == expect["avg_tokens"]
@@ -118,8 +117,8 @@ def test_view_update_without_widgets():
 
 def test_change_note_by_hand():
     c = hand_chains()  # stage-0 p_min 0.95 / 0.6 / 0.8: nothing lies in (0.81, 0.85]; 0.95 lies below 0.96
-    a, b, d = (analysis.operating_point(c, t, 0.5) for t in (0.81, 0.85, 0.96))
-    sa, sb, sd = (analysis.stop_stages(c, t, 0.5) for t in (0.81, 0.85, 0.96))
+    a, b, d = (operating_point(c, t, 0.5) for t in (0.81, 0.85, 0.96))
+    sa, sb, sd = (stop_stages(c, t, 0.5) for t in (0.81, 0.85, 0.96))
     assert sliders.change_note(None, a, None, sa) == ""
     same = sliders.change_note(a, b, sa, sb)
     assert same.startswith("Operating point unchanged") and "tau_lp = 0.81" in same
@@ -151,10 +150,10 @@ def test_unchanged_exactly_when_no_stop_stage_changes():
         value = float(rng.choice(values))
         if value == slider.value:
             continue  # setting the value already there fires no callback
-        before = analysis.stop_stages(c, ctl.tau_lp.value, ctl.tau_h.value)
+        before = stop_stages(c, ctl.tau_lp.value, ctl.tau_h.value)
         n = len(ctl.notes)
         slider.value = value
-        after = analysis.stop_stages(c, ctl.tau_lp.value, ctl.tau_h.value)
+        after = stop_stages(c, ctl.tau_lp.value, ctl.tau_h.value)
         unchanged = bool(np.array_equal(before, after))
         assert len(ctl.notes) == n + 1
         assert ctl.notes[-1].startswith("Operating point unchanged") == unchanged

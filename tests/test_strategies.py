@@ -6,7 +6,7 @@ from dataclasses import asdict, replace
 
 import pytest
 
-from lase_nb.analysis import chains_from_stages, replay
+from lase_nb.replay import chains_from_stages, replay
 from lase_nb.backends.openai_backend import OpenAIBackend
 from lase_nb.engine import Engine
 from lase_nb.errors import ConfigError, LogprobsUnavailable

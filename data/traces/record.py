@@ -21,7 +21,7 @@ from dataclasses import asdict, replace
 from pathlib import Path
 
 from lase_nb import traces
-from lase_nb.analysis import DOWN_THRESHOLD_RULE, choose_down_threshold, down_threshold_table
+from lase_nb.replay import DOWN_THRESHOLD_RULE, choose_down_threshold, down_threshold_table
 from lase_nb.answers import grade
 from lase_nb.backends.local import MARKER, LocalBackend
 from lase_nb.cache import CallCache
@@ -127,11 +127,11 @@ def answer_distribution(results) -> dict:
 
 
 def _thresholds_from(base: StrategyConfig, args) -> tuple[StrategyConfig, dict]:
-    """LASE's thresholds chosen on a full-chain run of other problems (:func:`lase_nb.stats.gate_for_budget`);
+    """LASE's thresholds chosen on a full-chain run of other problems (:func:`lase_nb.replay.gate_for_budget`);
     chains whose question is among the problems recorded here are left out."""
-    from lase_nb.analysis import chains_from_stages
+    from lase_nb.replay import chains_from_stages
     from lase_nb.runs import problems_from_manifest
-    from lase_nb.stats import gate_for_budget
+    from lase_nb.replay import gate_for_budget
 
     run = traces.load_run(args.thresholds_from)
     n = max(args.n_full, args.n_baselines)
@@ -155,7 +155,7 @@ def _thresholds_from(base: StrategyConfig, args) -> tuple[StrategyConfig, dict]:
 
 
 def _calibrate_down(cfg: StrategyConfig, engine: Engine, args, evaluated) -> tuple[StrategyConfig, dict]:
-    """DOWN's threshold by :data:`lase_nb.analysis.DOWN_THRESHOLD_RULE`, on problems the
+    """DOWN's threshold by :data:`lase_nb.replay.DOWN_THRESHOLD_RULE`, on problems the
     evaluated run never sees (another seed, any evaluated question removed)."""
     seen = {p.question for p in evaluated}
     pool = load_dataset("arith", None, 3 * args.n_down_calibration, args.seed + 1000, levels=args.levels,

@@ -1,7 +1,7 @@
 """Chapter 04 (notebooks/04_comparison): every strategy on the same problems, and the paper beside them.
 
-The comparison table itself is :func:`lase_nb.stats.comparison_table` (shared with chapter 06);
-LASE's rows are replayed by :mod:`lase_nb.analysis`. Here:
+The comparison table itself is :func:`lase_nb.runs.comparison_table` (shared with chapter 06);
+LASE's rows are replayed by :mod:`lase_nb.replay`. Here:
 
 - :func:`paper_reference` / :func:`comparison_display` / :func:`claims_table`: the paper's
   Table 1 beside ours, the table for reading, and the paper's claims checked on this run;
@@ -26,11 +26,13 @@ import numpy as np
 import pandas as pd
 
 from .. import reference
-from ..analysis import Chains, chains_from_stages, outcomes_at, replay
+from ..replay import Chains, chains_from_stages, outcomes_at, replay
 from ..answers import grade
 from ..errors import DataError
 from ..plots import label, style
-from ..stats import choose_thresholds, comparison_table, gate_for_budget, paired_test, pct, points, split_halves
+from ..replay import choose_thresholds, gate_for_budget, split_halves
+from ..runs import comparison_table
+from ..stats import paired_test, pct, points
 from ..strategies import EXTRACT_ROLE, SPECS, majority_vote
 from ..answers import answer_or_none, number_or_none
 
@@ -231,7 +233,7 @@ def mv_sample_rows(calls: pd.DataFrame, problems: pd.DataFrame, kind: str = "num
 def claims_table(table: pd.DataFrame, paper: pd.DataFrame, about: Iterable[str] | None = None) -> pd.DataFrame:
     """The paper's claims, its numbers, ours, and whether the direction holds in this run.
 
-    ``table`` is :func:`lase_nb.stats.comparison_table`'s output, ``paper`` :func:`paper_reference`'s. Accuracy
+    ``table`` is :func:`lase_nb.runs.comparison_table`'s output, ``paper`` :func:`paper_reference`'s. Accuracy
     differences are in percentage points; a claim "holds here" when our difference has the
     paper's sign (the McNemar p-value says whether ours could be chance). ``about`` keeps only
     the claims about those strategies (column ``about``); ``n`` is the number of paired problems.
@@ -308,7 +310,7 @@ SHORT_COLUMNS = ["method", "accuracy % [95% CI]", "strict accuracy %", "avg toke
 
 
 def short_tables(tables: Mapping[str, pd.DataFrame], short: Iterable[str]) -> dict[str, pd.DataFrame]:
-    """Each run of ``short`` (:func:`split_by_coverage`) in a :func:`lase_nb.stats.comparison_table`
+    """Each run of ``short`` (:func:`split_by_coverage`) in a :func:`lase_nb.runs.comparison_table`
     of its own, on the problems it shares with the single agent, MV and LASE (those present)."""
     return {s: comparison_table({k: tables[k] for k in ("single", "mv", "lase", s) if k in tables}) for s in short}
 
@@ -496,7 +498,7 @@ def strategy_tables(runs: Mapping[str, Any], tau_lp: float, tau_h: float) -> dic
 
 
 def comparison_by_model(tables_by_model: Mapping[str, Mapping[str, pd.DataFrame]], ratio: float = 0.8) -> pd.DataFrame:
-    """:func:`lase_nb.stats.comparison_table` per model (on its common problems, the strategies of
+    """:func:`lase_nb.runs.comparison_table` per model (on its common problems, the strategies of
     :func:`split_by_coverage`'s main group), stacked: columns ``model``, ``strategy``, then the
     table's (n, accuracy with its Wilson interval, tokens, McNemar wins/losses/p vs single and MV).
     ``attrs["short"]`` lists per model the strategies left out for covering too few problems."""
@@ -560,8 +562,8 @@ def aim_check(chains: Chains, mv: pd.DataFrame | None, tau_lp: float, tau_h: flo
 
     - ``recorded``: (tau_lp, tau_h), fixed before the recording, on every problem;
     - ``budget``: the most accurate pair costing at most ``budget`` times the leader alone
-      (:func:`lase_nb.stats.gate_for_budget`) chosen on half A of a random split of the problems
-      (:func:`lase_nb.stats.split_halves`, ``seed``) and scored on half B only.
+      (:func:`lase_nb.replay.gate_for_budget`) chosen on half A of a random split of the problems
+      (:func:`lase_nb.replay.split_halves`, ``seed``) and scored on half B only.
 
     Each row pairs LASE with the leader alone (stage 0 of the same chains) on its ``n`` problems:
     accuracies, the gain with a paired bootstrap CI and exact McNemar p, tokens per problem (prompt

@@ -22,7 +22,7 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
-from ..analysis import Chains, stop_stages
+from ..replay import Chains, stop_stages
 from ..errors import DataError
 from ..prompts import SUPPORTERS
 from ..notes import mentions

@@ -15,7 +15,7 @@
   answer, drawn by the package's one transcript renderer (:mod:`lase_nb.chapters.transcripts`).
 
 Runs are loaded by :func:`lase_nb.runs.load_runs`; the strategies' table is
-:func:`lase_nb.stats.comparison_table`, as in chapter 04.
+:func:`lase_nb.runs.comparison_table`, as in chapter 04.
 """
 
 from __future__ import annotations
@@ -244,7 +244,7 @@ def escalation_by_level(frame: pd.DataFrame, tau_lp: float, tau_h: float) -> pd.
 def cost_by_level(chains: Any, levels: pd.Series, tau_lp: float, tau_h: float) -> pd.DataFrame:
     """Per level: average total tokens of solo and of LASE at (tau_lp, tau_h) by replay, their ratio,
     and the accuracies. ``levels`` maps problem_id -> level."""
-    from ..analysis import replay
+    from ..replay import replay
 
     r = replay(chains, tau_lp, tau_h)
     r["solo_tokens"] = chains.total_tokens[:, 0]
@@ -263,7 +263,7 @@ def cost_by_level(chains: Any, levels: pd.Series, tau_lp: float, tau_h: float) -
 def level_view(run: Any, tau_lp: float, tau_h: float) -> tuple[pd.DataFrame, pd.DataFrame]:
     """:func:`escalation_by_level` and :func:`cost_by_level` of one full-chain LASE run (a
     :class:`lase_nb.runs.Run`): its leader's first answers, its chains and its problems' levels."""
-    from ..analysis import chains_from_stages
+    from ..replay import chains_from_stages
     from ..confidence import confidence_frame
 
     levels = run.problems.set_index(run.problems["problem_id"].astype(str))["level"]
@@ -618,12 +618,12 @@ def describe_escalation(esc: pd.DataFrame, cost: pd.DataFrame, paper: dict[str, 
 
 
 def escalation_by_model(chains_by_model: Mapping[str, Any], tau_lp: float, tau_h: float) -> pd.DataFrame:
-    """One row per model of full chains (:class:`lase_nb.analysis.Chains`) gated at (tau_lp, tau_h):
+    """One row per model of full chains (:class:`lase_nb.replay.Chains`) gated at (tau_lp, tau_h):
     n, leader_accuracy (stage 0, Wilson ``leader_lo``/``leader_hi``), escalated and escalation_rate
     (``esc_lo``/``esc_hi``), the leader's accuracy on the problems it escalated and on those it kept
     (``acc_escalated``, ``acc_kept``: a gate that works escalates the wrong ones) and LASE's
     accuracy on the escalated ones after escalation (``lase_acc_escalated``)."""
-    from ..analysis import stop_stages
+    from ..replay import stop_stages
 
     rows = []
     for name, c in chains_by_model.items():

@@ -1,7 +1,7 @@
 """Chapter 05 (notebooks/05_pareto): the accuracy-vs-tokens frontier of LASE thresholds, by replay.
 
-Everything here works on :class:`lase_nb.analysis.Chains`, one full-chain recording, and
-makes no model call; threshold grids come from :func:`lase_nb.analysis.sweep`.
+Everything here works on :class:`lase_nb.replay.Chains`, one full-chain recording, and
+makes no model call; threshold grids come from :func:`lase_nb.replay.sweep`.
 
 Contents: the oracle frontier, baseline points from other runs, the paper's threshold sweep beside ours with a
 data-driven reading of it, select-on-one-half / check-on-the-other, and the chapter's figures; several
@@ -18,10 +18,11 @@ import numpy as np
 import pandas as pd
 
 from .. import reference
-from ..analysis import Chains, fixed_policies, operating_point, oracle_stops, pareto_front, sweep
+from ..replay import Chains, fixed_policies, operating_point, oracle_stops, pareto_front, sweep
 from ..errors import DataError
 from ..plots import CHOSEN_COLOR, FRONT_COLOR, ORACLE_COLOR, style
-from ..stats import choose_thresholds, split_halves, wilson_interval
+from ..replay import choose_thresholds, split_halves
+from ..stats import wilson_interval
 from ..traces import Run
 
 __all__ = [
@@ -107,7 +108,7 @@ def _with_ci(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def policy_points(chains: Chains) -> pd.DataFrame:
-    """Solo, always-interact and the oracle (:func:`lase_nb.analysis.fixed_policies`) with n and 95% CIs."""
+    """Solo, always-interact and the oracle (:func:`lase_nb.replay.fixed_policies`) with n and 95% CIs."""
     return _with_ci(fixed_policies(chains).assign(n=len(chains.problem_ids)))
 
 
@@ -150,7 +151,7 @@ def recorded_gate_check(chains: Chains, problems: pd.DataFrame, tau_lp: float, t
     spent at the recorded thresholds). Returns the share of problems whose stop stage, grade and
     tokens agree, and how many problems were compared.
     """
-    from ..analysis import replay
+    from ..replay import replay
 
     r = replay(chains, tau_lp, tau_h).set_index("problem_id")
     live = problems.assign(problem_id=problems["problem_id"].astype(str)).set_index("problem_id")
@@ -271,8 +272,8 @@ def _half_sweeps(chains: Chains, tau_lp: np.ndarray, tau_h: np.ndarray, seed: in
 
 def select_and_check(chains: Chains, tau_lp: Sequence[float], tau_h: Sequence[float], budget: float,
                      seed: int = 0) -> SplitCheck:
-    """Split the problems in two (:func:`lase_nb.stats.split_halves`), choose the best thresholds
-    within ``budget`` avg tokens on half A (:func:`lase_nb.stats.choose_thresholds`), and replay
+    """Split the problems in two (:func:`lase_nb.replay.split_halves`), choose the best thresholds
+    within ``budget`` avg tokens on half A (:func:`lase_nb.replay.choose_thresholds`), and replay
     them on half B."""
     tl, th = np.asarray(tau_lp, float), np.asarray(tau_h, float)
     a, b, ga, gb = _half_sweeps(chains, tl, th, seed)
@@ -662,7 +663,7 @@ def describe_split(check: SplitCheck, many: pd.DataFrame, median_budget: bool) -
 
 def frontiers_by_model(chains_by_model: Mapping[str, Chains], tau_lp: float, tau_h: float,
                        grid_size: int = 41) -> dict[str, dict]:
-    """Per model label: its threshold ``grid`` (:func:`threshold_axes`, :func:`lase_nb.analysis.sweep`),
+    """Per model label: its threshold ``grid`` (:func:`threshold_axes`, :func:`lase_nb.replay.sweep`),
     ``policies`` (:func:`policy_points`), ``oracle`` (:func:`oracle_frontier`) and ``default`` (the
     replayed operating point at tau_lp, tau_h): the keys :func:`plot_frontier`'s ``common`` takes."""
     out = {}

@@ -1,7 +1,7 @@
 """Chapter 03 (notebooks/03_lase_pipeline): the LASE pipeline, one chain and the batch.
 
 Everything here reads the tidy tables of :mod:`lase_nb.traces` (one row per problem, per call,
-per LASE stage) or :class:`lase_nb.analysis.Chains`, and returns tables or figures:
+per LASE stage) or :class:`lase_nb.replay.Chains`, and returns tables or figures:
 
 - the four roles and their instructions (from :mod:`lase_nb.prompts`);
 - the stage-by-stage confidence of one LASE chain, and where LASE stops at given thresholds;
@@ -23,17 +23,17 @@ import numpy as np
 import pandas as pd
 
 from .. import prompts
-from ..analysis import Chains, replay, stop_stages
+from ..replay import Chains, stop_stages
 from ..confidence import uncertain_mask
 from ..errors import DataError
-from ..stats import paired_test, pct, points
+from ..stats import pct
 from ..strategies import SPECS, reading_rounds
 from ..answers import answer_or_none
 from ..transcripts import ROLE_TITLES, SUPPORTERS
 
 __all__ = [
-    "WALK_KINDS", "walkthrough_change", "prompt_table", "role_calls", "OTHER_REGIME",
-    "describe_walk", "describe_batch", "describe_regime", "gain_regime", "describe_gain_regime", "regime_table",
+    "WALK_KINDS", "walkthrough_change", "prompt_table", "role_calls",
+    "describe_walk", "describe_batch",
     "reading_rounds",
     "role_table", "stage_table", "pick_walkthrough", "pick_unboxed", "stop_distribution", "stage_confidence",
     "outcome_flips", "leak_table", "inclusion_counts", "inclusion_bounds", "inclusion_summary",
@@ -418,9 +418,9 @@ def prompt_table() -> pd.DataFrame:
 
 
 def role_calls(calls: pd.DataFrame) -> pd.DataFrame:
-    """Per strategy and role, all recorded calls: count, cap hits and their rate (:func:`lase_nb.analysis.cap_hits`),
+    """Per strategy and role, all recorded calls: count, cap hits and their rate (:func:`lase_nb.replay.cap_hits`),
     with the answer-extraction step's calls as their own role (``extract``)."""
-    from ..analysis import cap_hits
+    from ..replay import cap_hits
 
     return cap_hits(calls)
 
@@ -466,7 +466,7 @@ def describe_walk(walk: pd.DataFrame, change: Mapping[str, Any]) -> str:
 
 def describe_batch(chains: Chains, tau_lp: float, tau_h: float) -> str:
     """LASE on the whole batch at (tau_lp, tau_h): escalation, accuracy (both gradings), tokens, flips."""
-    from ..analysis import outcomes_at
+    from ..replay import outcomes_at
 
     stop = stop_stages(chains, tau_lp, tau_h)
     n, last = len(stop), chains.n_stages - 1

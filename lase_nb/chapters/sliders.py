@@ -7,7 +7,7 @@ figure never vanishes and the page does not jump while a slider moves.
 
 Chapter 05 (notebooks/05_pareto), from the inside out:
 
-- :func:`lase_nb.analysis.operating_point`: what LASE outputs and spends at one (tau_lp, tau_h),
+- :func:`lase_nb.replay.operating_point`: what LASE outputs and spends at one (tau_lp, tau_h),
   by replay of a full-chain recording (no model call). The notebook calls it once with its
   parameters, so a papermill run never depends on a widget.
 - :func:`point_sentence` / :func:`point_row_html`: an operating point in words and as a table row;
@@ -32,7 +32,7 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
-from ..analysis import Chains, operating_point, stop_stages, sweep
+from ..replay import Chains, operating_point, stop_stages, sweep
 from ..plots import CHOSEN_COLOR
 from ..widgets import TEXT_CLASS, note_html
 from .pareto import draw_frontier, oracle_frontier, policy_points, threshold_axes

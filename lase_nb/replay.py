@@ -190,7 +190,7 @@ def grid_metrics(chains: Chains, tau_lp: Sequence[float], tau_h: Sequence[float]
       time, at most ``chunk_elems`` booleans, instead of all at once.
 
     Correct counts and token counts are integers, so the float sums are exact and equal points
-    tie exactly (which :func:`lase_nb.stats.choose_thresholds` relies on).
+    tie exactly (which :func:`lase_nb.replay.choose_thresholds` relies on).
     """
     tl = np.asarray(tau_lp, dtype=float).ravel()
     th = np.asarray(tau_h, dtype=float).ravel()
@@ -313,3 +313,64 @@ def choose_down_threshold(scores: Sequence[float | None], first_correct: Sequenc
     t = down_threshold_table(scores, first_correct, debate_correct)
     best = t[np.isclose(t["accuracy"], t["accuracy"].max())]
     return float(best.sort_values(["debate_rate", "theta"]).iloc[0]["theta"])
+
+
+# ---------------------------------------------------------------------------------------------
+# choosing thresholds on replayed operating points
+
+
+def choose_thresholds(points: pd.DataFrame, budget: float, cost: str = "avg_tokens",
+                      acc: str = "accuracy") -> pd.Series:
+    """The most accurate row of ``points`` costing at most ``budget`` (inclusive).
+
+    The one budget-matched pick of the package: thresholds from a sweep (:func:`lase_nb.replay.sweep`),
+    or any table of operating points. One tie-break everywhere: higher accuracy, then lower
+    cost, then (in a sweep) the higher tau_lp, then the first row. A table with a ``tau_lp``
+    column is a sweep and must also carry tau_h and escalation_rate. Raises ``ValueError``
+    naming the cheapest row when none fits.
+    """
+    need = [cost, acc] + (["tau_lp", "tau_h", "escalation_rate"] if "tau_lp" in points else [])
+    missing = [c for c in need if c not in points]
+    if missing:
+        raise ValueError(f"table lacks columns {missing}; expected {need}")
+    if points.empty:
+        raise ValueError("the table is empty")
+    fit = points[points[cost] <= budget]
+    if fit.empty:
+        cheap = points.loc[points[cost].idxmin()]
+        where = f" (tau_lp={cheap['tau_lp']:g}, tau_h={cheap['tau_h']:g})" if "tau_lp" in points else ""
+        raise ValueError(f"no row costs <= {budget:g} {cost}; the cheapest costs {cheap[cost]:g}{where}")
+    keys = [acc, cost] + (["tau_lp"] if "tau_lp" in points else [])
+    return fit.sort_values(keys, ascending=[False, True, False][:len(keys)], kind="stable").iloc[0]
+
+
+def gate_for_budget(chains, ratio: float, grid: int = 41) -> pd.Series:
+    """Thresholds for a token budget: the most accurate (tau_lp, tau_h) on a grid whose replayed
+    cost is at most ``ratio`` times the leader alone's (:func:`choose_thresholds`' tie-break).
+
+    ``chains`` are full LASE chains (:class:`lase_nb.replay.Chains`) of a calibration split,
+    never the problems the thresholds are then used on. The row adds ``leader_tokens`` (the
+    leader alone's average) and ``budget_tokens``; tau_h runs over [0, max H_max] and infinity
+    (the entropy gate off)."""
+    if ratio < 1:
+        raise ValueError(f"ratio must be at least 1 (the leader alone's cost), got {ratio}")
+    alone = float(operating_point(chains, 0.0, np.inf)["avg_tokens"])
+    h = chains.h_max[np.isfinite(chains.h_max)]
+    tau_h = np.append(np.linspace(0.0, max(0.5, float(h.max())) if h.size else 2.0, grid), np.inf)
+    row = choose_thresholds(sweep(chains, np.linspace(0.0, 1.0, grid), tau_h), ratio * alone)
+    return pd.concat([row, pd.Series({"leader_tokens": alone, "budget_tokens": ratio * alone})])
+
+
+def split_halves(ids: Sequence[str], seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Boolean masks (a, b) splitting ``ids`` into two random halves, for select-on-one/check-on-other.
+
+    The split is over the distinct ids (sorted, then permuted by ``seed``; half A gets the extra
+    one if odd), so it does not depend on row order and repeated ids (one row per strategy)
+    always land on the same side. The masks are disjoint and cover every row.
+    """
+    arr = np.asarray([str(i) for i in ids], dtype=object)
+    uniq = np.array(sorted(set(arr.tolist())), dtype=object)
+    perm = np.random.default_rng(seed).permutation(len(uniq))
+    in_a = set(uniq[perm[: (len(uniq) + 1) // 2]].tolist())
+    mask_a = np.fromiter((i in in_a for i in arr), dtype=bool, count=len(arr))
+    return mask_a, ~mask_a
