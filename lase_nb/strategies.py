@@ -316,7 +316,7 @@ def _answer(problem: Problem, cfg: StrategyConfig, call: Call, gen: Generation, 
     return graded, strict, recs
 
 
-def _p(conf: Confidence) -> float | None:
+def _answer_prob(conf: Confidence) -> float | None:
     """A confidence's answer-span ``exp(LP_min)`` (the vote's tie-break), None if unknown."""
     return None if conf.lp_min is None else math.exp(conf.lp_min)
 
@@ -325,8 +325,8 @@ def _vote(problem: Problem, graded: list[Confidence], strict: list[Confidence],
           scores: list[float | None] | None = None) -> tuple[str | None, str | None]:
     """Majority votes over the graded answers and over the strict ones (ties by ``scores``,
     default the answers' own answer-span confidence)."""
-    return (majority_vote([k.answer for k in graded], problem.kind, scores or [_p(k) for k in graded]),
-            majority_vote([k.answer for k in strict], problem.kind, scores or [_p(k) for k in strict]))
+    return (majority_vote([k.answer for k in graded], problem.kind, scores or [_answer_prob(k) for k in graded]),
+            majority_vote([k.answer for k in strict], problem.kind, scores or [_answer_prob(k) for k in strict]))
 
 
 def single(problem: Problem, cfg: StrategyConfig) -> Episode:
@@ -596,7 +596,19 @@ class Formula:
     star: float = math.nan
 
 
-def _star(c: Mapping[str, Any], chains: int = 1) -> Formula:
+def _moa_calls(c: Mapping[str, Any]) -> Formula:
+    """MoA: L layers of p proposers, then one aggregator."""
+    layers, p = int(_get(c, "moa_layers")), int(_get(c, "moa_proposers"))
+    return Formula(f"L p + 1 = {layers}*{p} + 1", layers * p + 1)
+
+
+def _moa_inclusions(c: Mapping[str, Any]) -> Formula:
+    """MoA: each proposer of layers 2..L reads the p answers of the layer before; the aggregator reads p."""
+    layers, p = int(_get(c, "moa_layers")), int(_get(c, "moa_proposers"))
+    return Formula(f"(L-1) p^2 + p = {layers - 1}*{p}^2+{p}", (layers - 1) * p ** 2 + p)
+
+
+def _star_inclusions(c: Mapping[str, Any], chains: int = 1) -> Formula:
     """LASE's inclusions: 2kT (k = 1 peer per stage, T stages) plus the relayed notes, per chain."""
     stages = len(c.get("supporter_order", prompts.SUPPORTERS))
     star, relay = 2 * stages, stages * (stages - 1) // 2
@@ -706,53 +718,54 @@ class StrategySpec:
 #: Every strategy, in display order (tables, figures, chapter 04).
 SPECS: dict[str, StrategySpec] = {s.name: s for s in [
     StrategySpec(
-        "single", lambda c: "single agent", "single agent", "single", "#56B4E9", "o",
-        lambda c: "one answer from the leader's prompt",
-        lambda c: Formula("1", 1), _no_reads, "none", run=single),
+        name="single", label=lambda c: "single agent", legend="single agent", short="single",
+        color="#56B4E9", marker="o", describe=lambda c: "one answer from the leader's prompt",
+        calls=lambda c: Formula("1", 1), inclusions=_no_reads, topology="none", run=single),
     StrategySpec(
-        "mv", lambda c: f"MV({_get(c, 'n_samples')})", "majority vote", "majority vote", "#009E73", "^",
-        lambda c: f"{_get(c, 'n_samples')} independent samples at temperature {_get(c, 'temperature')}, "
-                  f"majority vote",
-        lambda c: Formula(f"N = {_get(c, 'n_samples')}", int(_get(c, "n_samples"))), _no_reads, "none",
-        run=majority),
+        name="mv", label=lambda c: f"MV({_get(c, 'n_samples')})", legend="majority vote", short="majority vote",
+        color="#009E73", marker="^",
+        describe=lambda c: f"{_get(c, 'n_samples')} independent samples at temperature {_get(c, 'temperature')}, "
+                           f"majority vote",
+        calls=lambda c: Formula(f"N = {_get(c, 'n_samples')}", int(_get(c, "n_samples"))),
+        inclusions=_no_reads, topology="none", run=majority),
     StrategySpec(
-        "mad", lambda c: f"MAD({int(_get(c, 'n_agents'))}x{reading_rounds(c) + 1})", "MAD (3 agents x 2 rounds)",
-        "MAD", "#CC79A7", "v", _describe_mad, _mad_calls,
-        lambda c: _all_to_all(c, reading_rounds(c)), "all-to-all", run=mad),
+        name="mad", label=lambda c: f"MAD({int(_get(c, 'n_agents'))}x{reading_rounds(c) + 1})",
+        legend="MAD (3 agents x 2 rounds)", short="MAD", color="#CC79A7", marker="v", describe=_describe_mad,
+        calls=_mad_calls, inclusions=lambda c: _all_to_all(c, reading_rounds(c)), topology="all-to-all", run=mad),
     StrategySpec(
-        "moa", lambda c: f"MoA({_get(c, 'moa_layers')}x{_get(c, 'moa_proposers')})", "mixture of agents", "MoA",
-        "#8C510A", "P",
-        lambda c: f"mixture of agents: {_get(c, 'moa_proposers')} proposers per layer, {_get(c, 'moa_layers')} "
-                  f"layers, then an aggregator",
-        lambda c: Formula(f"L p + 1 = {_get(c, 'moa_layers')}*{_get(c, 'moa_proposers')} + 1",
-                          int(_get(c, "moa_layers")) * int(_get(c, "moa_proposers")) + 1),
-        lambda c: Formula(f"(L-1) p^2 + p = {int(_get(c, 'moa_layers')) - 1}*{int(_get(c, 'moa_proposers'))}^2"
-                          f"+{int(_get(c, 'moa_proposers'))}",
-                          (int(_get(c, "moa_layers")) - 1) * int(_get(c, "moa_proposers")) ** 2
-                          + int(_get(c, "moa_proposers"))),
-        "layers", run=moa),
+        name="moa", label=lambda c: f"MoA({_get(c, 'moa_layers')}x{_get(c, 'moa_proposers')})",
+        legend="mixture of agents", short="MoA", color="#8C510A", marker="P",
+        describe=lambda c: f"mixture of agents: {_get(c, 'moa_proposers')} proposers per layer, "
+                           f"{_get(c, 'moa_layers')} layers, then an aggregator",
+        calls=_moa_calls, inclusions=_moa_inclusions, topology="layers", run=moa),
     StrategySpec(
-        "down", lambda c: "DOWN", "DOWN", "DOWN", "#999999", "X", _describe_down, _down_calls,
-        _down_inclusions, "all-to-all", run=down, gated=True),
+        name="down", label=lambda c: "DOWN", legend="DOWN", short="DOWN", color="#999999", marker="X",
+        describe=_describe_down, calls=_down_calls, inclusions=_down_inclusions, topology="all-to-all",
+        run=down, gated=True),
     StrategySpec(
-        "lase", lambda c: "LASE", "LASE", "LASE", "#E69F00", "*",
-        lambda c: f"LASE at (tau_lp, tau_h) = ({_get(c, 'tau_lp')}, {_get(c, 'tau_h')}), replayed from the "
-                  f"full-chain recording",
-        _lase_calls, _star, "star", run=lase, gated=True, replayed_from="lase-full"),
+        name="lase", label=lambda c: "LASE", legend="LASE", short="LASE", color="#E69F00", marker="*",
+        describe=lambda c: f"LASE at (tau_lp, tau_h) = ({_get(c, 'tau_lp')}, {_get(c, 'tau_h')}), replayed from "
+                           f"the full-chain recording",
+        calls=_lase_calls, inclusions=_star_inclusions, topology="star", run=lase, gated=True,
+        replayed_from="lase-full"),
     StrategySpec(
-        "lase-full", lambda c: "LASE, every stage", "always interact (full chain)", "always interact",
-        "#D55E00", "D", lambda c: "LASE forced through every stage (always interact)",
-        lambda c: _lase_calls(c, exact=True), _star, "star", run=lase, gated=True, variant_of="lase",
-        settings={"full_chain": True}),
+        name="lase-full", label=lambda c: "LASE, every stage", legend="always interact (full chain)",
+        short="always interact", color="#D55E00", marker="D",
+        describe=lambda c: "LASE forced through every stage (always interact)",
+        calls=lambda c: _lase_calls(c, exact=True), inclusions=_star_inclusions, topology="star", run=lase,
+        gated=True, variant_of="lase", settings={"full_chain": True}),
     StrategySpec(
-        "lase-mv", lambda c: f"LASE+MV({_get(c, 'lase_chains')})", "LASE + MV", "LASE+MV", "#F0E442", "h",
-        lambda c: f"{_get(c, 'lase_chains')} LASE chains, majority vote over their answers",
-        lambda c: _lase_calls(c, int(_get(c, "lase_chains"))), lambda c: _star(c, int(_get(c, "lase_chains"))),
-        "star", run=lase_mv, gated=True),
+        name="lase-mv", label=lambda c: f"LASE+MV({_get(c, 'lase_chains')})", legend="LASE + MV", short="LASE+MV",
+        color="#F0E442", marker="h",
+        describe=lambda c: f"{_get(c, 'lase_chains')} LASE chains, majority vote over their answers",
+        calls=lambda c: _lase_calls(c, int(_get(c, "lase_chains"))),
+        inclusions=lambda c: _star_inclusions(c, int(_get(c, "lase_chains"))), topology="star", run=lase_mv,
+        gated=True),
     StrategySpec(
-        "lase-shuffled", lambda c: "LASE, shuffled order", "LASE, shuffled order", "LASE shuffled", "#882255", "p",
-        lambda c: "LASE with the supporters in a random order per problem",
-        _lase_calls, _star, "star", run=lase_shuffled, gated=True),
+        name="lase-shuffled", label=lambda c: "LASE, shuffled order", legend="LASE, shuffled order",
+        short="LASE shuffled", color="#882255", marker="p",
+        describe=lambda c: "LASE with the supporters in a random order per problem",
+        calls=_lase_calls, inclusions=_star_inclusions, topology="star", run=lase_shuffled, gated=True),
 ]}
 
 #: The strategies ``run`` accepts, by name (variants run as their base strategy).

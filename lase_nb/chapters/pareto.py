@@ -22,7 +22,7 @@ from ..replay import Chains, fixed_policies, operating_point, oracle_stops, pare
 from ..errors import DataError
 from ..plots import CHOSEN_COLOR, FRONT_COLOR, ORACLE_COLOR, style
 from ..replay import choose_thresholds, split_halves
-from ..stats import wilson_interval
+from ..stats import pct, wilson_interval
 from ..traces import Run
 
 __all__ = [
@@ -404,7 +404,7 @@ def draw_frontier(ax, grid: pd.DataFrame, policies: pd.DataFrame, oracle: pd.Dat
     return cloud
 
 
-def _star(ax, point: pd.Series) -> None:
+def _default_marker(ax, point: pd.Series) -> None:
     ax.plot([point["avg_tokens"]], [point["accuracy"]], "*", ms=24, color=CHOSEN_COLOR, mec="black", mew=1.3,
             zorder=8, label=f"LASE at the default thresholds (tau_lp={point['tau_lp']:g}, tau_h={point['tau_h']:g})")
 
@@ -426,7 +426,7 @@ def plot_frontier(grid: pd.DataFrame, policies: pd.DataFrame, oracle: pd.DataFra
                              gridspec_kw={"wspace": 0.1})
     ax = axes[0, 0]
     cloud = draw_frontier(ax, grid, policies, oracle, colorbar=False, logx=logx)
-    _star(ax, default)
+    _default_marker(ax, default)
     n = int(policies["n"].iloc[0])
     ax.set_title(f"All {n} recorded problems")
     if two:
@@ -434,7 +434,7 @@ def plot_frontier(grid: pd.DataFrame, policies: pd.DataFrame, oracle: pd.DataFra
         draw_frontier(ax2, common["grid"], common["policies"], common["oracle"], common["baselines"],
                       colorbar=False, logx=logx)
         if common.get("default") is not None:
-            _star(ax2, common["default"])
+            _default_marker(ax2, common["default"])
         nc = int(common["policies"]["n"].iloc[0])
         ax2.set_title(f"The {nc} problems the baselines also ran")
         ax2.set_ylabel("")
@@ -563,10 +563,6 @@ def plot_split(chains: Chains, tau_lp: np.ndarray, tau_h: np.ndarray, check: Spl
 # The chapter's sentences, built from computed numbers
 # ---------------------------------------------------------------------------------------------
 
-def _p(x: float, digits: int = 1) -> str:
-    return "n/a" if x is None or not np.isfinite(float(x)) else f"{float(x):.{digits}%}"
-
-
 def describe_frontier(grid: pd.DataFrame, policies: pd.DataFrame, oracle: pd.DataFrame, default: pd.Series,
                       effects: pd.DataFrame, baselines: pd.DataFrame | None = None,
                       common_grid: pd.DataFrame | None = None) -> str:
@@ -581,12 +577,12 @@ def describe_frontier(grid: pd.DataFrame, policies: pd.DataFrame, oracle: pd.Dat
     shape = ("a single point: no threshold pair beats the cheapest one, and every extra escalation costs tokens "
              "without buying accuracy" if len(front) == 1 else f"a staircase of {len(front)} points")
     lines = [f"- The grid's {len(grid):,} pairs land on **{distinct} distinct operating points**; its Pareto front "
-             f"is {shape}. Accuracy over the grid runs {_p(grid['accuracy'].min())}-{_p(grid['accuracy'].max())}, "
+             f"is {shape}. Accuracy over the grid runs {pct(grid['accuracy'].min(), 1)}-{pct(grid['accuracy'].max(), 1)}, "
              f"tokens {grid['avg_tokens'].min():,.0f}-{grid['avg_tokens'].max():,.0f} per problem."]
     last = effects.iloc[-1]
     lines.append(
-        f"- Leader alone: {_p(solo['accuracy'])} (strict {_p(solo['accuracy_strict'])}) at {solo['avg_tokens']:,.0f} "
-        f"tokens; always interact: {_p(full['accuracy'])} (strict {_p(full['accuracy_strict'])}) at "
+        f"- Leader alone: {pct(solo['accuracy'], 1)} (strict {pct(solo['accuracy_strict'], 1)}) at {solo['avg_tokens']:,.0f} "
+        f"tokens; always interact: {pct(full['accuracy'], 1)} (strict {pct(full['accuracy_strict'], 1)}) at "
         f"{full['avg_tokens']:,.0f} tokens ({full['avg_tokens'] / solo['avg_tokens']:.1f}x). Over the "
         f"{len(effects) - 1} supporter stages the leader fixes {int(last['fixed_vs_leader'])} of its wrong first "
         f"answers and breaks {int(last['broken_vs_leader'])} of its right ones (section 5.4 breaks this down).")
@@ -594,9 +590,9 @@ def describe_frontier(grid: pd.DataFrame, policies: pd.DataFrame, oracle: pd.Dat
     gap = at - default["accuracy"]
     recover = max(0.0, solo["accuracy"] - default["accuracy"]) if solo["avg_tokens"] <= default["avg_tokens"] else 0.0
     line = (f"- The default thresholds (tau_lp = {default['tau_lp']:g}, tau_h = {default['tau_h']:g}) reach "
-            f"{_p(default['accuracy'])} at {default['avg_tokens']:,.0f} tokens, escalating "
-            f"{_p(default['escalation_rate'], 0)} of the problems. The oracle (it stops at the first right stage) "
-            f"reaches {_p(at)} at that cost or less, {100 * gap:.1f} points more")
+            f"{pct(default['accuracy'], 1)} at {default['avg_tokens']:,.0f} tokens, escalating "
+            f"{pct(default['escalation_rate'], 0)} of the problems. The oracle (it stops at the first right stage) "
+            f"reaches {pct(at, 1)} at that cost or less, {100 * gap:.1f} points more")
     if recover > 0:
         line += (f": {100 * recover:.1f} of them are what **not escalating at all** recovers (the leader alone "
                  f"scores more than the default), and only {100 * (gap - recover):.1f} are what a perfect "
@@ -606,16 +602,16 @@ def describe_frontier(grid: pd.DataFrame, policies: pd.DataFrame, oracle: pd.Dat
     lines.append(line)
     best = grid.loc[grid["accuracy"].idxmax()]
     lines.append(f"- The most accurate pair (tau_lp = {best['tau_lp']:.3g}, tau_h = {best['tau_h']:.3g}) scores "
-                 f"{_p(best['accuracy'])} at {best['avg_tokens']:,.0f} tokens, "
+                 f"{pct(best['accuracy'], 1)} at {best['avg_tokens']:,.0f} tokens, "
                  f"{100 * (best['accuracy'] - solo['accuracy']):+.1f} points against the leader alone "
                  f"({round((best['accuracy'] - solo['accuracy']) * n):+d} of {n} problems).")
     if baselines is not None and common_grid is not None:
         for _, b in baselines.iterrows():
             fit = common_grid[common_grid["avg_tokens"] <= b["avg_tokens"]]["accuracy"].max()
             lines.append(f"- {style(b['strategy'])['label']} on the {int(b['n'])} common problems: "
-                         f"{_p(b['accuracy'])} (strict {_p(b.get('accuracy_strict', np.nan))}) at "
+                         f"{pct(b['accuracy'], 1)} (strict {pct(b.get('accuracy_strict', np.nan), 1)}) at "
                          f"{b['avg_tokens']:,.0f} tokens; the best threshold pair within that budget on the same "
-                         f"problems scores {_p(fit)}.")
+                         f"problems scores {pct(fit, 1)}.")
     return "**What it shows.**\n\n" + "\n".join(lines)
 
 
@@ -646,15 +642,15 @@ def describe_split(check: SplitCheck, many: pd.DataFrame, median_budget: bool) -
     opt = many["optimism"].mean() if len(many) else np.nan
     return (f"**What it shows.** With a budget of {check.budget:,.0f} tokens per problem"
             f"{' (the median over the grid)' if median_budget else ''}, half A picks tau_lp = {check.tau_lp:.3g}, "
-            f"tau_h = {check.tau_h:.3g}: {_p(check.acc_a)} on half A, **{_p(check.acc_b)} on the held-out half B** "
+            f"tau_h = {check.tau_h:.3g}: {pct(check.acc_a, 1)} on half A, **{pct(check.acc_b, 1)} on the held-out half B** "
             f"at {check.tokens_b:,.0f} tokens ({'within' if check.tokens_b <= check.budget else 'over'} budget). Over "
             f"{len(many)} random splits the held-out accuracy is on average {abs(opt) * 100:.1f} points "
             f"{'below' if opt > 0 else 'above'} the selection half's (a positive optimism is the price of choosing "
             f"and reporting on the same problems), with a spread (standard deviation) of "
             f"{many['optimism'].std() * 100:.1f} points between splits; the held-out half's best pair in hindsight "
             f"is {many['regret'].mean() * 100:.1f} points better than the chosen one, and the chosen pair overshoots "
-            f"the budget on the held-out half in {_p(over.mean(), 0)} of splits"
-            + (f" (by {_p(many.loc[over, 'over_budget'].mean(), 0)} on average when it does)." if over.any() else "."))
+            f"the budget on the held-out half in {pct(over.mean(), 0)} of splits"
+            + (f" (by {pct(many.loc[over, 'over_budget'].mean(), 0)} on average when it does)." if over.any() else "."))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -707,7 +703,7 @@ def plot_frontier_by_model(frontiers: Mapping[str, dict], logx: bool = True, tit
     cloud = None
     for ax, (name, f) in zip(axes[0], frontiers.items()):
         cloud = draw_frontier(ax, f["grid"], f["policies"], f["oracle"], colorbar=False, logx=logx)
-        _star(ax, f["default"])
+        _default_marker(ax, f["default"])
         ax.set_title(f"{name}: {int(f['policies']['n'].iloc[0])} problems")
     for get, put in (("get_xlim", "set_xlim"), ("get_ylim", "set_ylim")):  # the same scales, to compare
         lims = np.array([getattr(ax, get)() for ax in axes[0]])
