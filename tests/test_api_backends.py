@@ -94,64 +94,16 @@ def test_openai_without_logprobs_requested(oa_srv):
     assert gen.tokens is None and gen.entropy_estimator == ENTROPY_NONE and gen.text == DEFAULT_REPLY
 
 
-@pytest.mark.parametrize("fault", ["429", "429:0.1", "500", "503"])
-def test_openai_retries_transient_then_succeeds(oa_srv, fault):
-    oa_srv.add_faults(fault)
-    t0 = time.perf_counter()
-    gen = oa(oa_srv).generate(MSGS, GenParams())
-    dt = time.perf_counter() - t0
-    assert gen.text == DEFAULT_REPLY and oa_srv.request_count == 2
-    assert oa_srv.requests[1].headers.get("x-stainless-retry-count") == "1"
-    if fault == "429:0.1":
-        assert dt < 0.35  # Retry-After 0.1 honoured (the SDK's own backoff is >= 0.375 s)
-
-
 def test_openai_500_then_503_then_success(oa_srv):
     oa_srv.add_faults("500", "503")
     gen = oa(oa_srv, max_retries=2).generate(MSGS, GenParams())
     assert gen.text == DEFAULT_REPLY and oa_srv.request_count == 3
 
 
-def test_openai_persistent_500_is_a_named_backend_error(oa_srv):
-    oa_srv.add_faults(*["500:0.01"] * 5)
-    with pytest.raises(BackendError, match=r"HTTP 500 after 2 retries") as ei:
-        oa(oa_srv, max_retries=2).generate(MSGS, GenParams())
-    assert oa_srv.request_count == 3
-    assert KEY not in str(ei.value)
-
-
-def test_openai_persistent_429_says_rate_limited(oa_srv):
-    oa_srv.add_faults(*["429:0.01"] * 3)
-    with pytest.raises(BackendError, match=r"rate limited \(HTTP 429\) after 1 retry"):
-        oa(oa_srv, max_retries=1).generate(MSGS, GenParams())
-    assert oa_srv.request_count == 2
-
-
-def test_openai_stall_is_a_timeout(oa_srv):
-    oa_srv.add_faults("stall", "stall")
-    with pytest.raises(BackendError, match="timed out"):
-        oa(oa_srv, timeout=0.3, max_retries=1).generate(MSGS, GenParams())
-    assert oa_srv.request_count == 2
-
-
-def test_openai_drop_is_a_connection_error(oa_srv):
-    oa_srv.add_faults("drop", "drop")
-    with pytest.raises(BackendError, match="connection dropped"):
-        oa(oa_srv, max_retries=1).generate(MSGS, GenParams())
-    assert oa_srv.request_count == 2
-
-
 def test_openai_drop_then_success(oa_srv):
     oa_srv.add_faults("drop")
     assert oa(oa_srv, max_retries=1).generate(MSGS, GenParams()).text == DEFAULT_REPLY
     assert oa_srv.request_count == 2
-
-
-def test_openai_truncated_json_is_malformed(oa_srv):
-    oa_srv.add_faults("truncated")
-    with pytest.raises(BackendError, match="malformed response"):
-        oa(oa_srv).generate(MSGS, GenParams())
-    assert oa_srv.request_count == 1
 
 
 def test_openai_length_empty_nologprobs(oa_srv):
@@ -309,34 +261,6 @@ def test_gemini_caps_logprobs_and_greedy_has_no_seed(gm_srv):
     assert gc["logprobs"] == 20 and "seed" not in gc and len(gen.tokens[0].top) == 20
 
 
-@pytest.mark.parametrize("faults", [["429"], ["429:0.1"], ["500", "503"]])
-def test_gemini_retries_transient_then_succeeds(gm_srv, faults):
-    gm_srv.add_faults(*faults)
-    gen = gm(gm_srv).generate(MSGS, GenParams())
-    assert gen.text == DEFAULT_REPLY and gm_srv.request_count == len(faults) + 1
-
-
-def test_gemini_persistent_500_is_a_named_backend_error(gm_srv):
-    gm_srv.add_faults(*["500"] * 5)
-    with pytest.raises(BackendError, match=r"HTTP 500 after 2 retries") as ei:
-        gm(gm_srv, max_retries=2).generate(MSGS, GenParams())
-    assert gm_srv.request_count == 3 and GKEY not in str(ei.value)
-
-
-def test_gemini_persistent_429_says_rate_limited(gm_srv):
-    gm_srv.add_faults(*["429"] * 3)
-    with pytest.raises(BackendError, match=r"rate limited \(HTTP 429\) after 1 retry"):
-        gm(gm_srv, max_retries=1).generate(MSGS, GenParams())
-    assert gm_srv.request_count == 2
-
-
-def test_gemini_stall_is_a_timeout(gm_srv):
-    gm_srv.add_faults("stall", "stall")
-    with pytest.raises(BackendError, match="timed out"):
-        gm(gm_srv, timeout=0.3, max_retries=1).generate(MSGS, GenParams())
-    assert gm_srv.request_count == 2
-
-
 def test_gemini_drop_is_a_connection_error_and_retried(gm_srv):
     gm_srv.add_faults("drop", "drop")
     with pytest.raises(BackendError, match="connection dropped"):
@@ -344,13 +268,6 @@ def test_gemini_drop_is_a_connection_error_and_retried(gm_srv):
     assert gm_srv.request_count == 2
     gm_srv.add_faults("drop")
     assert gm(gm_srv, max_retries=1).generate(MSGS, GenParams()).text == DEFAULT_REPLY
-
-
-def test_gemini_truncated_json_is_malformed(gm_srv):
-    gm_srv.add_faults("truncated")
-    with pytest.raises(BackendError, match="malformed response"):
-        gm(gm_srv).generate(MSGS, GenParams())
-    assert gm_srv.request_count == 1
 
 
 def test_gemini_length_empty_nologprobs(gm_srv):
@@ -410,6 +327,82 @@ def test_gemini_generate_many_is_concurrent_and_ordered():
 def test_align_offsets_resynchronises():
     assert align_offsets(["a", "b", "c"], "abc") == [0, 1, 2]
     assert align_offsets(["x", "=", " 4"], "x = 4") == [0, 2, 3]
+
+
+# --------------------------------------------------------------------------------- faults, both backends
+@pytest.fixture(params=["openai", "gemini"])
+def api(request):
+    """(server, make backend) for each API backend: the fault tests run once per backend."""
+    server, make = (OpenAIWireServer, oa) if request.param == "openai" else (GeminiWireServer, gm)
+    with server(stall_s=5) as srv:
+        yield srv, lambda **kw: make(srv, **kw), KEY if request.param == "openai" else GKEY
+
+
+@pytest.mark.parametrize("faults", [["429"], ["429:0.1"], ["500", "503"], ["408"], ["409"], ["502"]])
+def test_transient_statuses_are_retried_then_succeed(api, faults):
+    srv, make, _ = api
+    srv.add_faults(*faults)
+    assert make().generate(MSGS, GenParams()).text == DEFAULT_REPLY
+    assert srv.request_count == len(faults) + 1
+
+
+@pytest.mark.parametrize("code", ["400", "404"])
+def test_a_client_error_is_not_retried(api, code):
+    srv, make, _ = api
+    srv.add_faults(code, code)
+    with pytest.raises(BackendError, match=rf"HTTP {code}: ") as ei:
+        make().generate(MSGS, GenParams())
+    assert srv.request_count == 1 and "retr" not in str(ei.value).split(":")[1]
+
+
+def test_a_persistent_500_is_a_named_backend_error_without_the_key(api):
+    srv, make, key = api
+    srv.add_faults(*["500:0.01"] * 5)
+    with pytest.raises(BackendError, match=r"HTTP 500 after 2 retries") as ei:
+        make(max_retries=2).generate(MSGS, GenParams())
+    assert srv.request_count == 3 and key not in str(ei.value)
+
+
+def test_a_persistent_429_says_rate_limited(api):
+    srv, make, _ = api
+    srv.add_faults(*["429:0.01"] * 3)
+    with pytest.raises(BackendError, match=r"rate limited \(HTTP 429\) after 1 retry"):
+        make(max_retries=1).generate(MSGS, GenParams())
+    assert srv.request_count == 2
+
+
+def test_a_stall_is_a_timeout(api):
+    srv, make, _ = api
+    srv.add_faults("stall", "stall")
+    with pytest.raises(BackendError, match="timed out"):
+        make(timeout=0.3, max_retries=1).generate(MSGS, GenParams())
+    assert srv.request_count == 2
+
+
+def test_truncated_json_is_malformed(api):
+    srv, make, _ = api
+    srv.add_faults("truncated")
+    with pytest.raises(BackendError, match="malformed response"):
+        make().generate(MSGS, GenParams())
+    assert srv.request_count == 1
+
+
+def test_openai_honours_retry_after(oa_srv):
+    oa_srv.add_faults("429:0.1")
+    t0 = time.perf_counter()
+    assert oa(oa_srv).generate(MSGS, GenParams()).text == DEFAULT_REPLY
+    assert time.perf_counter() - t0 < 0.35  # Retry-After 0.1 honoured (the SDK's own backoff is >= 0.375 s)
+    assert oa_srv.requests[1].headers.get("x-stainless-retry-count") == "1"
+
+
+def test_one_retryable_set_and_wording():
+    from lase_nb.backends import _api
+
+    assert {408, 409, 429, 500, 503, 599} <= _api.RETRYABLE and not {400, 401, 404, 422} & _api.RETRYABLE
+    assert _api.status_failure(429, "slow down", 2) == "rate limited (HTTP 429) after 2 retries: slow down"
+    assert _api.status_failure(404, "no such model", 2, "NOT_FOUND") == "HTTP 404: NOT_FOUND: no such model"
+    assert _api.scrub("key sk-abcdef in url", "sk-abcdef") == "key *** in url" and _api.scrub("x", "ab") == "x"
+    assert _api.short("a\n b " * 100, 20).endswith("...") and len(_api.short("a " * 100, 20)) == 20
 
 
 # ----------------------------------------------------------------------------------- wire server itself

@@ -7,7 +7,8 @@ stays ``user`` and ``assistant`` becomes ``model``. Sampling parameters map to
 at 20).
 
 Retries: the SDK's own (``HttpRetryOptions``: ``max_retries + 1`` attempts, exponential backoff
-with jitter starting at ``retry_initial_delay``) for 408/429/5xx, timeouts and refused
+with jitter starting at ``retry_initial_delay``) for the statuses of ``backends._api.RETRYABLE`` (408, 409,
+429, 5xx: the set the openai SDK retries), timeouts and refused
 connections. A connection dropped mid-request (which the SDK does not retry) is retried here
 with the same bound. What still fails becomes a :class:`~lase_nb.errors.BackendError` naming
 the fault. The SDK does not read ``Retry-After``; its backoff stands in.
@@ -34,11 +35,11 @@ from typing import Any, Sequence
 from ..errors import BackendError, ConfigError, MissingAPIKey
 from ..types import ENTROPY_NONE, ENTROPY_TOPK_RESIDUAL, Generation, GenParams, Message, TokenLogprob
 from ._concurrency import check_call_limits, run_ordered
+from ._api import RETRYABLE, retries_phrase, scrub, short, status_failure
 from .base import ResultHook, public_url
 
 #: Largest ``logprobs`` (top-k) requested from Gemini.
 MAX_TOP_LOGPROBS = 20
-_RETRYABLE = (408, 429, 500, 502, 503, 504)
 _FINISH = {"STOP": "stop", "MAX_TOKENS": "length"}
 
 
@@ -133,7 +134,7 @@ class GeminiBackend:
             max_delay=max(30.0, self.retry_initial_delay),
             exp_base=2.0,
             jitter=self.retry_initial_delay,
-            http_status_codes=list(_RETRYABLE),
+            http_status_codes=sorted(RETRYABLE),
         )
         http = gt.HttpOptions(base_url=base_url, timeout=int(round(self.timeout * 1000)), retry_options=retry)
         self._client = genai.Client(api_key=key, vertexai=False, http_options=http)
@@ -250,32 +251,18 @@ class GeminiBackend:
 
     def _describe(self, e: BaseException) -> str:
         """A one-line account of what failed, without the API key."""
-        n = self.max_retries
-        after = f" after {n} {'retry' if n == 1 else 'retries'}" if n else ""
+        after = retries_phrase(self.max_retries)
         if isinstance(e, self._errors.APIError):
-            code = int(getattr(e, "code", 0) or 0)
-            retried = after if code in _RETRYABLE else ""
-            kind = "rate limited (HTTP 429)" if code == 429 else f"HTTP {code}"
-            status = getattr(e, "status", None)
-            msg = getattr(e, "message", None) or str(e)
-            what = f"{kind}{retried}: {status + ': ' if status else ''}{_short(msg)}"
+            what = status_failure(int(getattr(e, "code", 0) or 0), getattr(e, "message", None) or str(e),
+                                  self.max_retries, getattr(e, "status", None))
         elif _TIMEOUT_EXC and isinstance(e, _TIMEOUT_EXC):
             what = f"timed out (no reply within {self.timeout:g} s){after}"
         elif _CONN_EXC and isinstance(e, _CONN_EXC):
-            what = f"connection dropped or refused{after}: {type(e).__name__}: {_short(str(e))}"
+            what = f"connection dropped or refused{after}: {type(e).__name__}: {short(str(e))}"
         elif isinstance(e, (json.JSONDecodeError, self._errors.UnknownApiResponseError, ValueError)) or \
                 type(e).__name__ == "ValidationError":
-            what = f"malformed response (invalid JSON or fields): {type(e).__name__}: {_short(str(e))}"
+            what = f"malformed response (invalid JSON or fields): {type(e).__name__}: {short(str(e))}"
         else:
-            what = f"{type(e).__name__}: {_short(str(e))}"
+            what = f"{type(e).__name__}: {short(str(e))}"
         key = getattr(getattr(self._client, "_api_client", None), "api_key", None)
-        return _scrub(f"{self._where()}: {what}", key)
-
-
-def _scrub(msg: str, key: str | None) -> str:
-    return msg.replace(key, "***") if key and len(key) >= 4 else msg
-
-
-def _short(s: str, n: int = 300) -> str:
-    s = " ".join(str(s).split())
-    return s if len(s) <= n else s[: n - 3] + "..."
+        return scrub(f"{self._where()}: {what}", key)

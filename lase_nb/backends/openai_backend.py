@@ -39,12 +39,12 @@ from urllib.parse import urlparse
 from ..errors import BackendError, MissingAPIKey
 from ..types import ENTROPY_NONE, ENTROPY_TOPK_RESIDUAL, Generation, GenParams, Message, TokenLogprob
 from ._concurrency import check_call_limits, run_ordered
+from ._api import retries_phrase, scrub, short, status_failure
 from .base import ResultHook, public_url
 
 #: OpenAI accepts at most this many ``top_logprobs``.
 MAX_TOP_LOGPROBS = 20
 _LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1", "0.0.0.0"}
-_RETRYABLE = {408, 409, 429} | set(range(500, 600))
 
 
 def _is_official(base_url: str | None) -> bool:
@@ -100,10 +100,6 @@ def token_offsets(tokens: Sequence[str], text: str, token_bytes: Sequence[Sequen
         offs.append(n)
         n += len(t)
     return offs
-
-
-def _scrub(msg: str, key: str | None) -> str:
-    return msg.replace(key, "***") if key and len(key) >= 4 else msg
 
 
 class OpenAIBackend:
@@ -222,8 +218,7 @@ class OpenAIBackend:
     def _describe(self, e: BaseException) -> str:
         """A one-line account of what failed, without the API key."""
         oa = self._openai
-        n = self.max_retries
-        after = f" after {n} {'retry' if n == 1 else 'retries'}" if n else ""
+        after = retries_phrase(self.max_retries)
         if isinstance(e, oa.APITimeoutError):
             what = f"timed out (no reply within {self.timeout:g} s){after}"
         elif isinstance(e, oa.APIConnectionError):
@@ -233,17 +228,9 @@ class OpenAIBackend:
         elif isinstance(e, oa.APIResponseValidationError):
             what = f"malformed response (does not match the chat completion schema): {e}"
         elif isinstance(e, oa.APIStatusError):
-            code = e.status_code
-            retried = after if code in _RETRYABLE else ""
-            kind = "rate limited (HTTP 429)" if code == 429 else f"HTTP {code}"
-            what = f"{kind}{retried}: {_short(getattr(e, 'message', str(e)))}"
+            what = status_failure(e.status_code, getattr(e, "message", str(e)), self.max_retries)
         elif isinstance(e, (ValueError, KeyError, TypeError, AttributeError)) or type(e).__name__ == "ValidationError":
-            what = f"malformed response (invalid JSON or fields): {type(e).__name__}: {_short(str(e))}"
+            what = f"malformed response (invalid JSON or fields): {type(e).__name__}: {short(str(e))}"
         else:
-            what = f"{type(e).__name__}: {_short(str(e))}"
-        return _scrub(f"{self._where()}: {what}", getattr(self._client, "api_key", None))
-
-
-def _short(s: str, n: int = 300) -> str:
-    s = " ".join(str(s).split())
-    return s if len(s) <= n else s[: n - 3] + "..."
+            what = f"{type(e).__name__}: {short(str(e))}"
+        return scrub(f"{self._where()}: {what}", getattr(self._client, "api_key", None))
