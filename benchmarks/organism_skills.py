@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from lase_nb import organism, stats  # noqa: E402
-from lase_nb.backends.local import ORGANISM_MODEL, LocalBackend  # noqa: E402
+from lase_nb.backends.local import ORGANISM_DIR, ORGANISM_MODEL, LocalBackend  # noqa: E402
 from lase_nb.cache import CallCache  # noqa: E402
 from lase_nb.notes import count_answer_notes  # noqa: E402
 from lase_nb.confidence import uncertain_mask  # noqa: E402
@@ -142,7 +142,7 @@ def main(argv=None) -> int:
     ap.add_argument("--max-batch", type=int, default=16)
     ap.add_argument("--out", type=Path, default=ROOT / "build" / "organism" / "eval")
     ap.add_argument("--manifest", action="store_true", help="write the numbers into --manifest-path")
-    ap.add_argument("--manifest-path", type=Path, default=organism.ORGANISM_DIR / "manifest.json")
+    ap.add_argument("--manifest-path", type=Path, default=ORGANISM_DIR / "manifest.json")
     args = ap.parse_args(argv)
 
     t0 = time.perf_counter()

@@ -29,7 +29,6 @@ from __future__ import annotations
 import random
 import re
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Sequence
 
 from . import prompts
@@ -39,8 +38,6 @@ from .types import Message, Problem
 
 #: Alias of the organism for the local backend (``--model organism``).
 ORGANISM = "organism"
-#: Where the committed adapter and its manifest live (beside the recorded traces).
-ORGANISM_DIR = Path(__file__).resolve().parent.parent / "data" / "organism"
 #: The organism's problem sets, each as the keyword arguments of
 #: :func:`~lase_nb.datasets.arithmetic_problems` that regenerate it. Training draws from the
 #: "train" split, evaluation and recordings from the "eval" split: disjoint by template and
@@ -580,16 +577,11 @@ def prompt_fingerprint() -> str:
     return hashlib.sha256(json.dumps(rendered, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def adapter_path() -> Path:
-    """The committed adapter file (peft's own name)."""
-    return ORGANISM_DIR / "adapter_model.safetensors"
-
-
-__all__ = ["ORGANISM", "ORGANISM_DIR", "TRAINING_SETS", "EVAL_SEEDS", "SEEDS", "TRAINING_SEEDS", "Step", "Label",
+__all__ = ["ORGANISM", "TRAINING_SETS", "EVAL_SEEDS", "SEEDS", "TRAINING_SEEDS", "Step", "Label",
            "Fault", "gold_steps", "solution_text", "parse_steps", "label_attempt", "first_fault", "number_sources",
            "column", "devil_note", "collaborator_note", "expert_note", "NOTES", "note_flags", "flagged_step",
            "revision_text", "solve_examples", "support_examples", "slipped_attempt", "training_problems",
-           "eval_problems", "adapter_path", "prompt_fingerprint"]
+           "eval_problems", "prompt_fingerprint"]
 
 
 

@@ -8,7 +8,7 @@
 - :func:`run_from_results`: the same tables built in memory from a live run;
 - :func:`problems_from_manifest`: a run's problems (question, gold, level) rebuilt from its manifest;
 - :func:`common_ids`: the problem ids a set of runs all answered;
-- :func:`fill_columns`: the columns newer recordings carry, filled in for a run recorded before them.
+- :func:`check_format`: a clear error for a run recorded by an older version.
 
 A run folder is what ``lase-nb run --out`` writes (:func:`lase_nb.traces.load_run` reads one);
 it is finished when its ``manifest.json`` exists.
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from .replay import Chains
 
 __all__ = ["RUN_DIRS", "resolve_data_path", "load_runs", "load_models", "chains_by_model", "model_label",
-           "record_command", "fill_columns", "run_from_results", "problems_from_manifest", "common_ids",
+           "record_command", "check_format", "run_from_results", "problems_from_manifest", "common_ids",
            "comparison_table"]
 
 #: Folder of a strategy name when it differs from the name: "lase" is read from the full-chain run
@@ -77,7 +77,7 @@ def load_runs(folder: str | Path, names: Iterable[str] | None = None, require: S
     for name in names:
         path = folder / RUN_DIRS.get(name, name)
         if (path / "manifest.json").exists():
-            runs[name] = fill_columns(load_run(path))
+            runs[name] = check_format(load_run(path))
     for name in require:
         if name not in runs:
             path = folder / RUN_DIRS.get(name, name)
@@ -156,41 +156,19 @@ def model_label(run: Run) -> str:
     return f"{name} (adapter: {Path(str(adapter)).name}{', sha256 ' + sha if sha else ''})"
 
 
-def fill_columns(run: Run) -> Run:
-    """The run with the columns of the current recording format, filled in where it predates them.
-
-    Runs recorded before the answer-extraction step and the cap-hit counters lack
-    ``answer_strict``/``correct_strict`` (problems, stages), ``extracted`` (stages), ``hit_cap``
-    (calls), ``cap_hits`` (problems) and the manifest's ``cap_hits`` per role. No extraction step
-    ran then, so strict grading equals the recorded grading and nothing was extracted; a call hit
-    its cap when it stopped for length (``finish_reason == "length"``). The names of the filled
-    columns are listed in ``run.manifest["filled_columns"]`` (empty for a current recording).
-    Modifies and returns ``run``.
-    """
-    filled: list[str] = []
-    calls, probs, stages = run.calls, run.problems, run.stages
-    if len(calls) and "hit_cap" not in calls:
-        calls["hit_cap"] = calls["finish_reason"].eq("length") if "finish_reason" in calls else False
-        filled.append("calls.hit_cap")
-    for name, table in (("problems", probs), ("stages", stages)):
-        if len(table) and "correct" in table and "correct_strict" not in table:
-            table["answer_strict"] = table["answer"] if "answer" in table else None
-            table["correct_strict"] = table["correct"].astype(bool)
-            filled += [f"{name}.answer_strict", f"{name}.correct_strict"]
-    if len(stages) and "extracted" not in stages:
-        stages["extracted"] = False
-        filled.append("stages.extracted")
-    if len(probs) and "cap_hits" not in probs:
-        used = calls[calls["used"].astype(bool)] if len(calls) and "used" in calls else calls
-        per = used.groupby("problem_id")["hit_cap"].sum() if len(used) else pd.Series(dtype=int)
-        probs["cap_hits"] = probs["problem_id"].map(per).fillna(0).astype(int)
-        filled.append("problems.cap_hits")
-    if "cap_hits" not in run.manifest and len(calls):
-        g = calls.groupby("role", sort=False)["hit_cap"]
-        run.manifest["cap_hits"] = {role: {"calls": int(n), "cap_hits": int(k), "rate": round(k / n, 4)}
-                                    for role, n, k in zip(g.size().index, g.size(), g.sum())}
-        filled.append("manifest.cap_hits")
-    run.manifest.setdefault("filled_columns", filled)
+def check_format(run: Run) -> Run:
+    """The run, if it carries the columns of the current recording format; a clear error naming
+    what is missing if it was recorded by an older version (re-record it). Tables written by hand
+    (a manifest without a ``config``) are taken as they are."""
+    if "config" not in run.manifest:
+        return run
+    need = [("calls", run.calls, ("hit_cap",)), ("problems", run.problems, ("correct_strict", "cap_hits")),
+            ("stages", run.stages, ("correct_strict", "extracted"))]
+    missing = [f"{name}.{col}" for name, table, cols in need if len(table) for col in cols if col not in table]
+    missing += [f"config.{k}" for k in ("examples", "down_rounds") if k not in run.manifest["config"]]
+    if missing:
+        raise DataError(f"{run.path}: recorded by an older version of lase-nb (no {', '.join(missing)}); "
+                        f"re-record it with `python data/traces/record.py` or `lase-nb run`")
     return run
 
 

@@ -568,20 +568,15 @@ def _get(config: Mapping[str, Any], key: str) -> Any:
 
 
 def reading_rounds(config: Mapping[str, Any] | None) -> int:
-    """MAD's rounds in which agents read each other, from a run's config.
-
-    Current runs count ``rounds`` in all, the first being the independent answers (Du et al.'s
-    3 x 2 = 6 calls), so agents read each other in ``rounds - 1`` of them. Configs written before
-    that change (they lack the ``examples`` key) ran ``rounds`` reading rounds after the first answers.
-    """
-    c = dict(config or {})
-    rounds = int(c.get("rounds", 2))
-    return rounds if c and "examples" not in c else max(rounds - 1, 0)
+    """MAD's rounds in which agents read each other, from a run's config: ``rounds`` counts them
+    all, the first being the independent answers (Du et al.'s 3 x 2 = 6 calls), so agents read
+    each other in ``rounds - 1`` of them."""
+    return max(int(_get(dict(config or {}), "rounds")) - 1, 0)
 
 
 def _down_rounds(c: Mapping[str, Any]) -> int:
-    """DOWN's refinement rounds (recordings before ``down_rounds`` existed ran MAD's reading rounds)."""
-    return int(_get(c, "down_rounds")) if "down_rounds" in c or not c else reading_rounds(c)
+    """DOWN's refinement rounds."""
+    return int(_get(c, "down_rounds"))
 
 
 @dataclass(frozen=True)

@@ -140,8 +140,9 @@ pipeline.prompt_table()
 import json
 
 from lase_nb import organism
+from lase_nb.backends.local.files import ORGANISM_DIR
 
-_manifest = organism.ORGANISM_DIR / "manifest.json"
+_manifest = ORGANISM_DIR / "manifest.json"
 display(Markdown(organism.describe_note_departure(
     json.loads(_manifest.read_text()).get("evaluation") if _manifest.is_file() else None)))
 

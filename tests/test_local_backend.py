@@ -182,13 +182,13 @@ def test_incremental_detokenisation_of_multibyte_text(backend) -> None:
     """Tokens that split a character get '' and the completing token carries it."""
     text = "Café ☕ costs 3 €; 日本語 and 😀 too."
     ids = backend._tok(text, add_special_tokens=False)["input_ids"]
-    row = local._Row(0, [1], GenParams(stop=("日本",)))
+    row = local.Row(0, [1], GenParams(stop=("日本",)))
     for tok in ids:
         backend._append_token(row, tok)
         if row.finish:
             break
     assert row.text == text[:text.index("日本")] == "".join(row.pieces)
-    row = local._Row(0, [1], GenParams())
+    row = local.Row(0, [1], GenParams())
     for tok in ids:
         backend._append_token(row, tok)
     backend._flush(row)

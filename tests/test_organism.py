@@ -11,11 +11,12 @@ import re
 import pytest
 
 from lase_nb import organism, prompts
+from lase_nb.backends.local.files import ORGANISM_DIR, organism_adapter_path
 from lase_nb.datasets import arithmetic_problems, content_key
 from lase_nb.notes import states_answer
 from lase_nb.organism import Step, gold_steps, label_attempt, solution_text
 
-ATTEMPTS = organism.ORGANISM_DIR / "attempts.jsonl"
+ATTEMPTS = ORGANISM_DIR / "attempts.jsonl"
 
 
 def _problems(n=120, seed=5):
@@ -262,7 +263,7 @@ def test_support_examples_use_the_pipelines_own_messages():
 def test_evaluation_problems_share_no_template_and_numbers_with_any_training_set():
     """Held out by content, whatever the seeds: the manifest's training sets regenerate from its
     keyword arguments, and none of their problems is an evaluation problem."""
-    manifest = json.loads((organism.ORGANISM_DIR / "manifest.json").read_text())
+    manifest = json.loads((ORGANISM_DIR / "manifest.json").read_text())
     sets = manifest.get("training_sets", organism.TRAINING_SETS)
     key = lambda p: content_key(p.meta["template"], p.meta["start"], p.meta["ops"])  # noqa: E731
     train = set()
@@ -283,7 +284,7 @@ def test_evaluation_problems_share_no_template_and_numbers_with_any_training_set
 def test_the_organism_answers_with_a_confidence_and_runs_a_lase_chain():
     """On a fresh machine (CI) this merges the adapter; later runs reuse the merged folder, keyed
     by the adapter's hash."""
-    if not organism.adapter_path().is_file():
+    if not organism_adapter_path().is_file():
         pytest.fail("data/organism/adapter_model.safetensors is missing")
     from lase_nb.backends.local import LocalBackend
     from lase_nb.engine import Engine
@@ -306,7 +307,7 @@ def test_the_organism_answers_with_a_confidence_and_runs_a_lase_chain():
 
 def test_the_adapter_was_trained_on_the_prompts_the_pipeline_sends():
     """Changing a prompt the organism was trained on silently changes what it is asked: retrain."""
-    manifest = organism.ORGANISM_DIR / "manifest.json"
+    manifest = ORGANISM_DIR / "manifest.json"
     if not manifest.is_file():
         pytest.fail("data/organism/manifest.json is missing")
     trained = json.loads(manifest.read_text())["prompt_fingerprint"]

@@ -189,7 +189,7 @@ def test_inclusions_match_the_formulas():
     lase = counts.set_index("strategy").loc["lase"]
     assert (lase["star"], lase["relay"], lase["counted"]) == (6, 3, 9)
     assert counts.set_index("strategy").loc["mad", "counted"] == 12
-    s = pipeline.inclusion_summary(counts, {"mad": {"n_agents": 3, "rounds": 2}}).set_index("strategy")
+    s = pipeline.inclusion_summary(counts, {"mad": {"n_agents": 3, "rounds": 3}}).set_index("strategy")
     assert s.loc["mad", "bound"] == 12 and s.loc["mad", "obeys_formula"]
     assert s.loc["lase", "star_bound_2kT"] == 6 and s.loc["lase", "star_within_2kT"]
     # a stop at stage 1: one supporter consulted, two inclusions
@@ -199,9 +199,9 @@ def test_inclusions_match_the_formulas():
 
 def test_inclusion_summary_flags_a_broken_topology():
     counts = pipeline.inclusion_counts(mad_calls("m1", drop_read=True))
-    s = pipeline.inclusion_summary(counts, {"mad": {"n_agents": 3, "rounds": 2}})
+    s = pipeline.inclusion_summary(counts, {"mad": {"n_agents": 3, "rounds": 3}})
     assert not s["obeys_formula"].item()
-    assert pipeline.inclusion_bounds("mad", {"n_agents": 5, "rounds": 3})["bound"] == 3 * 5 * 4
+    assert pipeline.inclusion_bounds("mad", {"n_agents": 5, "rounds": 4})["bound"] == 3 * 5 * 4
     assert pipeline.inclusion_bounds("lase-mv", {"lase_chains": 5})["star_bound"] == 30
 
 
@@ -427,9 +427,9 @@ def test_prompt_table_and_caps():
 # ------------------------------------------------------------------ the comparison chapter's sentences
 
 
-def test_reading_rounds_of_current_and_older_configs():
+def test_reading_rounds_count_the_rounds_after_the_first_answers():
     assert pipeline.reading_rounds({"n_agents": 3, "rounds": 2, "examples": 2}) == 1
-    assert pipeline.reading_rounds({"n_agents": 3, "rounds": 2}) == 2
+    assert pipeline.reading_rounds({"n_agents": 3, "rounds": 3}) == 2
     assert pipeline.reading_rounds({}) == 1
     b = pipeline.inclusion_bounds("mad", {"n_agents": 3, "rounds": 2, "examples": 0})
     assert b["bound"] == 6 and b["formula"] == "T n(n-1) = 1*3*2"

@@ -34,29 +34,32 @@ def _old_run(folder: Path) -> None:
     calls[-1]["used"] = False
     stages = [{"problem_id": "a", "strategy": "lase", "stage": s, "answer": a, "correct": c}
               for s, a, c in ((0, None, False), (1, "7", True))]
-    _write(folder, problems, calls, stages, {"strategy": "lase"})
+    _write(folder, problems, calls, stages, {"strategy": "lase", "config": {"rounds": 2}})
 
 
-def test_fill_columns_of_an_older_recording(tmp_path):
+def _run(folder: Path) -> None:
+    """The same run in the current format."""
+    _old_run(folder)
+    for name, extra in (("problems", {"correct_strict": True, "answer_strict": "7", "cap_hits": 2}),
+                        ("stages", {"extracted": False}), ("calls", {})):
+        path = folder / f"{name}.jsonl"
+        rows = [json.loads(x) for x in path.read_text().splitlines()]
+        for r in rows:
+            r.update(extra)
+            if name == "stages":
+                r["correct_strict"] = r["correct"]
+            if name == "calls":
+                r["hit_cap"] = r["finish_reason"] == "length"
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (folder / "manifest.json").write_text(json.dumps({"strategy": "lase", "config": {"examples": 2, "down_rounds": 2}}))
+
+
+def test_an_older_recording_is_refused_with_what_it_lacks(tmp_path):
     _old_run(tmp_path / "lase-full")
-    run = runs.load_runs(tmp_path, ["lase"])["lase"]
-    assert run.calls["hit_cap"].tolist() == [True, True, False, True]
-    assert run.problems["cap_hits"].tolist() == [2]  # only the calls LASE used
-    assert run.problems["correct_strict"].tolist() == [True] and run.problems["answer_strict"].tolist() == ["7"]
-    assert run.stages["correct_strict"].tolist() == [False, True] and not run.stages["extracted"].any()
-    assert run.manifest["cap_hits"]["leader"] == {"calls": 2, "cap_hits": 1, "rate": 0.5}
-    assert run.manifest["cap_hits"]["collaborator"]["cap_hits"] == 1
-    assert "stages.extracted" in run.manifest["filled_columns"]
-
-
-def test_fill_columns_keeps_a_current_recording(tmp_path):
-    _old_run(tmp_path / "x")
-    run = runs.load_runs(tmp_path, ["x"])["x"]
-    run.stages["correct_strict"] = [False, False]
-    run.manifest.pop("filled_columns")
-    again = runs.fill_columns(run)
-    assert again.stages["correct_strict"].tolist() == [False, False]  # recorded values are never overwritten
-    assert again.manifest["filled_columns"] == []
+    with pytest.raises(DataError, match=r"older version of lase-nb \(no calls.hit_cap, .*stages.extracted.*\); re-record"):
+        runs.load_runs(tmp_path, ["lase"])
+    _run(tmp_path / "current" / "lase-full")
+    assert runs.load_runs(tmp_path / "current", ["lase"])["lase"].calls["hit_cap"].sum() == 3
 
 
 def test_load_runs_require_and_the_committed_recording(tmp_path):
@@ -128,7 +131,7 @@ def test_load_models_keeps_the_order_and_skips_a_missing_later_recording(tmp_pat
 
 def test_load_models_skips_a_later_recording_without_a_required_run(tmp_path, capsys):
     a = _copy_single(tmp_path / "a")
-    _old_run(tmp_path / "b" / "lase-full")
+    _run(tmp_path / "b" / "lase-full")
     models = runs.load_models({"b": tmp_path / "b", "a": a}, ["single", "lase"], require=["lase"])
     assert list(models) == ["b"] and list(models["b"]) == ["lase"]
     assert "'a' left out (no finished run" in capsys.readouterr().out

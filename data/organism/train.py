@@ -37,6 +37,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from lase_nb import organism  # noqa: E402
+from lase_nb.backends.local.files import ORGANISM_DIR  # noqa: E402
 from lase_nb.organism import TRAINING_SETS  # noqa: E402
 
 LORA = dict(r=16, lora_alpha=32, lora_dropout=0.05,
@@ -180,7 +181,7 @@ def main(argv=None) -> int:
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--work", type=Path, default=ROOT / "build" / "organism")
-    ap.add_argument("--out", type=Path, default=organism.ORGANISM_DIR)
+    ap.add_argument("--out", type=Path, default=ORGANISM_DIR)
     ap.add_argument("--stop-after", choices=["sample"], help="stop after sampling the stage-1 solver")
     ap.add_argument("--toy", action="store_true", help="tiny sizes, output under build/organism-toy")
     args = ap.parse_args(argv)

