@@ -16,6 +16,8 @@ import pytest  # noqa: E402
 
 from lase_nb import reference  # noqa: E402
 from lase_nb.chapters import calibration as C  # noqa: E402
+from lase_nb.confidence import confidence_frame, gate_split  # noqa: E402
+import matplotlib.pyplot as plt  # noqa: E402
 from lase_nb.errors import DataError  # noqa: E402
 from lase_nb.stats import ece  # noqa: E402
 from lase_nb.strategies import CallRecord, ProblemResult, StageRecord  # noqa: E402
@@ -46,9 +48,9 @@ def _stages() -> pd.DataFrame:
 # ---- confidence_frame -------------------------------------------------------------------------
 
 def test_confidence_frame_from_stages_keeps_stage_and_blanks_unanswered():
-    f = C.confidence_frame(_stages(), stage=None)
+    f = confidence_frame(_stages(), stage=None)
     assert len(f) == 4
-    one = C.confidence_frame(_stages(), stage=1)
+    one = confidence_frame(_stages(), stage=1)
     assert list(one["problem_id"]) == ["a", "b"]
     b = one.set_index("problem_id").loc["b"]
     assert not b["answered"] and np.isnan(b["p_min"]) and np.isnan(b["h_max"]) and not b["correct"]
@@ -58,7 +60,7 @@ def test_confidence_frame_from_stages_keeps_stage_and_blanks_unanswered():
 def test_confidence_frame_unanswered_is_never_correct():
     st = _stages()
     st.loc[3, "correct"] = True  # a corrupt row: no answer but marked right
-    f = C.confidence_frame(st, stage=1).set_index("problem_id")
+    f = confidence_frame(st, stage=1).set_index("problem_id")
     assert not f.loc["b", "correct"] and f.loc["a", "correct"]
 
 
@@ -68,7 +70,7 @@ def test_confidence_frame_from_run_without_stages_uses_leader_call_and_problem_g
     probs = pd.DataFrame({"problem_id": ["a", "b"], "correct": [True, False], "level": [1, 3]})
     run = SimpleNamespace(path="x", manifest={"strategy": "single"}, stages=pd.DataFrame(), calls=calls,
                           problems=probs)
-    f = C.confidence_frame(run)
+    f = confidence_frame(run)
     assert list(f["correct"]) == [True, False]
     assert list(f["level"]) == [1, 3]
     assert f.loc[1, "p_min"] == pytest.approx(0.6)
@@ -80,7 +82,7 @@ def test_confidence_frame_rejects_run_without_leader_answers():
     run = SimpleNamespace(path="x", manifest={"strategy": "mv"}, stages=pd.DataFrame(), calls=calls,
                           problems=pd.DataFrame({"problem_id": ["a"], "correct": [True]}))
     with pytest.raises(DataError):
-        C.confidence_frame(run)
+        confidence_frame(run)
 
 
 def test_confidence_frame_from_live_results():
@@ -89,7 +91,7 @@ def test_confidence_frame_from_live_results():
     st = [StageRecord(0, None, "2", False, 0.99, 0.01, False, 1, 1)]
     lase = ProblemResult("p2", "lase", "2", False, calls=[rec], stages=st, stop_stage=0)
     probs = [SimpleNamespace(id="p1", meta={"level": 2}), SimpleNamespace(id="p2", meta={"level": 3})]
-    f = C.confidence_frame([single, lase], problems=probs)
+    f = confidence_frame([single, lase], problems=probs)
     assert list(f["correct"]) == [True, False]
     assert list(f["p_min"]) == [0.7, 0.99]
     assert list(f["level"]) == [2, 3]
@@ -162,7 +164,7 @@ def test_proxy_scores_unanswered_counts_only_in_the_with_unanswered_column():
 def test_gate_split_counts_confident_errors():
     f = _frame([0.99, 0.99, 0.5, 0.95, 0.0], [0.1, 0.1, 0.1, 0.9, 0.0], [True, False, False, True, False],
                answered=[True, True, True, True, False])
-    g = C.gate_split(f, 0.8, 0.5)
+    g = gate_split(f, 0.8, 0.5)
     assert g["answers"] == 5 and g["errors"] == 3
     assert g["confident_errors"] == 1  # q1 only: q2 has low p, q4 has no answer
     assert g["escalation_rate"] == pytest.approx(3 / 5)
@@ -250,3 +252,41 @@ def test_scores_survive_an_empty_class():
     all_wrong = _frame([0.9, 0.8], [0.1, 0.2], [False, False])
     s2 = C.proxy_scores(all_wrong, 0.8, 0.5, n_boot=20)
     assert s2["auroc"].isna().all() and (s2["errors_answered"] == 2).all()
+
+
+def _frame_by_p(p, ok) -> pd.DataFrame:
+    n = len(p)
+    return confidence_frame(pd.DataFrame({"problem_id": [f"q{i}" for i in range(n)], "stage": 0, "answer": "1",
+                                          "p_min": p, "h_max": 1 - np.asarray(p), "correct": ok}))
+
+
+def test_calibration_by_model_and_its_sentence():
+    rng = np.random.default_rng(0)
+    p = rng.uniform(0.3, 1.0, 80)
+    sharp = _frame_by_p(p, p > 0.65)  # errors are exactly the unsure answers
+    blind = _frame_by_p(p, rng.random(80) < 0.5)
+    frames = C.frames_by_model({"sharp": sharp, "blind": blind})
+    t = C.calibration_by_model(frames, 0.8, 0.5, n_boot=200).set_index("model")
+    assert list(t.index) == ["sharp", "blind"]
+    assert t.loc["sharp", "auroc_p_min"] == pytest.approx(1.0) and t.loc["sharp", "auroc_h_max"] == pytest.approx(1.0)
+    assert t.loc["blind", "auroc_p_min_lo"] < 0.5 < t.loc["blind", "auroc_p_min_hi"]
+    assert t.loc["sharp", "accuracy"] == pytest.approx((p > 0.65).mean()) and t.loc["sharp", "n"] == 80
+    assert t.loc["sharp", "escalation_rate"] == pytest.approx((p < 0.8).mean())
+    s = C.describe_calibration_by_model(t.reset_index())
+    assert "sharp 1.00 [1.00, 1.00]" in s and f"blind {t.loc['blind', 'auroc_p_min']:.2f}" in s
+    assert "sharp's confidence separates right from wrong answers better than blind's" in s
+    fig = C.plot_reliability_by_model(frames, 0.8, 0.5, t.reset_index())
+    titles = [a.get_title() for a in fig.axes if a.get_title()]
+    assert len(titles) == 2 and titles[0].startswith("sharp: AUROC 1.00") and "80 answers" in titles[1]
+    plt.close(fig)
+
+
+def test_frames_by_model_reads_runs_or_stage_tables():
+    st = pd.DataFrame({"problem_id": ["a", "a", "b", "b"], "stage": [0, 1, 0, 1], "answer": ["1", "2", None, "3"],
+                       "p_min": [0.9, 0.5, np.nan, 0.7], "h_max": [0.1, 0.2, np.nan, 0.3],
+                       "correct": [True, False, True, False]})
+    f = C.frames_by_model({"m": {"lase-full": st}})["m"]
+    assert f["stage"].tolist() == [0, 0] and f["answered"].tolist() == [True, False]
+    assert f["correct"].tolist() == [True, False]  # no answer counts as wrong
+    with pytest.raises(Exception, match="full-chain"):
+        C.frames_by_model({"m": {"single": st}})

@@ -16,7 +16,9 @@ import pytest  # noqa: E402
 from lase_nb import reference  # noqa: E402
 from lase_nb.replay import chains_from_stages  # noqa: E402
 from lase_nb.chapters import failures as F  # noqa: E402
-from lase_nb.chapters.calibration import confidence_frame  # noqa: E402
+from lase_nb.confidence import confidence_frame  # noqa: E402
+from tests.synthetic import model  # noqa: E402
+from lase_nb.chapters import failures  # noqa: E402
 
 SUP = {1: "devil", 2: "collaborator"}
 # problem -> per stage (answer, correct, p_min, h_max); gold answers below
@@ -282,12 +284,38 @@ def test_level_view_is_escalation_and_cost_by_level_of_one_run():
     from pathlib import Path
 
     from lase_nb.replay import chains_from_stages
-    from lase_nb.chapters import calibration, failures
+    from lase_nb.chapters import failures
     from lase_nb.runs import load_runs
 
     run = load_runs(Path(__file__).resolve().parents[1] / "data" / "traces" / "arith-organism", ["lase"])["lase"]
     esc, cost = failures.level_view(run, 0.8, 0.5)
     levels = run.problems.set_index(run.problems["problem_id"].astype(str))["level"]
-    pd.testing.assert_frame_equal(esc, failures.escalation_by_level(calibration.confidence_frame(run, stage=0), 0.8, 0.5))
+    pd.testing.assert_frame_equal(esc, failures.escalation_by_level(confidence_frame(run, stage=0), 0.8, 0.5))
     pd.testing.assert_frame_equal(cost, failures.cost_by_level(chains_from_stages(run.stages), levels, 0.8, 0.5))
     assert esc["level"].tolist() == ["1", "2", "3", "all"] and cost["level"].tolist() == ["1", "2", "3", "all"]
+
+
+def test_escalation_by_model_counts_and_ranks():
+    weak, strong = model(30, 70, esc_right=5, fix=10), model(80, 10, esc_right=2)
+    t = failures.escalation_by_model({"strong": strong, "weak": weak}, 0.8, 0.5).set_index("model")
+    assert list(t.index) == ["strong", "weak"]
+    w = t.loc["weak"]
+    assert w["leader_accuracy"] == pytest.approx(0.3) and w["escalation_rate"] == pytest.approx(0.7)
+    assert w["acc_escalated"] == pytest.approx(5 / 70) and w["acc_kept"] == pytest.approx(25 / 30)
+    assert t.loc["weak", "lase_acc_escalated"] == pytest.approx(15 / 70)
+    assert t.loc["strong", "esc_lo"] < 0.1 < t.loc["strong", "esc_hi"]
+    s = failures.describe_escalation_by_model(t.reset_index())
+    assert "**the weaker model escalates more**" in s and s.index("weak (leader accuracy 30%)") < s.index("strong")
+    assert "escalates 70%" in s and "escalates 10%" in s and "do not overlap" in s
+
+
+def test_describe_escalation_by_model_is_honest():
+    weak_keeps = failures.escalation_by_model({"a": model(30, 10), "b": model(80, 50, esc_right=40)}, 0.8, 0.5)
+    s = failures.describe_escalation_by_model(weak_keeps)
+    assert "does not escalate more" in s and "a (leader accuracy 30%)" in s
+    close = failures.escalation_by_model({"a": model(3, 5, n=10), "b": model(6, 4, n=10, esc_right=2)}, 0.8, 0.5)
+    s = failures.describe_escalation_by_model(close)
+    assert "escalates more" in s and "intervals overlap" in s
+    same = failures.escalation_by_model({"a": model(5, 5, n=10), "b": model(5, 2, n=10)}, 0.8, 0.5)
+    assert "equally accurate" in failures.describe_escalation_by_model(same)
+    assert "two" in failures.describe_escalation_by_model(same.iloc[:1])

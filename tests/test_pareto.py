@@ -14,7 +14,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
-from lase_nb import reference# noqa: E402
+from lase_nb import reference  # noqa: E402
 from lase_nb.chapters import pareto  # noqa: E402
 from lase_nb.runs import common_ids, load_runs  # noqa: E402
 from tests.synthetic import synthetic_chains  # noqa: E402
@@ -319,3 +319,20 @@ def test_knob_reading_in_the_sweeps_own_order():
     ordered = pareto.knob_reading(ref["accuracy"], ref["avg_tokens"], ref["escalation_rate"], 500, ordered=True)
     assert "74.8% -> 75.1%" in by_esc.sentence  # least escalating row is tau_lp = 0.6 (21.2%)
     assert "74.1% -> 75.1%" in ordered.sentence and ordered.verdict == "budget knob"
+
+
+def test_frontiers_by_model_table_and_figure():
+    ch = {"base": synthetic_chains(n=60, seed=1), "organism": synthetic_chains(n=50, seed=2)}
+    fr = pareto.frontiers_by_model(ch, 0.8, 0.5, grid_size=7)
+    t = pareto.frontier_table(fr).set_index("model")
+    for name, c in ch.items():
+        assert t.loc[name, "n"] == len(c.problem_ids)
+        assert t.loc[name, "leader_accuracy"] == pytest.approx(c.correct[:, 0].mean())
+        assert t.loc[name, "lase_accuracy"] == pytest.approx(replay(c, 0.8, 0.5)["correct"].mean())
+        assert t.loc[name, "oracle_accuracy"] >= t.loc[name, "best_pair_accuracy"] >= t.loc[name, "leader_accuracy"]
+        assert len(fr[name]["grid"]) == 49
+    fig = pareto.plot_frontier_by_model(fr)
+    panels = [a for a in fig.axes if a.get_title()]
+    assert [a.get_title() for a in panels] == ["base: 60 problems", "organism: 50 problems"]
+    assert panels[0].get_xlim() == panels[1].get_xlim() and panels[0].get_ylim() == panels[1].get_ylim()
+    plt.close(fig)

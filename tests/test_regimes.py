@@ -10,8 +10,11 @@ import pytest
 
 from lase_nb import regimes
 from lase_nb.replay import chains_from_stages
-from tests.test_by_model import model
-from tests.test_pipeline_comparison import chain_stages  # noqa: F401  (the fixture)
+from tests.synthetic import model
+from lase_nb.replay import outcomes_at, replay  # noqa: E402
+from lase_nb.runs import chains_by_model  # noqa: E402
+from lase_nb.chapters import failures  # noqa: E402
+
 
 
 def test_corrective_destructive_neutral():
@@ -60,7 +63,7 @@ def test_describe_gain_regime_states_the_numbers():
     assert "**neutral**" in z and "no claim clears both tests" in z
 
 
-def test_describe_regime_reads_the_paired_gain(chain_stages):  # noqa: F811
+def test_describe_regime_reads_the_paired_gain(chain_stages):
     chains = chains_from_stages(chain_stages)
     # escalated: p1 (fixed), p3 (stays wrong), p4 (broken); p2 accepted at once: gain 0, neutral
     r = regimes.gain_regime(chains, 0.8, 0.5)
@@ -75,3 +78,14 @@ def test_describe_regime_reads_the_paired_gain(chain_stages):  # noqa: F811
     assert "supporters help" in regimes.describe_regime(good, full=True)
     assert "**corrective**" in regimes.describe_regime(good)
     assert "escalates 0 of 4" in regimes.describe_regime(regimes.gain_regime(chains, 0.0, math.inf), full=True)
+
+
+def test_the_recording_twice_is_in_one_regime(two):
+    ch = chains_by_model(two)
+    r = {m: regimes.gain_regime(c, 0.8, 0.5) for m, c in ch.items()}
+    assert r["base"] == r["again"]
+    lase = replay(ch["base"], 0.8, 0.5)["correct"].mean()
+    assert r["base"]["acc_lase"] == pytest.approx(lase)
+    assert r["base"]["acc_solo"] == pytest.approx(outcomes_at(ch["base"], 0)["correct"].mean())
+    t = failures.escalation_by_model(ch, 0.8, 0.5)
+    assert "equally accurate" in failures.describe_escalation_by_model(t)

@@ -7,7 +7,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from lase_nb.replay import choose_thresholds, split_halves
+from lase_nb.replay import chains_from_stages, choose_thresholds, escalation_rate, replay, split_halves
+from tests.tables import problems_frame
 
 
 # ---- budgets and thresholds -------------------------------------------------------------------
@@ -110,3 +111,17 @@ def test_gate_for_budget_stays_in_budget_and_beats_every_cheaper_pair():
     assert gate_for_budget(chains, 1.0, grid=11)["escalation_rate"] == 0.0
     with pytest.raises(ValueError, match="at least 1"):
         gate_for_budget(chains, 0.5)
+
+
+def test_escalation_rate_variants():
+    assert escalation_rate(problems_frame("down", [True, False], x_debated=[True, False])) == 0.5
+    lmv = problems_frame("lase-mv", [True, True], x_escalated=[1, 4], x_chain_answers=[["1"] * 5, ["2"] * 5])
+    assert escalation_rate(lmv) == pytest.approx(0.5)
+    assert np.isnan(escalation_rate(problems_frame("mv", [True])))
+
+
+def test_replay_strict_grading_uses_correct_strict(chain_stages):
+    st = chain_stages.assign(correct_strict=chain_stages["correct"], extracted=False)
+    st.loc[(st["problem_id"] == "p1") & (st["stage"] == 2), ["correct_strict", "extracted"]] = [False, True]
+    chains = chains_from_stages(st)
+    assert replay(chains, 0.8, 0.5)["correct_strict"].tolist() == [False, True, False, False]
