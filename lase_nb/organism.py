@@ -585,16 +585,21 @@ __all__ = ["ORGANISM", "TRAINING_SETS", "EVAL_SEEDS", "SEEDS", "TRAINING_SEEDS",
 
 
 
-def describe_note_departure(evaluation: dict | None) -> str:
-    """Chapter 03's statement of where the organism's supporters depart from the paper's: a note
-    may give the right value of the step it flags, which is the answer when that step is the last
-    one. ``evaluation`` is the manifest's skill evaluation (``benchmarks/organism_skills.py``)."""
-    head = ("**Where the organism's supporters depart from the paper's.** The paper's supporters never give "
-            "the answer. The organism's notes may give the right value of the step they flag, and when that "
-            "step is the last one, that value is the answer. ")
-    counts = ((evaluation or {}).get("chain") or {}).get("notes_with_final_answer")
+def describe_answer_rule(evaluation: dict | None) -> str:
+    """Chapter 03's statement of how the organism's supporters keep the paper's rule (Appendix D:
+    "Do NOT give the final answer"), with the counts of its skill evaluation
+    (``benchmarks/organism_skills.py``, every stage forced on calibration problems)."""
+    head = ("**The organism keeps the paper's rule.** Its supporters were trained on notes that point at the "
+            "failing step (where a number comes from, a check by the inverse operation, what to redo, the "
+            "concept it needs) and never state the final answer; no training note does "
+            "(`lase_nb.notes.states_answer` checks each one). The pipeline does not filter notes, so whether the "
+            "trained model obeys is measured, not assumed. ")
+    counts = ((evaluation or {}).get("chain") or {}).get("notes_stating_answer")
     if not counts:
-        return head + "Its skill evaluation has not been run, so how often that happens is not measured yet."
-    parts = [f"{v['k']} of {v['n']} {role} notes ({v['rate']:.0%})" for role, v in counts.items() if v.get("n")]
-    return head + ("In its skill evaluation (every stage forced, held-out problems) a note brought in the final "
-                   "answer, absent from the question and from the attempt it reviewed, in " + ", ".join(parts) + ".")
+        return head + "Its skill evaluation has not been run, so how often a note breaks the rule is not measured yet."
+    parts = []
+    for role, d in counts.items():
+        w, r = d.get("on_wrong") or {}, d.get("on_right") or {}
+        parts.append(f"{role}: {w.get('k', 0)} of {w.get('n', 0)} notes on wrong attempts, "
+                     f"{r.get('k', 0)} of {r.get('n', 0)} on right ones")
+    return head + "In its skill evaluation the notes that stated the answer were: " + "; ".join(parts) + "."

@@ -118,11 +118,14 @@ print(f"{run.manifest.get('backend')}:{run.manifest.get('model')} on {run.manife
 # %% [markdown]
 # ## 3.1 Four roles, one model
 #
-# All four roles are the same model with different instructions. **Only the leader may write a
-# final answer in `\boxed{}`**; the supporters are told to critique, hint and explain, never to
-# answer. A supporter's boxed answer would hand the leader a ready-made answer to copy, and the
-# leader's confidence would then measure the copy rather than its own reasoning, so the pipeline
-# removes it (replacing it by a placeholder) and counts it.
+# All four roles are the same model with different instructions. **The supporters never give the
+# answer**: the paper's prompts (Appendix D) tell them "Do NOT give the final answer" and "Do NOT
+# provide your own answer"; they critique, hint and explain. A note that hands over the answer
+# would let the leader copy it, and the leader's confidence would then measure the copy rather
+# than its own reasoning. Two checks keep the rule visible: a supporter's `\boxed{}` is removed
+# before the leader reads the note (replaced by a placeholder, and counted), and a note that
+# states the final answer in words is **counted, never filtered** (section 3.6): what a
+# supporter writes is what the leader reads, so the model must obey the rule it is shown.
 #
 # Our instructions are in our own words. The table sets each one, exactly as the code sends it
 # (`lase_nb.prompts`), beside the paper's intent for that role, and names where we differ: the
@@ -133,8 +136,8 @@ pipeline.prompt_table()
 
 # %% [markdown]
 # The project also ships a **model organism** (`--model organism`: the embedded model with a LoRA
-# adapter trained here, `data/organism/`), whose supporters were taught to find its own errors.
-# Its notes keep the roles' instructions but depart from the paper in one respect:
+# adapter trained here, `data/organism/`), whose supporters were taught to find its own errors
+# by the paper's rule:
 
 # %%
 import json
@@ -143,7 +146,7 @@ from lase_nb import organism
 from lase_nb.backends.local.files import ORGANISM_DIR
 
 _manifest = ORGANISM_DIR / "manifest.json"
-display(Markdown(organism.describe_note_departure(
+display(Markdown(organism.describe_answer_rule(
     json.loads(_manifest.read_text()).get("evaluation") if _manifest.is_file() else None)))
 
 # %% [markdown]
@@ -460,16 +463,21 @@ if not others:
 # %% [markdown]
 # ## 3.6 Supporters that give the answer away
 #
-# Every supporter call whose text contained `\boxed{}` is counted here, over all recorded calls
-# (a leak is a property of the transcript, whether or not LASE at these thresholds made the call).
+# Two counts per supporter, over all recorded calls (a leak is a property of the transcript,
+# whether or not LASE at these thresholds made the call): the notes that wrote `\boxed{}`
+# (`calls_with_leak`; the box was removed before the leader read the note), and the notes that
+# **state the final answer** (`states_answer`, and among notes on a wrong attempt,
+# `states_answer_on_wrong`): the gold answer appears in the note as a number that is in neither
+# the problem nor the attempt the note read (`lase_nb.notes.states_answer`; step labels do not
+# count). Those notes are not filtered.
 
 # %%
-leaks = pipeline.leak_table(run.calls)
+leaks = pipeline.leak_table(run.calls, problems=problems)
 leaks
 
 # %% [markdown]
-# Our supporters rarely write a box despite being told not to, and each box is replaced before
-# the leader reads the note. The paper does not report a leak rate; it only states the rule.
+# A box is replaced before the leader reads the note; a stated answer reaches the leader as
+# written. The paper does not report either rate; it only states the rule.
 
 # %% [markdown]
 # ## 3.7 Who reads whom: inclusions counted from the transcripts

@@ -313,3 +313,11 @@ def test_the_adapter_was_trained_on_the_prompts_the_pipeline_sends():
     trained = json.loads(manifest.read_text())["prompt_fingerprint"]
     assert organism.prompt_fingerprint() == trained, (
         "the prompts changed since the organism was trained; retrain it with data/organism/train.py")
+
+
+def test_the_answer_rule_is_stated_with_the_measured_counts():
+    ev = {"chain": {"notes_stating_answer": {"devil": {"on_wrong": {"k": 1, "n": 40}, "on_right": {"k": 0, "n": 60}},
+                                             "expert": {"on_wrong": {"k": 0, "n": 40}, "on_right": {"k": 0, "n": 60}}}}}
+    text = organism.describe_answer_rule(ev)
+    assert "devil: 1 of 40 notes on wrong attempts, 0 of 60 on right ones" in text and "expert: 0 of 40" in text
+    assert "not measured yet" in organism.describe_answer_rule(None)

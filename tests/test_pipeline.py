@@ -84,6 +84,20 @@ def test_leak_table_counts_only_supporters():
     assert only_stage1["calls_with_leak"].sum() == 0
 
 
+def test_leak_table_counts_notes_that_state_the_answer():
+    from lase_nb.types import Problem
+
+    calls = pd.concat([lase_calls("p1"), lase_calls("p2")], ignore_index=True)
+    calls.loc[(calls["problem_id"] == "p1") & (calls["role"] == "devil"), "text"] = "Step 1 is wrong: it should be 8."
+    problems = {pid: Problem(pid, "Ana has 3 pens and gets 5 more. How many pens?", "8") for pid in ("p1", "p2")}
+    t = pipeline.leak_table(calls, problems=problems).set_index("role")
+    # the devil read the wrong first attempt (7) and wrote 8: one note states the answer
+    assert t.loc["devil", "states_answer"] == 1 and t.loc["devil", "states_answer_on_wrong"] == 1
+    assert t.loc["devil", "notes_on_wrong"] == 2
+    # the collaborator's boxed 8 comes after a revision that already says 8: not a new statement
+    assert t.loc["collaborator", "states_answer"] == 0 and t.loc["collaborator", "notes_on_wrong"] == 0
+
+
 def test_inclusions_match_the_formulas():
     calls = pd.concat([lase_calls("p1"), mad_calls("m1")], ignore_index=True)
     counts = pipeline.inclusion_counts(calls, stops=None)
