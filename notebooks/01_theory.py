@@ -43,7 +43,7 @@
 # | Theorem 2.7 (Choi et al.) | symmetric debate is a martingale: neutral | 1.1 |
 # | Theorem 2.4 (Hu et al.) | a correct seed raises the next round: corrective | 1.2 |
 # | Theorem 2.5 (Hu et al.) | so debate can beat the initial majority vote | 1.2 |
-# | Proposition 3.2 | the leader star alone voids Theorem 2.7's symmetry condition; the gate adds selection on $U$ | 1.3 |
+# | Proposition 3.2 | the leader star and the gate on $U = 1$ break Theorem 2.7's symmetry condition (the proof shows the star voids it; the gate selects where the leader reads) | 1.3 |
 # | Assumption 3.3 | lower confidence means lower accuracy (calibration) | 1.3, chapter 02 |
 # | Assumptions 3.4-3.6 (A1-A3) | seed rate rho, amplification delta, no harm without a seed | 1.4 |
 # | Theorem 3.7 | selective gain: Acc(LASE) >= Acc(solo) + P(U=1) rho delta | 1.4 |
@@ -252,9 +252,10 @@ pd.concat({name: theory.seed_effect(t) for name, t in {**worlds, **worlds_low}.i
 # peer's, so the martingale condition fails there, and the expected correctness drifts towards
 # the peers; on confident instances the leader does not read at all.** Towards the peers is *up*
 # only when the right option is the peers' plurality, i.e. when the starting accuracy is above
-# 1/K; below it the same gate drifts down. **Proposition 3.2's proof needs only the star**: when
-# peers never read each other, the leader's belief is no longer the average of its neighbours',
-# so the symmetry condition of Theorem 2.7 fails. Failing the condition does not by itself make
+# 1/K; below it the same gate drifts down. **Proposition 3.2 names two breaks, the star and the
+# gate on $U = 1$**; its proof shows the first already voids the symmetry condition: when peers
+# never read each other, the leader's belief is no longer the average of its neighbours', so the
+# condition of Theorem 2.7 fails. Failing the condition does not by itself make
 # the drift positive: the ungated star below, whose leader is drawn like its peers, stays level on
 # average. Conditioning on $U$ is what the gate adds on top: it selects the instances where
 # reading a peer helps. The third star below starts below 1/K.
@@ -298,6 +299,15 @@ theory.star_drift(star_gated)
 # probability at least $\rho$ when $U=1$; (A2, Assumption 3.5) with a seed the leader's accuracy
 # rises by at least $\delta$; (A3, Assumption 3.6) without a seed it does not fall. Then **$\mathrm{Acc(LASE)} \ge \mathrm{Acc(solo)} + P(U{=}1)\,\rho\,\delta$:
 # the gain is at least the escalation rate times the seed rate times the amplification.**
+#
+# **Where the bound comes from: the law of total probability plus the assumptions.** Split the
+# escalated problems by whether a seed appeared: the gain is exactly
+# $P(U{=}1)\,[\rho\,\delta + (1-\rho)\,a_3]$, where $\rho$ is the seed rate, $\delta$ the gain
+# with a seed and $a_3$ the gain without one. That split is an identity, true of any sample. The
+# theorem's content is the assumptions: with $\rho \ge \rho_0$, $\delta \ge \delta_0$ and
+# $a_3 \ge 0$ the second term can be dropped. So a "bound vs observed" check on the same data
+# only restates $a_3 \ge 0$; what can be tested is A3 on its own, and a bound predicted from
+# one set of problems and met (or missed) on another (chapter 3, section 3.5).
 #
 # **Cost identity (Eq. 20).** The leader always pays $C_L$; a peer stage costs $C_{peer}$ and is paid only
 # when $U=1$, so **$\mathrm{Cost(LASE)} = C_L + P(U{=}1)\,C_{peer} \le C_L + C_{peer} =

@@ -43,7 +43,7 @@
 # most confident answers are not always right: 85.5% accuracy where the lowest answer-token
 # probability is at least 0.99. Its threshold sweep (Table 5, GPT-4.1-mini on MATH-500) escalated
 # between about a fifth and two fifths of the problems. And on the weaker Llama-3-8B, LASE spent
-# about 4.7x the single agent's tokens against about 1.8x on GPT-4.1-mini: a weaker model
+# roughly 4.6x the single agent's tokens (Appendix E.2) against about 1.8x on GPT-4.1-mini: a weaker model
 # escalates more and pays more. Section 6.3 plots the sweep's escalation rates beside ours.
 
 # %% tags=["parameters"]

@@ -151,8 +151,7 @@ def test_paper_escalation_reads_reference():
     sw = reference.THRESHOLD_SWEEP
     assert p["tau_lp"] == 0.9
     assert p["escalation_rate"] == pytest.approx(sw.loc[sw["tau_lp"] == 0.9, "escalation_rate"].iloc[0] / 100)
-    ll = reference.LLAMA3_8B.set_index("method")["total_tokens"]
-    assert p["multiplier_llama3_8b"] == pytest.approx(ll["lase"] / ll["single"])
+    assert p["multiplier_llama3_8b"] == 4.6  # the paper's stated figure (Appendix E.2)
     assert p["multiplier_llama3_8b"] > p["multiplier_gpt41mini"]
 
 
@@ -250,7 +249,7 @@ def test_unparsed_counts_loops_and_extracted_answers():
 
 def test_describe_escalation_with_one_level_and_with_several():
     from lase_nb.chapters.failures import describe_escalation
-    paper = {"escalation_min": 0.2, "escalation_max": 0.4, "multiplier_gpt41mini": 1.8, "multiplier_llama3_8b": 4.7}
+    paper = {"escalation_min": 0.2, "escalation_max": 0.4, "multiplier_gpt41mini": 1.8, "multiplier_llama3_8b": 4.6}
     cost = pd.DataFrame({"level": ["all"], "multiplier": [2.0], "lase_tokens": [300.0], "solo_tokens": [100.0]})
     one = pd.DataFrame({"level": [1, "all"], "accuracy": [0.45, 0.45], "escalation_rate": [0.2, 0.2]})
     text = describe_escalation(one, cost, paper)
@@ -269,7 +268,7 @@ def test_describe_escalation_with_one_level_and_with_several():
 def test_plot_escalation_draws_a_single_level_once():
     import matplotlib.pyplot as plt
     from lase_nb.chapters.failures import plot_escalation
-    paper = {"escalation_min": 0.2, "escalation_max": 0.4, "multiplier_gpt41mini": 1.8, "multiplier_llama3_8b": 4.7}
+    paper = {"escalation_min": 0.2, "escalation_max": 0.4, "multiplier_gpt41mini": 1.8, "multiplier_llama3_8b": 4.6}
     esc = pd.DataFrame({"level": [1, "all"], "accuracy": [0.45, 0.45], "acc_lo": [0.3, 0.3], "acc_hi": [0.6, 0.6],
                         "escalation_rate": [0.2, 0.2], "esc_lo": [0.1, 0.1], "esc_hi": [0.3, 0.3]})
     cost = pd.DataFrame({"level": [1, "all"], "multiplier": [4.8, 4.8], "lase_tokens": [300.0, 300.0],

@@ -276,18 +276,17 @@ def paper_escalation(tau_lp: float | None = None) -> dict[str, float]:
 
     ``escalation_rate`` at the sweep row closest to ``tau_lp`` (GPT-4.1-mini, MATH-500, fraction),
     its ``tau_lp``; ``multiplier_gpt41mini`` = LASE / single avg tokens on MATH-500 (Table 1);
-    ``multiplier_llama3_8b`` = LASE / single total tokens, Llama-3-8B on MATH-500.
+    ``multiplier_llama3_8b`` = LASE / single tokens on Llama-3-8B, MATH-500, as the paper states it (4.6x).
     """
     sw = reference.THRESHOLD_SWEEP
     i = 2 if tau_lp is None else int((sw["tau_lp"] - tau_lp).abs().idxmin())
     t1 = reference.TABLE1
     m = t1[(t1["model"] == "GPT-4.1-mini") & (t1["dataset"] == "MATH-500")].set_index("method")["avg_tokens"]
-    ll = reference.LLAMA3_8B.set_index("method")["total_tokens"]
     return {"escalation_rate": float(sw.loc[i, "escalation_rate"]) / 100.0, "tau_lp": float(sw.loc[i, "tau_lp"]),
             "escalation_min": float(sw["escalation_rate"].min()) / 100.0,
             "escalation_max": float(sw["escalation_rate"].max()) / 100.0,
             "multiplier_gpt41mini": float(m["lase"] / m["single"]),
-            "multiplier_llama3_8b": float(ll["lase"] / ll["single"])}
+            "multiplier_llama3_8b": reference.llama3_multiplier()}
 
 
 # ---------------------------------------------------------------------------------------------
