@@ -297,7 +297,9 @@ def extract_answer(
 ) -> Extracted | None:
     """Extract the answer of a response for a problem ``kind`` (``math``, ``number``, ``choice``).
 
-    By default only the final boxed answer counts (for choices: the letter inside it). With
+    By default only the final boxed answer counts (for choices: the letter inside it). For a
+    number problem, a box holding an equation (``\\boxed{2 + 3 = 5}``) gives its right-hand side,
+    and the span (the tokens the confidence is read from) is that side alone. With
     ``fallback=True`` a response without a box may still give an answer: "the answer is (B)" for
     choices, the last number for number and math problems.
     """
@@ -305,6 +307,13 @@ def extract_answer(
     if kind == KIND_CHOICE:
         return extract_choice(text, n_choices=n_choices, fallback=fallback)
     got = extract_boxed(text)
+    if got is not None and kind == KIND_NUMBER and "=" in got.text:
+        rhs = got.text.rsplit("=", 1)[1]
+        lead = len(rhs) - len(rhs.lstrip())
+        value = rhs.strip()
+        if value:
+            start = got.start + len(got.text) - len(rhs) + lead
+            got = Extracted(value, start, start + len(value))
     if got is None and fallback:
         got = extract_number(text)
     return got

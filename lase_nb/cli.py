@@ -113,6 +113,8 @@ def cmd_ask(args) -> int:
         print(f"exp(LP_min):       {math.exp(conf.lp_min):.4f}   (lowest answer-token probability)")
         print(f"H_max:             {conf.h_max:.4f} nats   (entropy: {conf.estimator})")
         print(f"answer tokens:     {conf.n_answer_tokens}, read from the {'extraction' if rest else 'reply'} call")
+    elif result.answer is not None:
+        print("exp(LP_min), H_max: not measurable (no log-probabilities on the answer tokens from this backend)")
     for c, g in made:
         role = "extraction" if c.role == EXTRACT_ROLE else "reply"
         print(f"tokens ({role}):{' ' * (10 - len(role))}prompt {g.prompt_tokens}, completion {g.completion_tokens}"

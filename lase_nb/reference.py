@@ -97,8 +97,9 @@ CALIBRATION.attrs["n_answers"] = 2000
 
 LASE_MV = _table(
     [("lase+mv", 5, 88.0, 5400), ("mv", 7, 86.4, 5200)], ["method", "n_samples", "accuracy", "avg_tokens"],
-    note="Gemini-2.0-Flash, MATH-500: LASE+MV (N=5 LASE chains) vs MV(7); accuracy in %.")
-LASE_MV.attrs.update(model=_G, dataset="MATH-500")
+    note="MATH-500: LASE+MV (N=5 LASE chains) vs MV(7); accuracy in %. The paper's Table 2 does not name the "
+         "model (its MV(7) 86.4% is Gemini-2.0-Flash's MATH-500 row of Table 1).")
+LASE_MV.attrs.update(model="model not named (Table 2)", dataset="MATH-500")
 
 SHUFFLED_ORDER = _table(
     [(1, "shuffled", 86.8), (2, "shuffled", 87.2), (3, "shuffled", 86.6), (0, "original", 87.2)],

@@ -46,6 +46,9 @@ base_url = None  # an OpenAI-compatible server, e.g. "http://127.0.0.1:8000/v1"
 question = "Sara has 9 stickers and gets 6 more. How many stickers does she have now?"
 kind = "number"  # number | math | choice
 top_logprobs = 5
+tau_lp = 0.8  # the gate's thresholds: exp(LP_min) below tau_lp, or H_max above tau_h (nats), is "unsure"
+tau_h = 0.5
+traces = "../data/traces/arith-smollm2"  # recorded answers of the embedded model, for the confidently wrong example
 interactive = True  # False under papermill in CI
 
 # %%
@@ -56,7 +59,7 @@ import numpy as np
 import pandas as pd
 
 from lase_nb import plots
-from lase_nb.confidence import answer_token_indices, measure
+from lase_nb.confidence import answer_token_indices, confidence_frame, is_uncertain, measure, uncertain_mask
 from lase_nb.engine import Call
 from lase_nb.live import live_engine
 from lase_nb.prompts import solver_messages
@@ -96,6 +99,9 @@ print(f"extracted answer: {conf.answer}")
 if conf.answer is not None:
     print(f"exp(LP_min) = {math.exp(conf.lp_min):.3f}   H_max = {conf.h_max:.3f} nats   "
           f"(entropy estimator: {conf.estimator})")
+unsure = is_uncertain(conf, tau_lp, tau_h)
+print(f"gate at tau_lp = {tau_lp}, tau_h = {tau_h}: " + ("unsure (U = 1): LASE would call its first supporter"
+      if unsure else "sure (U = 0): LASE would stop here and output this answer"))
 
 # %%
 if conf.answer is not None:
@@ -177,3 +183,26 @@ if gen.tokens:
 # is common too: small models are often *confidently wrong*, and a high answer-token probability
 # does not guarantee a right answer. How well these numbers separate right from wrong answers
 # across many problems is the subject of the calibration chapter (02).
+#
+# **A confidently wrong answer.** The recorded answers of the same model (`data/traces`, no
+# model call) hold many answers the gate calls *sure* that are wrong. Here is the first one:
+
+# %%
+from lase_nb.runs import load_runs, problems_from_manifest
+
+recorded = load_runs(traces, ["lase"])["lase"]
+first = confidence_frame(recorded, stage=0)
+sure = ~uncertain_mask(first["p_min"].to_numpy(float), first["h_max"].to_numpy(float), tau_lp, tau_h)
+wrong_and_sure = first[sure & first["answered"] & ~first["correct"]]
+if len(wrong_and_sure):
+    row = wrong_and_sure.iloc[0]
+    asked = problems_from_manifest(recorded.manifest).get(row["problem_id"])
+    print(f"{asked.question if asked else row['problem_id']}\n  answer {row['answer']} (right: "
+          f"{asked.gold if asked else '?'}), exp(LP_min) = {row['p_min']:.3f}, H_max = {row['h_max']:.3f} nats: "
+          f"sure, so LASE would output it and never look again")
+    print(f"{len(wrong_and_sure)} of the {int((~first['correct']).sum())} wrong first answers in this recording "
+          f"pass the gate as sure")
+
+# %% [markdown]
+# Such **confident errors** are what no confidence gate can catch. Chapter 02 measures how often
+# they happen, and how well the two numbers separate right from wrong answers overall.

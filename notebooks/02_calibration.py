@@ -47,6 +47,12 @@
 # at least 0.99, 50.9% when it was below 0.50, and 30.4% when the answer entropy exceeded 1.0
 # nats. Section 2.2 sets our answers beside these numbers, condition by condition, in a column
 # labelled as the paper's.
+#
+# **Units and defaults.** The paper's Eq. 7 compares $LP_{min}$, a log-probability, with
+# $\tau_{lp} \in [0.5, 0.95]$; those thresholds only make sense as probabilities, so every chapter
+# gates on $\exp(LP_{min}) < \tau_{lp}$. Entropy is in nats (our choice; the paper does not say).
+# The paper never states default thresholds: 0.8 / 0.5 is inferred (Table 5's $\tau_{lp} = 0.80$
+# row, with $\tau_h = 0.50$, matches Table 1's 74.2%), and the chapters call it "the default".
 
 # %% tags=["parameters"]
 backend = "local"  # local | openai | gemini (used by the live steps)
@@ -239,7 +245,7 @@ split = confidence.gate_split(frame, tau_lp, tau_h)
 split.to_frame(f"tau_lp={tau_lp:g}, tau_h={tau_h:g}")
 
 # %% [markdown]
-# **What it shows.** At the paper's thresholds the gate escalates a minority of the answers, and
+# **What it shows.** At the default thresholds (0.8 / 0.5) the gate escalates a minority of the answers, and
 # those it escalates are right much less often than those it accepts: the gate does point at
 # errors. But most of the wrong answers look as confident as the right ones and pass it:
 # **confident errors are the majority of this model's errors**, and LASE never revisits them.
@@ -343,7 +349,7 @@ if interactive:
 # - The embedded model is confident almost always, right or wrong. Its answer-token probability
 #   flags errors a little better than chance, and the probabilities overstate its accuracy by a
 #   wide margin. The paper's strong models were both more accurate and better calibrated.
-# - At the paper's thresholds the gate escalates few answers, of which most are wrong; most
+# - At the default thresholds (0.8 / 0.5) the gate escalates few answers, of which most are wrong; most
 #   wrong answers pass it as confident errors. The numbers are in sections 2.3 and 2.4.
 # - With the full set of API alternatives the top-k entropy estimate stays close to the exact
 #   entropy on short answers (section 2.6 measures by how much); with fewer alternatives it

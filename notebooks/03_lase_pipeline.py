@@ -341,7 +341,7 @@ display(pipeline.outcome_flips(chains, tau_lp, tau_h))
 display(Markdown(pipeline.describe_batch(chains, tau_lp, tau_h)))
 
 # %% [markdown]
-# **What it shows.** At the paper's thresholds the gate escalates a minority of the problems,
+# **What it shows.** At the default thresholds (0.8 / 0.5) the gate escalates a minority of the problems,
 # and the revisions do not pay for themselves: they rescue almost nothing and talk the leader out
 # of a right answer now and then, so LASE ends no better than the leader alone, at several times
 # its tokens, and forcing every stage is far worse. This is the weak-model regime section 3.5

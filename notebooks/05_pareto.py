@@ -53,7 +53,7 @@
 # %% tags=["parameters"]
 traces = "../data/traces/arith-smollm2"  # folder with lase-full/ (a --full-chain LASE run), mv/, mad/
 organism_traces = "../data/traces/arith-organism"  # the model organism's recording, shown beside it in 5.6; None: skip
-tau_lp = 0.8  # the default thresholds, marked on every figure (the paper's defaults)
+tau_lp = 0.8  # the default thresholds, marked on every figure (inferred from the paper; chapter 02)
 tau_h = 0.5
 grid_size = 41  # the threshold grid is grid_size x grid_size
 budget = None  # avg tokens per problem for section 5.5; None: the median over the threshold grid

@@ -336,3 +336,11 @@ def test_numbers_grade_equal_in_any_spelling(f, kind: str) -> None:  # noqa: ANN
     assert grade(dec, frac, kind)
     assert grade(frac, f"{f.numerator}/{f.denominator}", kind)
     assert normalize_answer(frac, kind) == normalize_answer(f"{f.numerator}/{f.denominator}", kind)
+
+
+def test_an_equation_in_the_box_yields_its_right_hand_side() -> None:
+    text = "2 + 3 = 5\n\\boxed{2 + 3 = 5}"
+    got = extract_answer(text, "number")
+    assert got.text == "5" and text[got.start:got.end] == "5"  # the span is the value alone
+    assert extract_answer("\\boxed{17 \\times 4 = 68}", "number").text == "68"
+    assert extract_answer("\\boxed{x = 5}", "math").text == "x = 5"  # math answers may be equations
