@@ -95,13 +95,51 @@ def test_bound_check_terms_by_hand():
     assert e["slack"] == pytest.approx(e["acc_lase"] - e["bound"]) and e["slack"] < 0
     assert b.loc["rho", "count"] == 4 and b.loc["delta", "count"] == 2 and b.loc["a3_gap", "count"] == 2
     assert (b["lo"] <= b["estimate"] + 1e-12).all() and (b["estimate"] <= b["hi"] + 1e-12).all()
+    # the paper's A.2/A.3: against P(solo right | U=1) = 1/4 (only e was right alone among c, d, e, f)
+    assert e["delta_paper"] == pytest.approx(1 / 2 - 1 / 4) and e["a3_paper"] == pytest.approx(0 - 1 / 4)
+    assert e["delta_main"] == pytest.approx(1 / 2 - 2 / 6)  # main text 3.5: against P(solo right)
+    d = seeds.decomposition(b)
+    assert d["seeded_part"] == pytest.approx(4 / 6 * 1 / 2 * 1 / 4) and d["sum"] == pytest.approx(d["gain"])
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_the_decomposition_is_the_observed_gain_on_any_sample(seed):
+    """The law of total probability: an identity, whichever definitions, so it cannot test the theorem."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(5, 60))
+    esc = rng.random(n) < rng.random()
+    table = pd.DataFrame({"solo_right": rng.random(n) < 0.6, "lase_right": rng.random(n) < 0.6,
+                          "escalated": esc, "seed": esc & (rng.random(n) < rng.random())})
+    table.loc[~esc, "lase_right"] = table.loc[~esc, "solo_right"]  # LASE is the leader where it stops at once
+    b = seeds.bound_check(table, n_boot=50)
+    for paper in (True, False):
+        d = seeds.decomposition(b, paper=paper)
+        assert d["sum"] == pytest.approx(d["gain"], abs=1e-12)
+
+
+def test_predicted_gain_uses_lower_bounds_and_predicts_nothing_without_a_positive_delta():
+    rng = np.random.default_rng(1)
+    n = 400
+    esc = rng.random(n) < 0.3
+    sd = esc & (rng.random(n) < 0.5)
+    solo = rng.random(n) < 0.7
+    solo[esc] = rng.random(esc.sum()) < 0.4
+    lase = solo.copy()
+    lase[sd] = rng.random(sd.sum()) < 0.9  # a seed lifts the leader
+    table = pd.DataFrame({"solo_right": solo, "lase_right": lase, "escalated": esc, "seed": sd})
+    b = seeds.bound_check(table, n_boot=500)
+    p = seeds.predicted_gain(b)
+    assert 0 < p["p_u1_lcb"] < b.loc["p_u1", "estimate"] and 0 < p["delta_lcb"] < b.loc["delta_paper", "estimate"]
+    assert 0 < p["gain_lower_bound"] < b.loc["gain", "estimate"]
+    flat = seeds.bound_check(table.assign(lase_right=table["solo_right"]), n_boot=200)
+    assert seeds.predicted_gain(flat)["gain_lower_bound"] == 0.0
 
 
 def test_bound_holds_when_a3_holds():
     rows = [r for r in ROWS if r[0] != "e"]  # drop the broken answer: A3 holds
     chains, calls, probs = _run(rows)
     b = seeds.bound_check(seeds.seed_table(chains, calls, probs, 0.8, 10.0), n_boot=200)["estimate"]
-    assert b["a3_gap"] >= 0 and b["slack"] >= -1e-12
+    assert b["a3_gap"] >= 0 and b["slack"] >= -1e-12  # on the same data the slack is the A3 term
 
 
 def test_no_escalation_gives_nan_terms_not_errors():
@@ -125,14 +163,16 @@ def test_describe_assumptions_names_each_term_and_verdict():
     text = seeds.describe_assumptions(check)
     assert "P(U=1) = 67%" in text and "of 6 problems" in text
     assert "in 50%" in text and "of the 4 escalated" in text
-    assert "by +50 points" in text and "by -50 points" in text
-    assert seeds.a3_verdict(check) in text and "it fails" in text
+    assert "+25 points" in text and "-25 points" in text  # the paper's A.2 and A.3 terms
+    assert "+50 points" in text and "-50 points" in text  # the within-group terms beside them
+    assert f"**{seeds.a3_verdict(check)}**" in text and "law of total probability" in text
     quiet = seeds.bound_check(seeds.seed_table(*_run([r for r in ROWS if r[1] > 0.5]), 0.8, 10.0), n_boot=100)
     assert "Nothing escalates" in seeds.describe_assumptions(quiet) and seeds.a3_verdict(quiet) == "untested"
 
 
-@pytest.mark.parametrize("est, hi, verdict", [(0.1, 0.3, "holds"), (0.0, 0.0, "holds"),
-                                              (-0.2, -0.05, "fails"), (-0.2, 0.1, "not rejected")])
-def test_a3_verdict(est, hi, verdict):
-    check = pd.DataFrame({"estimate": [est], "lo": [est - 0.1], "hi": [hi], "count": [5]}, index=["a3_gap"])
+@pytest.mark.parametrize("est, lo, hi, verdict", [(0.1, 0.02, 0.3, "holds"), (0.0, 0.0, 0.0, "holds"),
+                                                  (-0.2, -0.3, -0.05, "violated"), (0.0, -0.067, 0.067, "undetermined"),
+                                                  (float("nan"), float("nan"), float("nan"), "untested")])
+def test_a3_verdict_reads_the_interval(est, lo, hi, verdict):
+    check = pd.DataFrame({"estimate": [est], "lo": [lo], "hi": [hi], "count": [5]}, index=["a3_paper"])
     assert seeds.a3_verdict(check) == verdict

@@ -28,7 +28,7 @@ from ..prompts import SUPPORTERS
 from ..notes import mentions
 
 __all__ = ["SEED_RULE", "gold_values", "seed_values", "note_seeds", "seed_table", "pick_fix", "bound_check",
-           "a3_verdict", "describe_assumptions"]
+           "decomposition", "predicted_gain", "a3_verdict", "describe_assumptions"]
 
 #: The operational definition of a correct seed used by :func:`note_seeds`.
 SEED_RULE = ("a note holds a correct seed when it states a value of the gold chain (a step's right "
@@ -118,7 +118,7 @@ def pick_fix(table: pd.DataFrame) -> str | None:
 def _terms(solo: np.ndarray, lase: np.ndarray, esc: np.ndarray, seed: np.ndarray) -> np.ndarray:
     """The bound's terms for one sample of problems (rows of equal-length boolean arrays).
 
-    Works on a (resamples, n) stack at once: each output column is one term.
+    Works on a (resamples, n) stack at once: each output column is one term (:data:`_TERMS`).
     """
     n = solo.shape[-1]
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -126,26 +126,43 @@ def _terms(solo: np.ndarray, lase: np.ndarray, esc: np.ndarray, seed: np.ndarray
         seeded, unseeded = esc & seed, esc & ~seed
         p_u1 = k / n
         rho = seeded.sum(-1) / k
-        delta = (lase & seeded).sum(-1) / seeded.sum(-1) - (solo & seeded).sum(-1) / seeded.sum(-1)
-        a3_gap = ((lase & unseeded).sum(-1) - (solo & unseeded).sum(-1)) / unseeded.sum(-1)
+        lase_s = (lase & seeded).sum(-1) / seeded.sum(-1)  # P(LASE right | seed, U=1)
+        lase_ns = (lase & unseeded).sum(-1) / unseeded.sum(-1)  # P(LASE right | no seed, U=1)
+        solo_u = (solo & esc).sum(-1) / k  # P(solo right | U=1): the appendix's baseline
         acc_solo, acc_lase = solo.mean(-1), lase.mean(-1)
+        # within each group: the leader's own accuracy on the same problems (a third definition)
+        delta = lase_s - (solo & seeded).sum(-1) / seeded.sum(-1)
+        a3_gap = lase_ns - (solo & unseeded).sum(-1) / unseeded.sum(-1)
+        # the paper's Appendix A.2 / A.3: against the leader's accuracy over all escalated problems
+        delta_paper, a3_paper = lase_s - solo_u, lase_ns - solo_u
+        delta_main = lase_s - acc_solo  # main text, Assumption 3.5: against P(solo right) overall
         bound = acc_solo + p_u1 * np.nan_to_num(rho) * np.nan_to_num(delta)
-    return np.stack([p_u1, rho, delta, a3_gap, acc_solo, acc_lase, bound, acc_lase - acc_solo, acc_lase - bound], -1)
+        bound_paper = acc_solo + p_u1 * np.nan_to_num(rho) * np.nan_to_num(delta_paper)
+    return np.stack([p_u1, rho, delta, a3_gap, delta_paper, a3_paper, delta_main, acc_solo, acc_lase, bound,
+                     bound_paper, acc_lase - acc_solo, acc_lase - bound, acc_lase - bound_paper], -1)
 
 
-_TERMS = ["p_u1", "rho", "delta", "a3_gap", "acc_solo", "acc_lase", "bound", "gain", "slack"]
+#: The terms :func:`bound_check` reports: ``delta``/``a3_gap`` within the seeded and unseeded
+#: groups; ``delta_paper``/``a3_paper`` on the paper's Appendix A.2/A.3 definitions (against
+#: P(solo right | U=1)); ``delta_main`` on main-text Assumption 3.5's (against P(solo right)).
+_TERMS = ["p_u1", "rho", "delta", "a3_gap", "delta_paper", "a3_paper", "delta_main", "acc_solo", "acc_lase",
+          "bound", "bound_paper", "gain", "slack", "slack_paper"]
 
 
 def bound_check(table: pd.DataFrame, n_boot: int = 2000, seed: int = 0, level: float = 0.95) -> pd.DataFrame:
     """Theorem 3.7's terms from a :func:`seed_table`, with percentile bootstrap intervals (problems
     resampled jointly, so the terms' intervals are paired).
 
-    Rows: ``p_u1`` (share escalated), ``rho`` (escalated problems with a seed), ``delta`` (among
-    those, right after minus right before), ``a3_gap`` (the same among escalated problems without a
-    seed: A3 asks it to be >= 0), ``acc_solo``, ``acc_lase``, ``bound`` (acc_solo + p_u1 rho delta),
-    ``gain`` (acc_lase - acc_solo) and ``slack`` (acc_lase - bound: the theorem predicts >= 0 when
-    A3 holds). Columns: estimate, lo, hi, and ``count`` (the problems each share is taken over).
-    A term with nothing to average (no escalation, no seed) is NaN.
+    Rows (:data:`_TERMS`): ``p_u1`` (share escalated), ``rho`` (escalated problems with a seed, A.1),
+    ``delta`` and ``a3_gap`` (right after minus right before, within the seeded and the unseeded
+    escalated problems), ``delta_paper`` and ``a3_paper`` (the paper's A.2 and A.3: LASE's accuracy
+    with and without a seed minus the leader's over all escalated problems), ``delta_main``
+    (Assumption 3.5 of the main text: minus the leader's accuracy over all problems), ``acc_solo``,
+    ``acc_lase``, ``bound`` and ``bound_paper`` (acc_solo + p_u1 rho delta, with each delta),
+    ``gain`` (acc_lase - acc_solo) and ``slack``/``slack_paper`` (acc_lase minus each bound).
+    Both decompositions are identities (:func:`decomposition`): on the same data the slack only
+    restates the A3 term. Columns: estimate, lo, hi, and ``count`` (the problems each share is
+    taken over). A term with nothing to average (no escalation, no seed) is NaN.
     """
     if table.empty:
         raise DataError("no problems in the seed table")
@@ -158,11 +175,37 @@ def bound_check(table: pd.DataFrame, n_boot: int = 2000, seed: int = 0, level: f
     with warnings.catch_warnings():  # a term with no problems in some resamples: "All-NaN slice"
         warnings.simplefilter("ignore", RuntimeWarning)
         lo, hi = np.nanquantile(boot, a, axis=0), np.nanquantile(boot, 1 - a, axis=0)
-    over = {"rho": int(esc.sum()), "delta": int((esc & sd).sum()), "a3_gap": int((esc & ~sd).sum())}
+        lcb = np.nanquantile(boot, 1 - level, axis=0)  # one-sided lower bound at the same level
+    k, ks = int(esc.sum()), int((esc & sd).sum())
+    over = {"rho": k, "delta": ks, "a3_gap": k - ks, "delta_paper": ks, "a3_paper": k - ks, "delta_main": ks}
     count = [over.get(t, len(table)) for t in _TERMS]  # the other terms are taken over every problem
-    out = pd.DataFrame({"estimate": est, "lo": lo, "hi": hi, "count": count}, index=_TERMS)
-    out.loc[np.isnan(out["estimate"]), ["lo", "hi"]] = np.nan
+    out = pd.DataFrame({"estimate": est, "lo": lo, "hi": hi, "lcb": lcb, "count": count}, index=_TERMS)
+    out.loc[np.isnan(out["estimate"]), ["lo", "hi", "lcb"]] = np.nan
     return out
+
+
+def decomposition(check: pd.DataFrame, paper: bool = True) -> dict[str, float]:
+    """The law of total probability on the escalated problems: gain = P(U=1) [rho delta + (1 - rho)
+    a3], exactly, for any sample (with the paper's A.2/A.3 definitions, or within the groups). Returns
+    the two sides and the two parts; the theorem's content is only that a3 >= 0 lets the second go."""
+    e = check["estimate"]
+    d, a3 = (e["delta_paper"], e["a3_paper"]) if paper else (e["delta"], e["a3_gap"])
+    seeded = e["p_u1"] * e["rho"] * d if e["rho"] > 0 else 0.0
+    unseeded = e["p_u1"] * (1 - e["rho"]) * a3 if e["rho"] < 1 else 0.0
+    return {"gain": float(e["gain"]), "seeded_part": float(seeded), "unseeded_part": float(unseeded),
+            "sum": float(seeded + unseeded)}
+
+
+def predicted_gain(check: pd.DataFrame) -> dict[str, float]:
+    """What Theorem 3.7 predicts for other problems from these (calibration) chains: the gain is at
+    least P(U=1) rho delta with each term at its one-sided lower confidence bound (delta on the
+    paper's A.2 definition), provided A3 holds. A lower bound of delta at or below zero predicts no
+    gain (the bound is then 0)."""
+    lb = check["lcb"]
+    terms = {"p_u1": float(lb["p_u1"]), "rho": float(lb["rho"]), "delta": float(lb["delta_paper"])}
+    ok = all(np.isfinite(v) and v > 0 for v in terms.values())
+    return {**{f"{k}_lcb": v for k, v in terms.items()},
+            "gain_lower_bound": float(terms["p_u1"] * terms["rho"] * terms["delta"]) if ok else 0.0}
 
 
 def _term(check: pd.DataFrame, name: str, pct: bool = True) -> str:
@@ -173,38 +216,46 @@ def _term(check: pd.DataFrame, name: str, pct: bool = True) -> str:
     return f"{f(e)} [{f(lo)}, {f(hi)}]"
 
 
-def a3_verdict(check: pd.DataFrame) -> str:
-    """``"holds"`` (no loss without a seed), ``"fails"`` (the interval lies below zero),
-    ``"not rejected"`` (a loss whose interval reaches zero) or ``"untested"`` (nothing escalated without a seed)."""
-    e, hi = check.loc["a3_gap", ["estimate", "hi"]]
+def a3_verdict(check: pd.DataFrame, term: str = "a3_paper") -> str:
+    """A3 (no loss without a seed) from its interval: ``"holds"`` (the interval lies at or above
+    zero), ``"violated"`` (below zero), ``"undetermined"`` (it straddles zero) or ``"untested"``
+    (nothing escalated without a seed). ``term``: ``a3_paper`` (Appendix A.3) or ``a3_gap``."""
+    e, lo, hi = check.loc[term, ["estimate", "lo", "hi"]]
     if np.isnan(e):
         return "untested"
-    return "holds" if e >= 0 else "fails" if hi < 0 else "not rejected"
+    return "holds" if lo >= 0 else "violated" if hi < 0 else "undetermined"
 
 
 def describe_assumptions(check: pd.DataFrame) -> str:
-    """Theorem 3.7's assumptions and bound as measured by :func:`bound_check`, in one paragraph."""
+    """Theorem 3.7's assumptions as measured by :func:`bound_check`, in one paragraph: each term on
+    the paper's definitions (Appendix A.1-A.3) with the within-group version beside it, A3's
+    verdict from its interval, and the decomposition said to be an identity."""
     c = check["count"]
     if c["rho"] == 0:
         return (f"Nothing escalates at these thresholds (P(U=1) = 0 of {c['p_u1']} problems), so LASE is "
-                "the leader alone and the bound holds with equality.")
+                "the leader alone and there is nothing to decompose.")
     parts = [f"P(U=1) = {_term(check, 'p_u1')} of {c['p_u1']} problems escalate.",
              f"A1: in {_term(check, 'rho')} of the {c['rho']} escalated problems a note the leader read "
              "holds a correct seed (rho)."]
     if c["delta"]:
-        parts.append(f"A2: on those {c['delta']}, reading it changed the share of right answers by "
-                     f"{_term(check, 'delta', pct=False)} (delta).")
+        parts.append(f"A2: on those {c['delta']}, LASE's share of right answers minus the leader's over all escalated "
+                     f"problems (the paper's Appendix A.2) is {_term(check, 'delta_paper', pct=False)}; against the "
+                     f"leader's own accuracy on the same {c['delta']} problems it is "
+                     f"{_term(check, 'delta', pct=False)} (delta within the group, a third definition), and "
+                     f"against the leader's accuracy over all problems (main text, Assumption 3.5) "
+                     f"{_term(check, 'delta_main', pct=False)}.")
     else:
         parts.append("A2 cannot be measured: no escalated problem had a seed.")
     if c["a3_gap"]:
-        a3 = a3_verdict(check)
-        parts.append(f"A3: on the {c['a3_gap']} escalated without a seed, LASE changed the share of right "
-                     f"answers by {_term(check, 'a3_gap', pct=False)}, so A3 "
-                     f"{'is not rejected' if a3 == 'not rejected' else a3}.")
+        parts.append(f"A3: on the {c['a3_gap']} escalated without a seed, LASE's share of right answers minus the "
+                     f"leader's over all escalated problems (Appendix A.3) is {_term(check, 'a3_paper', pct=False)}, "
+                     f"so A3 is **{a3_verdict(check)}** (from its interval); within the group the change is "
+                     f"{_term(check, 'a3_gap', pct=False)}.")
     else:
         parts.append("A3 is untested: every escalated problem had a seed.")
-    slack = check.loc["slack", "estimate"]
-    parts.append(f"The bound Acc(solo) + P(U=1) rho delta = {_term(check, 'bound')} against the observed "
-                 f"{_term(check, 'acc_lase')}: {'it holds' if slack >= 0 else 'it fails'} "
-                 f"(slack {_term(check, 'slack', pct=False)}).")
+    d = decomposition(check)
+    parts.append(f"The gain over the leader alone, {_term(check, 'gain', pct=False)}, splits exactly into "
+                 f"{100 * d['seeded_part']:+.1f} points with a seed and {100 * d['unseeded_part']:+.1f} without: "
+                 "the law of total probability, true of any sample, so the bound Acc(solo) + P(U=1) rho delta "
+                 "checked on the same problems only restates A3. The test is a bound predicted on other problems.")
     return " ".join(parts)
