@@ -27,6 +27,7 @@ __all__ = [
     "ece",
     "bootstrap_ci",
     "paired_test",
+    "holm",
 ]
 
 NO_ANSWER = "no answer"
@@ -253,3 +254,18 @@ def paired_test(correct_a: np.ndarray, correct_b: np.ndarray, n_boot: int = 2000
     d, lo, hi = bootstrap_ci(a.astype(float) - bb.astype(float), n_boot=n_boot, seed=seed, level=level)
     return {"n": n, "acc_a": float(a.mean()) if n else np.nan, "acc_b": float(bb.mean()) if n else np.nan,
             "diff": d, "diff_lo": lo, "diff_hi": hi, "b": b, "c": c, "p_value": p}
+
+
+def holm(p_values: Sequence[float]) -> np.ndarray:
+    """Holm's step-down adjustment of a family of p-values (controls the family-wise error rate):
+    sort ascending, multiply the i-th smallest (from 0) by (m - i), take the running maximum, cap at
+    1, and return them in the input order. NaNs stay NaN and do not count in m."""
+    p = np.asarray(p_values, dtype=float)
+    out = np.full(p.shape, np.nan)
+    ok = np.flatnonzero(~np.isnan(p))
+    m = len(ok)
+    if m:
+        order = ok[np.argsort(p[ok], kind="stable")]
+        adj = np.maximum.accumulate(p[order] * (m - np.arange(m)))
+        out[order] = np.minimum(adj, 1.0)
+    return out

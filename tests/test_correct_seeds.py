@@ -176,3 +176,15 @@ def test_describe_assumptions_names_each_term_and_verdict():
 def test_a3_verdict_reads_the_interval(est, lo, hi, verdict):
     check = pd.DataFrame({"estimate": [est], "lo": [lo], "hi": [hi], "count": [5]}, index=["a3_paper"])
     assert seeds.a3_verdict(check) == verdict
+
+
+def test_a_note_that_points_at_the_first_departure_holds_a_seed():
+    from lase_nb.datasets import arithmetic_problems
+    from lase_nb.organism import Step, gold_steps, solution_text
+
+    p = next(q for q in arithmetic_problems(30, seed=3, levels=(2,)) if gold_steps(q)[1].op in "+-")
+    gold = gold_steps(p)
+    bad = solution_text([gold[0], Step(gold[1].a, gold[1].op, gold[1].b, gold[1].c + 10)])
+    assert seeds.seed_values("Step 2 fails: redo it column by column.", bad, p) == ["step 2"]
+    assert seeds.seed_values("Step 1 fails: redo it.", bad, p) == []  # the wrong step: no seed
+    assert seeds.seed_values("Step 2 fails.", solution_text(gold), p) == []  # a right attempt holds none

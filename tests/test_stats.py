@@ -211,3 +211,13 @@ def test_mcnemar_no_discordant_pairs():
 def test_points_signs_a_difference_of_fractions():
     from lase_nb.stats import points
     assert (points(0.035), points(-0.025), points(0.0)) == ("+3.5", "-2.5", "+0.0")
+
+
+def test_holm_by_hand():
+    from lase_nb.stats import holm
+
+    # p sorted: 0.01 (x3), 0.02 (x2), 0.04 (x1) -> 0.03, 0.04, 0.04 (running maximum), in input order
+    assert holm([0.04, 0.01, 0.02]) == pytest.approx([0.04, 0.03, 0.04])
+    assert holm([0.5, 0.6]) == pytest.approx([1.0, 1.0])
+    got = holm([0.01, float("nan"), 0.03])
+    assert got[0] == pytest.approx(0.02) and np.isnan(got[1]) and got[2] == pytest.approx(0.03)

@@ -6,11 +6,14 @@ answer by at least delta (A2, 3.5), and escalation without a seed does not lower
 Acc(LASE) >= Acc(solo) + P(U=1) * rho * delta. Counting fixed and broken answers cannot test it
 (LASE's accuracy minus solo's is (fixed - broken) / n in any recording); classifying the notes can.
 
-A supporter's note *holds a correct seed* (:data:`SEED_RULE`) when it states a value of the gold
-chain that the attempt it reviewed lacks and the question does not contain: the right result of a
-step the attempt got wrong or skipped, up to the answer itself. A right attempt lacks no value, so
-its notes hold none, and A3 is what protects it. The rule reads numbers only: a note that names the
-right value and then argues against it still counts, so rho is an upper estimate of useful seeds.
+A supporter's note *holds a correct seed* (:data:`SEED_RULE`) when it carries information that
+only the right solution has and the attempt it reviewed lacks: a value of the gold chain that the
+attempt and the question do not contain (the right result of a step the attempt got wrong or
+skipped, up to the answer itself), or, for a note that points rather than tells (the paper's rule),
+the first step where the attempt departs from the gold chain, named as the failing step. A right
+attempt has no such step and lacks no value, so its notes hold none, and A3 is what protects it.
+The rule reads numbers and step names only: a note that names the right value or step and then
+argues against it still counts, so rho is an upper estimate of useful seeds.
 """
 
 from __future__ import annotations
@@ -32,7 +35,8 @@ __all__ = ["SEED_RULE", "gold_values", "seed_values", "note_seeds", "seed_table"
 
 #: The operational definition of a correct seed used by :func:`note_seeds`.
 SEED_RULE = ("a note holds a correct seed when it states a value of the gold chain (a step's right "
-             "result, the answer included) that the attempt it reviewed lacks and the question does not contain")
+             "result, the answer included) that the attempt it reviewed lacks and the question does not contain, "
+             "or names as failing the first step where the attempt departs from the gold chain")
 
 _NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?![\w]|\.\d)")
 
@@ -48,7 +52,9 @@ def gold_values(problem: Any) -> list[str]:
 
 
 def seed_values(note: str | None, attempt: str | None, problem: Any) -> list[str]:
-    """The gold-chain values that ``note`` states while ``attempt`` and the question lack them."""
+    """The seeds ``note`` holds for ``attempt`` (:data:`SEED_RULE`): the gold-chain values it states
+    while ``attempt`` and the question lack them, then ``"step k"`` when it names the attempt's first
+    departure from the gold chain as the failing step."""
     if not note or (isinstance(note, float) and np.isnan(note)):
         return []
     question = getattr(problem, "question", "")
@@ -56,7 +62,26 @@ def seed_values(note: str | None, attempt: str | None, problem: Any) -> list[str
     for v in dict.fromkeys(gold_values(problem)):
         if mentions(note, v) and not mentions(attempt, v) and not mentions(question, v):
             out.append(v)
+    step = _departure(attempt, problem)
+    if step is not None:
+        from ..organism import flagged_step
+        if flagged_step(note) == step:
+            out.append(f"step {step + 1}")
     return out
+
+
+def _departure(attempt: str | None, problem: Any) -> int | None:
+    """The first step (from 0) where a wrong ``attempt`` departs from the gold chain; None for a right
+    attempt, an attempt without steps, or a problem without a recorded chain."""
+    meta = getattr(problem, "meta", None) or {}
+    if not isinstance(attempt, str) or "start" not in meta or "ops" not in meta:
+        return None
+    from ..organism import first_fault, label_attempt
+    label = label_attempt(problem, attempt)
+    if label.status != "wrong":
+        return None
+    fault = first_fault(problem, label)
+    return None if fault is None else fault.step
 
 
 def note_seeds(note: str | None, attempt: str | None, problem: Any) -> bool:

@@ -1,0 +1,142 @@
+"""The preregistration: what the held-out recordings will be tested for, fixed on calibration
+problems before those recordings exist (``data/traces/preregistration.json``, committed first, so
+the history shows the order).
+
+It holds the thresholds, the budget pair (the most accurate thresholds costing at most ``budget``
+times the leader alone, chosen on the calibration chains), the primary comparison and its two
+tests (a gain is claimed only where both clear), the secondary comparisons with Holm's correction,
+and Theorem 3.7's predicted lower bound of the gain (:func:`lase_nb.chapters.correct_seeds.predicted_gain`
+is chapter code; the numbers it needs are computed here from the same tables). The analysis reads
+the file (:func:`load`, :func:`primary_result`); nothing in it is typed twice.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+
+from .errors import DataError
+from .replay import Chains, chains_from_stages, gate_for_budget, replay
+from .stats import holm, paired_test
+
+__all__ = ["PATH", "SECONDARY", "build", "load", "primary_result", "secondary_results", "chains_of"]
+
+#: Where the committed preregistration lives.
+PATH = Path(__file__).resolve().parents[1] / "data" / "traces" / "preregistration.json"
+
+#: The secondary comparisons, one family under Holm's correction: (name, system, reference, where).
+SECONDARY: list[dict[str, str]] = [
+    {"name": "LASE vs MV(7)", "a": "lase", "b": "mv", "on": "problems both ran"},
+    {"name": "LASE vs MAD(3x2)", "a": "lase", "b": "mad", "on": "problems both ran"},
+    {"name": "LASE vs MoA(2x3)", "a": "lase", "b": "moa", "on": "problems both ran"},
+    {"name": "LASE vs DOWN", "a": "lase", "b": "down", "on": "problems both ran"},
+    {"name": "LASE+MV(5) vs MV(7)", "a": "lase-mv", "b": "mv", "on": "problems both ran"},
+    {"name": "LASE, shuffled order vs LASE", "a": "lase-shuffled", "b": "lase", "on": "problems both ran"},
+    {"name": "LASE at the budget pair vs the leader alone", "a": "lase@budget", "b": "single", "on": "lase-full"},
+    {"name": "always-interact vs the leader alone", "a": "lase-full", "b": "single", "on": "lase-full"},
+    {"name": "organism's gain minus the base model's gain", "a": "organism gain", "b": "base gain",
+     "on": "the level-1 problems both models' full chains ran"},
+]
+
+
+def build(chains: Chains, prediction: Mapping[str, Any] | None, *, source: Mapping[str, Any],
+          tau_lp: float = 0.8, tau_h: float = 0.5, budget: float = 1.5, alpha: float = 0.05,
+          level: float = 0.95, n_boot: int = 5000, held_out: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The preregistration from calibration ``chains`` (full LASE chains of calibration problems)
+    and Theorem 3.7's ``prediction`` from the same chains
+    (:func:`lase_nb.chapters.correct_seeds.predicted_gain`; None to leave it out). ``source`` names
+    the calibration run (path, model, seed, split, n); ``held_out`` the recordings it fixes the
+    tests for."""
+    pick = gate_for_budget(chains, budget)
+    at_default = replay(chains, tau_lp, tau_h)
+    out: dict[str, Any] = {
+        "what": "fixed on calibration problems before any held-out recording; read by the analysis",
+        "date": time.strftime("%Y-%m-%d"),
+        "calibration": dict(source),
+        "thresholds": {"tau_lp": tau_lp, "tau_h": tau_h,
+                       "rule": "the default 0.8 / 0.5 (inferred from the paper: Table 5's 0.80 row matches "
+                               "Table 1's 74.2%), on exp(LP_min) and H_max in nats"},
+        "calibration_at_thresholds": {
+            "n": int(len(chains.problem_ids)), "leader_alone": float(chains.correct[:, 0].mean()),
+            "gated_lase": float(at_default["correct"].mean()),
+            "escalated": float((at_default["stop_stage"] > 0).mean())},
+        "budget_pair": {"ratio": budget, "tau_lp": float(pick["tau_lp"]), "tau_h": float(pick["tau_h"]),
+                        "rule": "the most accurate (tau_lp, tau_h) on a 41 x 42 grid whose replayed tokens are "
+                                "at most ratio x the leader alone's (ties: fewer tokens, then higher tau_lp)",
+                        "calibration_accuracy": float(pick["accuracy"]),
+                        "calibration_escalation": float(pick["escalation_rate"])},
+        "primary": {"comparison": "gated LASE at the thresholds vs the leader alone (its stage 0), paired, "
+                                  "on the held-out problems of lase-large",
+                    "tests": {"mcnemar": {"exact": True, "two_sided": True, "alpha": alpha},
+                              "bootstrap": {"kind": "paired percentile", "level": level, "n_boot": n_boot,
+                                            "seed": 0}},
+                    "claim": "a gain is claimed only where both clear: McNemar p < alpha and the interval "
+                             "above zero"},
+        "secondary": {"comparisons": SECONDARY, "tests": "the same two tests", "correction": "holm",
+                      "alpha": alpha},
+        "held_out": dict(held_out or {}),
+    }
+    if prediction is not None:
+        out["prediction"] = {
+            "theorem": "3.7: gain >= P(U=1) rho delta when A3 holds, each term at its one-sided lower "
+                       "confidence bound on the calibration chains (delta on Appendix A.2's definition)",
+            **dict(prediction), "met_if": "the held-out gain's point estimate is at least gain_lower_bound"}
+    return out
+
+
+def load(path: str | Path = PATH) -> dict[str, Any]:
+    """The committed preregistration; a clear error when there is none."""
+    p = Path(path)
+    if not p.is_file():
+        raise DataError(f"no preregistration at {p}; write it from calibration chains with "
+                        "`python data/traces/preregister.py` before recording held-out problems")
+    return json.loads(p.read_text())
+
+
+def _test(a: np.ndarray, b: np.ndarray, prereg: Mapping[str, Any]) -> dict[str, Any]:
+    boot = prereg["primary"]["tests"]["bootstrap"]
+    alpha = prereg["primary"]["tests"]["mcnemar"]["alpha"]
+    t = paired_test(a, b, n_boot=boot["n_boot"], seed=boot["seed"], level=boot["level"])
+    t["claimed"] = bool(t["p_value"] < alpha and t["diff_lo"] > 0)
+    return t
+
+
+def primary_result(prereg: Mapping[str, Any], chains: Chains) -> dict[str, Any]:
+    """The primary comparison on held-out full chains, at the preregistered thresholds and tests:
+    gated LASE vs its own stage 0. ``claimed`` is True only when both tests clear."""
+    th = prereg["thresholds"]
+    lase = replay(chains, th["tau_lp"], th["tau_h"])["correct"].to_numpy(bool)
+    out = _test(lase, chains.correct[:, 0], prereg)
+    pred = prereg.get("prediction")
+    if pred is not None:
+        out["predicted_lower_bound"] = pred["gain_lower_bound"]
+        out["prediction_met"] = bool(out["diff"] >= pred["gain_lower_bound"])
+    return out
+
+
+def secondary_results(prereg: Mapping[str, Any], pairs: Mapping[str, tuple[np.ndarray, np.ndarray]]) -> list[dict]:
+    """The secondary comparisons present in ``pairs`` (name -> paired correctness arrays), each with
+    the two tests and Holm's adjusted p-value over the family that ran; ``claimed`` uses the
+    adjusted p."""
+    rows = []
+    for spec in prereg["secondary"]["comparisons"]:
+        if spec["name"] in pairs:
+            a, b = pairs[spec["name"]]
+            rows.append({"name": spec["name"], **_test(np.asarray(a, bool), np.asarray(b, bool), prereg)})
+    adj = holm([r["p_value"] for r in rows])
+    alpha = prereg["secondary"]["alpha"]
+    for r, p in zip(rows, adj):
+        r["p_holm"] = float(p)
+        r["claimed"] = bool(p < alpha and r["diff_lo"] > 0)
+    return rows
+
+
+def chains_of(run: Any) -> Chains:
+    """Full chains of a recorded full-chain LASE run."""
+    if run.stages.empty:
+        raise DataError(f"{run.path}: no stages; the preregistration needs a full-chain LASE run")
+    return chains_from_stages(run.stages)

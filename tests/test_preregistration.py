@@ -1,0 +1,56 @@
+"""The preregistration (lase_nb.preregistration): built from calibration chains, read back by the
+analysis (never retyped), its claim rule needing both tests."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from lase_nb import preregistration as P
+from lase_nb.errors import DataError
+from tests.synthetic import model
+
+
+def _prereg(tmp_path, chains=None):
+    chains = chains or model(30, 40, fix=20)
+    pred = {"p_u1_lcb": 0.3, "rho_lcb": 0.2, "delta_lcb": 0.4, "gain_lower_bound": 0.024}
+    doc = P.build(chains, pred, source={"run": "calibration", "seed": 21}, budget=1.5, held_out={"seed": 22})
+    path = tmp_path / "preregistration.json"
+    path.write_text(json.dumps(doc))
+    return P.load(path)
+
+
+def test_it_fixes_thresholds_budget_pair_tests_and_prediction(tmp_path):
+    doc = _prereg(tmp_path)
+    assert (doc["thresholds"]["tau_lp"], doc["thresholds"]["tau_h"]) == (0.8, 0.5)
+    assert doc["budget_pair"]["ratio"] == 1.5 and 0 <= doc["budget_pair"]["tau_lp"] <= 1
+    assert doc["primary"]["tests"]["mcnemar"]["alpha"] == 0.05 and doc["secondary"]["correction"] == "holm"
+    assert doc["prediction"]["gain_lower_bound"] == 0.024 and doc["calibration"]["seed"] == 21
+
+
+def test_the_primary_result_reads_the_file_and_needs_both_tests(tmp_path):
+    doc = _prereg(tmp_path)
+    big = P.primary_result(doc, model(30, 40, fix=20))
+    assert big["claimed"] and big["prediction_met"] and big["p_value"] < 0.05
+    small = P.primary_result(doc, model(30, 40, fix=5))  # 5 fixes, 0 breaks: interval above 0, p = 0.0625
+    assert small["diff_lo"] > 0 and small["p_value"] > 0.05 and not small["claimed"]
+    doc["thresholds"]["tau_lp"] = 0.0  # the analysis follows the file: nothing escalates now
+    assert P.primary_result(doc, model(30, 40, fix=20))["diff"] == 0
+
+
+def test_secondary_results_are_holm_adjusted(tmp_path):
+    doc = _prereg(tmp_path)
+    rng = np.random.default_rng(0)
+    a = rng.random(200) < 0.7
+    pairs = {"LASE vs MV(7)": (a, a ^ (rng.random(200) < 0.05)), "LASE vs MAD(3x2)": (a, rng.random(200) < 0.5)}
+    rows = P.secondary_results(doc, pairs)
+    assert [r["name"] for r in rows] == ["LASE vs MV(7)", "LASE vs MAD(3x2)"]
+    raw = sorted(r["p_value"] for r in rows)
+    assert min(r["p_holm"] for r in rows) == pytest.approx(min(1.0, 2 * raw[0]))
+
+
+def test_no_preregistration_is_a_clear_error(tmp_path):
+    with pytest.raises(DataError, match="preregister.py"):
+        P.load(tmp_path / "none.json")
