@@ -37,7 +37,7 @@ from lase_nb.confidence import uncertain_mask  # noqa: E402
 from lase_nb.engine import Engine  # noqa: E402
 from lase_nb.runner import run_problems  # noqa: E402
 from lase_nb.strategies import StrategyConfig  # noqa: E402
-from lase_nb.traces import provenance, write_run  # noqa: E402
+from lase_nb.traces import call_rows, provenance, stage_rows, write_run  # noqa: E402
 
 BINS = [0.0, 0.5, 0.8, 0.99, 1.0]
 
@@ -113,8 +113,8 @@ def chain_report(problems, results) -> dict:
 
 
 def _answer_notes(results, problems) -> dict:
-    return {role: {k: _rate(v["k"], v["n"]) for k, v in d.items()}
-            for role, d in count_answer_notes(results, problems).items()}
+    counts = count_answer_notes(call_rows(results), stage_rows(results), problems)
+    return {role: {k: _rate(v["k"], v["n"]) for k, v in d.items()} for role, d in counts.items()}
 
 
 def gated_report(problems, results) -> dict:

@@ -20,7 +20,8 @@ That errs on the side of flagging: a reader checking a recording can see every f
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import Any
 from fractions import Fraction
 
 from .prompts import SUPPORTERS
@@ -72,28 +73,32 @@ def states_answer(note: str | None, gold: str, question: str, attempts: str | It
     return g in numbers_in(note) and g not in allowed
 
 
-def count_answer_notes(results: Iterable, problems: Iterable) -> dict[str, dict[str, dict[str, int]]]:
-    """Per supporter role, how many of its notes state the answer (:func:`states_answer`), over
-    notes written on a wrong leader attempt and on a right one: ``{role: {"on_wrong": {"k", "n"},
-    "on_right": {...}}}``. ``results`` are a run's problem results (each with ``problem_id``,
-    ``calls`` and ``recording_calls`` holding role, stage and text, and ``stages``); the attempt a
-    note reads is the leader's reply of the stage before."""
-    by_id = {p.id: p for p in problems}
+def count_answer_notes(calls: Any, stages: Any, problems: Mapping[str, Any] | Iterable[Any]) -> dict[str, dict[str, dict[str, int]]]:
+    """Per supporter role, how many notes state the answer (:func:`states_answer`), over notes
+    written on a wrong leader attempt and on a right one: ``{role: {"on_wrong": {"k", "n"},
+    "on_right": {...}}}``. ``calls`` and ``stages`` are a run's tables (:mod:`lase_nb.traces`: one
+    row per call with problem_id, strategy, role, stage and text; one per LASE stage with correct),
+    ``problems`` the run's problems (by id, or a list). The attempt a note reads is the leader's
+    reply of the stage before; every recorded note counts (whether or not LASE used it)."""
+    import pandas as pd
+
+    by_id = problems if isinstance(problems, Mapping) else {p.id: p for p in problems}
+    calls, stages = pd.DataFrame(calls), pd.DataFrame(stages)
     out: dict[str, dict[str, dict[str, int]]] = {}
-    for r in results:
-        p = by_id.get(r.problem_id)
-        if p is None:
+    if calls.empty or stages.empty or "role" not in calls:
+        return out
+    keys = ["strategy", "problem_id", "stage"] if "strategy" in calls and "strategy" in stages else ["problem_id", "stage"]
+    lead = calls[calls["role"] == "leader"].drop_duplicates(keys)
+    attempt = {tuple(k): t for k, t in zip(lead[keys].itertuples(index=False), lead["text"])}
+    right = {tuple(k): bool(c) for k, c in zip(stages[keys].itertuples(index=False), stages["correct"])}
+    notes = calls[calls["role"].isin(SUPPORTERS)]
+    for row, key in zip(notes.itertuples(index=False), notes[keys].itertuples(index=False)):
+        before = (*tuple(key)[:-1], int(key[-1]) - 1)
+        p = by_id.get(row.problem_id)
+        if p is None or before not in attempt:
             continue
-        calls = list(r.calls) + list(getattr(r, "recording_calls", []) or [])
-        attempts = {c.stage: c.text for c in calls if c.role == "leader"}
-        right = {s.stage: bool(s.correct) for s in r.stages}
-        for c in calls:
-            if c.stage < 1 or c.stage - 1 not in attempts:
-                continue
-            if c.role not in SUPPORTERS:
-                continue
-            key = "on_right" if right.get(c.stage - 1, False) else "on_wrong"
-            cell = out.setdefault(c.role, {"on_wrong": {"k": 0, "n": 0}, "on_right": {"k": 0, "n": 0}})[key]
-            cell["n"] += 1
-            cell["k"] += states_answer(c.text, p.gold, p.question, attempts[c.stage - 1])
+        cell = out.setdefault(row.role, {"on_wrong": {"k": 0, "n": 0}, "on_right": {"k": 0, "n": 0}})
+        cell["on_right" if right.get(before, False) else "on_wrong"]["n"] += 1
+        cell["on_right" if right.get(before, False) else "on_wrong"]["k"] += int(
+            states_answer(row.text, p.gold, p.question, attempt[before]))
     return out

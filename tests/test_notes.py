@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from types import SimpleNamespace as NS
-
 import pytest
 
 from lase_nb.notes import count_answer_notes, mentions, numbers_in, states_answer
@@ -62,11 +60,12 @@ def test_letters_and_formats():
 
 def test_count_answer_notes_splits_by_the_attempt_a_note_reads():
     p = Problem("p1", Q, "20")
-    call = lambda role, stage, text: NS(role=role, stage=stage, text=text)  # noqa: E731
-    r = NS(problem_id="p1", stages=[NS(stage=0, correct=False), NS(stage=1, correct=True), NS(stage=2, correct=True)],
-           calls=[call("leader", 0, ATTEMPT), call("devil", 1, "it should be 20"), call("leader", 1, "24 - 4 = \\boxed{20}"),
-                  call("collaborator", 2, "keep 20")], recording_calls=[])
-    out = count_answer_notes([r], [p])
+    calls = [{"problem_id": "p1", "role": r, "stage": t, "text": x} for r, t, x in
+             [("leader", 0, ATTEMPT), ("devil", 1, "it should be 20"), ("leader", 1, "24 - 4 = \\boxed{20}"),
+              ("collaborator", 2, "keep 20")]]
+    stages = [{"problem_id": "p1", "stage": t, "correct": c} for t, c in ((0, False), (1, True), (2, True))]
+    out = count_answer_notes(calls, stages, [p])
     assert out["devil"] == {"on_wrong": {"k": 1, "n": 1}, "on_right": {"k": 0, "n": 0}}
     # the collaborator read an attempt that already says 20: not a leak
     assert out["collaborator"] == {"on_wrong": {"k": 0, "n": 0}, "on_right": {"k": 0, "n": 1}}
+    assert count_answer_notes([], stages, [p]) == {}

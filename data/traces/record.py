@@ -101,7 +101,8 @@ def main() -> int:
             device=args.device, max_batch=args.max_batch, dataset="arith", n=len(problems),
             levels=args.levels, model_files=model_info, seed=args.seed, config=asdict(cfg),
             engine=asdict(engine.stats), wall_s=round(wall, 1), answers=answers,
-            notes_stating_answer=count_answer_notes(results, problems), **gate, **extra)
+            notes_stating_answer=count_answer_notes(traces.call_rows(results), traces.stage_rows(results), problems),
+            **gate, **extra)
         if args.split:
             manifest["split"] = args.split
         traces.write_run(Path(args.out) / name, results, problems, manifest)
