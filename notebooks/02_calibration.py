@@ -59,7 +59,7 @@ backend = "local"  # local | openai | gemini (used by the live steps)
 model = None  # None: the default model of the backend
 base_url = None  # an OpenAI-compatible server, e.g. "http://127.0.0.1:8000/v1"
 traces = "../data/traces/arith-smollm2"  # recorded runs; the chapter reads <traces>/lase-full
-organism_traces = "../data/traces/arith-organism"  # the model organism's recording, set beside it in 2.5; None: skip
+organism_traces = "../data/traces/arith-organism-tell"  # the telling organism (v4), a labelled contrast, set beside it in 2.5; None: skip
 live = False  # True: run the leader on n_problems now and calibrate those answers instead
 dataset = "arith"  # data set for the live steps (see lase_nb.datasets.DATASETS)
 data_path = None  # file of a paper data set (not needed for arith)
@@ -253,15 +253,18 @@ split.to_frame(f"tau_lp={tau_lp:g}, tau_h={tau_h:g}")
 # %% [markdown]
 # ## 2.5 Two models: does calibration come with training?
 #
-# The same measurement on the model organism: the embedded model with a LoRA adapter trained in
+# The same measurement on a model organism: the embedded model with a LoRA adapter trained in
 # this repository on the project's problems, to write one step per line and to carry out the last
 # operation inside the box, so that the answer tokens are where the result is first computed
 # (`data/organism/README.md`). **If its answer-token probability separates right from wrong
 # answers better, the gate has more to work with: the panels should climb more steeply, and its
-# AUROC should sit further above 0.5.**
+# AUROC should sit further above 0.5.** The recording read here is the leader's first answers of
+# the telling organism (v4), the project's previous organism, kept as a labelled contrast (its
+# supporters state the answer, which chapter 03 counts; the leader's first answers, measured here,
+# read no supporter). The faithful organism's recordings come next.
 
 # %%
-models = load_models({"SmolLM2-135M": traces, "organism": organism_traces}, ["lase"], require=["lase"])
+models = load_models({"SmolLM2-135M": traces, "organism v4 (telling)": organism_traces}, ["lase"], require=["lase"])
 frames = calibration.frames_by_model(models)
 by_model = calibration.calibration_by_model(frames, tau_lp, tau_h, seed=seed)
 fig = calibration.plot_reliability_by_model(frames, tau_lp, tau_h, table=by_model)

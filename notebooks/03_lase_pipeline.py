@@ -57,13 +57,14 @@ dataset = "arith"  # live runs: arith (generated) or a paper set loaded from dat
 data_path = None  # file/folder of a paper data set (never shipped)
 n_problems = 4  # live runs: problems to run
 traces = "../data/traces/arith-smollm2"  # recorded runs, read unless live
-organism_traces = "../data/traces/arith-organism"  # the model organism's recording, measured beside it in 3.5; None: skip
+organism_traces = "../data/traces/arith-organism-tell"  # the telling organism (v4), a labelled contrast, measured beside it in 3.5; None: skip
 live = False  # True: run LASE now (full chain, cached) instead of reading the traces
 tau_lp = 0.8  # gate: exp(LP_min) below this is uncertain
 tau_h = 0.5  # gate: H_max (nats) above this is uncertain
 max_tokens = None  # live runs: leader token limit (None: library default)
 seed = 0
 run_episode = True  # section 3.3: run one LASE episode now with `backend` (at most 7 calls, cached)
+episode_max_tokens = 96  # section 3.3: token cap of each call of that episode (the check holds at any cap)
 interactive = True  # False under papermill: no widgets
 
 # %%
@@ -293,7 +294,7 @@ if run_episode and problem is not None:
 
     if not live:
         engine = live_engine(backend, model, base_url)
-    cfg1 = live_config(backend, model, tau_lp=tau_lp, tau_h=tau_h, seed=seed, max_tokens=max_tokens)
+    cfg1 = live_config(backend, model, tau_lp=tau_lp, tau_h=tau_h, seed=seed, max_tokens=episode_max_tokens)
     ours = lase_from_scratch(problem, engine, cfg1)
     calls_before = engine.stats.model_calls
     (package,) = run_problems("lase", [problem], engine, cfg1, progress=False)
@@ -396,15 +397,16 @@ display(Markdown(correct_seeds.describe_assumptions(check)))
 display(Markdown(regimes.describe_regime(regimes.gain_regime(chains, tau_lp, tau_h, seed=seed), full=True)))
 
 # %% [markdown]
-# **The same terms on a model whose supporters can correct it.** The model organism is the
-# embedded model with a LoRA adapter trained in this repository to solve, review and revise
-# (`data/organism/README.md`); its recording (levels 1 to 3, held-out problems) is classified by
-# the same rule. Its supporters' notes may give the right value of the step they flag, and when
-# that step is the last one, the answer: a departure from the paper's supporters, which never give
-# the answer (its skill evaluation counts how often).
+# **The same terms on a model organism whose supporters tell.** This recording is the telling
+# organism (v4), the project's previous organism: the embedded model with a LoRA adapter trained
+# to solve, review and revise, whose notes often give the right value of the step they flag, and
+# when that step is the last one, the answer. The paper's supporters never give the answer
+# (Appendix D), so this recording is a labelled contrast, not LASE as the paper runs it: section
+# 3.6 counts its notes that state the answer, and its gain should be read with them. The faithful
+# organism (`--model organism` now, `data/organism/README.md`) is recorded next.
 
 # %%
-both = run_store.load_models({"SmolLM2-135M": traces, "organism": organism_traces}, ["lase"], require=["lase"])
+both = run_store.load_models({"SmolLM2-135M": traces, "organism v4 (telling)": organism_traces}, ["lase"], require=["lase"])
 checks = {"SmolLM2-135M": check}
 others = {}  # label -> (run, chains, problems, seed rows) of each other model, for the walk-through below
 for label, model_runs in list(both.items())[1:]:
@@ -432,8 +434,8 @@ for _, r in shown.iterrows():
     print("attempt:", r["attempt"][:300], "\nnote:   ", r["note"][:400], "\n")
 
 # %% [markdown]
-# **The organism, stage by stage: a note that fixes a wrong answer.** Section 3.2 walked the
-# embedded model through one problem. Here is the same walk on the organism, picked by rule
+# **The telling organism, stage by stage: a note that fixes a wrong answer.** Section 3.2 walked the
+# embedded model through one problem. Here is the same walk on the telling organism (v4), picked by rule
 # (`correct_seeds.pick_fix`): the first problem whose leader was wrong alone, where a note the leader read
 # holds a correct seed, and where LASE ends right. Such a problem counts in $\rho$ (its note holds a
 # seed) and in $\delta$ (reading the seed turned the answer right).

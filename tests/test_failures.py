@@ -286,7 +286,7 @@ def test_level_view_is_escalation_and_cost_by_level_of_one_run():
     from lase_nb.chapters import failures
     from lase_nb.runs import load_runs
 
-    run = load_runs(Path(__file__).resolve().parents[1] / "data" / "traces" / "arith-organism", ["lase"])["lase"]
+    run = load_runs(Path(__file__).resolve().parents[1] / "data" / "traces" / "arith-organism-tell", ["lase"])["lase"]
     esc, cost = failures.level_view(run, 0.8, 0.5)
     levels = run.problems.set_index(run.problems["problem_id"].astype(str))["level"]
     pd.testing.assert_frame_equal(esc, failures.escalation_by_level(confidence_frame(run, stage=0), 0.8, 0.5))

@@ -125,7 +125,7 @@ def test_load_models_keeps_the_order_and_skips_a_missing_later_recording(tmp_pat
     assert models["a"]["single"].problems.equals(models["b"]["single"].problems)
     out = capsys.readouterr().out
     assert "'organism' left out" in out and str(tmp_path / "arith-organism") in out
-    assert "record.py --model organism --levels 1 2 3 --seed 8 --out data/traces/arith-organism" in out
+    assert "record.py --model organism --levels 1 2 3 --split eval --seed 22 --out data/traces/arith-organism" in out
     assert "'other' left out (no folder given)" in out
 
 

@@ -296,14 +296,21 @@ def load_model(path: str | os.PathLike[str], device: str = "cpu", reuse: bool = 
 def _load_uncached(path: Path, device: str) -> LoadedModel:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers.utils import logging as hf_logging
 
     t0 = time.perf_counter()
     tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
     if not getattr(tokenizer, "chat_template", None):
         raise ConfigError(f"the model folder {path} has no chat template; the local backend needs one")
-    model = AutoModelForCausalLM.from_pretrained(
-        str(path), local_files_only=True, **_dtype_kwarg(torch.float32)
-    )
+    shown = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()  # a one-second load needs no "Loading weights" bar in every `ask`
+    try:
+        model = AutoModelForCausalLM.from_pretrained(
+            str(path), local_files_only=True, **_dtype_kwarg(torch.float32)
+        )
+    finally:
+        if shown:
+            hf_logging.enable_progress_bar()
     model.to(device)
     model.eval()
     return LoadedModel(path, model, tokenizer, device, time.perf_counter() - t0)
