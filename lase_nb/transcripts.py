@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from . import prompts
-from .answers import WITHHELD, answer_or_none, find_boxed_spans, grade, number_or_none
+from .answers import WITHHELD, answer_or_none, extract_boxed, find_boxed_spans, grade, number_or_none
 from .confidence import uncertain_mask
 from .errors import DataError
 
@@ -99,7 +99,13 @@ def _summary_line(e: Mapping[str, Any]) -> str:
         bits.append("finish reason: length (hit the token limit)")
     if e["role"] not in SUPPORTERS:
         if e["answer"] is None:
-            bits.append("answer: none boxed")
+            boxed = extract_boxed(e["text"])
+            if boxed is None:
+                bits.append("answer: none boxed")
+            elif e["role"] == "extract":
+                bits.append(f"answer: none (the extraction step boxed {boxed.text}, a value the reply never states)")
+            else:
+                bits.append(f"answer: none ({boxed.text} could not be read as an answer)")
         else:
             verdict = "" if e["correct"] is None else (" (right)" if e["correct"] else " (wrong)")
             bits.append(f"answer: {e['answer']}{verdict}")

@@ -45,3 +45,11 @@ def test_transcript_clips_and_rejects_unknown_format():
         transcripts.render_transcript(entries, fmt="latex")
     with pytest.raises(DataError):
         transcripts.transcript_entries(calls, "missing")
+
+
+def test_a_box_the_pipeline_did_not_take_is_explained_not_called_missing():
+    calls = pd.DataFrame([_call("p", 0, "leader", text="two and two", answer=None),
+                          _call("p", 0, "extract", text="Final answer: \\boxed{4}", answer=None)])
+    md = transcripts.render_transcript(transcripts.transcript_entries(calls, "p"))
+    assert "the extraction step boxed 4, a value the reply never states" in md
+    assert md.count("answer: none boxed") == 1  # the leader's reply, which has no box
