@@ -28,6 +28,7 @@ __all__ = [
     "bootstrap_ci",
     "paired_test",
     "holm",
+    "auroc_difference",
 ]
 
 NO_ANSWER = "no answer"
@@ -269,3 +270,31 @@ def holm(p_values: Sequence[float]) -> np.ndarray:
         adj = np.maximum.accumulate(p[order] * (m - np.arange(m)))
         out[order] = np.minimum(adj, 1.0)
     return out
+
+
+def auroc_difference(score_a: np.ndarray, correct_a: np.ndarray, score_b: np.ndarray, correct_b: np.ndarray,
+                     paired: bool = False, n_boot: int = 2000, seed: int = 0, level: float = 0.95) -> dict[str, float]:
+    """Whether two AUROCs for errors differ (:func:`auroc_for_errors`, ``nan="worst"``): the
+    difference a - b with a percentile bootstrap interval and a two-sided bootstrap p-value (twice
+    the share of resampled differences on the far side of zero). ``paired=True`` when both scores
+    grade the same problems in the same order (resampled jointly); otherwise each sample is
+    resampled on its own. Keys: auroc_a, auroc_b, diff, lo, hi, p_value."""
+    sa, ca = np.asarray(score_a, float), bool_array(correct_a, "correct_a")
+    sb, cb = np.asarray(score_b, float), bool_array(correct_b, "correct_b")
+    if paired:
+        _same_length(score_a=sa, score_b=sb)
+    a, b = auroc_for_errors(sa, ca), auroc_for_errors(sb, cb)
+    rng = np.random.default_rng(seed)
+    diffs = []
+    for _ in range(n_boot):
+        ia = rng.integers(0, len(sa), len(sa))
+        ib = ia if paired else rng.integers(0, len(sb), len(sb))
+        diffs.append(auroc_for_errors(sa[ia], ca[ia]) - auroc_for_errors(sb[ib], cb[ib]))
+    d = np.asarray(diffs)
+    d = d[np.isfinite(d)]
+    if not len(d) or not np.isfinite(a - b):
+        return {"auroc_a": a, "auroc_b": b, "diff": a - b, "lo": np.nan, "hi": np.nan, "p_value": np.nan}
+    q = (1 - level) / 2
+    p = min(1.0, 2 * min(float((d <= 0).mean()), float((d >= 0).mean())))
+    return {"auroc_a": a, "auroc_b": b, "diff": a - b, "lo": float(np.quantile(d, q)),
+            "hi": float(np.quantile(d, 1 - q)), "p_value": p}

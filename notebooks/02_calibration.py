@@ -180,11 +180,13 @@ cond
 
 # %% [markdown]
 # **What it shows.** Most answers crowd into the bins just below certainty, and there the right
-# and the wrong ones sit side by side. The very confident bin is more often right and the few
-# hesitant answers are mostly wrong, so the direction the paper assumes is there, but so few
-# answers fall at either end that the intervals overlap widely, and accuracy does not climb
-# cleanly from bin to bin. The paper's conditions pick out only a handful of our answers each:
-# compare the `n` column before reading the accuracies against the paper's.
+# and the wrong ones sit side by side; the table's own reading is printed below. So few answers
+# fall at either end that the intervals overlap widely. The paper's conditions pick out only a
+# handful of our answers each: compare the `n` column before reading the accuracies against the
+# paper's.
+
+# %%
+print(calibration.describe_reliability(tables["p_min"]))
 #
 # **What the paper reported, and why ours differs.** The paper's strong models were right on most
 # answers and unsure on few, and their probability split the two. Ours gives its answer tokens a
@@ -271,7 +273,7 @@ fig = calibration.plot_reliability_by_model(frames, tau_lp, tau_h, table=by_mode
 plots.savefig(fig, "calibration_two_models")
 plt.show()
 display(by_model)
-display(Markdown(calibration.describe_calibration_by_model(by_model)))
+display(Markdown(calibration.describe_calibration_by_model(by_model, calibration.auroc_gap(frames, seed=seed))))
 
 # %% [markdown]
 # A gate that separates right from wrong answers is half of what LASE needs; the other half is

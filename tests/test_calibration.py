@@ -272,13 +272,27 @@ def test_calibration_by_model_and_its_sentence():
     assert t.loc["blind", "auroc_p_min_lo"] < 0.5 < t.loc["blind", "auroc_p_min_hi"]
     assert t.loc["sharp", "accuracy"] == pytest.approx((p > 0.65).mean()) and t.loc["sharp", "n"] == 80
     assert t.loc["sharp", "escalation_rate"] == pytest.approx((p < 0.8).mean())
-    s = C.describe_calibration_by_model(t.reset_index())
+    gap = C.auroc_gap(frames, n_boot=300)
+    assert gap["paired"] and gap["a"] == "sharp" and gap["lo"] > 0 and gap["p_value"] < 0.05
+    s = C.describe_calibration_by_model(t.reset_index(), gap)
     assert "sharp 1.00 [1.00, 1.00]" in s and f"blind {t.loc['blind', 'auroc_p_min']:.2f}" in s
-    assert "sharp's confidence separates right from wrong answers better than blind's" in s
+    assert "sharp's confidence separates right from wrong answers better" in s and "paired" in s
+    same = C.auroc_gap({"x": blind, "y": blind.assign(problem_id=lambda f: "z" + f["problem_id"])}, n_boot=300)
+    assert not same["paired"] and same["diff"] == 0 and same["p_value"] > 0.05
+    assert "do not tell the two apart" in C.describe_calibration_by_model(t.reset_index(), same)
     fig = C.plot_reliability_by_model(frames, 0.8, 0.5, t.reset_index())
     titles = [a.get_title() for a in fig.axes if a.get_title()]
     assert len(titles) == 2 and titles[0].startswith("sharp: AUROC 1.00") and "80 answers" in titles[1]
     plt.close(fig)
+
+
+def test_describe_reliability_reads_the_rows():
+    rows = [("[0.00, 0.90)", 10, 0.2), ("[0.90, 0.95)", 5, 0.4), ("[0.95, 0.99)", 40, 0.55), ("[0.99, 1.00]", 26, 0.46)]
+    t = pd.DataFrame({"bin": [r[0] for r in rows], "count": [r[1] for r in rows], "accuracy": [r[2] for r in rows]})
+    s = C.describe_reliability(t)
+    assert "most crowded bin is [0.95, 0.99), with 40 of 81" in s
+    assert "[0.99, 1.00], is right on 46% of its 26 answers, below the bin below it" in s
+    assert "does not climb cleanly" in s
 
 
 def test_frames_by_model_reads_runs_or_stage_tables():

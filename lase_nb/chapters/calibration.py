@@ -27,7 +27,7 @@ import pandas as pd
 from .. import reference
 from ..confidence import confidence_frame, gate_split, topk_entropy, uncertain_mask
 from ..errors import DataError
-from ..stats import NO_ANSWER, auroc_with_ci, ece, reliability_table, wilson_interval
+from ..stats import NO_ANSWER, auroc_difference, auroc_with_ci, ece, reliability_table, wilson_interval
 from ..types import Generation
 
 __all__ = [
@@ -47,6 +47,8 @@ __all__ = [
     "calibration_by_model",
     "plot_reliability_by_model",
     "describe_calibration_by_model",
+    "auroc_gap",
+    "describe_reliability",
 ]
 
 #: The two proxies: column, label for plots, and whether a higher value means "more confident".
@@ -474,19 +476,53 @@ def _auc(r: pd.Series, proxy: str) -> str:
     return f"{r[f'auroc_{proxy}']:.2f} [{r[f'auroc_{proxy}_lo']:.2f}, {r[f'auroc_{proxy}_hi']:.2f}]"
 
 
-def describe_calibration_by_model(table: pd.DataFrame) -> str:
-    """Which model's exp(LP_min) flags its errors better, from :func:`calibration_by_model`; says so
-    when the AUROC intervals overlap (the sample does not tell the models apart)."""
+def auroc_gap(frames: Mapping[str, pd.DataFrame], n_boot: int = 2000, seed: int = 0) -> dict[str, Any]:
+    """The AUROC of exp(LP_min) for errors of the first two models in ``frames``, compared by a
+    bootstrap test of the difference (:func:`lase_nb.stats.auroc_difference`): paired on the
+    problems both answered when they share ids, unpaired otherwise (separate recordings)."""
+    (na, fa), (nb, fb) = list(frames.items())[:2]
+    shared = sorted(set(fa["problem_id"]) & set(fb["problem_id"]))
+    paired = len(shared) == len(fa) == len(fb)
+    if paired:
+        fa, fb = fa.set_index("problem_id").loc[shared], fb.set_index("problem_id").loc[shared]
+    d = auroc_difference(-fa["p_min"].to_numpy(float), fa["correct"].to_numpy(bool),
+                         -fb["p_min"].to_numpy(float), fb["correct"].to_numpy(bool), paired=paired,
+                         n_boot=n_boot, seed=seed)
+    return {"a": na, "b": nb, "paired": paired, **d}
+
+
+def describe_calibration_by_model(table: pd.DataFrame, gap: Mapping[str, Any] | None = None) -> str:
+    """Each model's AUROC, from :func:`calibration_by_model`, and whether they differ by the test
+    of :func:`auroc_gap` (not by overlapping intervals)."""
     each = "; ".join(f"{r['model']} {_auc(r, 'p_min')} (H_max {_auc(r, 'h_max')}, ECE {r['ece']:.2f}, "
                      f"{int(r['n'])} answers)" for _, r in table.iterrows())
     out = f"**AUROC of exp(LP_min) for errors** (0.5 = no information, 95% bootstrap CI): {each}."
-    t = table.dropna(subset=["auroc_p_min"])
-    if len(t) < 2:
+    if gap is None or not np.isfinite(gap["diff"]):
         return out
-    best, worst = t.loc[t["auroc_p_min"].idxmax()], t.loc[t["auroc_p_min"].idxmin()]
-    if best["auroc_p_min"] == worst["auroc_p_min"]:
-        return out + " The models score the same."
-    if best["auroc_p_min_lo"] > worst["auroc_p_min_hi"]:
-        return out + f" {best['model']}'s confidence separates right from wrong answers better than {worst['model']}'s."
-    return out + (f" {best['model']} scores higher than {worst['model']}, but the intervals overlap: these samples "
-                  "do not tell the two apart.")
+    how = "paired on the problems both answered" if gap["paired"] else "the two samples resampled separately"
+    head = (f" The difference, {gap['a']} minus {gap['b']}, is {gap['diff']:+.2f} [{gap['lo']:+.2f}, "
+            f"{gap['hi']:+.2f}] (bootstrap, {how}; p = {gap['p_value']:.3f})")
+    if gap["p_value"] < 0.05:
+        better = gap["a"] if gap["diff"] > 0 else gap["b"]
+        return out + head + f": {better}'s confidence separates right from wrong answers better."
+    return out + head + ": these samples do not tell the two apart."
+
+
+def describe_reliability(table: pd.DataFrame) -> str:
+    """What a reliability table shows, read from its rows: where most answers fall, the accuracy
+    of the most confident bin beside the bin below it, and whether accuracy climbs bin by bin
+    (Assumption 3.3, :func:`is_monotone`)."""
+    t = table[(table["bin"] != NO_ANSWER) & (table["count"] > 0)].reset_index(drop=True)
+    if t.empty:
+        return "No answer has a confidence to bin."
+    crowd = t.loc[t["count"].idxmax()]
+    out = f"The most crowded bin is {crowd['bin']}, with {int(crowd['count'])} of {int(t['count'].sum())} answers."
+    if len(t) >= 2:
+        top, below = t.iloc[-1], t.iloc[-2]
+        cmp = "above" if top["accuracy"] > below["accuracy"] else "below" if top["accuracy"] < below["accuracy"] else "level with"
+        out += (f" The most confident bin, {top['bin']}, is right on {top['accuracy']:.0%} of its "
+                f"{int(top['count'])} answers, {cmp} the bin below it ({below['bin']}: {below['accuracy']:.0%} of "
+                f"{int(below['count'])}).")
+    out += (" Accuracy climbs from bin to bin, as Assumption 3.3 asks." if is_monotone(table)
+            else " Accuracy does not climb cleanly from bin to bin: Assumption 3.3, read literally, fails here.")
+    return out
