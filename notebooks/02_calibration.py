@@ -277,15 +277,8 @@ display(Markdown(calibration.describe_calibration_by_model(by_model, calibration
 
 # %% [markdown]
 # A gate that separates right from wrong answers is half of what LASE needs; the other half is
-# supporters that correct what it escalates. Each model's regime at the chapter's thresholds
-# (gated LASE against the leader alone on the same problems, a paired bootstrap; chapter 03,
-# section 3.5, explains it):
-
-# %%
-from lase_nb import regimes
-from lase_nb.runs import chains_by_model
-
-regimes.regime_table(chains_by_model(models), tau_lp, tau_h, seed=seed)
+# supporters that correct what it escalates. Whether they do is each model's *regime*, which
+# chapter 03 defines (section 3.5) and measures.
 
 # %% [markdown]
 # ## 2.6 Exact entropy vs the top-k estimate (live, small)

@@ -279,11 +279,8 @@ plt.show()
 # find no difference for MV, LASE or DOWN. Every multi-call strategy costs several times the
 # single agent's tokens, LASE included, because each escalation pastes long contexts into the
 # prompts. Debate and mixture-of-agents do worse than one agent: MAD and MoA fall well below it,
-# as chapter 01 expects when there is no correct seed to amplify. The line below names the
-# recording's regime (chapter 03, section 3.5, says what it means).
-
-# %%
-display(Markdown(regimes.describe_regime(regimes.gain_regime(chains, tau_lp, tau_h, seed=seed))))
+# as chapter 01 expects when there is no correct seed to amplify. Section 4.4 names each model's
+# regime (chapter 03, section 3.5, defines the regimes).
 
 # %% [markdown]
 # ## 4.2 At equal compute
@@ -401,8 +398,8 @@ plots.savefig(fig, "comparison_two_models")
 plt.show()
 
 # %% [markdown]
-# Each model's regime, measured the same way (a paired bootstrap of gated LASE against the leader
-# alone on the same problems, chapter 03, section 3.5):
+# Each model's regime, as chapter 03 (section 3.5) defines it: gated LASE against the leader
+# alone on the same problems, by both the exact McNemar test and the paired bootstrap interval:
 
 # %%
 chains_by_model = run_store.chains_by_model(models)
