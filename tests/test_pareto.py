@@ -336,3 +336,17 @@ def test_frontiers_by_model_table_and_figure():
     assert [a.get_title() for a in panels] == ["base: 60 problems", "organism: 50 problems"]
     assert panels[0].get_xlim() == panels[1].get_xlim() and panels[0].get_ylim() == panels[1].get_ylim()
     plt.close(fig)
+
+
+_EXTRA = [f.name for f in __import__("dataclasses").fields(pareto.SplitCheck)
+          if f.name not in ("seed", "budget", "n_a", "n_b", "tau_lp", "tau_h", "acc_a", "tokens_a", "acc_b", "tokens_b")]
+
+
+def test_describe_split_calls_it_optimism_only_when_the_selection_half_flatters():
+    check = pareto.SplitCheck(seed=0, budget=100.0, n_a=10, n_b=10, tau_lp=0.8, tau_h=0.5, acc_a=0.6, tokens_a=95.0,
+                              acc_b=0.7, tokens_b=90.0, **{k: 0.7 for k in _EXTRA})
+    flat = pd.DataFrame({"optimism": [-0.05, -0.03], "regret": [0.0, 0.01], "over_budget": [0.0, 0.0]})
+    text = pareto.describe_split(check, flat, median_budget=False)
+    assert "above the selection half's (no optimism here" in text and "price of choosing" not in text
+    text = pareto.describe_split(check, flat.assign(optimism=[0.05, 0.03]), median_budget=False)
+    assert "below the selection half's (that optimism is the price" in text

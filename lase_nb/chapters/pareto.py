@@ -645,8 +645,10 @@ def describe_split(check: SplitCheck, many: pd.DataFrame, median_budget: bool) -
             f"tau_h = {check.tau_h:.3g}: {pct(check.acc_a, 1)} on half A, **{pct(check.acc_b, 1)} on the held-out half B** "
             f"at {check.tokens_b:,.0f} tokens ({'within' if check.tokens_b <= check.budget else 'over'} budget). Over "
             f"{len(many)} random splits the held-out accuracy is on average {abs(opt) * 100:.1f} points "
-            f"{'below' if opt > 0 else 'above'} the selection half's (a positive optimism is the price of choosing "
-            f"and reporting on the same problems), with a spread (standard deviation) of "
+            f"{'below' if opt > 0 else 'above'} the selection half's "
+            + ("(that optimism is the price of choosing and reporting on the same problems)" if opt > 0 else
+               "(no optimism here: choosing on half A did not flatter the choice, on average)")
+            + f", with a spread (standard deviation) of "
             f"{many['optimism'].std() * 100:.1f} points between splits; the held-out half's best pair in hindsight "
             f"is {many['regret'].mean() * 100:.1f} points better than the chosen one, and the chosen pair overshoots "
             f"the budget on the held-out half in {pct(over.mean(), 0)} of splits"
