@@ -147,10 +147,8 @@ print("calls per problem:", ", ".join(f"{s} {comparison.calls_per_problem(r.call
                                       for s, r in runs.items() if s != "lase"))
 if missing:
     print("not recorded (left out of the comparison):", ", ".join(missing))
-down_theta = runs["down"].manifest.get("down_threshold") if "down" in runs else None
-if isinstance(down_theta, dict):
-    print(f"DOWN's theta = {down_theta['theta']:.3f}, chosen on {down_theta['calibration_n']} calibration problems "
-          f"(seed {down_theta['calibration_seed']}): {down_theta['rule']}")
+if "down" in runs and isinstance(runs["down"].manifest.get("down_threshold"), dict):
+    display(Markdown(comparison.describe_down(runs["down"].manifest)))
 elif "down" in runs:
     print(f"DOWN's theta = {configs['down'].get('down_threshold')} (fixed in this run, not calibrated)")
 

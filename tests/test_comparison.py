@@ -272,3 +272,12 @@ def test_aim_check_meets_the_aim_only_when_all_four_hold():
     assert paper["x leader's tokens"] == "1.3" and paper["share of MV's tokens"] == "0.18"
     with pytest.raises(Exception, match="at least two problems"):
         comparison.aim_check(chains.subset(np.arange(100) < 1), None, 0.8, 0.5)
+
+
+def test_describe_down_says_when_it_never_debates():
+    zero = {"down_threshold": {"theta": 0.0, "calibration_n": 20, "calibration_seed": 1000}}
+    assert "never debates on this model and its row is the single agent's" in comparison.describe_down(zero)
+    some = {"down_threshold": {"theta": 0.951, "calibration_n": 20, "calibration_seed": 1008}}
+    text = comparison.describe_down(some)
+    assert "theta = 0.951" in text and "never debates" not in text
+    assert "not in its manifest" in comparison.describe_down({})

@@ -33,7 +33,9 @@ from ..plots import label, style
 from ..replay import choose_thresholds, gate_for_budget, split_halves
 from ..runs import comparison_table
 from ..stats import paired_test, pct, points
-from ..strategies import EXTRACT_ROLE, SPECS, majority_vote
+from ..strategies import EXTRACT_ROLE, SPECS, StrategyConfig, majority_vote
+
+_DEFAULT_TEMPERATURE = StrategyConfig().temperature
 from ..answers import answer_or_none, number_or_none
 
 __all__ = [
@@ -474,7 +476,9 @@ def describe_matched(matched: pd.DataFrame, mv: pd.DataFrame, grid: pd.DataFrame
     return (f"**What it shows.** {head}{solo} One MV sample "
             f"costs about {mv['avg_tokens'].iloc[0]:.0f} tokens, {mv['avg_tokens'].iloc[-1]:.0f} for all "
             f"{int(mv['k'].iloc[-1])}; MV's accuracy goes from {pct(mv['accuracy'].iloc[0], 1)} (k = 1) to "
-            f"{pct(mv['accuracy'].iloc[-1], 1)} (k = {int(mv['k'].iloc[-1])}). LASE's thresholds span "
+            f"{pct(mv['accuracy'].iloc[-1], 1)} (k = {int(mv['k'].iloc[-1])}). MV(1) is one sample at MV's "
+            f"temperature ({_DEFAULT_TEMPERATURE:g}), not the greedy single agent, so the two need not "
+            f"agree; the vote has to win back what sampling loses. LASE's thresholds span "
             f"{grid['avg_tokens'].min():.0f} to {grid['avg_tokens'].max():.0f} tokens and "
             f"{pct(grid['accuracy'].min(), 1)} to {pct(grid['accuracy'].max(), 1)}. The paper's equal-budget comparison "
             f"is LASE+MV(5) vs MV(7) ({lmv.attrs['model']}, {lmv.attrs['dataset']}; table below).")
@@ -642,3 +646,18 @@ def aim_display(check: pd.DataFrame) -> pd.DataFrame:
         "x leader's tokens": f"{mult['lase']:g}", "share of MV's tokens": f"{mult['lase'] / mult['mv']:.2f}",
         "chosen on": reference.SOURCE.split(",")[0]}
     return pd.DataFrame(rows).T.fillna("")
+
+
+def describe_down(manifest: Mapping[str, Any]) -> str:
+    """DOWN's threshold as its recording chose it (the manifest's ``down_threshold``), and what it
+    means for its row: at theta = 0 DOWN never debates, so its row is the single agent's."""
+    d = manifest.get("down_threshold") or {}
+    theta = d.get("theta")
+    if theta is None:
+        return "DOWN's threshold is not in its manifest."
+    out = (f"DOWN's threshold theta = {theta:.3g} was chosen on {d.get('calibration_n', '?')} calibration problems "
+           f"(seed {d.get('calibration_seed', '?')}, none of them evaluated): the best accuracy there, ties to fewer debates.")
+    if theta <= 0:
+        out += (" At theta = 0 every first answer is accepted (its confidence score is above 0), so DOWN never "
+                "debates on this model and its row is the single agent's: debating never helped on the calibration problems.")
+    return out

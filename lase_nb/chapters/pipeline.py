@@ -411,8 +411,8 @@ def plot_inclusions(summary: pd.DataFrame, labels: Mapping[str, str] | None = No
 def prompt_table() -> pd.DataFrame:
     """Each role's instruction as the code sends it, beside the paper's intent, with the differences named.
 
-    Rows: the four roles, the supporters under a shuffled order, the answer-extraction step and the
-    worked examples. Columns: part, paper's intent, ours (from :mod:`lase_nb.prompts`), difference.
+    Rows: the four roles, the supporters under a shuffled order, the answer-extraction step, the
+    supporters' sampling and the worked examples. Columns: part, paper's intent, ours (from :mod:`lase_nb.prompts`), difference.
     """
     ex = prompts.WORKED_EXAMPLES["number"][: prompts.DEFAULT_EXAMPLES]
     rows = [
@@ -432,6 +432,10 @@ def prompt_table() -> pd.DataFrame:
          prompts.EXTRACT_REQUEST + f"\n(local model: the reply starts with {prompts.EXTRACT_PREFIX!r})",
          "asked only when a leader's response has no extractable answer; its tokens are counted and gated "
          "on; strict grading leaves it out"),
+        ("supporters' sampling", "varied sampling temperatures across the supporters (Section 4.5)",
+         "greedy (temperature 0) for every supporter call",
+         "ours are greedy, so a recorded chain replays exactly and a rerun through the call cache makes no "
+         "call; the paper's varied temperatures would add diversity to the notes (and noise to the replay)"),
         ("worked examples", "none: the paper's agents are zero-shot",
          " | ".join(f"{u} -> {a.splitlines()[-1]}" for u, a in ex),
          f"{prompts.DEFAULT_EXAMPLES} worked examples by default, because the 135M model only boxes its "
