@@ -264,6 +264,7 @@ for s, t in short_tables.items():
 
 # %%
 print(f"paper columns: {paper.attrs['row']} (Table 1), from {paper.attrs['source']}")
+display(Markdown(comparison.describe_mad_cost(table)))
 paper[["paper, other settings"]].dropna()
 
 # %%

@@ -281,3 +281,10 @@ def test_describe_down_says_when_it_never_debates():
     text = comparison.describe_down(some)
     assert "theta = 0.951" in text and "never debates" not in text
     assert "not in its manifest" in comparison.describe_down({})
+
+
+def test_describe_mad_cost_sets_ours_beside_the_papers_ratio():
+    t = pd.DataFrame({"avg_tokens": [100.0, 700.0, 1120.0]}, index=["single", "mv", "mad"])
+    text = comparison.describe_mad_cost(t)
+    assert "1.6x MV's tokens here, 2.2x in the paper (15.7x vs 7.1x" in text
+    assert comparison.describe_mad_cost(t.drop(index="mad")) == ""

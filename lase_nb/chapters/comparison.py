@@ -661,3 +661,18 @@ def describe_down(manifest: Mapping[str, Any]) -> str:
         out += (" At theta = 0 every first answer is accepted (its confidence score is above 0), so DOWN never "
                 "debates on this model and its row is the single agent's: debating never helped on the calibration problems.")
     return out
+
+
+def describe_mad_cost(table: pd.DataFrame) -> str:
+    """MAD's rounds and its cost against MV's, ours beside the paper's (Table 1's average token
+    multipliers), from a :func:`lase_nb.runs.comparison_table` with ``mad`` and ``mv`` rows."""
+    if not {"mad", "mv"} <= set(table.index):
+        return ""
+    mult = reference.TOKEN_MULTIPLIERS.set_index("method")["token_multiplier"]
+    paper = float(mult["mad"] / mult["mv"])
+    ours = float(table.loc["mad", "avg_tokens"] / table.loc["mv", "avg_tokens"])
+    return (f"MAD is Du et al.'s 3 agents x 2 rounds: the independent answers, then one round in which each agent "
+            f"reads the other two (6 calls, against MV(7)'s 7). It still costs more tokens than MV because each "
+            f"second-round prompt holds two other answers: {ours:.1f}x MV's tokens here, {paper:.1f}x in the paper "
+            f"({mult['mad']:g}x vs {mult['mv']:g}x the single agent). The ratio grows with the length of the "
+            f"answers each agent reads.")
