@@ -940,8 +940,10 @@ def load_dataset(name: str = "arith", path: "str | os.PathLike[str] | None" = No
                               "(pass n and seed instead)")
         return arithmetic_problems(50 if n is None else n, seed=seed,
                                    levels=DEFAULT_LEVELS if levels is None else levels, split=split)
-    if levels is not None or split is not None:
-        raise ConfigError(f"levels and split apply to the generated 'arith' set only, not to {name!r}")
+    if levels is not None:
+        raise ConfigError(f"levels apply to the generated 'arith' set only, not to {name!r}")
+    if split is not None:
+        raise ConfigError(f"split applies to the generated 'arith' set only, not to {name!r}")
     if path is None:
         if os.environ.get("LASE_ALLOW_HUB") == "1":
             try:
