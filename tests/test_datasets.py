@@ -588,3 +588,32 @@ def test_arith_default_set_is_the_measured_level_mix():
     assert [p.id for p in ps] == [p.id for p in D.arithmetic_problems(60, seed=0, levels=(1, 2, 3))
                                   if p.meta["level"] == 1][:20]  # level-1 ids are the same in any mix
     assert all(int(x) <= 12 for p in ps for x in re.findall(r"\d+", p.question))  # small operands
+
+
+# ----------------------------------------------------------------------------- train / eval splits
+def test_the_splits_are_disjoint_by_template_and_numbers_whatever_the_seeds():
+    key = lambda p: D.content_key(p.meta["template"], p.meta["start"], p.meta["ops"])  # noqa: E731
+    train = {key(p) for s in (1, 2) for p in D.arithmetic_problems(600, seed=s, levels=(1, 2, 3), split="train")}
+    held = {key(p) for s in (1, 3) for p in D.arithmetic_problems(600, seed=s, levels=(1, 2, 3), split="eval")}
+    assert not train & held
+    assert all(D.split_of(k) == "train" for k in train) and all(D.split_of(k) == "eval" for k in held)
+
+
+def test_each_split_holds_a_few_thousand_level_1_problems_with_no_repeat():
+    ps = D.arithmetic_problems(2500, seed=0, levels=(1,), split="eval")
+    keys = {D.content_key(p.meta["template"], p.meta["start"], p.meta["ops"]) for p in ps}
+    assert len(keys) == 2500
+    for p in ps[:300]:
+        assert recompute(p.meta["start"], p.meta["ops"]) == int(p.gold)
+        assert p.id.startswith("arith-eval-L1-") and p.meta["split"] == "eval"
+
+
+def test_no_split_is_the_original_generator():
+    """The shipped recordings regenerate their problems: split=None changes nothing."""
+    a = D.arithmetic_problems(30, seed=8, levels=(1, 2, 3))
+    assert a[0].id == "arith-L1-0000" and "split" not in a[0].meta
+    assert [p.question for p in a] == [p.question for p in D.arithmetic_problems(30, seed=8, levels=(1, 2, 3), split=None)]
+    with pytest.raises(ConfigError, match="split must be one of"):
+        D.arithmetic_problems(3, split="test")
+    with pytest.raises(ConfigError, match="split applies to the generated 'arith' set only"):
+        D.load_dataset("math500", "x.jsonl", split="eval")
