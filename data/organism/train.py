@@ -1,20 +1,24 @@
 """Train the model organism: a LoRA adapter on the embedded SmolLM2-135M (never run in CI).
 
-    .venv/bin/python data/organism/train.py            # the committed recipe (~1.4 h on 2 cores, then ~18 min of evaluation)
+    .venv/bin/python data/organism/train.py            # the committed recipe (~1.5 h on 2 cores), then:
+    .venv/bin/python benchmarks/organism_skills.py --manifest   # the skill evaluation (~30 min)
     .venv/bin/python data/organism/train.py --toy      # every stage at toy size (minutes), into build/
 
-The recipe (:mod:`lase_nb.organism` has the formats and the data functions):
+Every problem comes from the "train" split (:data:`lase_nb.organism.TRAINING_SETS`, written into
+the manifest as ``training_sets``): no evaluation or recorded problem shares its template and
+numbers. The recipe (:mod:`lase_nb.organism` has the formats and the data functions):
 
 1. **solve**: LoRA on zero-shot solve examples of levels 1-3 (the pipeline's solver prompt ->
    the gold chain, one step per line, the last operation inside the box);
 2. **sample**: the stage-1 solver, merged and run through the local backend at temperature 0.8
-   on other level 2-3 problems; each attempt labelled against the gold chain;
-3. **review and revise**: the same adapter trained on, for each labelled attempt, one
-   supporter's note (devil's advocate, collaborator or senior expert, in the messages LASE's
-   pipeline sends) and the leader's revision after it; the attempts are the sampled ones, slipped
-   variants of those it got right (the kinds of slips it makes, so that "different" is as common
-   in the notes as the solver's errors need) and one-step attempts, plus fresh solve examples;
-4. **evaluate** (``benchmarks/organism_skills.py``, run at the end) on held-out problems.
+   on other level 1-3 problems; each attempt labelled against the gold chain;
+3. **review and revise**: for each labelled attempt (the sampled ones, wrong first, and slipped
+   variants of those it got right), the devil's advocate's note, the collaborator's and the
+   expert's notes on some of them, and the leader's revision after one note, in the messages
+   LASE's pipeline sends (:func:`lase_nb.organism.support_examples`). The notes point at the
+   failing step and never state the answer; the revision redoes the flagged step column by
+   column and keeps an answer that agrees; plus fresh solve examples;
+4. **evaluate** (``benchmarks/organism_skills.py``) on calibration problems of the eval split.
 
 Each stage writes its result under ``--work`` and is skipped when that result exists, so an
 interrupted run resumes at the stage it stopped in. The adapter is saved in fp16 as
@@ -170,11 +174,11 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--solve", type=int, default=TRAINING_SETS["solve"]["n"], help="stage-1 solve examples (levels 1-3)")
     ap.add_argument("--sample", type=int, default=TRAINING_SETS["sample"]["n"], help="level 1-3 problems the stage-1 solver is sampled on")
-    ap.add_argument("--max-attempts", type=int, default=400, help="attempts used in stage 2 (sampled + slipped)")
+    ap.add_argument("--max-attempts", type=int, default=340, help="attempts used in stage 2 (sampled + slipped)")
     ap.add_argument("--solve2", type=int, default=TRAINING_SETS["solve2"]["n"], help="solve examples mixed into stage 2")
     ap.add_argument("--slipped", type=int, default=80,
                     help="stage 2: slipped variants of attempts the solver got right (the kinds of slips it makes)")
-    ap.add_argument("--extra-notes", type=float, default=0.4,
+    ap.add_argument("--extra-notes", type=float, default=0.35,
                     help="stage 2: how often an attempt also trains the collaborator's and the expert's notes")
     ap.add_argument("--temperature", type=float, default=0.8)
     ap.add_argument("--lr", type=float, default=3e-4)
