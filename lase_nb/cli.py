@@ -148,7 +148,7 @@ def cmd_run(args) -> int:
         raise ConfigError(f"--n must be a positive number of problems (got {args.n})")
     if args.window < 1:
         raise ConfigError(f"--window must be >= 1 problem in flight (got {args.window})")
-    problems = load_dataset(args.dataset, args.data_path, args.n, args.seed, levels=args.levels)
+    problems = load_dataset(args.dataset, args.data_path, args.n, args.seed, levels=args.levels, split=args.split)
     engine = _engine(args, cache=False)
     if args.strategy in GATED and not engine.backend.supports_logprobs:
         from .errors import LogprobsUnavailable
@@ -166,7 +166,8 @@ def cmd_run(args) -> int:
         command="lase-nb " + " ".join(shlex.quote(a) for a in _public_argv(args.argv or [])),
         strategy=args.strategy, backend=engine.backend.name, model=engine.backend.model,
         base_url=public_url(args.base_url), dataset=args.dataset,
-        data_path=args.data_path, n=len(problems), seed=args.seed, levels=args.levels, config=asdict(cfg),
+        data_path=args.data_path, n=len(problems), seed=args.seed, levels=args.levels,
+        **({"split": args.split} if args.split else {}), config=asdict(cfg),
         cache={"path": str(engine.cache.path), "mode": engine.cache.mode}, engine=asdict(engine.stats))
     traces.write_run(out, results, problems, manifest)
     print(summary_table(out).to_string())
@@ -273,6 +274,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--seed", type=int, default=0)
     r.add_argument("--levels", type=int, nargs="+", default=None,
                    help="arith only: difficulty levels to mix, e.g. --levels 1 2 3 (default: 1)")
+    r.add_argument("--split", choices=["train", "eval"], default=None,
+                   help="arith only: draw from one part of the problem space, disjoint by template and numbers "
+                        "(the organism trains on 'train'; evaluate it on 'eval')")
     r.add_argument("--out", required=True, help="output folder")
     r.add_argument("--full-chain", action="store_true", help="LASE: record every stage (for sweeps)")
     r.add_argument("--tau-lp", type=float, default=d.tau_lp, help="gate: min answer-token probability")

@@ -380,3 +380,18 @@ def test_run_levels_reach_the_problems_and_the_manifest(tmp_path, capsys):
     rc, _, err = run_cli(capsys, "run", "--strategy", "single", "--dataset", "math500", "--data-path", "x.jsonl",
                          "--levels", "2", "--out", str(tmp_path / "bad"))
     assert rc == 2 and "levels apply to the generated 'arith' set only" in err
+
+
+def test_run_split_reaches_the_problems_and_the_manifest(tmp_path, capsys):
+    """The split regenerates from the manifest: runs.problems_from_manifest finds the same problems."""
+    from lase_nb.runs import problems_from_manifest
+
+    probs = arithmetic_problems(4, seed=22, levels=(1, 2), split="eval")
+    with OpenAIWireServer(oracle(probs)) as srv:
+        rc, out, err = run_cli(capsys, "run", "--strategy", "single", "--backend", "openai", "--base-url",
+                               srv.base_url, "--n", "4", "--seed", "22", "--levels", "1", "2", "--split", "eval",
+                               "--out", str(tmp_path / "r"), "--cache", str(tmp_path / "c.sqlite"), "--quiet")
+        assert rc == 0, err
+    manifest = json.loads((tmp_path / "r" / "manifest.json").read_text())
+    assert manifest["split"] == "eval"
+    assert sorted(problems_from_manifest(manifest)) == sorted(p.id for p in probs)
