@@ -272,9 +272,11 @@ def describe_assumptions(check: pd.DataFrame) -> str:
     else:
         parts.append("A2 cannot be measured: no escalated problem had a seed.")
     if c["a3_gap"]:
+        verdict = {"holds": "A3 **holds**", "violated": "A3 is **violated**",
+                   "undetermined": "A3 is **undetermined**"}[a3_verdict(check)]
         parts.append(f"A3: on the {c['a3_gap']} escalated without a seed, LASE's share of right answers minus the "
                      f"leader's over all escalated problems (Appendix A.3) is {_term(check, 'a3_paper', pct=False)}, "
-                     f"so A3 is **{a3_verdict(check)}** (from its interval); within the group the change is "
+                     f"so {verdict} (read from its interval); within the group the change is "
                      f"{_term(check, 'a3_gap', pct=False)}.")
     else:
         parts.append("A3 is untested: every escalated problem had a seed.")

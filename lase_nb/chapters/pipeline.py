@@ -27,7 +27,7 @@ from ..replay import Chains, stop_stages
 from ..confidence import uncertain_mask
 from ..errors import DataError
 from ..stats import pct
-from ..strategies import SPECS, reading_rounds
+from ..strategies import EXTRACT_ROLE, SPECS, reading_rounds
 from ..answers import answer_or_none, grade
 from ..notes import states_answer
 from ..transcripts import ROLE_TITLES, SUPPORTERS
@@ -229,11 +229,18 @@ def leak_table(calls: pd.DataFrame, stops: Mapping[str, int] | None = None,
     out["leak_rate"] = out["calls_with_leak"] / out["calls"]
     if problems is not None:
         lead = calls[calls["role"] == "leader"].drop_duplicates(["strategy", "problem_id", "stage", "agent"])
-        attempt = {(r.strategy, r.problem_id, r.stage): (r.text, r.answer) for r in lead.itertuples()}
+        attempt = {(r.strategy, r.problem_id, r.stage): r.text for r in lead.itertuples()}
+        # the leader's answer at a stage: its own box, else what the extraction step supplied
+        answered = calls[calls["role"].isin(["leader", EXTRACT_ROLE])]
+        answers: dict[tuple, Any] = {}
+        for r in answered.itertuples():
+            if answer_or_none(r.answer) is not None:
+                answers.setdefault((r.strategy, r.problem_id, r.stage), r.answer)
         states, wrong = [], []
         for r in sup.itertuples():
             p = problems.get(r.problem_id)
-            text, answer = attempt.get((r.strategy, r.problem_id, r.stage - 1), (None, None))
+            key = (r.strategy, r.problem_id, r.stage - 1)
+            text, answer = attempt.get(key), answers.get(key)
             states.append(bool(p is not None and states_answer(r.text, p.gold, p.question, text or "")))
             wrong.append(bool(p is not None and not grade(answer_or_none(answer), p.gold, p.kind)))
         sup["states_answer"], sup["on_wrong"] = states, wrong
