@@ -21,7 +21,7 @@ import numpy as np
 
 from .errors import DataError
 from .replay import Chains, chains_from_stages, gate_for_budget, replay
-from .stats import holm, paired_test
+from .stats import clears_both, holm, paired_test
 
 __all__ = ["PATH", "SECONDARY", "build", "load", "primary_result", "secondary_results", "chains_of"]
 
@@ -101,7 +101,7 @@ def _test(a: np.ndarray, b: np.ndarray, prereg: Mapping[str, Any]) -> dict[str, 
     boot = prereg["primary"]["tests"]["bootstrap"]
     alpha = prereg["primary"]["tests"]["mcnemar"]["alpha"]
     t = paired_test(a, b, n_boot=boot["n_boot"], seed=boot["seed"], level=boot["level"])
-    t["claimed"] = bool(t["p_value"] < alpha and t["diff_lo"] > 0)
+    t["claimed"] = clears_both(t, alpha)
     return t
 
 
@@ -131,7 +131,7 @@ def secondary_results(prereg: Mapping[str, Any], pairs: Mapping[str, tuple[np.nd
     alpha = prereg["secondary"]["alpha"]
     for r, p in zip(rows, adj):
         r["p_holm"] = float(p)
-        r["claimed"] = bool(p < alpha and r["diff_lo"] > 0)
+        r["claimed"] = clears_both({**r, "p_value": p}, alpha)
     return rows
 
 

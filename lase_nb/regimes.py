@@ -20,7 +20,7 @@ import pandas as pd
 
 from .replay import Chains, replay
 from .errors import DataError
-from .stats import paired_test, pct, points
+from .stats import clears_both, paired_test, pct, points
 
 __all__ = ["REGIMES", "REGIME_RULE", "OTHER_REGIME", "gain_regime", "regime_table", "describe_regime",
            "describe_gain_regime"]
@@ -39,11 +39,6 @@ OTHER_REGIME = (
     "then `papermill <chapter>.ipynb out.ipynb -p traces ../data/traces/arith-gpt41mini -p interactive False`")
 
 
-def _clears(t: Mapping[str, Any], alpha: float, above: bool) -> bool:
-    side = t["diff_lo"] > 0 if above else t["diff_hi"] < 0
-    return bool(side and t["p_value"] < alpha)
-
-
 def gain_regime(chains: Chains, tau_lp: float, tau_h: float, n_boot: int = 2000, seed: int = 0,
                 level: float = 0.95, alpha: float = 0.05) -> dict[str, Any]:
     """The regime of a model from its full chains (see the module): gated LASE (replayed at
@@ -59,8 +54,8 @@ def gain_regime(chains: Chains, tau_lp: float, tau_h: float, n_boot: int = 2000,
     solo = chains.correct[:, 0]
     t = paired_test(r["correct"].to_numpy(bool), solo, n_boot=n_boot, seed=seed, level=level)
     f = paired_test(chains.correct[:, -1], solo, n_boot=n_boot, seed=seed, level=level)
-    name = ("corrective" if _clears(t, alpha, above=True) else
-            "destructive" if _clears(f, alpha, above=False) else "neutral")
+    name = ("corrective" if clears_both(t, alpha, above=True) else
+            "destructive" if clears_both(f, alpha, above=False) else "neutral")
     return {"regime": name, "tau_lp": float(tau_lp), "tau_h": float(tau_h), "n": t["n"],
             "escalated": int((r["stop_stage"] > 0).sum()), "acc_solo": t["acc_b"], "acc_lase": t["acc_a"],
             "gain": t["diff"], "gain_lo": t["diff_lo"], "gain_hi": t["diff_hi"], "p_value": t["p_value"],

@@ -9,7 +9,7 @@ differences).
 
 from __future__ import annotations
 
-from typing import Callable, Literal, Sequence
+from typing import Callable, Literal, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -28,6 +28,7 @@ __all__ = [
     "bootstrap_ci",
     "paired_test",
     "holm",
+    "clears_both",
     "auroc_difference",
 ]
 
@@ -255,6 +256,13 @@ def paired_test(correct_a: np.ndarray, correct_b: np.ndarray, n_boot: int = 2000
     d, lo, hi = bootstrap_ci(a.astype(float) - bb.astype(float), n_boot=n_boot, seed=seed, level=level)
     return {"n": n, "acc_a": float(a.mean()) if n else np.nan, "acc_b": float(bb.mean()) if n else np.nan,
             "diff": d, "diff_lo": lo, "diff_hi": hi, "b": b, "c": c, "p_value": p}
+
+
+def clears_both(test: Mapping[str, float], alpha: float = 0.05, above: bool = True) -> bool:
+    """The project's claim rule on a :func:`paired_test`: the exact McNemar p below ``alpha`` and the
+    paired bootstrap interval of the difference wholly above zero (``above``) or below it."""
+    side = test["diff_lo"] > 0 if above else test["diff_hi"] < 0
+    return bool(side and test["p_value"] < alpha)
 
 
 def holm(p_values: Sequence[float]) -> np.ndarray:
