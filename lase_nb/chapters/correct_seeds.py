@@ -18,7 +18,6 @@ argues against it still counts, so rho is an upper estimate of useful seeds.
 
 from __future__ import annotations
 
-import re
 import warnings
 from typing import Any, Mapping
 
@@ -38,7 +37,6 @@ SEED_RULE = ("a note holds a correct seed when it states a value of the gold cha
              "result, the answer included) that the attempt it reviewed lacks and the question does not contain, "
              "or names as failing the first step where the attempt departs from the gold chain")
 
-_NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?![\w]|\.\d)")
 
 
 def gold_values(problem: Any) -> list[str]:
