@@ -38,7 +38,6 @@ SEED_RULE = ("a note holds a correct seed when it states a value of the gold cha
              "or names as failing the first step where the attempt departs from the gold chain")
 
 
-
 def gold_values(problem: Any) -> list[str]:
     """The gold chain's results in order (the last is the answer); for a problem without a recorded
     chain (not ``arith``), its gold answer alone."""
