@@ -3,23 +3,25 @@
 The embedded 135M model cannot revise, so every real-model chapter sees LASE fail on it. The
 organism is the same model with a LoRA adapter trained here (``data/organism/train.py``) on this
 project's generated arithmetic problems, so that the corrective regime of the theory (a correct
-seed among the supporters' notes, and a leader that uses it) can be seen offline.
+seed among the supporters' notes, and a leader that uses it) can be tried offline (whether it
+appears is measured: `data/organism/README.md`).
 
-What it is taught, in the exact messages LASE's pipeline sends (rendered with :mod:`lase_nb.prompts`):
+What it is taught, in the exact messages LASE's pipeline sends (rendered with :mod:`lase_nb.prompts`),
+on problems of the generator's "train" split only (:data:`TRAINING_SETS`):
 
 * **solve**: one step per line, ``a op b = c``, the last operation carried out inside the box
   (``17 × 4 = \\boxed{68}``), so the answer tokens carry the uncertainty the gate reads;
-* **review**, from the trained solver's *own* sampled attempts, each labelled against the
-  generator's gold chain (:func:`label_attempt`), and slipped variants of the attempts it got
-  right (:func:`slipped_attempt`). The three supporters form a ladder of different checks, each
-  done before the note reads the attempt's value: the devil's advocate quotes the phrase each
-  number comes from and recomputes each step digit by digit from one-digit facts
-  (:func:`column`), then writes the attempt's value beside its own, ``same`` or ``different``;
-  the collaborator takes each written result back through the inverse operation; the senior
-  expert names the step and what the problem's words mean there. A note names the first wrong
-  step and its right value, or shows its checks and names the riskiest step;
-* **revise**: attempt + note -> the corrected chain, and a right attempt + a note that finds no
-  error (or whose own numbers are off) -> the same chain.
+* **notes that point and never tell** (the paper's rule, Appendix D: "Do NOT give the final
+  answer"), on the trained solver's own sampled attempts, each labelled against the generator's
+  gold chain (:func:`label_attempt`, :func:`first_fault`), and on slipped variants of the ones it
+  got right (:func:`slipped_attempt`): the devil's advocate checks each written step by where its
+  numbers come from and by taking its result back through the inverse operation, digit by digit
+  (:func:`column`), up to the first step that fails, and names what to redo without its value; the
+  collaborator gives a method for that step; the senior expert names the concept it needs. No
+  training note states the answer (:func:`lase_nb.notes.states_answer`);
+* **revise**: the flagged step redone column by column, kept when that agrees with the attempt
+  (also after a false alarm), changed and carried through the later steps when it does not
+  (:func:`revision_text`).
 
 Everything here is deterministic given its seed.
 """
@@ -259,11 +261,14 @@ def _sources(src: Sequence[tuple[int, str]], i: int) -> str:
     return f"'{src[i + 1][1]}' gives" if i else f"'{src[0][1]}' and '{src[1][1]}' give"
 
 
+_INVERSE = {"+": "-", "-": "+", "*": "/", "/": "*"}
+
+
 def _backwards(s: Step) -> tuple[str, int | None]:
     """A written step undone: its result taken back through the inverse operation, digit by
     digit (a product divided by its factor, a quotient multiplied back). Returns the working and
     the value it gives back, which must be where the step began; never the step's own result."""
-    inverse = {"+": "-", "-": "+", "*": "/", "/": "*"}[s.op]
+    inverse = _INVERSE[s.op]
     if inverse == "-" and s.c < s.b:
         return f"{s.c} - {s.b} is below zero", None
     work, v = column(s.c, inverse, s.b)
@@ -284,7 +289,7 @@ def _check_line(i: int, s: Step, e: Step, src: Sequence[tuple[int, str]], detail
     elif detail == 1:
         back = f"back, {work.split(':')[0]} = {v}" if v is not None else f"back, {work}"
     else:
-        back = f"back, {s.c} {_SIGN[{'+': '-', '-': '+', '*': '/', '/': '*'}[s.op]]} {s.b} " + \
+        back = f"back, {s.c} {_SIGN[_INVERSE[s.op]]} {s.b} " + \
                ("gives" if holds else "does not give")
         return f"{head}; {back} {s.a}: {'it holds' if holds else 'it fails'}.", holds
     return f"{head}; {back}; it began at {s.a}: {'it holds' if holds else 'it fails'}.", holds
