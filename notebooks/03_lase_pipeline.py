@@ -64,7 +64,7 @@ tau_h = 0.5  # gate: H_max (nats) above this is uncertain
 max_tokens = None  # live runs: leader token limit (None: library default)
 seed = 0
 run_episode = True  # section 3.3: run one LASE episode now with `backend` (at most 7 calls, cached)
-episode_max_tokens = 96  # section 3.3: token cap of each call of that episode (the check holds at any cap)
+episode_max_tokens = 96  # section 3.3: token cap of each call of that episode (the check holds at any cap; a live run uses its own max_tokens here, so the episode reuses its calls)
 interactive = True  # False under papermill: no widgets
 
 # %%
@@ -294,7 +294,8 @@ if run_episode and problem is not None:
 
     if not live:
         engine = live_engine(backend, model, base_url)
-    cfg1 = live_config(backend, model, tau_lp=tau_lp, tau_h=tau_h, seed=seed, max_tokens=episode_max_tokens)
+    cfg1 = live_config(backend, model, tau_lp=tau_lp, tau_h=tau_h, seed=seed,
+                       max_tokens=max_tokens if live else episode_max_tokens)
     ours = lase_from_scratch(problem, engine, cfg1)
     calls_before = engine.stats.model_calls
     (package,) = run_problems("lase", [problem], engine, cfg1, progress=False)
