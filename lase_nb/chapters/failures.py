@@ -485,10 +485,10 @@ def plot_escalation(esc: pd.DataFrame, cost: pd.DataFrame | None, paper: dict[st
     for off, col, lo, hi, lab, c in ((-w / 2, "accuracy", "acc_lo", "acc_hi", "solo accuracy", "C2"),
                                      (w / 2, "escalation_rate", "esc_lo", "esc_hi", "escalation rate P(U=1)", "C1")):
         v = esc[col].to_numpy(float)
-        ax.bar(x + off, v, w, color=c, label=lab,
+        ax.bar(x + off, v, w, color=c, label=lab, zorder=2,
                yerr=[v - esc[lo].to_numpy(float), esc[hi].to_numpy(float) - v], capsize=4)
-    ax.axhspan(paper["escalation_min"], paper["escalation_max"], color="C0", alpha=0.15,
-               label="paper: escalation, GPT-4.1-mini, MATH-500 sweep")
+    ax.axhspan(paper["escalation_min"], paper["escalation_max"], color="C0", alpha=0.15, zorder=0,
+               label="paper: escalation, GPT-4.1-mini, MATH-500 sweep")  # behind the bars
     ax.set_xticks(x, [f"level {lv}" if lv != "all" else "all" for lv in esc["level"]])
     ax.set(ylim=(0, 1.05), ylabel="share of problems",
            title=f"Escalation by difficulty (tau_lp={tau_lp:g}, tau_h={tau_h:g})")
