@@ -40,14 +40,12 @@ def _value(token: str) -> Fraction | None:
         return None
 
 
-def numbers_in(text: str | None, skip_step_labels: bool = True) -> set[Fraction]:
-    """The numbers written in ``text`` as values (``1,200`` and ``1200.0`` are one value); step
-    labels are skipped unless ``skip_step_labels`` is False."""
+def numbers_in(text: str | None) -> set[Fraction]:
+    """The numbers written in ``text`` as values (``1,200`` and ``1200.0`` are one value), step
+    labels ("Step 2") skipped."""
     if not text:
         return set()
-    if skip_step_labels:
-        text = STEP_LABEL.sub(" ", text)
-    return {v for v in (_value(t) for t in _NUMBER.findall(text)) if v is not None}
+    return {v for v in (_value(t) for t in _NUMBER.findall(STEP_LABEL.sub(" ", text))) if v is not None}
 
 
 def mentions(text: str | None, answer: str | None) -> bool:
