@@ -51,12 +51,7 @@ TRAINING_SETS: dict[str, dict] = {
     "solve2": {"n": 150, "seed": 203, "levels": [1, 2, 3], "split": "train"},
 }
 EVAL_SEEDS = {"calibrate": 21, "record": 22}
-#: Seeds of the telling variant (v4, superseded): its problems came from the original generator
-#: (no split), held out by seed only. Kept so that its recordings regenerate.
-SEEDS = {"solve": 101, "sample": 102, "solve2": 103, "one_step": 104, "solve3": 105, "eval": 7, "calibrate": 11,
-         "record": 8}
-#: The seeds whose problems v4 was trained on.
-TRAINING_SEEDS = frozenset(SEEDS[k] for k in ("solve", "sample", "solve2", "one_step", "solve3"))
+
 
 
 def training_problems(name: str, n: int | None = None) -> list[Problem]:
@@ -555,13 +550,12 @@ def slipped_attempt(problem: Problem, rng: random.Random) -> str | None:
 
 def eval_problems(n: int, seed: int = EVAL_SEEDS["calibrate"], levels: Sequence[int] = (1, 2, 3),
                   split: str | None = "eval") -> list[Problem]:
-    """Held-out problems for the skill evaluation and the recordings: the eval split (never
-    trained on, whatever the seed). ``split=None`` is the original generator, where the seeds v4
-    was trained on are refused."""
-    if split is None and seed in TRAINING_SEEDS:
-        raise ValueError(f"seed {seed} is a training seed of the telling organism (v4)")
-    if split == "train":
-        raise ValueError("evaluation problems come from the eval split")
+    """Held-out problems for the skill evaluation and the recordings: the eval split, never trained
+    on whatever the seed. Any other split is refused: the original generator (``split=None``)
+    draws from both parts of the problem space, so it may hold training problems."""
+    if split != "eval":
+        raise ValueError(f"evaluation problems come from the eval split (got split={split!r}): the organism "
+                         "was trained on the train split, and split=None mixes both")
     return arithmetic_problems(n, seed=seed, levels=levels, split=split)
 
 
@@ -582,7 +576,7 @@ def prompt_fingerprint() -> str:
     return hashlib.sha256(json.dumps(rendered, sort_keys=True).encode()).hexdigest()[:16]
 
 
-__all__ = ["ORGANISM", "TRAINING_SETS", "EVAL_SEEDS", "SEEDS", "TRAINING_SEEDS", "Step", "Label",
+__all__ = ["ORGANISM", "TRAINING_SETS", "EVAL_SEEDS", "Step", "Label",
            "Fault", "gold_steps", "solution_text", "parse_steps", "label_attempt", "first_fault", "number_sources",
            "column", "devil_note", "collaborator_note", "expert_note", "NOTES", "note_flags", "flagged_step",
            "revision_text", "solve_examples", "support_examples", "slipped_attempt", "training_problems",

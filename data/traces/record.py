@@ -28,7 +28,7 @@ from lase_nb.cache import CallCache
 from lase_nb.datasets import load_dataset
 from lase_nb.engine import Engine
 from lase_nb.notes import count_answer_notes
-from lase_nb.organism import EVAL_SEEDS, ORGANISM, SEEDS, TRAINING_SEEDS
+from lase_nb.organism import EVAL_SEEDS, ORGANISM
 from lase_nb.runner import run_problems
 from lase_nb.strategies import SPECS, StrategyConfig, default_examples, recorded
 
@@ -70,9 +70,9 @@ def main() -> int:
                     help="arith: draw from the eval split (disjoint by content from the organism's training "
                          f"problems); the organism's recordings use --split eval --seed {EVAL_SEEDS['record']}")
     args = ap.parse_args()
-    if args.model == ORGANISM and args.split is None and args.seed in TRAINING_SEEDS:
-        ap.error(f"--seed {args.seed} is one of the organism's training seeds {sorted(TRAINING_SEEDS)}; "
-                 f"record it on held-out problems: --seed {SEEDS['record']} (the skill evaluation uses {SEEDS['eval']})")
+    if args.model == ORGANISM and args.split != "eval":
+        ap.error("the organism was trained on the train split; record it on held-out problems: "
+                 f"--split eval --seed {EVAL_SEEDS['record']} (the skill evaluation uses {EVAL_SEEDS['calibrate']})")
 
     backend = LocalBackend(args.model, device=args.device, max_batch=args.max_batch)
     engine = Engine(backend, CallCache(args.cache))
