@@ -483,7 +483,7 @@ if not others:
 # count). Those notes are not filtered.
 
 # %%
-leaks = pipeline.leak_table(run.calls, problems=problems)
+leaks = pipeline.leak_table(run.calls, problems=problems, stages=run.stages)
 leaks
 
 # %% [markdown]

@@ -17,7 +17,8 @@ from lase_nb import plots  # noqa: E402
 from lase_nb.chapters import comparison, pipeline  # noqa: E402
 from lase_nb.replay import chains_from_stages, replay, sweep  # noqa: E402
 from lase_nb.runs import comparison_table  # noqa: E402
-from tests.tables import _call, lase_calls, mad_calls, problems_frame  # noqa: E402
+from lase_nb.errors import DataError  # noqa: E402
+from tests.tables import _call, lase_calls, mad_calls, problems_frame, stages_frame  # noqa: E402
 
 
 def test_stage_table_stops_where_replay_stops(chain_stages):
@@ -90,7 +91,12 @@ def test_leak_table_counts_notes_that_state_the_answer():
     calls = pd.concat([lase_calls("p1"), lase_calls("p2")], ignore_index=True)
     calls.loc[(calls["problem_id"] == "p1") & (calls["role"] == "devil"), "text"] = "Step 1 is wrong: it should be 8."
     problems = {pid: Problem(pid, "Ana has 3 pens and gets 5 more. How many pens?", "8") for pid in ("p1", "p2")}
-    t = pipeline.leak_table(calls, problems=problems).set_index("role")
+    # each chain: 7 (wrong) alone, then 8 (right) after every revision
+    stages = stages_frame([(pid, t, a, ok, 0.5, 1.0, 100, 10) for pid in ("p1", "p2")
+                           for t, a, ok in ((0, "7", False), (1, "8", True), (2, "8", True), (3, "8", True))])
+    with pytest.raises(DataError, match="needs the run's stages"):
+        pipeline.leak_table(calls, problems=problems)
+    t = pipeline.leak_table(calls, problems=problems, stages=stages).set_index("role")
     # the devil read the wrong first attempt (7) and wrote 8: one note states the answer
     assert t.loc["devil", "states_answer"] == 1 and t.loc["devil", "states_answer_on_wrong"] == 1
     assert t.loc["devil", "notes_on_wrong"] == 2

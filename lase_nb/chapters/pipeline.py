@@ -27,9 +27,9 @@ from ..replay import Chains, stop_stages
 from ..confidence import uncertain_mask
 from ..errors import DataError
 from ..stats import pct
-from ..strategies import EXTRACT_ROLE, SPECS, reading_rounds
-from ..answers import answer_or_none, grade
-from ..notes import states_answer
+from ..strategies import SPECS, reading_rounds
+from ..answers import answer_or_none
+from ..notes import count_answer_notes
 from ..transcripts import ROLE_TITLES, SUPPORTERS
 
 __all__ = [
@@ -206,49 +206,38 @@ def outcome_flips(chains: Chains, tau_lp: float, tau_h: float) -> pd.DataFrame:
     ])
 
 def leak_table(calls: pd.DataFrame, stops: Mapping[str, int] | None = None,
-               problems: Mapping[str, Any] | None = None) -> pd.DataFrame:
+               problems: Mapping[str, Any] | None = None, stages: pd.DataFrame | None = None) -> pd.DataFrame:
     """Supporter calls per strategy and role: how many wrote ``\\boxed{}`` and how many boxes were
-    removed, and, given ``problems`` (id -> Problem), how many notes state the final answer
-    (:func:`lase_nb.notes.states_answer`, against the leader attempt the note read), in all and
-    among notes on a wrong attempt. The pipeline never filters a note for the second rule.
+    removed, and, given ``problems`` (id -> Problem) and the run's ``stages``, how many notes state
+    the final answer, in all and among notes on a wrong attempt (:func:`lase_nb.notes.count_answer_notes`).
+    The pipeline never filters a note for the second rule.
 
     With ``stops`` (problem id -> stop stage) only calls LASE makes at those thresholds count;
     otherwise all recorded supporter calls do (a leak is a property of the transcript).
     """
-    cols = ["strategy", "role", "calls", "calls_with_leak", "boxes_removed", "leak_rate"]
+    rule = ["states_answer", "notes_on_wrong", "states_answer_on_wrong"] if problems is not None else []
+    if problems is not None and stages is None:
+        raise DataError("counting notes that state the answer needs the run's stages (which attempts were right)")
     sup = calls[calls["role"].isin(SUPPORTERS)]
     if stops is not None:
         sup = sup[sup["stage"] <= sup["problem_id"].map(stops).fillna(-1)]
     if sup.empty:
-        return pd.DataFrame(columns=cols + (["states_answer", "notes_on_wrong", "states_answer_on_wrong"]
-                                            if problems is not None else []))
-    sup = sup.copy()
+        return pd.DataFrame(columns=["strategy", "role", "calls", "calls_with_leak", "boxes_removed", "leak_rate"] + rule)
     g = sup.groupby(["strategy", "role"], sort=False)
     out = pd.DataFrame({"calls": g.size(), "calls_with_leak": g["leaked"].apply(lambda s: int((s > 0).sum())),
                         "boxes_removed": g["leaked"].sum()}).reset_index()
     out["leak_rate"] = out["calls_with_leak"] / out["calls"]
     if problems is not None:
-        lead = calls[calls["role"] == "leader"].drop_duplicates(["strategy", "problem_id", "stage", "agent"])
-        attempt = {(r.strategy, r.problem_id, r.stage): r.text for r in lead.itertuples()}
-        # the leader's answer at a stage: its own box, else what the extraction step supplied
-        answered = calls[calls["role"].isin(["leader", EXTRACT_ROLE])]
-        answers: dict[tuple, Any] = {}
-        for r in answered.itertuples():
-            if answer_or_none(r.answer) is not None:
-                answers.setdefault((r.strategy, r.problem_id, r.stage), r.answer)
-        states, wrong = [], []
-        for r in sup.itertuples():
-            p = problems.get(r.problem_id)
-            key = (r.strategy, r.problem_id, r.stage - 1)
-            text, answer = attempt.get(key), answers.get(key)
-            states.append(bool(p is not None and states_answer(r.text, p.gold, p.question, text or "")))
-            wrong.append(bool(p is not None and not grade(answer_or_none(answer), p.gold, p.kind)))
-        sup["states_answer"], sup["on_wrong"] = states, wrong
-        g = sup.groupby(["strategy", "role"], sort=False)
-        extra = pd.DataFrame({"states_answer": g["states_answer"].sum(), "notes_on_wrong": g["on_wrong"].sum(),
-                              "states_answer_on_wrong": g.apply(lambda d: int((d["states_answer"] & d["on_wrong"]).sum()),
-                                                                include_groups=False)}).reset_index()
-        out = out.merge(extra, on=["strategy", "role"])
+        lead = calls[calls["role"] == "leader"]
+        rows = []
+        for strategy, notes in sup.groupby("strategy", sort=False):
+            st = stages[stages["strategy"] == strategy] if "strategy" in stages else stages
+            counts = count_answer_notes(pd.concat([lead[lead["strategy"] == strategy], notes]), st, problems)
+            rows += [{"strategy": strategy, "role": role, "states_answer": d["on_wrong"]["k"] + d["on_right"]["k"],
+                      "notes_on_wrong": d["on_wrong"]["n"], "states_answer_on_wrong": d["on_wrong"]["k"]}
+                     for role, d in counts.items()]
+        out = out.merge(pd.DataFrame(rows, columns=["strategy", "role"] + rule), on=["strategy", "role"], how="left")
+        out[rule] = out[rule].fillna(0).astype(int)
     order = {r: i for i, r in enumerate(prompts.SUPPORTERS)}
     return out.sort_values(["strategy", "role"], key=lambda s: s.map(order) if s.name == "role" else s,
                            kind="stable").reset_index(drop=True)
