@@ -180,7 +180,8 @@ def run_from_results(results: Sequence, problems: Sequence, manifest: Mapping[st
 
 
 def problems_from_manifest(manifest: Mapping[str, Any], data_path: str | None = None) -> dict[str, Any]:
-    """The run's problems by id, regenerated from its manifest (data set, n, seed).
+    """The run's problems by id, regenerated from its manifest (data set, n, seed, and ``offset``:
+    a run on the problems after the first ``offset`` of the same list).
 
     ``{}`` when the data set cannot be loaded here (a user file that is not present, an unknown
     name): the problems' text is a nicety, the tables do not need it.
@@ -190,8 +191,11 @@ def problems_from_manifest(manifest: Mapping[str, Any], data_path: str | None = 
 
     try:
         name = resolve(manifest.get("dataset", "arith"), DATASETS, "data set")
-        probs = load_dataset(name, data_path or manifest.get("data_path"), manifest.get("n"), manifest.get("seed", 0),
-                             levels=manifest.get("levels"), split=manifest.get("split"))
+        offset = int(manifest.get("offset") or 0)
+        n = manifest.get("n")
+        probs = load_dataset(name, data_path or manifest.get("data_path"), None if n is None else n + offset,
+                             manifest.get("seed", 0), levels=manifest.get("levels"),
+                             split=manifest.get("split"))[offset:]
     except (LaseError, OSError):
         return {}
     return {p.id: p for p in probs}

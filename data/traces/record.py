@@ -1,7 +1,12 @@
 """Record the traces the chapters read by default: the embedded model on the default arithmetic set.
 
     python data/traces/record.py [--n-full 60] [--n-baselines 30] [--device cpu] [--max-batch 8]
-    python data/traces/record.py --model organism --levels 1 2 3 --seed 8 --out data/traces/arith-organism
+    python data/traces/record.py --model organism --levels 1 2 3 --split eval --seed 22 --out data/traces/arith-organism
+    python data/traces/record.py --model organism ... --strategies lase-large --n-large 600
+
+``lase-large`` is gated LASE at the preregistered thresholds (``data/traces/preregistration.json``)
+on the ``--n-large`` problems that follow ``lase-full``'s in the same seed's list (so none is shared);
+its stage 0 is the leader alone, which makes it the large paired comparison the preregistration names.
 
 Writes one run folder per strategy under ``--out`` (``lase-full`` is LASE with every stage
 recorded, for replay; the baselines run on the first ``--n-baselines`` of the same problems).
@@ -20,8 +25,7 @@ from collections import Counter
 from dataclasses import asdict, replace
 from pathlib import Path
 
-from lase_nb import traces
-from lase_nb.replay import DOWN_THRESHOLD_RULE, choose_down_threshold, down_threshold_table
+from lase_nb import preregistration, traces
 from lase_nb.answers import grade
 from lase_nb.backends.local import MARKER, LocalBackend
 from lase_nb.cache import CallCache
@@ -29,6 +33,7 @@ from lase_nb.datasets import load_dataset
 from lase_nb.engine import Engine
 from lase_nb.notes import count_answer_notes
 from lase_nb.organism import EVAL_SEEDS, ORGANISM
+from lase_nb.replay import DOWN_THRESHOLD_RULE, choose_down_threshold, down_threshold_table
 from lase_nb.runner import run_problems
 from lase_nb.strategies import SPECS, StrategyConfig, default_examples, recorded
 
@@ -47,8 +52,11 @@ def main() -> int:
     ap.add_argument("--out", default="data/traces/arith-smollm2")
     ap.add_argument("--n-full", type=int, default=60)
     ap.add_argument("--n-baselines", type=int, default=30)
-    ap.add_argument("--strategies", nargs="*", default=recorded(), choices=recorded(),
-                    help="run folders to write (default: all; LASE at any thresholds is replayed from lase-full)")
+    ap.add_argument("--strategies", nargs="*", default=recorded(), choices=recorded() + [LARGE],
+                    help="run folders to write (default: all but lase-large; LASE at any thresholds is "
+                         "replayed from lase-full)")
+    ap.add_argument("--n-large", type=int, default=600,
+                    help="lase-large: gated LASE on this many problems after lase-full's")
     ap.add_argument("--model", default="smollm2-135m", help="alias, model folder or .gguf file")
     ap.add_argument("--model-label", default=None, help="model name written to the manifests")
     ap.add_argument("--device", default="cpu")
@@ -85,11 +93,14 @@ def main() -> int:
         gate = {"gate": {"tau_lp": base.tau_lp, "tau_h": base.tau_h, "rule": "given on the command line"}}
     model_info = _model_info(backend)
     for name in args.strategies:
-        strategy, cfg = SPECS[name].recording(base)
-        n = args.n_full if cfg.full_chain else args.n_baselines
-        problems = load_dataset("arith", None, n, args.seed, levels=args.levels, split=args.split)
-        t0 = time.perf_counter()
         extra = {}
+        if name == LARGE:
+            strategy, cfg, problems, extra = _large(base, args)
+        else:
+            strategy, cfg = SPECS[name].recording(base)
+            n = args.n_full if cfg.full_chain else args.n_baselines
+            problems = load_dataset("arith", None, n, args.seed, levels=args.levels, split=args.split)
+        t0 = time.perf_counter()
         if strategy == "down":
             cfg, extra = _calibrate_down(cfg, engine, args, problems)
         results = run_problems(strategy, problems, engine, cfg, window=args.window)
@@ -102,7 +113,7 @@ def main() -> int:
             levels=args.levels, model_files=model_info, seed=args.seed, config=asdict(cfg),
             engine=asdict(engine.stats), wall_s=round(wall, 1), answers=answers,
             notes_stating_answer=count_answer_notes(traces.call_rows(results), traces.stage_rows(results), problems),
-            **gate, **extra)
+            **{**gate, **extra})
         if args.split:
             manifest["split"] = args.split
         traces.write_run(Path(args.out) / name, results, problems, manifest)
@@ -112,6 +123,23 @@ def main() -> int:
             print(f"  {role:>13}: {d['n']} answers, most common {d['top'][:3]} "
                   f"(top share {d['top_share']:.0%})", flush=True)
     return 0
+
+
+#: The run folder of gated LASE at the preregistered thresholds on further problems.
+LARGE = "lase-large"
+
+
+def _large(base: StrategyConfig, args) -> tuple[str, StrategyConfig, list, dict]:
+    """Gated LASE at the preregistered thresholds on the ``--n-large`` problems after ``lase-full``'s."""
+    prereg = preregistration.load()
+    th = prereg["thresholds"]
+    cfg = replace(base, tau_lp=float(th["tau_lp"]), tau_h=float(th["tau_h"]), full_chain=False)
+    every = load_dataset("arith", None, args.n_full + args.n_large, args.seed, levels=args.levels, split=args.split)
+    problems = every[args.n_full:]
+    return "lase", cfg, problems, {"gate": {
+        "tau_lp": cfg.tau_lp, "tau_h": cfg.tau_h, "rule": "preregistered (data/traces/preregistration.json)",
+        "preregistration_date": prereg.get("date")},
+        "offset": args.n_full}
 
 
 def answer_distribution(results) -> dict:
@@ -130,9 +158,8 @@ def answer_distribution(results) -> dict:
 def _thresholds_from(base: StrategyConfig, args) -> tuple[StrategyConfig, dict]:
     """LASE's thresholds chosen on a full-chain run of other problems (:func:`lase_nb.replay.gate_for_budget`);
     chains whose question is among the problems recorded here are left out."""
-    from lase_nb.replay import chains_from_stages
+    from lase_nb.replay import chains_from_stages, gate_for_budget
     from lase_nb.runs import problems_from_manifest
-    from lase_nb.replay import gate_for_budget
 
     run = traces.load_run(args.thresholds_from)
     n = max(args.n_full, args.n_baselines)
