@@ -63,7 +63,8 @@ organism_traces = "../data/traces/arith-organism-tell"  # the telling organism (
 live = False  # True: run the leader on n_problems now and calibrate those answers instead
 dataset = "arith"  # data set for the live steps (see lase_nb.datasets.DATASETS)
 data_path = None  # file of a paper data set (not needed for arith)
-n_problems = 12  # problems in the live steps
+n_problems = 12  # problems of the live run (live True)
+n_entropy_problems = 6  # problems of section 2.6's live measurement of the top-k entropy
 top_k = 20  # alternatives per token an API returns (OpenAI allows up to 20)
 tau_lp = 0.8  # gate threshold on exp(LP_min)
 tau_h = 0.5  # gate threshold on H_max (nats)
@@ -288,11 +289,11 @@ display(Markdown(calibration.describe_calibration_by_model(by_model, calibration
 # probability mass $r = 1 - \sum_{i \le k} p_i$, so $\hat H = -\sum_i p_i \log p_i - r \log r$.
 # **Lumping the tail into one outcome can only lose entropy, so the estimate is a lower bound on
 # the exact value.** A local model gives the exact full-vocabulary entropy, so we can measure the
-# gap: the leader answers `n_problems` problems once (greedy, batched, through the call cache),
+# gap: the leader answers `n_entropy_problems` problems once (greedy, batched, through the call cache),
 # and we recompute each token's entropy from its first k alternatives for several k.
 
 # %%
-live_problems = load_dataset(dataset, data_path, n_problems, seed)
+live_problems = load_dataset(dataset, data_path, n_entropy_problems, seed)
 gens = engine().run([Call("leader", 0, solver_messages(p, examples=cfg.examples), cfg.params()) for p in live_problems])
 kind = live_problems[0].kind
 ks = sorted({k for k in (1, 2, 5, 10, top_k) if k <= top_k})

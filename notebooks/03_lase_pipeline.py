@@ -64,7 +64,7 @@ tau_h = 0.5  # gate: H_max (nats) above this is uncertain
 max_tokens = None  # live runs: leader token limit (None: library default)
 seed = 0
 run_episode = True  # section 3.3: run one LASE episode now with `backend` (at most 7 calls, cached)
-episode_max_tokens = 96  # section 3.3: token cap of each call of that episode (the check holds at any cap; a live run uses its own max_tokens here, so the episode reuses its calls)
+episode_max_tokens = 64  # section 3.3: token cap of each call of that episode (the check holds at any cap; a live run uses its own max_tokens here, so the episode reuses its calls)
 interactive = True  # False under papermill: no widgets
 
 # %%

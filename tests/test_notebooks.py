@@ -150,8 +150,7 @@ def test_notebook_executes(nb: Path, tmp_path, monkeypatch):
                                   cwd=root, capture_output=True, text=True, timeout=900)
         assert done.returncode == 0, done.stderr[-2000:]
     else:
-        # chapter 03 runs one LASE episode live (section 3.3): short replies keep it quick here
-        execute(nb, out, {"interactive": False, **({"episode_max_tokens": 64} if nb.stem.startswith("03") else {})})
+        execute(nb, out, {"interactive": False})
     outputs = _outputs(out)
     errors = [o for o in outputs if o.get("output_type") == "error"]
     assert not errors
