@@ -92,6 +92,10 @@ print(f"\n{gen.prompt_tokens} prompt tokens, {gen.completion_tokens} completion 
 # The confidence proxies look **only at the tokens of the final answer**, the content of the last
 # `\boxed{}`; the reasoning before it does not count. The span is found from the tokens' character
 # offsets, not by tokenising the text again.
+#
+# **Predict, then run.** Read the reply above before running the next cells. Will the gate call
+# the model *sure* (U = 0) or *unsure* at 0.8 / 0.5? Which token of the answer do you expect to
+# carry the lowest probability: the first digit, the last, or a brace? The next two cells answer.
 
 # %%
 conf = measure(gen, problem.kind)
@@ -206,3 +210,15 @@ if len(wrong_and_sure):
 # %% [markdown]
 # Such **confident errors** are what no confidence gate can catch. Chapter 02 measures how often
 # they happen, and how well the two numbers separate right from wrong answers overall.
+
+# %% [markdown]
+# ## Exercises
+#
+# Solutions are kept apart, in `notebooks/solutions/00_solutions.py` (run it as a script or open it
+# as a notebook); the test suite runs them, so they stay right.
+#
+# **Exercise 00.1.** At the default gate (0.8 / 0.5) and at a stricter one (0.95 / 0.2), what share of
+# the first answers is escalated, and how many answers change side between the two gates?
+#
+# **Exercise 00.2.** Find the most confident wrong first answer (the highest `exp(LP_min)` among
+# wrong answers). What did the leader answer, and what was the gold answer?

@@ -147,6 +147,10 @@ by_hand
 # %% [markdown]
 # We run `n_runs` debates for a few starting accuracies and follow the mean of $p_{i,t}$ and the
 # share of right answers.
+#
+# **Predict, then run.** The agents read everyone's answers and update, round after round, for
+# `n_rounds` rounds. Will their average belief in the right answer rise, fall or stay where it
+# started? Does your answer depend on whether they start above or below 50%? The figure answers.
 
 # %%
 traces = {a: theory.dirichlet_debate(n_agents, n_options, n_rounds, a, n_runs=n_runs, seed=seed) for a in accuracies}
@@ -459,6 +463,26 @@ if interactive:
                      initial_accuracy=widgets.FloatSlider(value=initial_accuracy, min=0.3, max=0.95, step=0.05,
                                                           description="start acc."),
                      n_agents=widgets.IntSlider(value=n_agents, min=2, max=15, description="agents"))
+
+# %% [markdown]
+# ## Exercises
+#
+# Solutions are kept apart, in `notebooks/solutions/01_solutions.py` (run it as a script or open it
+# as a notebook); the test suite runs them, so they stay right.
+#
+# **Exercise 01.1.** Theorem 3.7 by hand. A gate escalates 30% of problems; 40% of escalations
+# bring a correct seed; a seed raises the leader's accuracy by 0.5 and no seed changes nothing
+# (A3 holds with equality). What gain over the leader alone does the decomposition give? Check
+# it against a simulation with `theory.selective_gain`, escalating at random so that the seed's
+# effect is not capped at accuracy 1.
+#
+# **Exercise 01.2.** Symmetric debate is a martingale (Theorem 2.7). Run the neutral-regime debate
+# with 9 agents starting at 70% accuracy for 10 rounds. Does the group's belief in the right answer
+# drift? Test its mean one-round increment against zero.
+#
+# **Exercise 01.3.** Proposition 3.8. How many messages does an all-to-all debate of 5 agents over
+# 3 rounds put into contexts, and how many does a star with one peer per round? Count them on the
+# schedules themselves and compare with the closed forms.
 
 # %% [markdown]
 # ## Summary

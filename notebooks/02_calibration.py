@@ -136,6 +136,10 @@ frame[frame["answered"]].groupby("correct")[["p_min", "h_max"]].describe().T
 # The bins include the paper's cut points (read from `lase_nb.reference.CALIBRATION`) and the gate
 # thresholds, so every dashed purple paper value sits over exactly the bins its condition covers.
 # **If the proxy is informative, accuracy should climb from left to right in both panels.**
+#
+# **Predict, then run.** Sort the leader's answers by `exp(LP_min)`. Will the answers the model
+# is most sure of (0.99 and above) be the most accurate bin? Roughly how accurate will the answers
+# below 0.5 be? Write your guesses down; the table and figure below answer.
 
 # %%
 fig = calibration.plot_reliability(frame, tau_lp, tau_h, title=f"Reliability of the confidence proxies ({source})")
@@ -339,6 +343,23 @@ if tokens["exact"].notna().any():
 if interactive:
     panel = gate_panel.gate_sliders(frame, tau_lp, tau_h, title=f"Reliability of the confidence proxies ({source})")
     display(panel.box)
+
+# %% [markdown]
+# ## Exercises
+#
+# Solutions are kept apart, in `notebooks/solutions/02_solutions.py` (run it as a script or open it
+# as a notebook); the test suite runs them, so they stay right.
+#
+# **Exercise 02.1.** Which proxy flags errors better on these answers, `exp(LP_min)` or `H_max`?
+# Compare their AUROCs with a test of the difference (the same answers score both, so pair them),
+# not by whether two intervals overlap.
+#
+# **Exercise 02.2.** Tighten the gate from 0.8 / 0.5 to 0.95 / 0.2. How many confident errors (wrong
+# answers the gate lets through) remain, and what does that cost in escalations?
+#
+# **Exercise 02.3.** The expected calibration error depends on its bins. Compute the ECE of
+# `exp(LP_min)` as a probability of being right with 5, 10 and 20 bins. Why is the number with 20
+# bins hard to trust on a recording of this size?
 
 # %% [markdown]
 # ## Summary

@@ -312,6 +312,10 @@ else:
 #
 # Replaying the gate on every recorded chain gives LASE's behaviour on the whole batch at the
 # chosen thresholds, with no model call.
+#
+# **Predict, then run.** At 0.8 / 0.5, what share of the problems will LASE escalate, at which
+# stage will the escalated ones stop, and will escalating raise or lower this model's accuracy?
+# The next cell replays the gate on every chain and answers.
 
 # %%
 dist = pipeline.stop_distribution(chains, tau_lp, tau_h)
@@ -543,6 +547,23 @@ if interactive:
 
     widgets.interact(explore, tau_lp=widgets.FloatSlider(value=tau_lp, min=0.0, max=1.0, step=0.05),
                      tau_h=widgets.FloatSlider(value=tau_h, min=0.0, max=3.0, step=0.1))
+
+# %% [markdown]
+# ## Exercises
+#
+# Solutions are kept apart, in `notebooks/solutions/03_solutions.py` (run it as a script or open it
+# as a notebook); the test suite runs them, so they stay right.
+#
+# **Exercise 03.1.** At 0.8 / 0.5, on how many problems does LASE *fix* the leader (stage 0 wrong,
+# final answer right), and on how many does it *break* it (right, then wrong)? Is the difference
+# significant by the exact McNemar test?
+#
+# **Exercise 03.2.** Raise tau_lp to 0.95 (tau_h 0.5). Where does LASE stop now, and what does the
+# extra caution cost in tokens per problem?
+#
+# **Exercise 03.3.** The paper's rule: a supporter never states the final answer. Count, per role,
+# the notes that break it in this recording, and compare with the count the recording's manifest
+# carries.
 
 # %% [markdown]
 # ## Summary

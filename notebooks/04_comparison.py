@@ -228,6 +228,9 @@ if "mad" in runs:
 #
 # Two LASE rows: **LASE** at the chosen thresholds, and **LASE, every stage** (always consulting
 # all three supporters: what the gate saves).
+#
+# **Predict, then run.** On this model, which strategy will be the most accurate, which the most
+# expensive, and will the debate (MAD) beat the single agent? The table below answers.
 
 # %%
 chains = chains_from_stages(runs["lase"].stages)
@@ -450,6 +453,24 @@ if interactive:
 
     widgets.interact(explore, tau_lp=widgets.FloatSlider(value=tau_lp, min=0.0, max=1.0, step=0.05),
                      tau_h=widgets.FloatSlider(value=tau_h, min=0.0, max=3.0, step=0.1))
+
+# %% [markdown]
+# ## Exercises
+#
+# Solutions are kept apart, in `notebooks/solutions/04_solutions.py` (run it as a script or open it
+# as a notebook); the test suite runs them, so they stay right.
+#
+# **Exercise 04.1.** The table tests six strategies against the single agent. With six tests at
+# alpha = 0.05, how likely is at least one false alarm if no strategy differs (tests taken as
+# independent)? Adjust the p-values with Holm's method: does any difference survive?
+#
+# **Exercise 04.2.** Accuracy per token: rank the strategies by right answers per 1,000 tokens
+# (prompt + completion). Which one buys its accuracy most cheaply, and why is that not the same
+# as "best"?
+#
+# **Exercise 04.3.** MAD against LASE, pair by pair: on the problems both ran, how many does each
+# get right that the other gets wrong, and what do the exact McNemar test and the paired bootstrap
+# interval say?
 
 # %% [markdown]
 # ## Summary

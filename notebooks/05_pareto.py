@@ -158,6 +158,9 @@ print(sliders.point_sentence(default, solo_tokens))
 # The right panel repeats the grid on the problems that the majority-vote (MV) and MAD runs also
 # answered, so that every point there is measured on the same problems. Error bars are 95% Wilson
 # intervals.
+#
+# **Predict, then run.** As the thresholds let LASE spend more tokens, does accuracy keep rising?
+# Will the default pair (0.8, 0.5) sit on the frontier or inside it? The figure below answers.
 
 # %%
 baseline_runs = load_runs(traces, baseline_names)
@@ -361,6 +364,21 @@ if interactive:
     # the first model's chains are this chapter's (a live run when live=True), whose grid is drawn above
     controls = sliders.threshold_sliders({**by_model, next(iter(by_model)): chains}, tau_lp, tau_h, grid=grid)
     display(controls.box)
+
+# %% [markdown]
+# ## Exercises
+#
+# Solutions are kept apart, in `notebooks/solutions/05_solutions.py` (run it as a script or open it
+# as a notebook); the test suite runs them, so they stay right.
+#
+# **Exercise 05.1.** What is the cheapest threshold pair on the grid that is at least as accurate as
+# the leader alone plus one point, and what does it cost relative to the leader alone?
+#
+# **Exercise 05.2.** Choosing thresholds on the same problems you report flatters them. Split the
+# problems in two halves 20 times; each time choose the most accurate pair within 1.5x the leader's
+# tokens on half A and score it on half B. What is the median optimism (accuracy on A minus
+# accuracy on B)? It is negative on some splits: why? Compare the *gains* over the leader alone on
+# each half instead, which removes how hard each half happens to be.
 
 # %% [markdown]
 # ## Summary

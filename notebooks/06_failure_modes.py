@@ -85,6 +85,9 @@ print(f"{m['backend']}:{m['model']} on {m['dataset']}, {len(first)} problems, fu
 # The paper accepts this on purpose: checking confident answers would cost tokens on the many
 # right ones. Because our run recorded the full chain anyway, we can see what the supporters would
 # have done with these answers.
+#
+# **Predict, then run.** Of the leader's wrong first answers, what share does the default gate
+# (0.8 / 0.5) let through as *sure*, so that no supporter ever sees them? The next cells answer.
 
 # %%
 split = confidence.gate_split(first, tau_lp, tau_h)
@@ -323,6 +326,18 @@ if interactive:
     widgets.interact(explore,
                      tau_lp=widgets.FloatSlider(value=tau_lp, min=0.5, max=0.999, step=0.005, description="tau_lp"),
                      tau_h=widgets.FloatSlider(value=tau_h, min=0.05, max=1.5, step=0.05, description="tau_h"))
+
+# %% [markdown]
+# ## Exercises
+#
+# Solutions are kept apart, in `notebooks/solutions/06_solutions.py` (run it as a script or open it
+# as a notebook); the test suite runs them, so they stay right.
+#
+# **Exercise 06.1.** What share of each model's wrong first answers is *very* confident
+# (`exp(LP_min)` at least 0.99)? No threshold on `exp(LP_min)` below 0.99 can send those to a supporter.
+#
+# **Exercise 06.2.** Read the rows: what are the most common wrong first answers of each model, and
+# what does the most common one suggest (a copied example, a number from the question, an off-by-one)?
 
 # %% [markdown]
 # ## Summary
