@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
 __all__ = ["RUN_DIRS", "resolve_data_path", "load_runs", "load_models", "chains_by_model", "model_label",
            "record_command", "check_format", "run_from_results", "problems_from_manifest", "common_ids",
-           "comparison_table"]
+           "comparison_table", "strategy_tables"]
 
 #: Folder of a strategy name when it differs from the name: "lase" is read from the full-chain run
 #: (LASE at any thresholds is replayed from it); from the strategies' records.
@@ -142,6 +142,17 @@ def chains_by_model(models: Mapping[str, Mapping[str, Run]]) -> dict[str, Chains
             raise DataError(f"{label}: no full-chain LASE run ('lase' or 'lase-full') among {list(runs)}")
         out[label] = chains_from_stages(runs[key].stages)
     return out
+
+
+def strategy_tables(runs: Mapping[str, Run], tau_lp: float, tau_h: float) -> dict[str, pd.DataFrame]:
+    """Each strategy's problems table as the chapters compare them, in display order (``SPECS``): LASE
+    replayed from the full chain (``runs["lase"]``, or ``runs["lase-full"]`` when loaded by folder
+    name) at (tau_lp, tau_h), ``lase-full`` = every stage, every other run as recorded."""
+    from .replay import chains_from_stages, outcomes_at, replay
+
+    chains = chains_from_stages(runs["lase" if "lase" in runs else "lase-full"].stages)
+    replayed = {"lase": replay(chains, tau_lp, tau_h), "lase-full": outcomes_at(chains, chains.n_stages - 1)}
+    return {s: replayed[s] if s in replayed else runs[s].problems for s in SPECS if s in replayed or s in runs}
 
 
 def model_label(run: Run) -> str:

@@ -384,7 +384,7 @@ t1
 
 # %%
 models = run_store.load_models({"SmolLM2-135M": traces, "organism v4 (telling)": organism_traces}, names, require=["lase"])
-tables_by_model = {m: comparison.strategy_tables(r, tau_lp, tau_h) for m, r in models.items()}
+tables_by_model = {m: run_store.strategy_tables(r, tau_lp, tau_h) for m, r in models.items()}
 both = comparison.comparison_by_model(tables_by_model)
 configs_by_model = {m: {s: r.manifest.get("config", {}) for s, r in rs.items()} for m, rs in models.items()}
 display(comparison.comparison_display_by_model(both, configs_by_model)[

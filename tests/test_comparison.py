@@ -17,7 +17,7 @@ from lase_nb import reference  # noqa: E402
 from lase_nb.chapters import comparison  # noqa: E402
 from lase_nb.errors import DataError  # noqa: E402
 from lase_nb.replay import chains_from_stages, outcomes_at, replay, sweep  # noqa: E402
-from lase_nb.runs import comparison_table  # noqa: E402
+from lase_nb.runs import comparison_table, strategy_tables  # noqa: E402
 from tests.tables import mv_run, problems_frame  # noqa: E402
 from tests.synthetic import model  # noqa: E402
 
@@ -205,7 +205,7 @@ def test_outcomes_at_and_seed_table(chain_stages):
 def test_comparison_by_model_stacks_the_one_model_tables(two):
     from lase_nb.runs import comparison_table
 
-    tables = {m: comparison.strategy_tables(r, 0.8, 0.5) for m, r in two.items()}
+    tables = {m: strategy_tables(r, 0.8, 0.5) for m, r in two.items()}
     assert list(tables["base"]) == ["single", "mv", "mad", "lase", "lase-full"]
     t = comparison.comparison_by_model(tables)
     assert list(t.columns[:2]) == ["model", "strategy"] and t["model"].tolist() == ["base"] * 5 + ["again"] * 5

@@ -10,7 +10,7 @@ LASE's rows are replayed by :mod:`lase_nb.replay`. Here:
   (:func:`compute_matched`);
 - :func:`seed_table`: was there a correct answer for debate to amplify;
 - :func:`plot_accuracy_vs_tokens`, in the house style of :mod:`lase_nb.plots`;
-- several models side by side (:func:`lase_nb.runs.load_models`): :func:`strategy_tables`,
+- several models side by side (:func:`lase_nb.runs.load_models`, :func:`lase_nb.runs.strategy_tables`):
   :func:`comparison_by_model`, :func:`comparison_display_by_model`, :func:`plot_accuracy_vs_tokens_by_model`.
 
 Accuracies are fractions in [0, 1] (as in :mod:`lase_nb.stats`); the display helpers turn them
@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from .. import reference
-from ..replay import Chains, chains_from_stages, outcomes_at, replay
+from ..replay import Chains, replay
 from ..answers import grade
 from ..errors import DataError
 from ..plots import label, style
@@ -43,7 +43,7 @@ __all__ = [
     "compute_matched", "graded_calls", "seed_table", "claims_table", "split_by_coverage", "short_tables",
     "SHORT_COLUMNS", "plot_accuracy_vs_tokens",
     "run_overview", "calls_per_problem", "describe_matched",
-    "strategy_tables", "comparison_by_model", "comparison_display_by_model", "plot_accuracy_vs_tokens_by_model",
+    "comparison_by_model", "comparison_display_by_model", "plot_accuracy_vs_tokens_by_model",
     "aim_check", "aim_display",
 ]
 
@@ -489,16 +489,6 @@ def describe_matched(matched: pd.DataFrame, mv: pd.DataFrame, grid: pd.DataFrame
 # ---------------------------------------------------------------------------------------------
 # several models side by side
 # ---------------------------------------------------------------------------------------------
-
-
-def strategy_tables(runs: Mapping[str, Any], tau_lp: float, tau_h: float) -> dict[str, pd.DataFrame]:
-    """Each strategy's problems table as the chapter compares them, in :data:`STRATEGY_ORDER`: LASE
-    replayed from the full chain (``runs["lase"]``, or ``runs["lase-full"]`` when loaded by folder name)
-    at (tau_lp, tau_h), ``lase-full`` = every stage, every other run as recorded."""
-    chains = chains_from_stages(runs["lase" if "lase" in runs else "lase-full"].stages)
-    replayed = {"lase": replay(chains, tau_lp, tau_h), "lase-full": outcomes_at(chains, chains.n_stages - 1)}
-    return {s: replayed[s] if s in replayed else runs[s].problems
-            for s in STRATEGY_ORDER if s in replayed or s in runs}
 
 
 def comparison_by_model(tables_by_model: Mapping[str, Mapping[str, pd.DataFrame]], ratio: float = 0.8) -> pd.DataFrame:

@@ -1,0 +1,73 @@
+"""Chapter 07's verdicts: the rule is the one stated, on synthetic pairs; the paper's inconsistencies
+are computed from the reference tables."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from lase_nb import reference
+from lase_nb.chapters import claims
+from lase_nb.stats import paired_test
+
+
+def _test(a_right: int, b_right: int, both: int, neither: int) -> dict:
+    a = np.array([True] * a_right + [False] * b_right + [True] * both + [False] * neither)
+    b = np.array([False] * a_right + [True] * b_right + [True] * both + [False] * neither)
+    return paired_test(a, b, n_boot=2000, seed=0)
+
+
+def test_better_needs_both_tests():
+    assert claims.accuracy_verdict(_test(20, 2, 50, 28)) == "reproduced"
+    assert claims.accuracy_verdict(_test(2, 20, 50, 28)) == "refuted"
+    assert claims.accuracy_verdict(_test(5, 3, 60, 32)) == "not shown"
+    # 6 vs 1: the bootstrap interval may clear zero while McNemar's p = 0.125 does not: not shown
+    t = _test(6, 1, 60, 33)
+    assert t["p_value"] > 0.05
+    assert claims.accuracy_verdict(t) == "not shown"
+
+
+def test_no_worse_is_non_inferiority():
+    assert claims.accuracy_verdict(_test(3, 3, 150, 44), "no worse") == "reproduced"  # tight interval around 0
+    assert claims.accuracy_verdict(_test(1, 5, 20, 4), "no worse") == "not shown"  # wide interval
+    assert claims.accuracy_verdict(_test(1, 25, 50, 24), "no worse") == "refuted"
+
+
+def test_about_equal_and_unknown_kind():
+    assert claims.accuracy_verdict(_test(2, 2, 300, 96), "about equal") == "reproduced"
+    assert claims.accuracy_verdict(_test(30, 2, 40, 28), "about equal") == "refuted"
+    with pytest.raises(ValueError, match="kind"):
+        claims.accuracy_verdict(_test(1, 1, 1, 1), "worse")
+
+
+def test_calibration_claim_reads_the_auroc():
+    rng = np.random.default_rng(0)
+    ok = rng.random(300) < 0.6
+    p = np.where(ok, rng.uniform(0.7, 1.0, 300), rng.uniform(0.2, 0.9, 300))
+    frame = pd.DataFrame({"p_min": p, "correct": ok, "answered": True})
+    assert claims.calibration_claim(frame)["verdict"] == "reproduced"
+    frame["p_min"] = rng.uniform(0, 1, 300)
+    assert claims.calibration_claim(frame)["verdict"] == "not shown"
+
+
+def test_inconsistencies_come_from_the_reference_tables():
+    box = claims.paper_inconsistencies()
+    falls = box[box["what"].str.startswith("Table 5")]
+    sweep = reference.THRESHOLD_SWEEP.sort_values("tau_lp")
+    assert len(falls) == int((np.diff(sweep["escalation_rate"].to_numpy()) < 0).sum()) >= 1
+    assert "21.4%" in falls["numbers"].iloc[0] and "21.2%" in falls["numbers"].iloc[0]
+    assert box["what"].str.contains("default thresholds").any()
+
+
+def test_claims_table_on_the_recordings_has_a_verdict_per_model():
+    from lase_nb import runs, strategies
+
+    models = runs.load_models({"base": "data/traces/arith-smollm2"}, strategies.compared(), require=["lase"])
+    table = claims.claims_by_model({m: runs.strategy_tables(r, 0.8, 0.5) for m, r in models.items()},
+                                   {m: r["lase"] for m, r in models.items()})
+    assert set(table["base: verdict"]) <= set(claims.VERDICTS)
+    assert table.loc[claims.MAD_CLAIM, "paper"].startswith("MAD")
+    counts = claims.verdict_counts(table)
+    assert int(counts.loc["base"].sum()) == len(table)
+    assert "**base**" in claims.describe_verdicts(table)
