@@ -427,6 +427,19 @@ def note_flags(note: str) -> bool:
     return bool(FLAG.search(note))
 
 
+def departure_step(problem: Problem, attempt: str | None) -> int | None:
+    """The first step (from 0) where a wrong ``attempt`` departs from ``problem``'s gold chain; None
+    for a right attempt, an attempt without steps, or a problem without a recorded chain."""
+    meta = getattr(problem, "meta", None) or {}
+    if not isinstance(attempt, str) or "start" not in meta or "ops" not in meta:
+        return None
+    label = label_attempt(problem, attempt)
+    if label.status != "wrong":
+        return None
+    fault = first_fault(problem, label)
+    return None if fault is None else fault.step
+
+
 def flagged_step(note: str) -> int | None:
     """The step (counted from 0) a note names as failing, or None."""
     m = re.search(r"[Ss]tep (\d+) (?:fails|is missing)|Start again at step (\d+)|concept at step (\d+)", note)
@@ -579,6 +592,7 @@ def prompt_fingerprint() -> str:
 __all__ = ["ORGANISM", "TRAINING_SETS", "EVAL_SEEDS", "Step", "Label",
            "Fault", "gold_steps", "solution_text", "parse_steps", "label_attempt", "first_fault", "number_sources",
            "column", "devil_note", "collaborator_note", "expert_note", "NOTES", "note_flags", "flagged_step",
+           "departure_step",
            "revision_text", "solve_examples", "support_examples", "slipped_attempt", "training_problems",
            "eval_problems", "prompt_fingerprint"]
 

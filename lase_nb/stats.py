@@ -30,6 +30,7 @@ __all__ = [
     "holm",
     "clears_both",
     "auroc_difference",
+    "auroc_test",
 ]
 
 NO_ANSWER = "no answer"
@@ -278,6 +279,20 @@ def holm(p_values: Sequence[float]) -> np.ndarray:
         adj = np.maximum.accumulate(p[order] * (m - np.arange(m)))
         out[order] = np.minimum(adj, 1.0)
     return out
+
+
+def auroc_test(score: np.ndarray, correct: np.ndarray, n_boot: int = 2000, seed: int = 0, level: float = 0.95,
+               alpha: float = 0.05) -> dict[str, float]:
+    """Whether ``score`` tells errors from right answers at all: the AUROC for errors
+    (:func:`auroc_with_ci`, NaN scores dropped) and its own exact-in-spirit test, the two-sided
+    Mann-Whitney U p-value. ``separates`` is the project's claim rule for it: the interval above 0.5
+    and p below ``alpha`` (both). Keys: auroc, lo, hi, p_value, n, separates."""
+    s, ok = _error_scores(score, correct, "drop")
+    auc, lo, hi = auroc_with_ci(s, ok, n_boot=n_boot, seed=seed, level=level, nan="drop")
+    if ok.all() or (~ok).all():
+        return {"auroc": auc, "lo": lo, "hi": hi, "p_value": float("nan"), "n": len(s), "separates": False}
+    p = float(_st.mannwhitneyu(s[~ok], s[ok], alternative="two-sided").pvalue)
+    return {"auroc": auc, "lo": lo, "hi": hi, "p_value": p, "n": len(s), "separates": bool(lo > 0.5 and p < alpha)}
 
 
 def auroc_difference(score_a: np.ndarray, correct_a: np.ndarray, score_b: np.ndarray, correct_b: np.ndarray,

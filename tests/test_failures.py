@@ -318,3 +318,57 @@ def test_describe_escalation_by_model_is_honest():
     same = failures.escalation_by_model({"a": model(5, 5, n=10), "b": model(5, 2, n=10)}, 0.8, 0.5)
     assert "equally accurate" in failures.describe_escalation_by_model(same)
     assert "two" in failures.describe_escalation_by_model(same.iloc[:1])
+
+
+def _h_run():
+    """Two arith problems through devil, collaborator, expert: on the first the devil names the right
+    step and the revision is still wrong; on the second the expert turns a right answer wrong."""
+    import random
+
+    from lase_nb.datasets import arithmetic_problems
+    from lase_nb.organism import devil_note, gold_steps, label_attempt, slipped_attempt, solution_text
+
+    probs = [p for p in arithmetic_problems(40, seed=5, levels=[2], split="eval")]
+    rng = random.Random(0)
+    p1, wrong = next((p, w) for p in probs if (w := slipped_attempt(p, rng)))
+    p2 = next(p for p in probs if p.id != p1.id)
+    right2 = solution_text(gold_steps(p2))
+    note1 = devil_note(p1, label_attempt(p1, wrong), wrong)
+    w_ans = str(label_attempt(p1, wrong).steps[-1].c)
+    sup = {1: "devil", 2: "collaborator", 3: "expert"}
+    stages, calls = [], []
+    chain = {p1.id: [(wrong, w_ans, False)] * 4,
+             p2.id: [(right2, p2.gold, True)] * 3 + [("oops \\boxed{1}", "1", p2.gold == "1")]}
+    notes = {(p1.id, 1): note1, (p1.id, 2): "use the method", (p1.id, 3): "the concept",
+             (p2.id, 1): "fine", (p2.id, 2): "fine", (p2.id, 3): "Think again about the concept at step 1."}
+    for pid, rows in chain.items():
+        for t, (text, ans, ok) in enumerate(rows):
+            stages.append({"problem_id": pid, "stage": t, "supporter": sup.get(t), "answer": ans, "correct": ok})
+            calls.append({"problem_id": pid, "role": "leader", "stage": t, "text": text, "answer": ans,
+                          "leaked": 0, "finish_reason": "stop"})
+            if t:
+                calls.append({"problem_id": pid, "role": sup[t], "stage": t, "text": notes[(pid, t)],
+                              "answer": None, "leaked": 0, "finish_reason": "stop"})
+    run = SimpleNamespace(path="fake", stages=pd.DataFrame(stages), calls=pd.DataFrame(calls),
+                          problems=pd.DataFrame({"problem_id": [p1.id, p2.id], "gold": [p1.gold, p2.gold]}))
+    return run, {p1.id: p1, p2.id: p2}, note1
+
+
+def test_appendix_h_cases_by_rule():
+    run, problems, note1 = _h_run()
+    cases = F.appendix_h_cases(run, problems)
+    crit = cases[cases["kind"] == "right critique, failed execution"]
+    assert len(crit) == 1 and crit["stage"].item() == 1 and crit["named"].item() == crit["departure"].item()
+    undo = cases[cases["kind"] == "expert undoes a right answer"]
+    assert len(undo) == 1 and undo["stage"].item() == 3 and not undo["fixed_earlier"].item()
+    assert set(cases["kind"]) <= set(F.APPENDIX_H_RULES)
+
+
+def test_describe_separation_reads_the_numbers():
+    frame = pd.DataFrame({"p_min": [0.99, 0.98, 0.97] * 4 + [0.3, 0.4, 0.5] * 4, "correct": [True] * 12 + [False] * 12,
+                          "answered": True})
+    text = F.describe_separation("m", frame)
+    assert "AUROC of exp(LP_min) for errors 1.00" in text and "sees its errors" in text
+    frame["correct"] = [True, False] * 12
+    frame["p_min"] = np.repeat([0.9, 0.8, 0.7, 0.6], 6)
+    assert "cannot be shown" in F.describe_separation("m", frame)

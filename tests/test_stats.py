@@ -9,6 +9,8 @@ import math
 import numpy as np
 import pytest
 
+from lase_nb import stats
+
 from lase_nb.stats import (
     auroc_for_errors,
     auroc_with_ci,
@@ -221,3 +223,14 @@ def test_holm_by_hand():
     assert holm([0.5, 0.6]) == pytest.approx([1.0, 1.0])
     got = holm([0.01, float("nan"), 0.03])
     assert got[0] == pytest.approx(0.02) and np.isnan(got[1]) and got[2] == pytest.approx(0.03)
+
+
+def test_auroc_test_needs_interval_and_p():
+    rng = np.random.default_rng(1)
+    ok = rng.random(200) < 0.5
+    score = np.where(ok, rng.normal(0, 1, 200), rng.normal(1.5, 1, 200))  # errors score higher
+    t = stats.auroc_test(score, ok)
+    assert t["separates"] and t["lo"] > 0.5 and t["p_value"] < 0.05 and t["n"] == 200
+    t = stats.auroc_test(rng.normal(0, 1, 200), ok)
+    assert not t["separates"]
+    assert not stats.auroc_test(np.arange(5.0), np.ones(5, bool))["separates"]

@@ -22,11 +22,10 @@ from typing import Any, Mapping
 
 import numpy as np
 import pandas as pd
-from scipy import stats as _st
 
 from .. import reference
 from ..confidence import confidence_frame
-from ..stats import auroc_with_ci, clears_both, paired_test
+from ..stats import auroc_test, clears_both, paired_test
 
 __all__ = ["MARGIN", "VERDICTS", "claims_by_model", "accuracy_verdict", "paper_inconsistencies",
            "verdict_counts", "describe_verdicts", "calibration_claim"]
@@ -73,16 +72,14 @@ def _tokens(tables: Mapping[str, pd.DataFrame], s: str) -> float:
 
 
 def calibration_claim(frame: pd.DataFrame, n_boot: int = 2000, seed: int = 0) -> dict[str, Any]:
-    """Assumption 3.3 on the leader's first answers (answered ones): the AUROC of ``-exp(LP_min)``
-    for errors with its bootstrap interval and the Mann-Whitney p-value; the verdict as above."""
+    """Assumption 3.3 on the leader's first answers (answered ones): :func:`lase_nb.stats.auroc_test`
+    of ``-exp(LP_min)`` for errors, with the verdict: reproduced where it separates, refuted where the
+    interval is below 0.5 with p < 0.05, else not shown."""
     ans = frame[frame["answered"].astype(bool)]
-    score, ok = -ans["p_min"].to_numpy(float), ans["correct"].to_numpy(bool)
-    auc, lo, hi = auroc_with_ci(score, ok, n_boot=n_boot, seed=seed)
-    if ok.all() or (~ok).all():
-        return {"auroc": auc, "lo": lo, "hi": hi, "p_value": np.nan, "n": len(ans), "verdict": "not shown"}
-    p = float(_st.mannwhitneyu(score[~ok], score[ok], alternative="two-sided").pvalue)
-    verdict = ("reproduced" if lo > 0.5 and p < 0.05 else "refuted" if hi < 0.5 and p < 0.05 else "not shown")
-    return {"auroc": auc, "lo": lo, "hi": hi, "p_value": p, "n": len(ans), "verdict": verdict}
+    t = auroc_test(-ans["p_min"].to_numpy(float), ans["correct"].to_numpy(bool), n_boot=n_boot, seed=seed)
+    verdict = ("reproduced" if t["separates"] else
+               "refuted" if t["hi"] < 0.5 and t["p_value"] < 0.05 else "not shown")
+    return {**t, "verdict": verdict}
 
 
 def _fmt_test(t: Mapping[str, float]) -> str:

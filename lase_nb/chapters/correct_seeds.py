@@ -59,26 +59,12 @@ def seed_values(note: str | None, attempt: str | None, problem: Any) -> list[str
     for v in dict.fromkeys(gold_values(problem)):
         if mentions(note, v) and not mentions(attempt, v) and not mentions(question, v):
             out.append(v)
-    step = _departure(attempt, problem)
+    from ..organism import departure_step, flagged_step
+    step = departure_step(problem, attempt)
     if step is not None:
-        from ..organism import flagged_step
         if flagged_step(note) == step:
             out.append(f"step {step + 1}")
     return out
-
-
-def _departure(attempt: str | None, problem: Any) -> int | None:
-    """The first step (from 0) where a wrong ``attempt`` departs from the gold chain; None for a right
-    attempt, an attempt without steps, or a problem without a recorded chain."""
-    meta = getattr(problem, "meta", None) or {}
-    if not isinstance(attempt, str) or "start" not in meta or "ops" not in meta:
-        return None
-    from ..organism import first_fault, label_attempt
-    label = label_attempt(problem, attempt)
-    if label.status != "wrong":
-        return None
-    fault = first_fault(problem, label)
-    return None if fault is None else fault.step
 
 
 def note_seeds(note: str | None, attempt: str | None, problem: Any) -> bool:
