@@ -323,7 +323,8 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--executed", default="build/notebooks", help="folder of executed notebooks")
     b.add_argument("--out", default="build/book", help="folder for the HTML pages")
     b.add_argument("--mathjax-url", default=None,
-                   help="MathJax script to typeset formulas with (default: none, pages load nothing remote)")
+                   help="MathJax script to typeset formulas with (default: none: formulas become MathML, "
+                        "pages load nothing remote)")
     b.set_defaults(func=cmd_book)
     return ap
 

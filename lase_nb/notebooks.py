@@ -10,9 +10,12 @@ import os
 import re
 import time
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 from .errors import ConfigError, LaseError
+
+if TYPE_CHECKING:
+    from nbconvert import HTMLExporter
 
 REPO = Path(__file__).resolve().parent.parent
 NOTEBOOKS = REPO / "notebooks"
@@ -191,15 +194,79 @@ def inline_images(nb_path: Path) -> int:
 #: A ``<script>`` that would load code from the network (require.js, MathJax from a CDN).
 _REMOTE_SCRIPT = re.compile(r'<script[^>]*\bsrc="https?://[^"]*"[^>]*>\s*</script>\s*')
 
+#: Inline math as pandoc reads it: no space after the opening ``$``, none before the closing one,
+#: and no digit right after it, so that "costs $5 and $6" stays text.
+_INLINE_MATH = r"(?<![$\\])\$(?![\s$])(?P<math_inline_tex>[^$]*?[^\s$\\])\$(?!\d)"
+
+#: What latex2mathml writes for a command it does not know (``<mi>\foo</mi>``): not typeset.
+_UNKNOWN_COMMAND = re.compile(r">\\[A-Za-z]")
+
+
+def latex_to_mathml(latex: str, display: str = "inline") -> str | None:
+    """``latex`` as a MathML ``<math>`` element, or None when latex2mathml cannot convert it."""
+    from latex2mathml.converter import convert
+
+    try:
+        mathml = convert(latex.strip(), display=display)
+    except Exception:  # latex2mathml raises its own errors, and IndexError & co. on odd input
+        return None
+    return None if _UNKNOWN_COMMAND.search(mathml) else mathml
+
+
+def _mathml_exporter() -> HTMLExporter:
+    """An ``HTMLExporter`` whose markdown typesets formulas as MathML (no script, no network);
+    its ``formulas`` counts them: ``converted``, and ``kept`` (shown as their LaTeX source)."""
+    from collections import Counter
+
+    from nbconvert import HTMLExporter
+    from nbconvert.exporters.html import contextfilter
+    from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath, MathInlineParser
+
+    class StrictMathParser(MathInlineParser):
+        SPECIFICATION = {**MathInlineParser.SPECIFICATION, "inline_math_tex": _INLINE_MATH}
+
+    class MathMLRenderer(IPythonRenderer):
+        def _math(self, latex: str, display: str, source: str) -> str:
+            mathml = latex_to_mathml(latex, display)
+            exporter.formulas["converted" if mathml else "kept"] += 1
+            return mathml or source
+
+        def inline_math(self, body: str) -> str:
+            return self._math(body, "inline", super().inline_math(body))
+
+        def block_math(self, body: str) -> str:
+            return self._math(body, "block", super().block_math(body))
+
+        def latex_environment(self, name: str, body: str) -> str:
+            return self._math(f"\\begin{{{name}}}{body}\\end{{{name}}}", "block",
+                              super().latex_environment(name, body))
+
+    class MathMLExporter(HTMLExporter):
+        @contextfilter
+        def markdown2html(self, context, source: str) -> str:
+            """nbconvert's markdown filter (same renderer options) with the MathML renderer."""
+            cell = context.get("cell", {})
+            renderer = MathMLRenderer(escape=False, attachments=cell.get("attachments", {}),
+                                      embed_images=self.embed_images,
+                                      path=context.get("resources", {}).get("metadata", {}).get("path", ""),
+                                      anchor_link_text=self.anchor_link_text,
+                                      exclude_anchor_links=self.exclude_anchor_links, **self.lexer_options)
+            return MarkdownWithMath(renderer=renderer, inline=StrictMathParser(hard_wrap=False)).render(source)
+
+    exporter = MathMLExporter(template_name="lab", embed_images=True)
+    exporter.formulas = Counter()
+    return exporter
+
 
 def build_book(executed: Path = REPO / "build" / "notebooks", out: Path = REPO / "build" / "book",
                mathjax_url: str | None = None) -> Path:
     """Convert every executed chapter in ``executed`` to standalone HTML and write an
     ``index.html`` linking them; return the index path.
 
-    Figures are embedded and no page loads anything from the network: formulas then show as
-    their LaTeX source. Pass ``mathjax_url`` (e.g. the MathJax copy of a course site) to have
-    the pages typeset them with it.
+    Figures are embedded and no page loads anything from the network: formulas are typeset as
+    MathML (a formula latex2mathml cannot convert keeps its LaTeX source and is counted in the
+    line printed per chapter). Pass ``mathjax_url`` (e.g. the MathJax copy of a course site) to
+    leave the LaTeX to that MathJax instead.
     """
     from nbconvert import HTMLExporter
 
@@ -208,9 +275,11 @@ def build_book(executed: Path = REPO / "build" / "notebooks", out: Path = REPO /
     if not chapters:
         raise ConfigError(f"no executed chapters in {executed}; run `make notebooks` first")
     out.mkdir(parents=True, exist_ok=True)
-    exporter = HTMLExporter(template_name="lab", embed_images=True)
     if mathjax_url:
+        exporter = HTMLExporter(template_name="lab", embed_images=True)
         exporter.mathjax_url = mathjax_url
+    else:
+        exporter = _mathml_exporter()
     exporter.exclude_input_prompt = True
     exporter.exclude_output_prompt = True
     rows = []
@@ -218,6 +287,11 @@ def build_book(executed: Path = REPO / "build" / "notebooks", out: Path = REPO /
         body, _ = exporter.from_filename(str(nb))
         body = _REMOTE_SCRIPT.sub(lambda m: m.group(0) if mathjax_url and mathjax_url in m.group(0) else "", body)
         (out / f"{nb.stem}.html").write_text(body, encoding="utf-8")
+        if not mathjax_url:
+            n = exporter.formulas
+            print(f"[book] {nb.stem}: {n['converted']} formulas as MathML, {n['kept']} kept as LaTeX source",
+                  flush=True)
+            n.clear()
         title = _title(nb)
         rows.append(f'<li><a href="{nb.stem}.html">{html.escape(title)}</a> '
                     f'<span class="meta">({inline_images(nb)} figures)</span></li>')

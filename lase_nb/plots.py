@@ -12,6 +12,9 @@ Usage in a notebook::
     ...
     plots.savefig(fig, "theory_martingale")   # -> figures/theory_martingale.png
 
+:func:`place_label` writes a label at the first of several places that touches no line, bar or
+other label (:func:`touches`), so that names sit beside points instead of moving the points.
+
 Figures go to the folder named by the environment variable ``LASE_FIGURES_DIR`` when it is set
 (CI points it at a build folder), otherwise to ``figures/`` at the repository root.
 """
@@ -20,11 +23,17 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 import numpy as np
 
 from .strategies import SPECS
+
+if TYPE_CHECKING:
+    from matplotlib.artist import Artist
+    from matplotlib.axes import Axes
+    from matplotlib.text import Annotation
+    from matplotlib.transforms import Bbox
 
 #: Environment variable that redirects exported figures.
 FIGURES_ENV = "LASE_FIGURES_DIR"
@@ -105,6 +114,75 @@ def band(ax, x, mean, lo, hi, *, label: str | None = None, color=None, alpha: fl
     (line,) = ax.plot(np.asarray(x), np.asarray(mean), label=label, color=color, **line_kw)
     ax.fill_between(np.asarray(x), np.asarray(lo), np.asarray(hi), color=line.get_color(), alpha=alpha, lw=0)
     return line
+
+
+#: A place to try for a label: anchor (data coordinates), offset from it (points), ha, va.
+Spot = tuple[tuple[float, float], tuple[float, float], str, str]
+
+
+def touches(artist: Artist, box: Bbox) -> bool:
+    """Whether ``artist`` (a line, a collection, a text or a patch) touches the display box ``box``."""
+    from matplotlib.collections import Collection
+    from matplotlib.lines import Line2D
+    from matplotlib.text import Text
+    from matplotlib.transforms import Bbox
+
+    if not artist.get_visible():
+        return False
+    if isinstance(artist, Text):
+        return bool(artist.get_text()) and artist.get_window_extent().overlaps(box)
+    if isinstance(artist, Line2D):
+        from matplotlib.cbook import STEP_LOOKUP_MAP
+        from matplotlib.path import Path
+
+        def shown(xy: np.ndarray) -> np.ndarray:
+            out = artist.get_transform().transform(xy)
+            return out[np.isfinite(out).all(axis=1)]
+
+        pts = shown(artist.get_xydata())
+        drawn = shown(np.asarray(STEP_LOOKUP_MAP[artist.get_drawstyle()](*artist.get_xydata().T)).T)
+        if len(drawn) > 1 and artist.get_linestyle() not in ("None", "none", " ", "") \
+                and Path(drawn).intersects_bbox(box, filled=False):
+            return True
+        if artist.get_marker() not in (None, "None", "none", " ", ""):
+            r = artist.get_markersize() * artist.figure.dpi / 72 / 2
+            return any(Bbox([[x - r, y - r], [x + r, y + r]]).overlaps(box) for x, y in pts)
+        return False
+    if isinstance(artist, Collection):
+        t = artist.get_transform()
+        return any(t.transform_path(p).intersects_bbox(box, filled=False) for p in artist.get_paths())
+    return artist.get_window_extent().overlaps(box)
+
+
+def place_label(ax: Axes, text: str, spots: list[Spot], *, avoid: list[Artist] | None = None, **kw: Any) -> Annotation:
+    """Annotate ``text`` at the first of ``spots`` whose box lies inside the axes and touches none
+    of ``avoid`` (default: the axes' lines, line collections, patches and texts); where none is free,
+    at the spot touching the fewest. Call it once the axes' limits and the figure's layout are final.
+    Returns the annotation."""
+    from matplotlib.collections import LineCollection
+
+    if avoid is None:
+        avoid = [*ax.lines, *[c for c in ax.collections if isinstance(c, LineCollection)], *ax.patches, *ax.texts]
+    kw = {"textcoords": "offset points", "annotation_clip": False, **kw}
+    (xy, off, ha, va), *_ = spots
+    ann = ax.annotate(text, xy, xytext=off, ha=ha, va=va, **kw)
+    inside = ax.get_window_extent()
+    best, best_cost = spots[0], None
+    for spot in spots:
+        xy, off, ha, va = spot
+        ann.xy, ann.xyann = xy, off
+        ann.set(ha=ha, va=va)
+        box = ann.get_window_extent().padded(2)
+        cost = sum(touches(a, box) for a in avoid if a is not ann)
+        cost += 100 * (not (inside.contains(box.x0, box.y0) and inside.contains(box.x1, box.y1)))
+        if best_cost is None or cost < best_cost:
+            best, best_cost = spot, cost
+        if cost == 0:
+            break
+    xy, off, ha, va = best
+    ann.xy, ann.xyann = xy, off
+    ann.set(ha=ha, va=va)
+    return ann
 
 
 #: Colour of answer tokens in token figures, with the name the figure's text uses for it.

@@ -366,6 +366,14 @@ if interactive:
     display(controls.box)
 
 # %% [markdown]
+# Widgets do not run in the HTML book or a static copy of this notebook, so here is the same panel
+# at six threshold pairs, from strict to lax: each panel is what the sliders show at its pair.
+
+# %%
+fig = sliders.small_multiples(chains, sliders.STRICT_TO_LAX, grid=grid)
+plots.savefig(fig, "pareto_sliders");
+
+# %% [markdown]
 # ## Exercises
 #
 # Solutions are kept apart, in `notebooks/solutions/05_solutions.py` (run it as a script or open it

@@ -194,6 +194,29 @@ for r in show.itertuples():
 # be rare** (assumption A2: with a correct seed, accuracy rises); a weak leader breaks it.
 
 # %% [markdown]
+# **The paper's own failure cases, on the organism.** The paper's Appendix H shows two kinds of
+# failure: a supporter whose critique is right, after which the leader still executes the fix
+# wrongly; and a senior expert's note that sends a right answer astray. The organism's supporters
+# name the step they find failing ("Step 2 fails"), so both kinds can be found by rule, not by a
+# word list:
+
+# %%
+if organism_traces:
+    org_run = load_runs(organism_traces, ["lase"])["lase"]
+    org_problems = problems_from_manifest(org_run.manifest)
+    cases = failures.appendix_h_cases(org_run, org_problems)
+    display(pd.DataFrame({"rule": failures.APPENDIX_H_RULES,
+                          "cases": cases.groupby("kind").size().reindex(list(failures.APPENDIX_H_RULES), fill_value=0)}))
+    for kind, group in cases.groupby("kind", sort=False):
+        r = group.iloc[0]
+        display(Markdown(f"**{kind}** ({r['problem_id']}, stage {r['stage']}; answer {r['prev_answer']} before the "
+                         f"note, {r['answer']} after)"))
+        display(HTML(failures.render_exchange(org_run, r["problem_id"], int(r["stage"]),
+                                              org_problems.get(r["problem_id"]), max_chars)))
+else:
+    print("no organism recording (organism_traces=None): the Appendix-H cases are skipped")
+
+# %% [markdown]
 # ## 6.3 Weak models escalate more, and pay more
 #
 # A weaker model is unsure more often, so the gate sends more problems to the supporters. We read
@@ -248,9 +271,12 @@ for label, model_runs in list(models.items())[1:]:
 # **What it shows.** Each escalated problem costs many times a solo answer here, because every
 # stage pastes the problem, the attempt and a note into a new prompt and the small model writes
 # long revisions; so even a modest escalation rate multiplies the bill, as the paper saw with its
-# weaker model. Whether escalation rises with difficulty depends on calibration: chapter 02 found
-# this model about as confident when wrong as when right, so failing more often need not trip the
-# gate more often.
+# weaker model. Whether escalation rises with difficulty depends on calibration (chapter 02): on
+# each model, how well the confidence tells its wrong first answers from its right ones:
+
+# %%
+for label, model_runs in models.items():
+    display(Markdown(failures.describe_separation(label, confidence.confidence_frame(model_runs["lase"], stage=0))))
 
 # %% [markdown]
 # **Symmetric debate without a correct seed.** Chapter 01 predicts that debate among agents with no

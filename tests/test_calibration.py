@@ -248,6 +248,31 @@ def test_figures_build():
     plt.close(fig)
 
 
+def test_paper_labels_sit_clear_of_bars_and_points():
+    """The paper's numbers are written in a strip above accuracy 1, not over the bars, points and
+    intervals they used to cover (a tall, accurate top bin, as the organism's)."""
+    from lase_nb.plots import touches
+
+    rng = np.random.default_rng(1)
+    p = np.concatenate([np.full(60, 0.995), rng.uniform(0.3, 0.98, 40)])
+    ok = np.concatenate([np.arange(60) < 54, rng.random(40) < 0.5])
+    h = np.where(p > 0.99, 0.05, 1.2 * (1 - p))
+    for fig in (C.plot_reliability(_frame(p, h, ok), 0.8, 0.5),
+                C.plot_reliability_by_model({"m": _frame(p, h, ok)}, 0.8, 0.5)):
+        fig.canvas.draw()
+        twins = [a for a in fig.axes if a.get_ylabel() == "accuracy in bin"]
+        assert twins
+        for ax2 in twins:
+            ax = next(a for a in fig.axes if a is not ax2 and a.bbox.bounds == ax2.bbox.bounds)
+            labels = [t for t in ax2.texts if t.get_text().startswith("paper")]
+            assert labels
+            for t in labels:
+                box = t.get_window_extent()
+                drawn = [*ax.patches, *ax2.lines, *ax2.collections]
+                assert not any(touches(a, box) for a in drawn), t.get_text()
+        plt.close(fig)
+
+
 def test_scores_survive_an_empty_class():
     all_wrong = _frame([0.9, 0.8], [0.1, 0.2], [False, False])
     s2 = C.proxy_scores(all_wrong, 0.8, 0.5, n_boot=20)

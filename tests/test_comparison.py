@@ -164,12 +164,23 @@ def test_run_overview_lists_each_run():
     assert o.loc["down", "model"] == "openai:g" and o.loc["down", "run thresholds"] == "(0.7, 0.4)"
 
 
-def test_dodge_spreads_close_points_and_keeps_far_ones():
-    x = np.array([930.0, 980.0, 220.0, 5000.0])
-    d = comparison.dodge(x)
-    assert d[2] == pytest.approx(220.0) and d[3] == pytest.approx(5000.0)
-    assert np.log10(d[1]) - np.log10(d[0]) == pytest.approx(0.035)
-    assert d[0] < d[1] and np.isclose(np.log10(d[:2]).mean(), np.log10(x[:2]).mean())
+def test_points_sit_at_their_token_counts_and_coincident_ones_are_named():
+    """No jitter on the token axis: each marker is drawn at its strategy's average tokens, and two
+    strategies on one point are named together instead of being moved apart."""
+    t = comparison_table({"single": problems_frame("single", [True, False]),
+                          "down": problems_frame("down", [True, False]),
+                          "lase": problems_frame("lase", [True, True], completion=50)})
+    mv = pd.DataFrame({"k": [1, 2, 3], "accuracy": [0.1, 0.3, 0.4], "avg_tokens": [110.0, 220.0, 330.0]})
+    fig = comparison.plot_accuracy_vs_tokens(t, None, mv=mv, mv_temperature=0.7)
+    ax = fig.axes[0]
+    drawn = [float(c.lines[0].get_xdata()[0]) for c in ax.containers]
+    assert drawn == t["avg_tokens"].tolist() and drawn[0] == drawn[1]  # single and DOWN share a point
+    texts = [x.get_text() for x in ax.texts]
+    assert "same point: single, down" in texts
+    assert any(x.startswith("MV(k=1): one sample at temperature 0.7") for x in texts)
+    assert comparison.coincident(np.array([100.0, 100.0, 105.0, 5000.0]), np.array([40.0, 40.0, 60.0, 40.0])) \
+        == [[0, 1], [2], [3]]
+    plt.close(fig)
 
 
 def test_graded_calls_take_the_extraction_steps_answer_and_cost():

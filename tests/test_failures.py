@@ -372,3 +372,48 @@ def test_describe_separation_reads_the_numbers():
     frame["correct"] = [True, False] * 12
     frame["p_min"] = np.repeat([0.9, 0.8, 0.7, 0.6], 6)
     assert "cannot be shown" in F.describe_separation("m", frame)
+
+
+def test_figure_legends_list_only_what_occurs():
+    """A legend entry for a category with no data is dropped; a panel with one category says so in
+    its title instead of drawing a one-entry legend."""
+    import matplotlib.pyplot as plt
+
+    o = pd.DataFrame({"stage": [1, 1, 2, 2], "supporter": ["devil", "devil", "expert", "expert"],
+                      "prev_correct": [False, False, True, True],
+                      "outcome": ["fixed", "same wrong answer", "kept right", "kept right"]})
+    fig = F.plot_revision_outcomes(o)
+    wrong, right = fig.axes
+    assert [t.get_text() for t in wrong.get_legend().get_texts()] == ["fixed", "same wrong answer"]
+    assert right.get_legend() is None and 'only "kept right" occurs' in right.get_title()
+    plt.close(fig)
+    unp = pd.DataFrame({"stage": [0, 1], "answers": [10, 10], "unparsed": [1, 6], "unparsed_rate": [0.1, 0.6],
+                        "ci_lo": [0.02, 0.3], "ci_hi": [0.4, 0.85], "truncated": [0, 0], "looped": [1, 4],
+                        "stopped": [0, 2], "extracted": [0, 0]})
+    fig = F.plot_unparsed(unp, ["devil"])
+    shown = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert "ran out of tokens (max_tokens)" not in shown and "answer recovered by the extraction step" not in shown
+    assert {"stopped as a verbatim loop", "stopped without a box"} <= set(shown)
+    fig.canvas.draw()  # the legend lies below the axis label, not over it
+    assert fig.legends[0].get_window_extent().y1 <= fig.axes[0].xaxis.label.get_window_extent().y0
+    plt.close(fig)
+
+
+def test_escalation_figure_shows_the_paper_band_through_the_bars_and_names_a_lone_level():
+    import matplotlib.pyplot as plt
+
+    paper = {"escalation_min": 0.2, "escalation_max": 0.4, "multiplier_gpt41mini": 1.8, "multiplier_llama3_8b": 4.6}
+    esc = pd.DataFrame({"level": [1, "all"], "accuracy": [0.45, 0.45], "acc_lo": [0.3, 0.3], "acc_hi": [0.6, 0.6],
+                        "escalation_rate": [0.2, 0.2], "esc_lo": [0.1, 0.1], "esc_hi": [0.3, 0.3]})
+    cost = pd.DataFrame({"level": [1, "all"], "multiplier": [4.8, 4.8], "lase_tokens": [300.0, 300.0],
+                         "solo_tokens": [100.0, 100.0]})
+    fig = F.plot_escalation(esc, cost, paper, 0.8, 0.5)
+    ax = fig.axes[0]
+    assert all("only level 1 occurs" in a.get_title() for a in fig.axes[:2])
+    bars = [b for c in ax.containers if hasattr(c, "patches") for b in c.patches]
+    band = next(p for p in ax.patches if p.get_label().startswith("paper"))
+    assert bars and all(b.get_alpha() < 1 and b.get_zorder() > band.get_zorder() for b in bars)
+    edges = [c for c in ax.collections if c.get_zorder() > bars[0].get_zorder()
+             and sorted(round(p.vertices[0, 1], 6) for p in c.get_paths()) == [0.2, 0.4]]
+    assert edges, "the band's edges are drawn over the bars"
+    plt.close(fig)

@@ -127,6 +127,42 @@ def test_a_hung_cell_fails_in_bounded_time_naming_chapter_and_cell(tmp_path):
         execute(src, tmp_path / "out.ipynb", cell_timeout=3)
 
 
+def test_book_typesets_formulas_as_mathml_offline(tmp_path, capsys):
+    """Real math becomes MathML; code spans, code blocks and dollar amounts stay text; a formula
+    latex2mathml cannot convert keeps its source and is counted; no page loads anything remote."""
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell(s) for s in (
+        "The threshold $\\tau_{lp}$ gates the leader.",
+        "$$H = -\\sum_i p_i \\log p_i$$",
+        "In code: `$x$` and\n\n```\ny = $z$\n```",
+        "It costs $5 and $6, or $5-$10.",
+        "Broken: $\\frac{1}{$ here.")]
+    (tmp_path / "nb").mkdir()
+    nbformat.write(nb, str(tmp_path / "nb" / "96_math.ipynb"))
+    build_book(tmp_path / "nb", tmp_path / "book")
+    page = (tmp_path / "book" / "96_math.html").read_text(encoding="utf-8")
+    body = page[page.index("<body"):]
+    assert body.count("<math") == 2
+    assert "<mi>\u03c4</mi>" in body and 'display="block"' in body  # tau, and H as display math
+    assert "<code>$x$</code>" in body and "y = $z$" in body
+    assert "costs $5 and $6, or $5-$10." in body
+    assert "$\\frac{1}{$" in body
+    assert "2 formulas as MathML, 1 kept as LaTeX source" in capsys.readouterr().out
+    assert not re.search(r'src="https?://', page), "the page would load something from the network"
+
+
+def test_book_leaves_latex_to_a_given_mathjax(tmp_path):
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell("The threshold $\\tau_{lp}$.")]
+    (tmp_path / "nb").mkdir()
+    nbformat.write(nb, str(tmp_path / "nb" / "96_math.ipynb"))
+    url = "https://course.example/mathjax/tex-chtml.js"
+    build_book(tmp_path / "nb", tmp_path / "book", mathjax_url=url)
+    page = (tmp_path / "book" / "96_math.html").read_text()
+    assert "$\\tau_{lp}$" in page and "<math" not in page[page.index("<body"):]
+    assert url in page
+
+
 def test_book_needs_executed_chapters(tmp_path):
     from lase_nb.errors import ConfigError
     with pytest.raises(ConfigError, match="make notebooks"):

@@ -283,6 +283,54 @@ def test_figures_draw(tmp_path):
     assert len(list(tmp_path.glob("*.png"))) == 5
 
 
+def _never_fixed(n: int = 60, seed: int = 11) -> Chains:
+    """Synthetic chains whose later stages are never right: every front is one point, the oracle is the leader."""
+    c = synthetic_chains(n=n, seed=seed)
+    correct = c.correct.copy()
+    correct[:, 1:] = False
+    return Chains(c.problem_ids, c.p_min, c.h_max, correct, c.answers, c.prompt_tokens, c.completion_tokens)
+
+
+def test_split_legend_names_only_what_is_drawn():
+    """A one-point front is drawn as a line to the right edge (it keeps its accuracy at any larger
+    budget); the legend promised front lines that a one-point step did not draw."""
+    c = _never_fixed()
+    tl, th = pareto.threshold_axes(c, 9)
+    chk = pareto.select_and_check(c, tl, th, float(sweep(c, tl, th)["avg_tokens"].median()))
+    assert len(pareto.front_of(sweep(c, tl, th))) == 1  # the case the old figure drew nothing for
+    fig = pareto.plot_split(c, tl, th, chk, pareto.split_checks(c, tl, th, chk.budget, range(3)))
+    ax = fig.axes[0]
+    lines = {line.get_label(): line for line in ax.lines}
+    for text in ax.get_legend().get_texts():
+        line = lines[text.get_text()]
+        points = {tuple(p) for p in np.asarray(line.get_xydata())}
+        drawn_as_line = line.get_linestyle() not in ("None", "none", "", " ")
+        assert len(points) >= (2 if drawn_as_line else 1), text.get_text()
+    plt.close(fig)
+
+
+def test_frontier_names_sit_off_the_error_bars_and_name_an_oracle_on_the_leader():
+    from lase_nb.plots import touches
+
+    c = _never_fixed()
+    tl, th = pareto.threshold_axes(c, 9)
+    base = pd.DataFrame({"strategy": ["mv", "mad"], "n": [60, 60], "n_run": [60, 60], "accuracy": [0.35, 0.18],
+                         "avg_tokens": [1500.0, 2000.0], "avg_completion_tokens": [300.0, 500.0],
+                         "acc_lo": [0.22, 0.09], "acc_hi": [0.5, 0.32]})
+    common = {"grid": sweep(c, tl, th), "policies": pareto.policy_points(c), "oracle": pareto.oracle_frontier(c),
+              "baselines": base, "default": operating_point(c, 0.8, 0.5)}
+    fig = pareto.plot_frontier(common["grid"], common["policies"], common["oracle"], common["default"], common)
+    for ax in fig.axes[:2]:
+        names = [t for t in ax.texts if t.get_text()]
+        assert any(t.get_text().startswith("oracle = leader alone") for t in names)
+        bars = [a for cont in ax.containers for a in (*cont.lines[1], *cont.lines[2])]  # caps and bars
+        for t in names:
+            box = t.get_window_extent()
+            assert not any(touches(a, box) for a in bars), t.get_text()
+            assert not any(box.overlaps(o.get_window_extent()) for o in names if o is not t), t.get_text()
+    plt.close(fig)
+
+
 def test_stage_effects_by_hand():
     e = pareto.stage_effects(hand_chains()).set_index("stage")
     assert list(e["accuracy"]) == pytest.approx([2 / 3, 1 / 3, 2 / 3])

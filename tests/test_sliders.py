@@ -180,3 +180,44 @@ def test_reliability_redraws_into_a_given_figure():
     for tau in (0.8, 0.9):
         assert calibration.plot_reliability(_answers(), tau, 0.5, fig=fig) is fig
         assert len(fig.axes) == 4  # cleared first, not stacked
+
+
+# ---- the sliders as small multiples, for pages without widgets ---------------------------------
+
+def _star(ax):
+    return next(line for line in ax.get_lines() if line.get_label().startswith("LASE at"))
+
+
+def test_small_multiples_show_the_slider_panel_at_each_pair(tmp_path):
+    import matplotlib.pyplot as plt
+
+    c = synthetic_chains(n=150, seed=2)
+    pairs = [(0.95, 0.1), (0.8, 0.5), (0.5, 1.0), (0.2, 2.0)]
+    fig = sliders.small_multiples(c, pairs, grid_size=9, ncols=3)
+    panels = [ax for ax in fig.axes[:6] if ax.get_visible()]  # 2 x 3 panels, then the colour bar
+    assert len(panels) == len(pairs) and not fig.axes[len(pairs)].get_visible()  # the last two are empty
+    view = sliders.FrontierView(c, grid_size=9)
+    for ax, (tau_lp, tau_h) in zip(panels, pairs):
+        pt = operating_point(c, tau_lp, tau_h)
+        assert ax.get_title() == sliders.point_caption(pt)
+        assert f"{pt['accuracy']:.1%}" in ax.get_title() and f"{pt['avg_tokens']:,.0f} tokens" in ax.get_title()
+        x, y = _star(ax).get_data()
+        view.update(tau_lp, tau_h)  # the slider panel at the same thresholds: the same star, the same frontier
+        assert (float(x[0]), float(y[0])) == pytest.approx(view.marker_xy())
+        assert len(ax.collections[0].get_offsets()) == len(view.grid) == 81
+    fig.savefig(tmp_path / "small_multiples.png", dpi=40)
+    assert (tmp_path / "small_multiples.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    plt.close(fig)
+
+
+def test_point_caption_uses_the_row_numbers():
+    pt = operating_point(hand_chains(), 0.81, 0.5)
+    caption = sliders.point_caption(pt)
+    assert "tau_lp = 0.81, tau_h = 0.5" in caption and "66.7% (2 of 3)" in caption
+    assert "1 / 1 / 1" in caption and f"{pt['escalation_rate']:.1%} escalated" in caption
+    assert all(f"<td>{v}</td>" in sliders.point_row_html(pt) for v in ("66.7%", f"{pt['avg_tokens']:,.0f}"))
+
+
+def test_small_multiples_need_a_pair():
+    with pytest.raises(ValueError, match="at least one"):
+        sliders.small_multiples(hand_chains(), [], grid_size=5)

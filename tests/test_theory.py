@@ -293,6 +293,24 @@ def test_theory_figures_draw(tmp_path):
     plt.close(fig)
 
 
+def test_topology_figure_gives_each_number_of_rounds_its_own_panel():
+    """With T = 3 and T = 10 on one panel the gated star of T = 10 (mean 2kT q = 6) sat on the leader
+    star of T = 3 (2kT = 6) and their labels collided: one panel per T keeps every line apart."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    tables = {t: theory.topology_costs([4, 16, 64], n_rounds=t, gate_rate=0.3, n_draws=50, seed=0) for t in (3, 10)}
+    fig = theory.plot_topology(tables)
+    assert [a.get_title() for a in fig.axes] == ["T = 3 rounds", "T = 10 rounds"]
+    for ax in fig.axes:
+        levels = [set(np.round(line.get_ydata(), 6)) for line in ax.lines if len(line.get_ydata())]
+        star = {2 * int(ax.get_title().split()[2])}
+        assert sum(lv == star for lv in levels) == 2  # the star's markers and its formula, and nothing else at 2kT
+    plt.close(fig)
+
+
 def test_dirichlet_debate_reads_the_all_to_all_schedule():
     """The reading matrix the debate uses is the one the topology count is taken from."""
     sched = theory.all_to_all_schedule(6, 4)
@@ -315,6 +333,25 @@ def test_savefig_writes_png_to_the_env_folder(tmp_path, monkeypatch):
     plt.close(fig)
     assert path == tmp_path / "figs" / "demo.png"
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_place_label_skips_a_place_that_covers_a_line():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots()
+    ax.set(xlim=(0, 10), ylim=(0, 10))
+    ax.errorbar([5], [5], yerr=[[4], [4]], fmt="o")  # a bar from 1 to 9 at x = 5
+    right = ((5, 5), (10, 0), "left", "center")
+    over = ((5, 7), (0, 0), "center", "center")  # centred on the bar
+    ann = plots.place_label(ax, "name", [over, right])
+    assert (ann.xy, ann.xyann, ann.get_ha()) == ((5, 5), (10, 0), "left")
+    assert not any(plots.touches(a, ann.get_window_extent()) for a in [*ax.lines, *ax.collections])
+    outside = ((10, 5), (5, 0), "left", "center")  # past the right edge
+    assert plots.place_label(ax, "other", [outside, right]).xy == (5, 5)
+    plt.close(fig)
 
 
 def test_token_bars_label_tokens_and_colour_answer_tokens_as_named(tmp_path):

@@ -261,6 +261,9 @@ def _covered_bins(table: pd.DataFrame, op: str, thr: float) -> list[int]:
 
 
 _PAPER_COLOUR = "#6a3d9a"  # dark purple: apart from the palette used for data
+#: Top of the accuracy axis: accuracies and intervals end at 1, the paper's labels and the gate's
+#: name sit in the strip above it, clear of every bar and point.
+_ACC_TOP = 1.32
 
 
 def _reliability_panel(ax, table: pd.DataFrame, proxy: str, tau: float | None) -> list:
@@ -275,7 +278,9 @@ def _reliability_panel(ax, table: pd.DataFrame, proxy: str, tau: float | None) -
     ax.set_xticks(x, [f"{b.replace(', ', ',')}\nn={int(c)}" for b, c in zip(table["bin"], table["count"])],
                   fontsize="small")
     ax.set_xlabel(PROXIES[proxy][0] + "  (left = less confident)")
-    ax.set_ylim(0, max(1, table["count"].max()) * 1.15)
+    cmax = max(1, table["count"].max())
+    ax.set_ylim(0, cmax * (_ACC_TOP + 0.02) / 1.02)  # the tallest bar reaches accuracy 1, under the label strip
+    ax.set_yticks([t for t in ax.get_yticks() if 0 <= t <= cmax])
     ax2 = ax.twinx()
     ax2.grid(False)
     acc = table["accuracy"].to_numpy(float)
@@ -298,20 +303,22 @@ def _reliability_panel(ax, table: pd.DataFrame, proxy: str, tau: float | None) -
         last = len(table) - 1 - int(na.any())
         ha, xa = ("left", min(idx) - 0.4) if min(idx) == 0 else ("right", max(idx) + 0.4) \
             if max(idx) == last else ("center", float(np.mean(idx)))
-        ax2.annotate(f"paper {c['accuracy']:.1f}%\n{c['condition']}", (xa, y), xytext=(0, 5),
-                     textcoords="offset points", ha=ha, va="bottom", color=_PAPER_COLOUR, fontsize="small",
-                     fontweight="bold")
+        ax2.annotate(f"paper {c['accuracy']:.1f}%\n{c['condition']}", (xa, _ACC_TOP), xytext=(0, -3),
+                     textcoords="offset points", ha=ha, va="top", color=_PAPER_COLOUR, fontsize="small",
+                     fontweight="bold")  # in the strip above accuracy 1, over the bins the segment covers
     handles.append(Line2D([], [], color=_PAPER_COLOUR, ls="--", lw=3,
                           label=f"paper's accuracy under its condition ({cal.attrs.get('n_answers', 0):,} answers)"))
     if tau is not None:
         edges = [r.lo for r in table.itertuples() if r.bin != NO_ANSWER]
         if tau in edges:
             pos = edges.index(tau) - 0.5
-            ax2.axvline(pos, color="k", ls=":", lw=1.5)
-            ax2.annotate(f"{'tau_lp' if proxy == 'p_min' else 'tau_h'} = {tau:g}", (pos, 1.06), xytext=(3, 0),
-                         textcoords="offset points", fontsize="small", va="center")
+            ax2.vlines(pos, -0.02, 1.0, color="k", ls=":", lw=1.5)  # not into the label strip
+            ax2.annotate(f"{'tau_lp' if proxy == 'p_min' else 'tau_h'} = {tau:g}", (pos, 1.0), xytext=(3, 4),
+                         textcoords="offset points", fontsize="small", va="bottom")
             handles.append(Line2D([], [], color="k", ls=":", lw=1.5, label="gate threshold"))
-    ax2.set_ylim(-0.02, 1.12)
+    ax2.set_ylim(-0.02, _ACC_TOP)
+    ax2.set_yticks(np.linspace(0, 1, 6))
+    ax2.axhline(1.0, color="0.8", lw=0.8)  # the edge of the label strip
     ax2.set_ylabel("accuracy in bin")
     return handles
 

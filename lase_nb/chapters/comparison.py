@@ -29,7 +29,7 @@ from .. import reference
 from ..replay import Chains, replay
 from ..answers import grade
 from ..errors import DataError
-from ..plots import label, style
+from ..plots import Spot, label, place_label, style
 from ..replay import choose_thresholds, gate_for_budget, split_halves
 from ..runs import comparison_table
 from ..stats import paired_test, pct, points
@@ -333,51 +333,74 @@ def _plain_log_axis(ax) -> None:
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
     ax.xaxis.set_minor_formatter(NullFormatter())
 
-def dodge(x: np.ndarray, width: float = 0.035) -> np.ndarray:
-    """Positions for points on a log axis, spread apart where their x lie within ``width`` decades
-    of each other (so that markers and interval bars do not hide one another). Groups of close
-    points are spread symmetrically about their mean; order and far-apart points are kept."""
-    x = np.asarray(x, float)
-    lx = np.log10(x)
-    out = lx.copy()
-    order = np.argsort(lx, kind="stable")
-    groups, cur = [], [order[0]] if len(order) else []
-    for i in order[1:]:
-        if lx[i] - lx[cur[-1]] < width:
-            cur.append(i)
+def coincident(x: np.ndarray, y: np.ndarray, decades: float = 0.035, points: float = 2.0) -> list[list[int]]:
+    """Groups of points whose markers would hide one another (in order): x within ``decades`` of the
+    group's first point on a log axis and y within ``points``. Points are never moved apart (x is
+    a token count); :func:`_draw_accuracy_tokens` shrinks the later markers of a group and names it."""
+    lx, groups = np.log10(np.asarray(x, float)), []
+    for i in range(len(lx)):
+        for g in groups:
+            if abs(lx[i] - lx[g[0]]) < decades and abs(y[i] - y[g[0]]) < points:
+                g.append(i)
+                break
         else:
-            groups.append(cur)
-            cur = [i]
-    if cur:
-        groups.append(cur)
-    for g in groups:
-        if len(g) > 1:
-            centre = lx[g].mean()
-            out[g] = centre + width * (np.arange(len(g)) - (len(g) - 1) / 2)
-    return 10 ** out
+            groups.append([i])
+    return groups
+
+
+#: A label placed once the figure's layout is final: text, places to try, text properties.
+Note = tuple[str, list[Spot], dict[str, Any]]
+
+
+def _beside(x: float, y: float, lo: float, hi: float) -> list[Spot]:
+    """Places for a name beside a point: right of it, above and below its interval (running right,
+    left, centred), left of it."""
+    ends = [((x, hi), 6, "bottom"), ((x, lo), -6, "top")]
+    return ([((x, y), (10, 0), "left", "center")]
+            + [(xy, (dx, dy), ha, va) for xy, dy, va in ends for dx, ha in ((-4, "left"), (4, "right"), (0, "center"))]
+            + [((x, y), (-10, 0), "right", "center")])
 
 
 def _draw_accuracy_tokens(ax, table: pd.DataFrame, mv: pd.DataFrame | None = None,
-                          grid: pd.DataFrame | None = None, labels: Mapping[str, str] | None = None
-                          ) -> tuple[np.ndarray, float]:
-    """One accuracy-vs-tokens panel: the strategies of ``table`` with Wilson intervals, and the MV(k)
-    and LASE-grid curves when given. Returns every x drawn and the highest accuracy % (for limits)."""
+                          grid: pd.DataFrame | None = None, labels: Mapping[str, str] | None = None,
+                          mv_temperature: float | None = None) -> tuple[np.ndarray, float, list[Note]]:
+    """One accuracy-vs-tokens panel: the strategies of ``table`` at their token counts (never moved)
+    with Wilson intervals, and the MV(k) and LASE-grid curves when given. Returns every x drawn, the
+    highest accuracy % (for limits) and the labels to place once the layout is final."""
     labels = labels or {}
+    notes: list[Note] = []
     if mv is not None and len(mv):
-        ax.plot(mv["avg_tokens"], 100 * mv["accuracy"], "-", color=style("mv")["color"], alpha=0.5, lw=2,
-                label="MV over the first k samples")
+        temp = StrategyConfig().temperature if mv_temperature is None else mv_temperature
+        mc = style("mv")["color"]
+        ax.plot(mv["avg_tokens"], 100 * mv["accuracy"], "-o", color=mc, alpha=0.5, lw=2, ms=4,
+                label=f"MV(k): first k samples, temperature {temp:g}")
         for _, r in mv[(mv["k"] % 2 == 1) | (mv["k"] == mv["k"].max())].iterrows():
-            ax.annotate(f"k={int(r['k'])}", (r["avg_tokens"], 100 * r["accuracy"]), textcoords="offset points",
-                        xytext=(0, -16), ha="center", fontsize=10, color=style("mv")["color"])
+            k, x, y = int(r["k"]), r["avg_tokens"], 100 * r["accuracy"]
+            text = (f"MV(k=1): one sample at temperature {temp:g},\nnot the greedy single agent" if k == 1
+                    else f"k={k}")
+            notes.append((text, [((x, y), (0, -8), "center", "top"), ((x, y), (6, -6), "left", "top"),
+                                 ((x, y), (0, 8), "center", "bottom"), ((x, y), (8, 0), "left", "center"),
+                                 ((x, y), (-8, 0), "right", "center")], dict(fontsize=10, color=mc)))
     if grid is not None and len(grid):
         ax.plot(grid["avg_tokens"], 100 * grid["accuracy"], "o", color=style("lase")["color"], alpha=0.25, ms=6,
                 label="LASE at other thresholds")
-    shown_x = dodge(table["avg_tokens"].to_numpy(float))
-    for (s, r), x in zip(table.iterrows(), shown_x):
-        y, lo, hi = 100 * r["accuracy"], 100 * r["acc_lo"], 100 * r["acc_hi"]
-        st = style(s)
-        ax.errorbar(x, y, yerr=[[y - lo], [hi - y]], fmt=st["marker"], ms=_size(s), capsize=4,
-                    color=st["color"], mec="k", label=labels.get(s, s), alpha=0.9)
+    x_all, y_all = table["avg_tokens"].to_numpy(float), 100 * table["accuracy"].to_numpy(float)
+    lo_all, hi_all = 100 * table["acc_lo"].to_numpy(float), 100 * table["acc_hi"].to_numpy(float)
+    names = [labels.get(s, s) for s in table.index]
+    groups = coincident(x_all, y_all)
+    rank = {i: k for g in groups for k, i in enumerate(g)}
+    for i, s in enumerate(table.index):  # each at its own token count; a later marker of a group smaller, on top
+        st, y = style(s), y_all[i]
+        ax.errorbar(x_all[i], y, yerr=[[y - lo_all[i]], [hi_all[i] - y]], fmt=st["marker"],
+                    ms=_size(s) * 0.62 ** rank[i], capsize=4, color=st["color"], mec="k", label="_nolegend_",
+                    alpha=0.9, zorder=3 + rank[i])
+        ax.plot([], [], st["marker"], ms=_size(s), color=st["color"], mec="k", alpha=0.9, label=names[i])  # legend
+    box = dict(boxstyle="round,pad=0.2", fc="white", ec="0.7", alpha=0.9)
+    for g in (g for g in groups if len(g) > 1):
+        same = np.allclose(x_all[g], x_all[g[0]]) and np.allclose(y_all[g], y_all[g[0]])
+        notes.append((("same point: " if same else "overlapping: ") + ", ".join(names[j] for j in g),
+                      _beside(x_all[g[0]], y_all[g[0]], lo_all[g[0]], hi_all[g[0]]),
+                      dict(fontsize=10, color="0.2", bbox=box)))
     _plain_log_axis(ax)
     xs = [table["avg_tokens"].to_numpy(float)]
     ys = [100 * table["acc_hi"].to_numpy(float)]
@@ -385,7 +408,7 @@ def _draw_accuracy_tokens(ax, table: pd.DataFrame, mv: pd.DataFrame | None = Non
         if extra is not None and len(extra):
             xs.append(extra["avg_tokens"].to_numpy(float))
             ys.append(100 * extra["accuracy"].to_numpy(float))
-    return np.concatenate(xs), float(np.nanmax(np.concatenate(ys)))
+    return np.concatenate(xs), float(np.nanmax(np.concatenate(ys))), notes
 
 
 def _limits(xs: np.ndarray, top: float) -> dict[str, tuple[float, float]]:
@@ -393,12 +416,14 @@ def _limits(xs: np.ndarray, top: float) -> dict[str, tuple[float, float]]:
 
 
 def plot_accuracy_vs_tokens(table: pd.DataFrame, paper: pd.DataFrame | None = None, mv: pd.DataFrame | None = None,
-                            grid: pd.DataFrame | None = None, labels: Mapping[str, str] | None = None):
+                            grid: pd.DataFrame | None = None, labels: Mapping[str, str] | None = None,
+                            mv_temperature: float | None = None):
     """Accuracy % (with 95% Wilson intervals) against average tokens per problem; the paper's Table 1
     row (right) as a table, since its accuracies live on another scale than a small model's.
 
     ``mv`` (MV with the first k samples) and ``grid`` (LASE replayed at other thresholds) add
-    the compute-matched curves.
+    the compute-matched curves; ``mv_temperature`` (default: the strategies' default temperature)
+    names the temperature MV's samples were drawn at.
     """
     import matplotlib.pyplot as plt
 
@@ -407,9 +432,9 @@ def plot_accuracy_vs_tokens(table: pd.DataFrame, paper: pd.DataFrame | None = No
     fig, axes = plt.subplots(1, panels, figsize=(17 if panels > 1 else 11, 6), squeeze=False,
                              gridspec_kw={"width_ratios": [2.2, 1]} if panels > 1 else None)
     ax = axes[0, 0]
-    xs, top = _draw_accuracy_tokens(ax, table, mv, grid, labels)
+    xs, top, notes = _draw_accuracy_tokens(ax, table, mv, grid, labels, mv_temperature)
     ax.set(xlabel="average tokens per problem (prompt + completion, log scale)", ylabel="accuracy %",
-           title="This run (bars: 95% Wilson intervals; close points spread apart)", **_limits(xs, top))
+           title="This run (bars: 95% Wilson intervals)", **_limits(xs, top))
     ax.legend(fontsize=10, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     if paper is not None:
         ax2 = axes[0, 1]
@@ -431,6 +456,8 @@ def plot_accuracy_vs_tokens(table: pd.DataFrame, paper: pd.DataFrame | None = No
         ax2.set_title(f"The paper, Table 1: {paper.attrs.get('row', '')}\n(a strong model: a different scale "
                       "from ours, so a table, not points)", fontsize="medium")
     fig.tight_layout()
+    for text, spots, kw in notes:  # now that the layout is final
+        place_label(ax, text, spots, **kw)
     return fig
 
 
@@ -527,10 +554,12 @@ def plot_accuracy_vs_tokens_by_model(table: pd.DataFrame, labels: Mapping[str, s
     groups = list(table.groupby("model", sort=False))
     fig, axes = plt.subplots(1, len(groups), figsize=(8 * len(groups) + 3, 6), squeeze=False, sharey=True)
     xs, tops = [], []
+    notes: list[list[Note]] = []
     for ax, (name, g) in zip(axes[0], groups):
-        x, top = _draw_accuracy_tokens(ax, g.set_index("strategy"), labels=labels)
+        x, top, n = _draw_accuracy_tokens(ax, g.set_index("strategy"), labels=labels)
         xs.append(x)
         tops.append(top)
+        notes.append(n)
         ax.set(title=f"{name} ({int(g['n'].iloc[0])} problems)", xlabel="average tokens per problem (log scale)")
     for ax in axes[0]:
         ax.set(**_limits(np.concatenate(xs), max(tops)))
@@ -540,8 +569,11 @@ def plot_accuracy_vs_tokens_by_model(table: pd.DataFrame, labels: Mapping[str, s
         for h, lab in zip(*ax.get_legend_handles_labels()):
             handles.setdefault(lab, h)
     axes[0, -1].legend(list(handles.values()), list(handles), fontsize=10, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    fig.suptitle("Every strategy, by model (bars: 95% Wilson intervals; close points spread apart)", fontweight="bold")
+    fig.suptitle("Every strategy, by model (bars: 95% Wilson intervals)", fontweight="bold")
     fig.tight_layout()
+    for ax, panel_notes in zip(axes[0], notes):  # now that the layout is final
+        for text, spots, kw in panel_notes:
+            place_label(ax, text, spots, **kw)
     return fig
 
 

@@ -36,6 +36,9 @@ from ..answers import answer_or_none
 from ..transcripts import ANSWERER_ROLES, render_transcript, transcript_entries
 
 __all__ = [
+    "describe_separation",
+    "APPENDIX_H_RULES",
+    "appendix_h_cases",
     "ERROR_WORDS",
     "with_gate",
     "confident_errors",
@@ -204,6 +207,74 @@ def execution_failures(outcomes: pd.DataFrame, require_flag: bool = True) -> pd.
     if require_flag:
         m &= outcomes["note_flags_error"]
     return outcomes[m].reset_index(drop=True)
+
+
+#: The two failure kinds of the paper's Appendix H, as rules on a full-chain recording.
+APPENDIX_H_RULES = {
+    "right critique, failed execution": "the devil's advocate names as failing the first step where the leader's "
+                                        "wrong attempt departs from the gold chain, and the revision is still wrong",
+    "expert undoes a right answer": "the answer before the senior expert's note was right, the revision after it "
+                                    "is wrong (first where an earlier supporter had fixed it)",
+}
+
+
+def appendix_h_cases(run: Any, problems: Mapping[str, Any]) -> pd.DataFrame:
+    """The revisions of a full-chain run that match :data:`APPENDIX_H_RULES` (arith problems with a
+    recorded gold chain; the step a note names is read by :func:`lase_nb.organism.flagged_step`).
+    Columns: kind, problem_id, stage, supporter, departure (the attempt's first wrong step, from 1),
+    named (the step the note names, from 1), fixed_earlier (the leader alone was wrong: a supporter
+    had fixed the answer the expert undid), prev_answer, answer."""
+    from ..organism import departure_step, flagged_step
+
+    out = revision_outcomes(run, dict(problems))
+    lead = run.calls[run.calls["role"] == "leader"].drop_duplicates(["problem_id", "stage"]) \
+        .set_index(["problem_id", "stage"])["text"]
+    alone_ok = run.stages[run.stages["stage"] == 0].set_index("problem_id")["correct"].astype(bool)
+    rows = []
+    for r in out.itertuples():
+        problem = problems.get(str(r.problem_id))
+        if problem is None:
+            continue
+        if r.supporter == "devil" and not r.prev_correct and not r.correct and isinstance(r.note, str):
+            dep = departure_step(problem, lead.get((r.problem_id, r.stage - 1)))
+            named = flagged_step(r.note)
+            if dep is not None and named == dep:
+                rows.append({"kind": "right critique, failed execution", "problem_id": r.problem_id, "stage": r.stage,
+                             "supporter": r.supporter, "departure": dep + 1, "named": named + 1,
+                             "fixed_earlier": False, "prev_answer": r.prev_answer, "answer": r.answer})
+        if r.supporter == "expert" and r.prev_correct and not r.correct:
+            named = flagged_step(r.note) if isinstance(r.note, str) else None
+            rows.append({"kind": "expert undoes a right answer", "problem_id": r.problem_id, "stage": r.stage,
+                         "supporter": r.supporter, "departure": None, "named": None if named is None else named + 1,
+                         "fixed_earlier": not bool(alone_ok.get(r.problem_id, True)),
+                         "prev_answer": r.prev_answer, "answer": r.answer})
+    cols = ["kind", "problem_id", "stage", "supporter", "departure", "named", "fixed_earlier", "prev_answer", "answer"]
+    out = pd.DataFrame(rows, columns=cols)
+    return out.sort_values(["kind", "fixed_earlier"], ascending=[False, False], kind="stable").reset_index(drop=True)
+
+
+def describe_separation(label: str, frame: pd.DataFrame, n_boot: int = 1000, seed: int = 0) -> str:
+    """One sentence on how well ``exp(LP_min)`` tells a model's wrong first answers from its right ones
+    (AUROC for errors with its bootstrap interval, answered rows; median confidence of each), and what
+    that means for escalation with difficulty."""
+    from ..stats import auroc_test
+
+    ans = frame[frame["answered"].astype(bool)]
+    ok = ans["correct"].to_numpy(bool)
+    p = ans["p_min"].to_numpy(float)
+    if ok.all() or (~ok).all():
+        return f"{label}: every answered first answer is {'right' if ok.all() else 'wrong'}; no separation to measure."
+    t = auroc_test(-p, ok, n_boot=n_boot, seed=seed)
+    med_r, med_w = float(np.median(p[ok])), float(np.median(p[~ok]))
+    if t["separates"]:
+        how = ("its gate sees its errors: wrong answers are less confident, so a level where it fails more "
+               "often escalates more often")
+    else:
+        how = ("its gate cannot be shown to tell its errors apart (interval and Mann-Whitney test, both needed): "
+               "a level where it fails more often need not escalate more often")
+    return (f"{label}: AUROC of exp(LP_min) for errors {t['auroc']:.2f} [{t['lo']:.2f}, {t['hi']:.2f}], Mann-Whitney "
+            f"p = {t['p_value']:.2g}; median exp(LP_min) "
+            f"{med_r:.2f} on right and {med_w:.2f} on wrong first answers; {how}.")
 
 
 def outcome_counts(outcomes: pd.DataFrame) -> pd.DataFrame:
@@ -448,9 +519,11 @@ def plot_revision_outcomes(outcomes: pd.DataFrame):
         stages = sorted(outcomes["stage"].unique())
         names = [f"{s}: {outcomes.loc[outcomes['stage'] == s, 'supporter'].iloc[0]}" for s in stages]
         bottom = np.zeros(len(stages))
+        present = [lab for lab in labels if (sub["outcome"] == lab).any()]
         for lab in labels:
             vals = np.array([((sub["stage"] == s) & (sub["outcome"] == lab)).sum() for s in stages], float)
-            ax.bar(names, vals, bottom=bottom, color=colours[lab], label=lab, edgecolor="white")
+            ax.bar(names, vals, bottom=bottom, color=colours[lab], edgecolor="white",
+                   label=lab if lab in present else "_nolegend_")  # the legend lists only outcomes that occur
             top = max(1.0, float(outcomes.groupby("stage").size().max()))
             for i, v in enumerate(vals):
                 if v >= 0.06 * top:  # label only segments tall enough to hold it
@@ -461,7 +534,10 @@ def plot_revision_outcomes(outcomes: pd.DataFrame):
             ax.text(0.5, 0.5, "no revision started\nfrom this side", transform=ax.transAxes, ha="center",
                     va="center", color="0.4")
             ax.set_yticks([])
-        ax.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=2)
+        elif len(present) == 1:  # nothing to compare: say so instead of a one-entry legend
+            ax.set_title(f"{title}\n(only \"{present[0]}\" occurs)")
+        else:
+            ax.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=2)
     fig.suptitle("What the leader did with each supporter's note (full-chain recording)", fontweight="bold")
     fig.tight_layout()
     return fig
@@ -470,13 +546,16 @@ def plot_revision_outcomes(outcomes: pd.DataFrame):
 def plot_escalation(esc: pd.DataFrame, cost: pd.DataFrame | None, paper: dict[str, float], tau_lp: float,
                     tau_h: float):
     """Left: solo accuracy and escalation rate per level (Wilson CIs) against the paper's escalation
-    rate. Right: LASE / solo token multiplier per level against the paper's two models. With one
-    level, its bars and the "all" bars would be the same problems twice: only the level is drawn."""
+    rate (a band behind translucent bars, its edges drawn over them). Right: LASE / solo token
+    multiplier per level against the paper's two models. With one level, its bars and the "all" bars
+    would be the same problems twice: only the level is drawn, and the titles say it is the only one."""
     import matplotlib.pyplot as plt
 
+    only = None
     if (esc["level"] != "all").sum() == 1:
         esc = esc[esc["level"] != "all"]
         cost = cost[cost["level"] != "all"] if cost is not None else None
+        only = f"only level {esc['level'].iloc[0]} occurs"
     ncol = 2 if cost is not None else 1
     fig, axes = plt.subplots(1, ncol, figsize=(7 * ncol, 5.4), squeeze=False)
     ax = axes[0, 0]
@@ -485,13 +564,16 @@ def plot_escalation(esc: pd.DataFrame, cost: pd.DataFrame | None, paper: dict[st
     for off, col, lo, hi, lab, c in ((-w / 2, "accuracy", "acc_lo", "acc_hi", "solo accuracy", "C2"),
                                      (w / 2, "escalation_rate", "esc_lo", "esc_hi", "escalation rate P(U=1)", "C1")):
         v = esc[col].to_numpy(float)
-        ax.bar(x + off, v, w, color=c, label=lab, zorder=2,
+        ax.bar(x + off, v, w, color=c, label=lab, zorder=2, alpha=0.75,  # the paper's band shows through
                yerr=[v - esc[lo].to_numpy(float), esc[hi].to_numpy(float) - v], capsize=4)
-    ax.axhspan(paper["escalation_min"], paper["escalation_max"], color="C0", alpha=0.15, zorder=0,
+    pmin, pmax = paper["escalation_min"], paper["escalation_max"]
+    ax.axhspan(pmin, pmax, color="C0", alpha=0.25, zorder=0, lw=0,
                label="paper: escalation, GPT-4.1-mini, MATH-500 sweep")  # behind the bars
+    ax.hlines([pmin, pmax], -0.5, len(esc) - 0.5, color="C0", ls="--", lw=1.3, zorder=3)  # its edges, over them
     ax.set_xticks(x, [f"level {lv}" if lv != "all" else "all" for lv in esc["level"]])
-    ax.set(ylim=(0, 1.05), ylabel="share of problems",
-           title=f"Escalation by difficulty (tau_lp={tau_lp:g}, tau_h={tau_h:g})")
+    ax.set_xlim(-0.5, len(esc) - 0.5)
+    head = "Escalation by difficulty" if only is None else f"Escalation: {only}"
+    ax.set(ylim=(0, 1.05), ylabel="share of problems", title=f"{head} (tau_lp={tau_lp:g}, tau_h={tau_h:g})")
     ax.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=2)
     if cost is not None:
         ax = axes[0, 1]
@@ -504,7 +586,8 @@ def plot_escalation(esc: pd.DataFrame, cost: pd.DataFrame | None, paper: dict[st
         ax.axhline(paper["multiplier_llama3_8b"], color="C3", ls="--",
                    label=f"paper, Llama-3-8B: {paper['multiplier_llama3_8b']:.1f}x")
         ax.set_xticks(x, [f"level {lv}" if lv != "all" else "all" for lv in cost["level"]])
-        ax.set(ylabel="token multiplier (prompt + completion)", title="What escalation costs")
+        ax.set(ylabel="token multiplier (prompt + completion)",
+               title="What escalation costs" + ("" if only is None else f": {only}"))
         ax.set_ylim(0, max(float(cost["multiplier"].max()), paper["multiplier_llama3_8b"]) * 1.15)
         ax.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=2)
     fig.tight_layout()
@@ -515,15 +598,16 @@ def plot_unparsed(table: pd.DataFrame, supporters: Sequence[str] = ()):
     """Share of leader answers without a boxed answer per stage, split by how the response ended."""
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(9, 5))
+    fig, ax = plt.subplots(figsize=(9, 5.6), layout="constrained")  # lays the legend out below the axis label
     names = [f"{s}" + (f": after {supporters[s - 1]}" if s and s - 1 < len(supporters) else ": solo" if s == 0 else "")
              for s in table["stage"]]
     n = table["answers"].to_numpy(float)
     tr, sp = table["truncated"].to_numpy(float) / n, table["stopped"].to_numpy(float) / n
     lp = table["looped"].to_numpy(float) / n if "looped" in table else np.zeros_like(tr)
-    ax.bar(names, tr, color="C3", label="ran out of tokens (max_tokens)")
-    ax.bar(names, lp, bottom=tr, color="C4", label="stopped as a verbatim loop")
-    ax.bar(names, sp, bottom=tr + lp, color="0.6", label="stopped without a box")
+    for share, below, colour, lab in ((tr, 0, "C3", "ran out of tokens (max_tokens)"),
+                                      (lp, tr, "C4", "stopped as a verbatim loop"),
+                                      (sp, tr + lp, "0.6", "stopped without a box")):
+        ax.bar(names, share, bottom=below, color=colour, label=lab if share.any() else "_nolegend_")
     if "extracted" in table and table["extracted"].any():
         ax.scatter(names, table["extracted"].to_numpy(float) / n, marker="D", color="k", zorder=5,
                    label="answer recovered by the extraction step")
@@ -532,8 +616,7 @@ def plot_unparsed(table: pd.DataFrame, supporters: Sequence[str] = ()):
                 label="95% Wilson CI of the total")
     ax.set(ylim=(0, 1.05), ylabel="share of leader answers with no \\boxed{}", xlabel="stage",
            title="Leader answers with no box of their own")
-    ax.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.15), ncol=2)
-    fig.tight_layout()
+    fig.legend(fontsize="small", loc="outside lower center", ncol=2)  # only the causes that occur
     return fig
 
 

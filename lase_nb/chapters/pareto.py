@@ -20,7 +20,7 @@ import pandas as pd
 from .. import reference
 from ..replay import Chains, fixed_policies, operating_point, oracle_stops, pareto_front, sweep
 from ..errors import DataError
-from ..plots import CHOSEN_COLOR, FRONT_COLOR, ORACLE_COLOR, style
+from ..plots import CHOSEN_COLOR, FRONT_COLOR, ORACLE_COLOR, Spot, place_label, style
 from ..replay import choose_thresholds, split_halves
 from ..stats import pct, wilson_interval
 from ..traces import Run
@@ -29,7 +29,7 @@ __all__ = [
     "threshold_axes", "front_of", "oracle_frontier", "stage_effects",
     "policy_points", "paper_baselines", "baseline_points", "recorded_gate_check", "paper_sweep_beside",
     "tau_h_beside", "knob_reading", "SplitCheck", "select_and_check", "split_checks",
-    "draw_frontier", "plot_frontier", "plot_escalation", "plot_sweep_vs_paper",
+    "draw_frontier", "label_points", "plot_frontier", "plot_escalation", "plot_sweep_vs_paper",
     "plot_split", "describe_frontier", "describe_sweep", "describe_split",
     "frontiers_by_model", "frontier_table", "plot_frontier_by_model", ]
 
@@ -336,11 +336,45 @@ def _style_axes(ax, logx: bool) -> None:
     ax.set_ylabel("accuracy")
 
 
-def _annotate(ax, x: float, y: float, text: str, color: str, ha: str = "center") -> None:
-    dx = {"left": -4, "center": 0, "right": 4}[ha]
-    ax.annotate(text, (x, y), xytext=(dx, 7), textcoords="offset points", color=color, fontsize="small",
-                fontweight="bold", ha=ha, va="bottom", zorder=6,
-                bbox=dict(boxstyle="round,pad=0.15", fc="white", ec="none", alpha=0.8))
+def _label_spots(ax, x: float, y: float, lo: float, hi: float) -> list[Spot]:
+    """Places for a point's name, in order: above its interval, then below it, then beside the
+    marker; running towards the middle of the x axis first, so the name stays inside."""
+    x0, x1 = ax.get_xlim()
+    mid = np.sqrt(x0 * x1) if ax.get_xscale() == "log" else (x0 + x1) / 2
+    ha, other = ("left", "right") if x < mid else ("right", "left")
+    dx = {"left": -4, "center": 0, "right": 4}
+    spots: list[Spot] = []
+    for anchor, dy, va in (((x, hi), 7, "bottom"), ((x, lo), -7, "top")):
+        spots += [(anchor, (dx[h], dy), h, va) for h in (ha, other, "center")]
+    return spots + [((x, y), (12, 0), "left", "center"), ((x, y), (-12, 0), "right", "center")]
+
+
+def _frontier_points(policies: pd.DataFrame, baselines: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Solo, always-interact and any baselines, as rows with a ``strategy`` column."""
+    pts = [policies[policies["policy"].isin(["solo", "always-interact"])].rename(columns={"policy": "strategy"})]
+    if baselines is not None and len(baselines):
+        pts.append(baselines)
+    return pd.concat(pts, ignore_index=True)
+
+
+def label_points(ax, points: pd.DataFrame, oracle: pd.DataFrame) -> None:
+    """Name each point (with its problem count) off every error bar, marker and other name; when the
+    oracle's best point is the leader alone (no later stage fixes a wrong answer), name the oracle's
+    ring too. Call it once the axes' limits and the figure's layout are final."""
+    box = dict(boxstyle="round,pad=0.15", fc="white", ec="none", alpha=0.8)
+    look = dict(fontsize="small", fontweight="bold", zorder=9, bbox=box)
+    for _, r in points.iterrows():
+        st = style(r["strategy"])
+        place_label(ax, f"{st['short']} (n={r['n']})",
+                    _label_spots(ax, r["avg_tokens"], r["accuracy"], r["acc_lo"], r["acc_hi"]), color=st["color"],
+                    **look)
+    end, solo = oracle.iloc[-1], points[points["strategy"] == "solo"]
+    if len(solo) and np.isclose(end["accuracy"], solo["accuracy"].iloc[0]) \
+            and np.isclose(end["avg_tokens"], solo["avg_tokens"].iloc[0]):
+        r = solo.iloc[0]
+        spots = _label_spots(ax, r["avg_tokens"], r["accuracy"], r["acc_lo"], r["acc_hi"])
+        place_label(ax, "oracle = leader alone\n(no later stage fixes\na wrong answer)",
+                    spots[3:6] + spots[:3] + spots[6:], color=ORACLE_COLOR, **look)
 
 
 def _ylim(ax, *frames: pd.DataFrame) -> None:
@@ -359,7 +393,8 @@ def draw_frontier(ax, grid: pd.DataFrame, policies: pd.DataFrame, oracle: pd.Dat
                   point_labels: bool = True):
     """One panel: every grid pair (coloured by escalation rate), its Pareto front, the oracle
     staircase, solo and always-interact (with 95% Wilson intervals) and any baseline points,
-    each labelled with its name and problem count.
+    each labelled with its name and problem count (:func:`label_points`; with ``point_labels=False``
+    the caller labels them once its layout is final).
 
     Returns the grid's scatter artist (for a colour bar).
     """
@@ -378,20 +413,13 @@ def draw_frontier(ax, grid: pd.DataFrame, policies: pd.DataFrame, oracle: pd.Dat
     end = oracle.iloc[-1]  # a ring at the oracle's best point keeps it visible when the staircase is one step
     ax.plot([end["avg_tokens"]], [end["accuracy"]], ls="--", color=ORACLE_COLOR, lw=2.2, marker="o", ms=20,
             mfc="none", mew=2.2, zorder=7, label="oracle: stops at the first right stage (upper bound)")
-    pts = [policies[policies["policy"].isin(["solo", "always-interact"])].rename(columns={"policy": "strategy"})]
-    if baselines is not None and len(baselines):
-        pts.append(baselines)
-    pts = pd.concat(pts, ignore_index=True)
+    pts = _frontier_points(policies, baselines)
     xmin, xmax = pts["avg_tokens"].min(), pts["avg_tokens"].max()
-    mid = np.sqrt(min(xmin, grid["avg_tokens"].min()) * max(xmax, grid["avg_tokens"].max()))  # log-scale middle
     for _, r in pts.iterrows():
         st = style(r["strategy"])
         yerr = [[r["accuracy"] - r["acc_lo"]], [r["acc_hi"] - r["accuracy"]]]
         ax.errorbar([r["avg_tokens"]], [r["accuracy"]], yerr=yerr, fmt=st["marker"], color=st["color"], ms=12,
                     mec="white", mew=1.2, capsize=5, elinewidth=1.8, zorder=8, label="_nolegend_")
-        if point_labels:  # above the interval, running towards the middle so labels stay inside the axes
-            ha = "left" if r["avg_tokens"] < mid else "right"
-            _annotate(ax, r["avg_tokens"], r["acc_hi"], f"{st['short']} (n={r['n']})", st["color"], ha)
     lo = min(xmin, grid["avg_tokens"].min(), oracle["avg_tokens"].min())
     hi = max(xmax, grid["avg_tokens"].max())
     ax.set_xlim(lo / 1.15, hi * 1.15) if logx else ax.set_xlim(lo - 0.05 * (hi - lo), hi + 0.05 * (hi - lo))
@@ -401,6 +429,8 @@ def draw_frontier(ax, grid: pd.DataFrame, policies: pd.DataFrame, oracle: pd.Dat
         cb = ax.figure.colorbar(cloud, ax=ax, pad=0.01, fraction=0.04)
         cb.set_label("escalation rate")
         cb.ax.yaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
+    if point_labels:
+        label_points(ax, pts, oracle)
     return cloud
 
 
@@ -425,14 +455,14 @@ def plot_frontier(grid: pd.DataFrame, policies: pd.DataFrame, oracle: pd.DataFra
     fig, axes = plt.subplots(1, 2 if two else 1, figsize=(18 if two else 11, 7.8), squeeze=False,
                              gridspec_kw={"wspace": 0.1})
     ax = axes[0, 0]
-    cloud = draw_frontier(ax, grid, policies, oracle, colorbar=False, logx=logx)
+    cloud = draw_frontier(ax, grid, policies, oracle, colorbar=False, logx=logx, point_labels=False)
     _default_marker(ax, default)
     n = int(policies["n"].iloc[0])
     ax.set_title(f"All {n} recorded problems")
     if two:
         ax2 = axes[0, 1]
         draw_frontier(ax2, common["grid"], common["policies"], common["oracle"], common["baselines"],
-                      colorbar=False, logx=logx)
+                      colorbar=False, logx=logx, point_labels=False)
         if common.get("default") is not None:
             _default_marker(ax2, common["default"])
         nc = int(common["policies"]["n"].iloc[0])
@@ -441,6 +471,9 @@ def plot_frontier(grid: pd.DataFrame, policies: pd.DataFrame, oracle: pd.DataFra
     cb = fig.colorbar(cloud, ax=list(axes.ravel()), pad=0.012, fraction=0.03 if two else 0.05, aspect=30)
     cb.set_label("escalation rate of a threshold pair")
     cb.ax.yaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
+    label_points(ax, _frontier_points(policies), oracle)  # now that the layout is final
+    if two:
+        label_points(ax2, _frontier_points(common["policies"], common["baselines"]), common["oracle"])
     handles, labels = ax.get_legend_handles_labels()
     fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.45, 0.0), ncol=2, fontsize="medium",
                markerscale=1.0, frameon=False)
@@ -523,18 +556,23 @@ def plot_sweep_vs_paper(table: pd.DataFrame, ours_label: str = "this run", n: in
 
 
 def plot_split(chains: Chains, tau_lp: np.ndarray, tau_h: np.ndarray, check: SplitCheck, many: pd.DataFrame):
-    """Left: half A's and half B's fronts, the budget, the pair chosen on A and where it lands on B.
+    """Left: half A's and half B's fronts (each run to the right edge: a front keeps its best accuracy
+    at every larger budget), the budget, the pair chosen on A and where it lands on B.
     Right: over many random splits, held-out minus selection-half accuracy."""
     import matplotlib.pyplot as plt
 
     a, b, ga, gb = _half_sweeps(chains, np.asarray(tau_lp, float), np.asarray(tau_h, float), check.seed)
     fig, axes = plt.subplots(1, 2, figsize=(16, 6), gridspec_kw={"width_ratios": [1.5, 1], "wspace": 0.22})
     ax = axes[0]
+    both = pd.concat([ga, gb])["avg_tokens"]
+    right = float(both.max()) * 1.15  # a front keeps its best accuracy at every larger budget: run it to the edge
     for g, color, name in [(ga, "#0072B2", f"front of half A (n={check.n_a}): choose here"),
                            (gb, "#009E73", f"front of half B (n={check.n_b}): check here")]:
         ax.scatter(g["avg_tokens"], g["accuracy"], s=10, color=color, alpha=0.2, linewidths=0, rasterized=True)
         f = front_of(g)
-        ax.step(f["avg_tokens"], f["accuracy"], where="post", color=color, lw=2.4, label=name)
+        ax.step([*f["avg_tokens"], right], [*f["accuracy"], f["accuracy"].iloc[-1]], where="post", color=color,
+                lw=2.4, marker="o", ms=5, markevery=list(range(len(f))), label=name)
+    ax.set_xlim(float(both.min()) / 1.15, right)
     ax.axvline(check.budget, color="grey", ls=":", lw=2, label=f"budget: {check.budget:,.0f} tokens")
     ax.plot([check.tokens_a], [check.acc_a], "*", ms=22, color="#0072B2", mec="black", zorder=6,
             label=f"chosen on A: tau_lp={check.tau_lp:.3g}, tau_h={check.tau_h:.3g}")
@@ -544,7 +582,7 @@ def plot_split(chains: Chains, tau_lp: np.ndarray, tau_h: np.ndarray, check: Spl
                 arrowprops=dict(arrowstyle="->", lw=1.8, color="black"), zorder=5)
     _style_axes(ax, logx=True)
     ax.set_title(f"Chosen on half A, checked on half B (split seed {check.seed})")
-    ax.legend(loc="lower right", fontsize="small")
+    ax.legend(loc="best", fontsize="small")  # where it hides the fewest points and lines
     ax2 = axes[1]
     if len(many):
         gap = (many["acc_b"] - many["acc_a"]) * 100
@@ -704,7 +742,8 @@ def plot_frontier_by_model(frontiers: Mapping[str, dict], logx: bool = True, tit
                              gridspec_kw={"wspace": 0.12})
     cloud = None
     for ax, (name, f) in zip(axes[0], frontiers.items()):
-        cloud = draw_frontier(ax, f["grid"], f["policies"], f["oracle"], colorbar=False, logx=logx)
+        cloud = draw_frontier(ax, f["grid"], f["policies"], f["oracle"], colorbar=False, logx=logx,
+                              point_labels=False)
         _default_marker(ax, f["default"])
         ax.set_title(f"{name}: {int(f['policies']['n'].iloc[0])} problems")
     for get, put in (("get_xlim", "set_xlim"), ("get_ylim", "set_ylim")):  # the same scales, to compare
@@ -716,6 +755,8 @@ def plot_frontier_by_model(frontiers: Mapping[str, dict], logx: bool = True, tit
     cb = fig.colorbar(cloud, ax=list(axes.ravel()), pad=0.012, fraction=0.03, aspect=30)
     cb.set_label("escalation rate of a threshold pair")
     cb.ax.yaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
+    for ax, f in zip(axes[0], frontiers.values()):  # now that the scales and the layout are final
+        label_points(ax, _frontier_points(f["policies"]), f["oracle"])
     handles, labels = axes[0, 0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.45, 0.0), ncol=2, fontsize="medium",
                frameon=False)

@@ -13,9 +13,13 @@ Chapter 05 (notebooks/05_pareto), from the inside out:
 - :func:`point_sentence` / :func:`point_row_html`: an operating point in words and as a table row;
   :func:`change_note`: whether a move changed it (a move between two recorded confidences changes
   no problem's stop stage, and the panel says so instead of appearing frozen).
+- :func:`draw_view` / :func:`place_star`: what the panel draws (the recording's frontier and a star)
+  and where the star goes at one (tau_lp, tau_h).
 - :class:`FrontierView`: the frontier figure with a movable marker. :meth:`FrontierView.update`
   moves the marker to an operating point; :meth:`FrontierView.png` renders it,
   redrawing only the marker over a cached background.
+- :func:`small_multiples`: the same panel frozen at several threshold pairs, one small panel each
+  (for pages where widgets do not run, e.g. the HTML book).
 - :func:`threshold_sliders`: two FloatSliders, an Image (the figure), and HTML for the table row
   and a sentence. Moving a slider calls :meth:`ThresholdControls.update`, a plain method that
   tests drive without a browser or a kernel. Given several recordings (label -> chains), a row of
@@ -27,7 +31,7 @@ from __future__ import annotations
 import html
 import io
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -35,11 +39,21 @@ import pandas as pd
 from ..replay import Chains, operating_point, stop_stages, sweep
 from ..plots import CHOSEN_COLOR
 from ..widgets import TEXT_CLASS, note_html
-from .pareto import draw_frontier, oracle_frontier, policy_points, threshold_axes
+from .pareto import _frontier_points, draw_frontier, label_points, oracle_frontier, policy_points, threshold_axes
 
-__all__ = ["point_sentence", "point_row_html", "change_note", "FrontierView", "ThresholdControls",
-           "threshold_sliders"]
+__all__ = ["point_sentence", "point_row_html", "point_caption", "change_note", "draw_view", "place_star",
+           "FrontierView", "small_multiples", "STRICT_TO_LAX", "ThresholdControls", "threshold_sliders"]
 
+#: The numbers the panel shows for an operating point, and their formats.
+POINT_FORMATS = {"tau_lp": "{:.3g}", "tau_h": "{:.3g}", "accuracy": "{:.1%}", "avg_tokens": "{:,.0f}",
+                 "escalation_rate": "{:.1%}"}
+
+#: The star marking LASE's operating point.
+STAR = dict(marker="*", ls="none", ms=24, color=CHOSEN_COLOR, mec="black", mew=1.3, zorder=10)
+
+#: Threshold pairs from strict (almost every problem escalated) to lax (almost none), with the
+#: chapter's default (0.8, 0.5) third: :func:`small_multiples`' panels.
+STRICT_TO_LAX = ((0.95, 0.1), (0.9, 0.25), (0.8, 0.5), (0.65, 0.75), (0.5, 1.0), (0.2, 2.0))
 
 
 def point_sentence(point: pd.Series, solo_tokens: float | None = None) -> str:
@@ -54,13 +68,21 @@ def point_sentence(point: pd.Series, solo_tokens: float | None = None) -> str:
 
 def point_row_html(point: pd.Series) -> str:
     """The operating point as a one-row HTML table (what the slider panel shows)."""
-    cols = {"tau_lp": "{:.3g}", "tau_h": "{:.3g}", "accuracy": "{:.1%}", "avg_tokens": "{:,.0f}",
-            "escalation_rate": "{:.1%}"}
     stops = [k for k in point.index if str(k).startswith("stop_")]
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in [*cols, *stops])
-    body = "".join(f"<td>{fmt.format(point[c])}</td>" for c, fmt in cols.items())
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in [*POINT_FORMATS, *stops])
+    body = "".join(f"<td>{fmt.format(point[c])}</td>" for c, fmt in POINT_FORMATS.items())
     body += "".join(f"<td>{int(point[k])}</td>" for k in stops)
     return f"<table class='lase-point'><tr>{head}</tr><tr>{body}</tr></table>"
+
+
+def point_caption(point: pd.Series) -> str:
+    """The operating point in four short lines, with the numbers of :func:`point_row_html`."""
+    f = {c: fmt.format(point[c]) for c, fmt in POINT_FORMATS.items()}
+    stops = " / ".join(str(int(point[k])) for k in point.index if str(k).startswith("stop_"))
+    return (f"tau_lp = {f['tau_lp']}, tau_h = {f['tau_h']}\n"
+            f"accuracy {f['accuracy']} ({point['n_correct']} of {point['n']})\n"
+            f"{f['avg_tokens']} tokens per problem, {f['escalation_rate']} escalated\n"
+            f"stops per stage: {stops}")
 
 
 def change_note(before: pd.Series | None, after: pd.Series, stops_before: np.ndarray | None,
@@ -83,6 +105,28 @@ def change_note(before: pd.Series | None, after: pd.Series, stops_before: np.nda
             f"{before['avg_tokens']:,.0f} -> {after['avg_tokens']:,.0f}.")
 
 
+def draw_view(ax, chains: Chains, grid: pd.DataFrame, baselines: pd.DataFrame | None = None, *,
+              colorbar: bool = True, point_labels: bool = True, ms: float = 24, animated: bool = False):
+    """What the slider panel draws on ``ax``: the recording's frontier (:func:`draw_frontier`: the
+    threshold grid coloured by escalation rate, its front, the oracle, the fixed policies and any
+    baselines) and a star for LASE's operating point, still empty (:func:`place_star` puts it).
+
+    Returns ``(cloud, star)``: the grid's scatter (for a colour bar) and the star's Line2D.
+    """
+    cloud = draw_frontier(ax, grid, policy_points(chains), oracle_frontier(chains), baselines, colorbar=colorbar,
+                          point_labels=point_labels)
+    (star,) = ax.plot([], [], **{**STAR, "ms": ms}, animated=animated, label="LASE at the sliders' thresholds")
+    return cloud, star
+
+
+def place_star(star, chains: Chains, tau_lp: float, tau_h: float) -> tuple[pd.Series, np.ndarray]:
+    """Replay at (tau_lp, tau_h), put ``star`` on the operating point, and return the point and
+    each problem's stop stage."""
+    pt = operating_point(chains, tau_lp, tau_h)
+    star.set_data([pt["avg_tokens"]], [pt["accuracy"]])
+    return pt, stop_stages(chains, tau_lp, tau_h)
+
+
 class FrontierView:
     """The frontier of one recording with a marker for the current operating point.
 
@@ -103,22 +147,17 @@ class FrontierView:
         self.fig = Figure(figsize=figsize, dpi=dpi)  # not registered with pyplot: never shown twice
         FigureCanvasAgg(self.fig)
         self.ax = self.fig.add_subplot()
-        draw_frontier(self.ax, grid, policy_points(chains), oracle_frontier(chains), baselines)
+        _, self.marker = draw_view(self.ax, chains, grid, baselines, animated=True)
         self.ax.set_title("Move the sliders: the star is LASE at those thresholds")
-        self.ax.legend(loc="best", fontsize="x-small")
-        (self.marker,) = self.ax.plot([], [], "*", ms=24, color=CHOSEN_COLOR, mec="black", mew=1.3, zorder=10,
-                                      animated=True, label="LASE at the sliders' thresholds")
+        self.ax.legend(handles=self.ax.get_legend_handles_labels()[0][:-1], loc="best", fontsize="x-small")
         self._background = None
         self.point: pd.Series | None = None
         self.stops: np.ndarray | None = None  # each problem's stop stage at the current point
 
     def update(self, tau_lp: float, tau_h: float) -> pd.Series:
         """Replay at (tau_lp, tau_h), move the marker there, and return the operating point."""
-        pt = operating_point(self.chains, tau_lp, tau_h)
-        self.stops = stop_stages(self.chains, tau_lp, tau_h)
-        self.marker.set_data([pt["avg_tokens"]], [pt["accuracy"]])
-        self.point = pt
-        return pt
+        self.point, self.stops = place_star(self.marker, self.chains, tau_lp, tau_h)
+        return self.point
 
     def marker_xy(self) -> tuple[float, float]:
         """Where the marker is drawn (data coordinates)."""
@@ -140,6 +179,48 @@ class FrontierView:
         Image.frombuffer("RGBA", canvas.get_width_height(), canvas.buffer_rgba(), "raw", "RGBA", 0, 1) \
             .convert("RGB").save(buf, format="png", compress_level=1)
         return buf.getvalue()
+
+
+def small_multiples(chains: Chains, pairs: Sequence[tuple[float, float]] = STRICT_TO_LAX, *,
+                    grid: pd.DataFrame | None = None, baselines: pd.DataFrame | None = None, grid_size: int = 41,
+                    ncols: int = 3, title: str | None = None):
+    """The slider panel frozen at several (tau_lp, tau_h) pairs, for pages where widgets do not run:
+    one small panel per pair, each :func:`draw_view` with the star placed by :func:`place_star`,
+    titled with the panel's numbers (:func:`point_caption`). Returns the matplotlib figure."""
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import PercentFormatter
+
+    if not pairs:
+        raise ValueError("small_multiples needs at least one (tau_lp, tau_h) pair")
+    if grid is None:
+        grid = sweep(chains, *threshold_axes(chains, grid_size))
+    nrows = -(-len(pairs) // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(5.6 * ncols, 5.2 * nrows), squeeze=False, sharex=True,
+                             sharey=True, gridspec_kw={"hspace": 0.5, "wspace": 0.06, "right": 0.9})
+    top, bottom = fig.subplotpars.top, fig.subplotpars.bottom
+    cax = fig.add_axes((0.915, bottom, 0.012, top - bottom))
+    cloud = None
+    for ax, (tau_lp, tau_h) in zip(axes.flat, pairs):
+        cloud, star = draw_view(ax, chains, grid, baselines, colorbar=False, point_labels=False, ms=18)
+        star.set_label("LASE at the panel's thresholds (numbers above the panel)")
+        ax.set_title(point_caption(place_star(star, chains, tau_lp, tau_h)[0]), fontsize="small")
+    for ax in axes.flat[len(pairs):]:
+        ax.set_visible(False)
+    for ax in axes.flat[:len(pairs)]:
+        ax.set_xlabel("tokens per problem" if ax.get_subplotspec().is_last_row() else "")
+        ax.set_ylabel("accuracy" if ax.get_subplotspec().is_first_col() else "")
+    cb = fig.colorbar(cloud, cax=cax)
+    cb.set_label("escalation rate of a threshold pair")
+    cb.ax.yaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
+    points, oracle = _frontier_points(policy_points(chains), baselines), oracle_frontier(chains)
+    for ax in axes.flat[:len(pairs)]:  # the fixed policies' names, off the star and the front
+        label_points(ax, points, oracle)
+    fig.legend(*axes.flat[0].get_legend_handles_labels(), loc="upper center", bbox_to_anchor=(0.45, 0.0), ncol=2,
+               frameon=False)
+    fig.suptitle(title or f"The sliders at {len(pairs)} threshold pairs, strict to lax "
+                 f"({len(chains.problem_ids)} problems, replayed)", fontweight="bold", va="bottom",
+                 y=top + 0.85 / fig.get_figheight())  # above the panels' 4-line titles
+    return fig
 
 
 @dataclass

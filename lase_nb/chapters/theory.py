@@ -903,29 +903,32 @@ def plot_pareto(table: pd.DataFrame):
 
 
 def plot_topology(tables: dict[int, pd.DataFrame]):
-    """Log-log cross-agent inclusions against the number of agents: one colour per topology,
-    markers counted from transcripts, lines the formulas; each line is labelled with its T."""
+    """Log-log cross-agent inclusions against the number of agents, one panel per number of rounds T
+    (so that no two lines of a panel share a value): one colour per topology, markers counted from
+    transcripts, lines the formulas."""
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(9.5, 6.2))
+    fig, axes = plt.subplots(1, len(tables), figsize=(6.2 * len(tables) + 1, 6.2), squeeze=False, sharey=True)
     styles = {"all-to-all": ("o", "C0", "all-to-all: T n (n-1)"),
               "leader star": ("s", "C1", "leader star: 2kT"),
               "gated star": ("^", "C2", "gated star (mean of draws)")}
-    for rounds, table in tables.items():
+    for ax, (rounds, table) in zip(axes[0], tables.items()):
         for topo, (marker, color, label) in styles.items():
-            g = table[table["topology"] == topo]
-            ax.plot(g["n_agents"], g["counted"], marker, color=color, ms=8, mfc="none" if topo == "gated star" else color)
-            if topo != "gated star":
-                ax.plot(g["n_agents"], g["formula"], "-", color=color, lw=1.5, alpha=0.8)
-            ax.annotate(f"T={rounds}", (g["n_agents"].iloc[-1], g["counted"].iloc[-1]), textcoords="offset points",
-                        xytext=(7, -9 if topo == "gated star" else 0), va="center", fontsize="small", color=color)
-    for topo, (marker, color, label) in styles.items():
-        ax.plot([], [], marker + ("" if topo == "gated star" else "-"), color=color, ms=8,
-                mfc="none" if topo == "gated star" else color, label=label)
-    ax.set(xscale="log", yscale="log", title="Who reads whom: context inclusions per problem",
-           xlabel="number of agents n", ylabel="ordered cross-agent inclusions")
-    ax.margins(x=0.12)
-    ax.legend(title="markers: counted; lines: formula", fontsize="small", title_fontsize="small", loc="upper left")
+            g, gated = table[table["topology"] == topo], topo == "gated star"
+            # circles smaller than squares and on top: at n = 2 all-to-all and the star coincide, both show
+            look = dict(color=color, ms={"o": 7, "s": 11, "^": 9}[marker], mfc="white" if gated else color,
+                        mew=2 if gated else 1)
+            ax.plot(g["n_agents"], g["counted"], marker, zorder=4 if marker == "o" else 3, **look)
+            if not gated:  # the formula, under the counted markers
+                ax.plot(g["n_agents"], g["formula"], "-", color=color, lw=1.5, alpha=0.8, zorder=2)
+            if ax is axes[0, 0]:  # one legend entry per topology: marker (counted) and line (formula)
+                ax.plot([], [], marker + ("" if gated else "-"), label=label, **look)
+        ax.set(xscale="log", yscale="log", title=f"T = {rounds} rounds", xlabel="number of agents n")
+        ax.margins(x=0.06)
+    axes[0, 0].set_ylabel("ordered cross-agent inclusions")
+    axes[0, 0].legend(title="markers: counted; lines: formula", fontsize="small", title_fontsize="small",
+                      loc="upper left")
+    fig.suptitle("Who reads whom: context inclusions per problem", fontweight="bold")
     fig.tight_layout()
     return fig
 
