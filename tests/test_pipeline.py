@@ -212,3 +212,28 @@ def test_gate_reads_counts_which_call_the_gate_read(chain_stages):
     reads = pipeline.gate_reads(chains_from_stages(st))
     assert reads["read_extraction"].tolist() == [0, 2, 2, 2]
     assert (reads["read_reply"] + reads["read_extraction"] == 4).all()
+
+
+def test_fixes_by_rule_tells_a_told_fix_from_a_pointed_one():
+    from types import SimpleNamespace
+
+    from lase_nb.types import Problem
+
+    probs = {f"p{i}": Problem(f"p{i}", f"Tom has 3 apples and gets 4 more (case {i}).", gold="7", kind="number")
+             for i in (1, 2, 3)}
+    # (stage-0 right?, stage-1 right?): p1 and p2 fixed at stage 1, p3 broken; stage 0 unsure, stage 1 sure
+    outcome = {"p1": (False, True), "p2": (False, True), "p3": (True, False)}
+    note = {"p1": "The total should be 7.", "p2": "Step 1 fails: redo the addition.", "p3": "Check step 1."}
+    stages, calls = [], []
+    for pid, oks in outcome.items():
+        for t, ok in enumerate(oks):
+            stages.append({"problem_id": pid, "stage": t, "answer": "7" if ok else "6", "correct": ok,
+                           "p_min": 0.3 if t == 0 else 0.99, "h_max": 0.1, "prompt_tokens": 10, "completion_tokens": 5})
+            calls.append({"problem_id": pid, "stage": t, "role": "leader", "text": f"3 + 4 = \\boxed{{{7 if ok else 6}}}"})
+        calls.append({"problem_id": pid, "stage": 1, "role": "devil", "text": note[pid]})
+    run = SimpleNamespace(stages=pd.DataFrame(stages), calls=pd.DataFrame(calls))
+    r = pipeline.fixes_by_rule(run, probs, 0.8, 0.5)
+    assert (r["fixed"], r["fixed_told"], r["fixed_pointed"], r["broken"], r["escalated"]) == (2, 1, 1, 1, 3)
+    assert (r["notes_on_wrong"], r["stating_on_wrong"]) == (2, 1)
+    t = pipeline.telling_vs_pointing({"m": run}, {"m": probs}, 0.8, 0.5)
+    assert t.loc["m", "stating_share"] == 0.5

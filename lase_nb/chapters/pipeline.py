@@ -37,7 +37,7 @@ __all__ = [
     "describe_walk", "describe_batch",
     "reading_rounds",
     "role_table", "stage_table", "pick_walkthrough", "pick_unboxed", "stop_distribution", "stage_confidence",
-    "outcome_flips", "leak_table", "inclusion_counts", "inclusion_bounds", "inclusion_summary",
+    "outcome_flips", "leak_table", "fixes_by_rule", "telling_vs_pointing", "inclusion_counts", "inclusion_bounds", "inclusion_summary",
     "plot_stage_walk", "plot_batch", "plot_inclusions",
 ]
 
@@ -241,6 +241,45 @@ def leak_table(calls: pd.DataFrame, stops: Mapping[str, int] | None = None,
     order = {r: i for i, r in enumerate(prompts.SUPPORTERS)}
     return out.sort_values(["strategy", "role"], key=lambda s: s.map(order) if s.name == "role" else s,
                            kind="stable").reset_index(drop=True)
+
+
+def fixes_by_rule(run: Any, problems: Mapping[str, Any], tau_lp: float, tau_h: float) -> dict[str, Any]:
+    """What gated LASE fixes at (tau_lp, tau_h) on a full-chain run, split by the paper's rule: a fix
+    (the leader alone wrong, LASE's answer right) *told* when a note the leader read up to its stop
+    states the answer (:func:`lase_nb.notes.states_answer`), else *pointed*; breaks (right, then
+    wrong) beside them; and the share of notes on wrong attempts that state the answer. Keys: n,
+    escalated, fixed, fixed_told, fixed_pointed, broken, notes_on_wrong, stating_on_wrong."""
+    from ..notes import states_answer
+    from ..replay import chains_from_stages
+
+    chains = chains_from_stages(run.stages)
+    stop = stop_stages(chains, tau_lp, tau_h)
+    idx = np.arange(len(chains.problem_ids))
+    alone, final = chains.correct[:, 0], chains.correct[idx, stop]
+    calls = run.calls
+    lead = calls[calls["role"] == "leader"].drop_duplicates(["problem_id", "stage"]).set_index(["problem_id", "stage"])["text"]
+    notes = calls[calls["role"].isin(SUPPORTERS)].drop_duplicates(["problem_id", "stage"]).set_index(["problem_id", "stage"])["text"]
+    told = pointed = 0
+    for i in np.flatnonzero(~alone & final):
+        pid, p = chains.problem_ids[i], problems.get(str(chains.problem_ids[i]))
+        said = p is not None and any(states_answer(notes.get((pid, t)), p.gold, p.question, lead.get((pid, t - 1), ""))
+                                     for t in range(1, int(stop[i]) + 1))
+        told, pointed = told + int(said), pointed + int(not said)
+    counts = count_answer_notes(calls, run.stages, problems)
+    return {"n": len(idx), "escalated": int((stop > 0).sum()), "fixed": told + pointed, "fixed_told": told,
+            "fixed_pointed": pointed, "broken": int((alone & ~final).sum()),
+            "notes_on_wrong": sum(d["on_wrong"]["n"] for d in counts.values()),
+            "stating_on_wrong": sum(d["on_wrong"]["k"] for d in counts.values())}
+
+
+def telling_vs_pointing(runs: Mapping[str, Any], problems: Mapping[str, Mapping[str, Any]], tau_lp: float,
+                        tau_h: float) -> pd.DataFrame:
+    """:func:`fixes_by_rule` for each labelled run (e.g. the telling organism v4 and the pointing one),
+    one row each, with the share of notes on wrong attempts that state the answer."""
+    rows = [{"model": label, **fixes_by_rule(run, problems[label], tau_lp, tau_h)} for label, run in runs.items()]
+    out = pd.DataFrame(rows).set_index("model")
+    out["stating_share"] = out["stating_on_wrong"] / out["notes_on_wrong"].where(out["notes_on_wrong"] > 0)
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
