@@ -58,6 +58,8 @@ data_path = None  # file/folder of a paper data set (never shipped)
 n_problems = 4  # live runs: problems to run
 traces = "../data/traces/arith-smollm2"  # recorded runs, read unless live
 organism_traces = "../data/traces/arith-organism-tell"  # the telling organism (v4), a labelled contrast, measured beside it in 3.5; None: skip
+tell_traces = "../data/traces/arith-organism-tell"  # 3.6: the telling organism (v4), set beside the pointing one; None: skip
+pointing_traces = "../data/traces/arith-organism"  # 3.6: the organism trained by the paper's rule; None: skip
 live = False  # True: run LASE now (full chain, cached) instead of reading the traces
 tau_lp = 0.8  # gate: exp(LP_min) below this is uncertain
 tau_h = 0.5  # gate: H_max (nats) above this is uncertain
@@ -493,6 +495,42 @@ leaks
 # %% [markdown]
 # A box is replaced before the leader reads the note; a stated answer reaches the leader as
 # written. The paper does not report either rate; it only states the rule.
+
+# %% [markdown]
+# ### Telling vs pointing: what the paper's rule is for
+#
+# The paper's supporters are told "Do NOT give the final answer" (its Appendix D): a supporter that
+# hands over the answer turns LASE into copying, and a gain measured that way says nothing about
+# whether a leader can be *helped to find* its error. This repository trained two organisms from
+# the same 135M model. **v4 (telling)** was trained on notes that often state the right value of a
+# slipped step, the answer included; **the pointing organism** was trained on notes that check each
+# step by its inverse operation and name the failing step ("Step 2 fails: redo it"), never its value
+# (`data/organism/README.md` has both recipes). Below, each one's gated LASE at (tau_lp, tau_h): the
+# fixes (the leader alone wrong, LASE right) split into *told* (a note the leader read up to its
+# stop stated the answer) and *pointed* (none did), the breaks, and the share of notes on wrong
+# attempts that state the answer.
+
+# %%
+rule_runs = {label: run_store.load_runs(folder, ["lase"])["lase"]
+             for label, folder in (("organism v4 (telling)", tell_traces), ("organism (pointing)", pointing_traces))
+             if folder and (run_store.resolve_data_path(folder) / "lase-full" / "manifest.json").exists()}
+if rule_runs:
+    rule_problems = {label: run_store.problems_from_manifest(r.manifest) for label, r in rule_runs.items()}
+    by_rule = pipeline.telling_vs_pointing(rule_runs, rule_problems, tau_lp, tau_h)
+    display(by_rule)
+    display(Markdown("\n".join(
+        f"- **{label}**: {int(r.fixed)} fixes on {int(r.n)} problems, {int(r.fixed_told)} of them after a note that "
+        f"stated the answer; {int(r.broken)} broken; {r.stating_share:.0%} of its notes on wrong attempts state the answer."
+        for label, r in by_rule.iterrows())))
+else:
+    print("neither organism recording is here: the comparison is skipped")
+
+# %% [markdown]
+# Read the two rows together: a gain whose fixes are mostly *told* is the supporters solving the
+# problem for the leader, which the paper's prompts forbid. The pointing organism's gain, whatever
+# its size, is the one the paper's mechanism claims: a leader that redoes the step it was pointed
+# at. Chapter 04 and the preregistered test in `data/traces/preregistration.json` say whether that
+# gain is there.
 
 # %% [markdown]
 # ## 3.7 Who reads whom: inclusions counted from the transcripts
