@@ -452,8 +452,9 @@ for _, r in shown.iterrows():
 # **The telling organism, stage by stage: a note that fixes a wrong answer.** Section 3.2 walked the
 # embedded model through one problem. Here is the same walk on the telling organism (v4), picked by rule
 # (`correct_seeds.pick_fix`): the first problem whose leader was wrong alone, where a note the leader read
-# holds a correct seed, and where LASE ends right. Such a problem counts in $\rho$ (its note holds a
-# seed) and in $\delta$ (reading the seed turned the answer right).
+# holds a correct seed, and where LASE ends right; a fix by the paper's rule (no note the leader
+# read states the answer) is taken before a told one. Such a problem counts in $\rho$ (its note
+# holds a seed) and in $\delta$ (reading the seed turned the answer right).
 
 # %%
 for o_label, (o_run, o_chains, o_problems, o_rows) in others.items():

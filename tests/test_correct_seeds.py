@@ -188,3 +188,11 @@ def test_a_note_that_points_at_the_first_departure_holds_a_seed():
     assert seeds.seed_values("Step 2 fails: redo it column by column.", bad, p) == ["step 2"]
     assert seeds.seed_values("Step 1 fails: redo it.", bad, p) == []  # the wrong step: no seed
     assert seeds.seed_values("Step 2 fails.", solution_text(gold), p) == []  # a right attempt holds none
+
+
+def test_pick_fix_prefers_a_fix_by_the_rule():
+    table = pd.DataFrame({"problem_id": ["a", "b", "c"], "solo_right": [False, False, False],
+                          "seed": [True, True, True], "lase_right": [True, True, True],
+                          "told": [True, False, False]})
+    assert seeds.pick_fix(table) == "b"
+    assert seeds.pick_fix(table.assign(told=True)) == "a"

@@ -27,7 +27,7 @@ import pandas as pd
 from ..replay import Chains, stop_stages
 from ..errors import DataError
 from ..prompts import SUPPORTERS
-from ..notes import mentions
+from ..notes import mentions, states_answer
 
 __all__ = ["SEED_RULE", "gold_values", "seed_values", "note_seeds", "seed_table", "pick_fix", "bound_check",
            "decomposition", "predicted_gain", "a3_verdict", "describe_assumptions"]
@@ -78,7 +78,8 @@ def seed_table(chains: Chains, calls: pd.DataFrame, problems: Mapping[str, Any],
 
     Columns: problem_id, escalated, stop_stage, solo_right (the leader's first answer), lase_right
     (the answer where LASE stops), seed (some note LASE read before stopping holds a correct seed),
-    seed_stage, seed_role, seed_value (the first such note), note (its text), attempt (what it reviewed).
+    seed_stage, seed_role, seed_value (the first such note), note (its text), attempt (what it reviewed),
+    told (some note LASE read before stopping states the final answer, :func:`lase_nb.notes.states_answer`).
     ``problems`` maps problem ids to problems (``runs.problems_from_manifest``): the gold chain
     and the question come from there.
     """
@@ -101,16 +102,16 @@ def seed_table(chains: Chains, calls: pd.DataFrame, problems: Mapping[str, Any],
                                "solo_right": bool(chains.correct[i, 0]),
                                "lase_right": bool(chains.correct[i, stop[i]]), "seed": False,
                                "seed_stage": None, "seed_role": None, "seed_value": None,
-                               "note": None, "attempt": None}
+                               "note": None, "attempt": None, "told": False}
         for t in range(1, int(stop[i]) + 1):
             if (pid, t) not in notes.index:
                 continue
             note, attempt = notes.loc[(pid, t), "text"], lead.get((pid, t - 1))
+            row["told"] = row["told"] or states_answer(note, problem.gold, problem.question, attempt or "")
             found = seed_values(note, attempt, problem)
-            if found:
+            if found and not row["seed"]:
                 row.update(seed=True, seed_stage=t, seed_role=notes.loc[(pid, t), "role"],
                            seed_value=found[0], note=note, attempt=attempt)
-                break
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -118,8 +119,11 @@ def seed_table(chains: Chains, calls: pd.DataFrame, problems: Mapping[str, Any],
 def pick_fix(table: pd.DataFrame) -> str | None:
     """The walk-through of a fix, chosen by rule from :func:`seed_table`: the first problem (in the
     recording's order) the leader got wrong alone, where a note it read holds a correct seed and
-    LASE ends right, i.e. a problem counted in both rho and delta; None when there is none."""
+    LASE ends right, i.e. a problem counted in both rho and delta; a fix by the paper's rule (no
+    note read states the answer) comes before a told one. None when there is none."""
     hit = table[~table["solo_right"] & table["seed"] & table["lase_right"]]
+    if "told" in hit:
+        hit = hit.sort_values("told", kind="stable")
     return str(hit["problem_id"].iloc[0]) if len(hit) else None
 
 
