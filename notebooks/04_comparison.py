@@ -324,7 +324,9 @@ reference.paper_column(reference.LASE_MV)
 # ## 4.3 Which of the paper's claims hold here
 #
 # Each row states a claim, the paper's number for it, ours, and whether our difference has the
-# paper's sign. The McNemar p-value says whether ours could be chance.
+# paper's sign. The McNemar p-value says whether ours could be chance. A direction is not a
+# verdict: chapter 07 tests every claim on both models with a rule fixed beforehand (both the exact
+# test and the paired interval must clear) and says which are reproduced, refuted or not shown.
 
 # %%
 claims = pd.concat([comparison.claims_table(table, paper)]
