@@ -23,7 +23,8 @@ from .errors import DataError
 from .replay import Chains, chains_from_stages, gate_for_budget, replay
 from .stats import clears_both, holm, paired_test
 
-__all__ = ["PATH", "SECONDARY", "build", "load", "primary_result", "secondary_results", "chains_of"]
+__all__ = ["PATH", "SECONDARY", "build", "load", "primary_result", "primary_from_gated_run", "secondary_results",
+           "chains_of"]
 
 #: Where the committed preregistration lives.
 PATH = Path(__file__).resolve().parents[1] / "data" / "traces" / "preregistration.json"
@@ -111,6 +112,28 @@ def primary_result(prereg: Mapping[str, Any], chains: Chains) -> dict[str, Any]:
     th = prereg["thresholds"]
     lase = replay(chains, th["tau_lp"], th["tau_h"])["correct"].to_numpy(bool)
     out = _test(lase, chains.correct[:, 0], prereg)
+    pred = prereg.get("prediction")
+    if pred is not None:
+        out["predicted_lower_bound"] = pred["gain_lower_bound"]
+        out["prediction_met"] = bool(out["diff"] >= pred["gain_lower_bound"])
+    return out
+
+
+def primary_from_gated_run(prereg: Mapping[str, Any], run: Any) -> dict[str, Any]:
+    """The primary comparison on a gated LASE run recorded at the preregistered thresholds
+    (``lase-large``): its answers vs its own stage 0 (the leader alone), paired by problem. Refuses a
+    run recorded at other thresholds."""
+    th, cfg = prereg["thresholds"], run.manifest.get("config", {})
+    if cfg.get("full_chain"):
+        raise DataError(f"{run.path}: a full-chain run; use primary_result(prereg, chains_of(run))")
+    if not (np.isclose(cfg.get("tau_lp", np.nan), th["tau_lp"]) and np.isclose(cfg.get("tau_h", np.nan), th["tau_h"])):
+        raise DataError(f"{run.path} ran at tau_lp={cfg.get('tau_lp')}, tau_h={cfg.get('tau_h')}; the preregistered "
+                        f"thresholds are {th['tau_lp']} / {th['tau_h']}")
+    alone = run.stages[run.stages["stage"] == 0].set_index("problem_id")["correct"]
+    final = run.problems.set_index("problem_id")["correct"]
+    ids = final.index.intersection(alone.index)
+    out = _test(final.loc[ids].to_numpy(bool), alone.loc[ids].to_numpy(bool), prereg)
+    out["escalated"] = int((run.problems.set_index("problem_id").loc[ids, "stop_stage"] > 0).sum())
     pred = prereg.get("prediction")
     if pred is not None:
         out["predicted_lower_bound"] = pred["gain_lower_bound"]

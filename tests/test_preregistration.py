@@ -54,3 +54,26 @@ def test_secondary_results_are_holm_adjusted(tmp_path):
 def test_no_preregistration_is_a_clear_error(tmp_path):
     with pytest.raises(DataError, match="preregister.py"):
         P.load(tmp_path / "none.json")
+
+
+def test_the_primary_result_on_a_gated_run_checks_its_thresholds(tmp_path):
+    from types import SimpleNamespace
+
+    import pandas as pd
+
+    doc = _prereg(tmp_path)
+    ids = [f"p{i}" for i in range(40)]
+    alone = [i < 20 for i in range(40)]  # 20 right alone; 12 fixed (20-31), none broken
+    final = [i < 32 for i in range(40)]
+    run = SimpleNamespace(path="lase-large", manifest={"config": {"tau_lp": 0.8, "tau_h": 0.5, "full_chain": False}},
+                          stages=pd.DataFrame({"problem_id": ids, "stage": 0, "correct": alone}),
+                          problems=pd.DataFrame({"problem_id": ids, "correct": final,
+                                                 "stop_stage": [int(i >= 20) for i in range(40)]}))
+    r = P.primary_from_gated_run(doc, run)
+    assert (r["b"], r["c"], r["escalated"]) == (12, 0, 20) and r["claimed"]
+    run.manifest["config"]["tau_lp"] = 0.9
+    with pytest.raises(DataError, match="preregistered"):
+        P.primary_from_gated_run(doc, run)
+    run.manifest["config"].update(tau_lp=0.8, full_chain=True)
+    with pytest.raises(DataError, match="full-chain"):
+        P.primary_from_gated_run(doc, run)
