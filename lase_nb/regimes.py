@@ -16,14 +16,15 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+import numpy as np
 import pandas as pd
 
 from .replay import Chains, replay
 from .errors import DataError
-from .stats import clears_both, paired_test, pct, points
+from .stats import clears_both, gain_difference, mcnemar, paired_test, pct, points
 
 __all__ = ["REGIMES", "REGIME_RULE", "OTHER_REGIME", "gain_regime", "regime_table", "describe_regime",
-           "describe_gain_regime"]
+           "describe_gain_regime", "same_problems", "compare_gains"]
 
 REGIMES = ("corrective", "neutral", "destructive")
 REGIME_RULE = ("corrective: gated LASE beats the leader alone by both tests (exact McNemar p < 0.05 and a paired "
@@ -116,3 +117,31 @@ def describe_gain_regime(label: str, r: Mapping[str, Any]) -> str:
             f"tau_h = {r['tau_h']:g}, {r['escalated']} of {r['n']} problems escalated) scores {pct(r['acc_lase'], 1)} "
             f"against the leader alone's {pct(r['acc_solo'], 1)}, {_interval(r)}, McNemar p = {r['p_value']:.3f} "
             f"(fixes {r['fixed']}, breaks {r['broken']}); always-interact scores {pct(r['acc_full'], 1)}: {reading}.")
+
+
+def same_problems(a: Chains, b: Chains) -> tuple[Chains, Chains]:
+    """Both models' chains restricted to the problems both ran, in ``a``'s order (the controlled
+    comparison); a clear error when they share none."""
+    ids_b = {str(p): i for i, p in enumerate(b.problem_ids)}
+    keep = [(i, ids_b[str(p)]) for i, p in enumerate(a.problem_ids) if str(p) in ids_b]
+    if not keep:
+        raise DataError("the two recordings share no problem: record both on the same set (same split, seed, levels)")
+    ia, ib = (np.array(x) for x in zip(*keep))
+    return a.subset(ia), b.subset(ib)
+
+
+def compare_gains(a: Chains, b: Chains, tau_lp: float, tau_h: float, n_boot: int = 2000,
+                  seed: int = 0) -> dict[str, Any]:
+    """Two models on the same problems (:func:`same_problems`): each one's gated gain over its own
+    leader (:func:`gain_regime`), the difference of the gains with its tests
+    (:func:`lase_nb.stats.gain_difference`), and the escalation rates with the exact McNemar test of
+    escalated-or-not on the same problems. Keys: n, regime_a, regime_b, difference, escalated_a,
+    escalated_b, escalation_p."""
+    a, b = same_problems(a, b)
+    ra, rb = gain_regime(a, tau_lp, tau_h, n_boot=n_boot, seed=seed), gain_regime(b, tau_lp, tau_h, n_boot=n_boot, seed=seed)
+    la, lb = replay(a, tau_lp, tau_h), replay(b, tau_lp, tau_h)
+    diff = gain_difference(la["correct"].to_numpy(bool), a.correct[:, 0], lb["correct"].to_numpy(bool),
+                           b.correct[:, 0], n_boot=n_boot, seed=seed)
+    ea, eb = la["stop_stage"].to_numpy() > 0, lb["stop_stage"].to_numpy() > 0
+    return {"n": len(a.problem_ids), "regime_a": ra, "regime_b": rb, "difference": diff,
+            "escalated_a": float(ea.mean()), "escalated_b": float(eb.mean()), "escalation_p": mcnemar(ea, eb)[2]}

@@ -31,6 +31,7 @@ __all__ = [
     "clears_both",
     "auroc_difference",
     "auroc_test",
+    "gain_difference",
 ]
 
 NO_ANSWER = "no answer"
@@ -257,6 +258,26 @@ def paired_test(correct_a: np.ndarray, correct_b: np.ndarray, n_boot: int = 2000
     d, lo, hi = bootstrap_ci(a.astype(float) - bb.astype(float), n_boot=n_boot, seed=seed, level=level)
     return {"n": n, "acc_a": float(a.mean()) if n else np.nan, "acc_b": float(bb.mean()) if n else np.nan,
             "diff": d, "diff_lo": lo, "diff_hi": hi, "b": b, "c": c, "p_value": p}
+
+
+def gain_difference(new_a: np.ndarray, old_a: np.ndarray, new_b: np.ndarray, old_b: np.ndarray,
+                    n_boot: int = 2000, seed: int = 0, level: float = 0.95) -> dict:
+    """Whether system A's gain (new_a over old_a) differs from system B's (new_b over old_b) on the
+    same problems (same order): per problem d = (new_a - old_a) - (new_b - old_b), in {-2..2}.
+    The exact test is the sign test on the problems where d != 0 (two-sided binomial, 1/2; the
+    McNemar test of the two gains); beside it the paired bootstrap interval of mean d.
+    Keys: n, gain_a, gain_b, diff, diff_lo, diff_hi, up (d > 0), down (d < 0), p_value."""
+    arrays = [bool_array(x, name) for x, name in ((new_a, "new_a"), (old_a, "old_a"), (new_b, "new_b"),
+                                                  (old_b, "old_b"))]
+    _same_length(new_a=arrays[0], old_a=arrays[1], new_b=arrays[2], old_b=arrays[3])
+    na, oa, nb, ob = (a.astype(float) for a in arrays)
+    d = (na - oa) - (nb - ob)
+    up, down = int((d > 0).sum()), int((d < 0).sum())
+    p = float(_st.binomtest(up, up + down, 0.5).pvalue) if up + down else 1.0
+    est, lo, hi = bootstrap_ci(d, n_boot=n_boot, seed=seed, level=level)
+    return {"n": len(d), "gain_a": float((na - oa).mean()) if len(d) else np.nan,
+            "gain_b": float((nb - ob).mean()) if len(d) else np.nan, "diff": est, "diff_lo": lo, "diff_hi": hi,
+            "up": up, "down": down, "p_value": p}
 
 
 def clears_both(test: Mapping[str, float], alpha: float = 0.05, above: bool = True) -> bool:

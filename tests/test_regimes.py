@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from lase_nb import regimes
+from lase_nb.errors import DataError
 from lase_nb.replay import chains_from_stages
 from tests.synthetic import model
 from lase_nb.replay import outcomes_at, replay  # noqa: E402
@@ -89,3 +90,28 @@ def test_the_recording_twice_is_in_one_regime(two):
     assert r["base"]["acc_solo"] == pytest.approx(outcomes_at(ch["base"], 0)["correct"].mean())
     t = failures.escalation_by_model(ch, 0.8, 0.5)
     assert "equally accurate" in failures.describe_escalation_by_model(t)
+
+
+def test_gain_difference_is_a_sign_test_on_the_problems_that_differ():
+    from lase_nb.stats import gain_difference
+
+    old = np.zeros(20, bool)
+    new_a = np.r_[np.ones(8, bool), np.zeros(12, bool)]  # A fixes 8
+    r = gain_difference(new_a, old, old, old, n_boot=500)
+    assert (r["up"], r["down"], r["n"]) == (8, 0, 20) and r["p_value"] < 0.01 and r["diff_lo"] > 0
+    assert gain_difference(old, old, old, old)["p_value"] == 1.0
+
+
+def test_compare_gains_uses_the_same_problems():
+    from lase_nb.regimes import compare_gains, same_problems
+
+    a = model(50, 30, n=100, fix=15)
+    b = model(50, 30, n=100, fix=0)
+    b.problem_ids = np.array([f"q{i}" for i in range(50)] + list(a.problem_ids[:50]), dtype=object)
+    sa, sb = same_problems(a, b)
+    assert list(sa.problem_ids) == list(sb.problem_ids) and len(sa.problem_ids) == 50
+    r = compare_gains(a, b, 0.8, 0.5, n_boot=300)
+    assert r["n"] == 50 and r["difference"]["gain_a"] >= r["difference"]["gain_b"]
+    b.problem_ids = np.array([f"z{i}" for i in range(100)], dtype=object)
+    with pytest.raises(DataError, match="share no problem"):
+        same_problems(a, b)
