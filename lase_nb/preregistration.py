@@ -141,15 +141,18 @@ def primary_from_gated_run(prereg: Mapping[str, Any], run: Any) -> dict[str, Any
     return out
 
 
-def secondary_results(prereg: Mapping[str, Any], pairs: Mapping[str, tuple[np.ndarray, np.ndarray]]) -> list[dict]:
-    """The secondary comparisons present in ``pairs`` (name -> paired correctness arrays), each with
-    the two tests and Holm's adjusted p-value over the family that ran; ``claimed`` uses the
-    adjusted p."""
+def secondary_results(prereg: Mapping[str, Any], pairs: Mapping[str, Any]) -> list[dict]:
+    """The secondary comparisons present in ``pairs``, each with the two tests and Holm's adjusted
+    p-value over the family that ran; ``claimed`` uses the adjusted p. A value is either the two
+    paired correctness arrays (tested here with :func:`lase_nb.stats.paired_test`) or a test already
+    run (a dict with diff, diff_lo, diff_hi and p_value, e.g. :func:`lase_nb.stats.gain_difference`
+    for the difference of two models' gains)."""
     rows = []
     for spec in prereg["secondary"]["comparisons"]:
         if spec["name"] in pairs:
-            a, b = pairs[spec["name"]]
-            rows.append({"name": spec["name"], **_test(np.asarray(a, bool), np.asarray(b, bool), prereg)})
+            v = pairs[spec["name"]]
+            test = dict(v) if isinstance(v, Mapping) else _test(np.asarray(v[0], bool), np.asarray(v[1], bool), prereg)
+            rows.append({"name": spec["name"], **test})
     adj = holm([r["p_value"] for r in rows])
     alpha = prereg["secondary"]["alpha"]
     for r, p in zip(rows, adj):

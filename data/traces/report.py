@@ -1,0 +1,132 @@
+"""The controlled experiment's numbers, as the preregistration fixed them: print them as markdown.
+
+    python data/traces/report.py [--organism data/traces/arith-organism] [--control data/traces/control-level1]
+
+Reads the committed preregistration and whatever recordings exist (a missing one is named, not
+guessed): the primary test on ``lase-large``, Theorem 3.7's predicted lower bound against the
+held-out gain, the secondary family under Holm's correction, the aim's criteria, and the two models
+on the same level-1 problems. Every number comes from the package's tested functions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from lase_nb import preregistration as P
+from lase_nb import regimes
+from lase_nb.replay import replay
+from lase_nb.runs import load_runs, strategy_tables
+from lase_nb.stats import points
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.1f}%"
+
+
+def _test_line(t: dict) -> str:
+    if "acc_a" not in t:  # a difference of gains (stats.gain_difference)
+        return (f"{points(t['gain_a'])} vs {points(t['gain_b'])} points: difference {points(t['diff'])} "
+                f"[{points(t['diff_lo'])}, {points(t['diff_hi'])}], sign test p = {t['p_value']:.3g}, n = {t['n']}")
+    return (f"{_pct(t['acc_a'])} vs {_pct(t['acc_b'])}: {points(t['diff'])} points "
+            f"[{points(t['diff_lo'])}, {points(t['diff_hi'])}], {t['b']} vs {t['c']} discordant, "
+            f"McNemar p = {t['p_value']:.3g}, n = {t['n']}")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--organism", default="data/traces/arith-organism")
+    ap.add_argument("--control", default="data/traces/control-level1")
+    args = ap.parse_args()
+    prereg = P.load()
+    th = prereg["thresholds"]
+    runs = load_runs(args.organism, ["single", "mv", "mad", "moa", "down", "lase", "lase-mv", "lase-shuffled",
+                                     "lase-large"])
+    print(f"# The controlled experiment (preregistered {prereg['date']}; thresholds {th['tau_lp']} / {th['tau_h']})\n")
+    print(f"runs found in {args.organism}: {', '.join(runs) or 'none'}\n")
+
+    if "lase-large" in runs:
+        r = P.primary_from_gated_run(prereg, runs["lase-large"])
+        print("## Primary: gated LASE vs the leader alone on lase-large\n")
+        print(f"- {_test_line(r)}; escalated {r['escalated']}; **claimed: {r['claimed']}** (both tests needed)")
+        if "predicted_lower_bound" in r:
+            print(f"- Theorem 3.7's preregistered lower bound {points(r['predicted_lower_bound'])} points: "
+                  f"{'met' if r['prediction_met'] else 'missed'} by the held-out gain {points(r['diff'])}")
+        print()
+    else:
+        print("## Primary: lase-large not recorded yet\n")
+
+    if "lase" in runs:
+        chains = P.chains_of(runs["lase"])
+        r = P.primary_result(prereg, chains)
+        print("## Gated LASE vs the leader alone on lase-full (the same test)\n")
+        print(f"- {_test_line(r)}; claimed: {r['claimed']}\n")
+        tables = strategy_tables(runs, th["tau_lp"], th["tau_h"])
+        pairs = {}
+        bp = prereg["budget_pair"]
+        at_budget = replay(chains, bp["tau_lp"], bp["tau_h"])
+        pairs["LASE at the budget pair vs the leader alone"] = (at_budget["correct"].to_numpy(bool), chains.correct[:, 0])
+        pairs["always-interact vs the leader alone"] = (chains.correct[:, -1], chains.correct[:, 0])
+        for spec in prereg["secondary"]["comparisons"]:
+            a, b = spec["a"], spec["b"]
+            if a in tables and b in tables and spec["on"] == "problems both ran":
+                x = tables[a].set_index("problem_id")["correct"]
+                y = tables[b].set_index("problem_id")["correct"]
+                ids = x.index.intersection(y.index)
+                pairs[spec["name"]] = (x.loc[ids].to_numpy(bool), y.loc[ids].to_numpy(bool))
+        control = Path(args.control)
+        ctl = {m: load_runs(control / m, ["lase"]).get("lase") for m in ("organism", "smollm2")}
+        if all(ctl.values()):
+            org, base = regimes.same_problems(P.chains_of(ctl["organism"]), P.chains_of(ctl["smollm2"]))
+            c = regimes.compare_gains(org, base, th["tau_lp"], th["tau_h"])
+            pairs["organism's gain minus the base model's gain"] = c["difference"]
+        rows = P.secondary_results(prereg, pairs)
+        print("## Secondary family (Holm)\n")
+        print("| comparison | result | Holm p | claimed |\n|---|---|---|---|")
+        for s in rows:
+            print(f"| {s['name']} | {_test_line(s)} | {s['p_holm']:.3g} | {s['claimed']} |")
+        print()
+        if "mv" in tables:
+            mv = tables["mv"].set_index("problem_id")
+            lase_t = tables["lase"].set_index("problem_id")
+            ids = mv.index.intersection(lase_t.index)
+            acc_l, acc_m = lase_t.loc[ids, "correct"].mean(), mv.loc[ids, "correct"].mean()
+            tok = lase_t.loc[ids, "total_tokens"].mean() / mv.loc[ids, "total_tokens"].mean()
+            print("## The aim\n")
+            print(f"- LASE within 1 point of MV(7) or above, at <= 0.7x its tokens: LASE {_pct(acc_l)}, MV "
+                  f"{_pct(acc_m)} on {len(ids)} problems, {tok:.2f}x MV's tokens: "
+                  f"**{'met' if acc_l >= acc_m - 0.01 and tok <= 0.7 else 'not met'}**")
+        t = [s for s in rows if s["name"] == "LASE at the budget pair vs the leader alone"]
+        if t:
+            print(f"- at the preregistered budget pair ({bp['tau_lp']:.2f}, {bp['tau_h']:.2f}): {_test_line(t[0])}: "
+                  f"interval above zero: **{t[0]['diff_lo'] > 0}**")
+        print()
+        if all(ctl.values()):
+            d = c["difference"]
+            print(f"## The negative control: both models on the same {c['n']} level-1 problems\n")
+            print("| | organism (zero-shot) | SmolLM2-135M (two worked examples) |\n|---|---|---|")
+            ra, rb = c["regime_a"], c["regime_b"]
+            print(f"| leader alone | {_pct(ra['acc_solo'])} | {_pct(rb['acc_solo'])} |")
+            print(f"| gated LASE | {_pct(ra['acc_lase'])} | {_pct(rb['acc_lase'])} |")
+            print(f"| gain [95% CI], McNemar p | {points(ra['gain'])} [{points(ra['gain_lo'])}, {points(ra['gain_hi'])}], "
+                  f"{ra['p_value']:.3g} | {points(rb['gain'])} [{points(rb['gain_lo'])}, {points(rb['gain_hi'])}], "
+                  f"{rb['p_value']:.3g} |")
+            print(f"| escalated | {_pct(c['escalated_a'])} | {_pct(c['escalated_b'])} |")
+            print(f"| always-interact | {_pct(ra['acc_full'])} | {_pct(rb['acc_full'])} |")
+            print(f"| regime | {ra['regime']} | {rb['regime']} |\n")
+            print(f"- difference of gains {points(d['diff'])} points [{points(d['diff_lo'])}, {points(d['diff_hi'])}], "
+                  f"sign test p = {d['p_value']:.3g} ({d['up']} problems favour the organism, {d['down']} the base model)")
+            print(f"- escalation on the same problems: {_pct(c['escalated_a'])} vs {_pct(c['escalated_b'])}, "
+                  f"McNemar p = {c['escalation_p']:.3g}")
+        else:
+            missing = [m for m, r in ctl.items() if r is None]
+            print(f"## The negative control: not yet recorded ({', '.join(missing)})")
+    return 0
+
+
+if __name__ == "__main__":
+    np.seterr(all="ignore")
+    sys.exit(main())
