@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
 __all__ = ["RUN_DIRS", "resolve_data_path", "load_runs", "load_models", "chains_by_model", "model_label",
            "record_command", "check_format", "run_from_results", "problems_from_manifest", "common_ids",
-           "comparison_table", "strategy_tables"]
+           "comparison_table", "strategy_tables", "display_name", "by_display_name"]
 
 #: Folder of a strategy name when it differs from the name: "lase" is read from the full-chain run
 #: (LASE at any thresholds is replayed from it); from the strategies' records.
@@ -153,6 +153,33 @@ def strategy_tables(runs: Mapping[str, Run], tau_lp: float, tau_h: float) -> dic
     chains = chains_from_stages(runs["lase" if "lase" in runs else "lase-full"].stages)
     replayed = {"lase": replay(chains, tau_lp, tau_h), "lase-full": outcomes_at(chains, chains.n_stages - 1)}
     return {s: replayed[s] if s in replayed else runs[s].problems for s in SPECS if s in replayed or s in runs}
+
+
+def display_name(folder: str | Path) -> str:
+    """A short name for the model of the recordings in ``folder`` (read from its full-chain run's
+    manifest), for tables and legends: ``"organism v4 (telling)"`` for a superseded organism
+    (its manifest's ``organism_variant``), ``"organism"`` for the current one, else the manifest's
+    model (``"smollm2-135m"`` shows as ``"SmolLM2-135M"``)."""
+    import json
+
+    path = resolve_data_path(folder) / RUN_DIRS.get("lase", "lase-full") / "manifest.json"
+    if not path.is_file():
+        raise DataError(f"no full-chain run at {path.parent}; {RECORD_HINT}")
+    m = json.loads(path.read_text())
+    variant = m.get("organism_variant")
+    if variant:
+        version, _, what = str(variant.get("name", "")).partition(",")
+        what = what.split("(")[0].strip()
+        return f"organism {version.strip()}" + (f" ({what})" if what else "")
+    if (m.get("model_files") or {}).get("adapter"):
+        return "organism"
+    return {"smollm2-135m": "SmolLM2-135M"}.get(str(m.get("model")), str(m.get("model")))
+
+
+def by_display_name(folders: Iterable[str | Path | None]) -> dict[str, str | Path]:
+    """``{display_name(folder): folder}`` for the folders given (None skipped), in order: the
+    ``folders`` argument of :func:`load_models` for a chapter's recordings."""
+    return {display_name(f): f for f in folders if f}
 
 
 def model_label(run: Run) -> str:

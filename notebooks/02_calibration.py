@@ -85,7 +85,7 @@ from lase_nb.datasets import load_dataset
 from lase_nb.engine import Call, Engine
 from lase_nb.prompts import solver_messages
 from lase_nb.runner import run_problems
-from lase_nb.runs import load_models, load_runs
+from lase_nb.runs import by_display_name, load_models, load_runs
 from lase_nb.live import live_config, live_engine
 
 plots.set_style()
@@ -271,7 +271,7 @@ split.to_frame(f"tau_lp={tau_lp:g}, tau_h={tau_h:g}")
 # read no supporter). The faithful organism's recordings come next.
 
 # %%
-models = load_models({"SmolLM2-135M": traces, "organism v4 (telling)": organism_traces}, ["lase"], require=["lase"])
+models = load_models(by_display_name([traces, organism_traces]), ["lase"], require=["lase"])
 frames = calibration.frames_by_model(models)
 by_model = calibration.calibration_by_model(frames, tau_lp, tau_h, seed=seed)
 fig = calibration.plot_reliability_by_model(frames, tau_lp, tau_h, table=by_model)

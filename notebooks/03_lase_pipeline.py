@@ -421,7 +421,7 @@ display(Markdown(regimes.describe_regime(regimes.gain_regime(chains, tau_lp, tau
 # organism (`--model organism` now, `data/organism/README.md`) is recorded next.
 
 # %%
-both = run_store.load_models({"SmolLM2-135M": traces, "organism v4 (telling)": organism_traces}, ["lase"], require=["lase"])
+both = run_store.load_models(run_store.by_display_name([traces, organism_traces]), ["lase"], require=["lase"])
 checks = {"SmolLM2-135M": check}
 others = {}  # label -> (run, chains, problems, seed rows) of each other model, for the walk-through below
 for label, model_runs in list(both.items())[1:]:

@@ -385,7 +385,7 @@ t1
 # its main runs share; the intervals and McNemar tests are as in 4.1.
 
 # %%
-models = run_store.load_models({"SmolLM2-135M": traces, "organism v4 (telling)": organism_traces}, names, require=["lase"])
+models = run_store.load_models(run_store.by_display_name([traces, organism_traces]), names, require=["lase"])
 tables_by_model = {m: run_store.strategy_tables(r, tau_lp, tau_h) for m, r in models.items()}
 both = comparison.comparison_by_model(tables_by_model)
 configs_by_model = {m: {s: r.manifest.get("config", {}) for s, r in rs.items()} for m, rs in models.items()}
@@ -429,7 +429,7 @@ for m, c in chains_by_model.items():
 # and note, then the revision's prompt), so 1.5x leaves room to escalate only a few problems.
 
 # %%
-ORG = "organism v4 (telling)"
+ORG = run_store.display_name(organism_traces) if organism_traces else None
 if ORG in models:
     org = models[ORG]
     aim = comparison.aim_check(chains_by_model[ORG], org["mv"].problems if "mv" in org else None,

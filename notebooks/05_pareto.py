@@ -70,7 +70,7 @@ from IPython.display import Markdown, display
 from lase_nb import plots, reference
 from lase_nb.chapters import pareto, sliders
 from lase_nb.replay import chains_from_stages, grid_metrics, operating_point, replay, sweep
-from lase_nb.runs import chains_by_model, common_ids, load_models, load_runs
+from lase_nb.runs import by_display_name, chains_by_model, common_ids, load_models, load_runs
 from lase_nb import regimes
 
 plots.set_style()
@@ -337,7 +337,7 @@ display(Markdown(pareto.describe_split(check, many, budget is None)))
 # the table is a paired bootstrap of gated LASE against the leader alone on the same problems.
 
 # %%
-models = load_models({"SmolLM2-135M": traces, "organism v4 (telling)": organism_traces}, ["lase"], require=["lase"])
+models = load_models(by_display_name([traces, organism_traces]), ["lase"], require=["lase"])
 by_model = chains_by_model(models)
 fronts = pareto.frontiers_by_model(by_model, tau_lp, tau_h, grid_size)
 fig = pareto.plot_frontier_by_model(fronts)

@@ -64,7 +64,8 @@ from IPython.display import HTML, Markdown, display
 from lase_nb import confidence, plots, regimes
 from lase_nb.chapters import failures
 from lase_nb.replay import summarize
-from lase_nb.runs import chains_by_model, comparison_table, load_models, load_runs, problems_from_manifest
+from lase_nb.runs import (by_display_name, chains_by_model, comparison_table, load_models, load_runs,
+                          problems_from_manifest)
 
 plots.set_style()
 pd.set_option("display.precision", 3)
@@ -245,7 +246,7 @@ display(Markdown(failures.describe_escalation(esc, cost, paper)))
 # how accurate the leader is on the problems it escalates and on those it keeps.
 
 # %%
-models = load_models({"SmolLM2-135M": traces, "organism v4 (telling)": organism_traces}, ["lase"], require=["lase"])
+models = load_models(by_display_name([traces, organism_traces]), ["lase"], require=["lase"])
 model_chains = chains_by_model(models)
 by_model = failures.escalation_by_model(model_chains, tau_lp, tau_h)
 display(by_model)

@@ -43,7 +43,6 @@
 # %% tags=["parameters"]
 traces = "../data/traces/arith-smollm2"  # the embedded model's recorded runs
 organism_traces = "../data/traces/arith-organism-tell"  # the organism's recorded runs; None: skip
-organism_label = "organism v4 (telling)"  # its name in the table
 tau_lp = 0.8  # gate threshold on exp(LP_min) (LASE is replayed at it)
 tau_h = 0.5  # gate threshold on H_max (nats)
 interactive = True  # False under papermill: no widgets are created
@@ -57,10 +56,8 @@ from lase_nb import strategies
 from lase_nb.chapters import claims
 
 pd.set_option("display.max_colwidth", 90)
-folders = {"SmolLM2-135M": traces}
-if organism_traces:
-    folders[organism_label] = organism_traces
-models = run_store.load_models(folders, strategies.compared(), require=["lase"])
+models = run_store.load_models(run_store.by_display_name([traces, organism_traces]), strategies.compared(),
+                               require=["lase"])
 for label, rs in models.items():
     print(f"{label}: {run_store.model_label(rs['lase'])}, runs {', '.join(rs)}")
 

@@ -215,3 +215,13 @@ def test_comparison_table_without_baseline_and_errors():
         comparison_table(pd.concat([df, df.iloc[:1]]))
     with pytest.raises(ValueError, match="total_tokens"):
         comparison_table(df.drop(columns="total_tokens"))
+
+
+def test_display_names_come_from_the_manifests():
+    from lase_nb.runs import by_display_name, display_name
+
+    assert display_name("data/traces/arith-smollm2") == "SmolLM2-135M"
+    assert display_name("data/traces/arith-organism-tell") == "organism v4 (telling)"
+    assert list(by_display_name(["data/traces/arith-smollm2", None])) == ["SmolLM2-135M"]
+    with pytest.raises(DataError, match="no full-chain run"):
+        display_name("data/traces/nowhere")
