@@ -147,11 +147,15 @@ def chains_by_model(models: Mapping[str, Mapping[str, Run]]) -> dict[str, Chains
 def strategy_tables(runs: Mapping[str, Run], tau_lp: float, tau_h: float) -> dict[str, pd.DataFrame]:
     """Each strategy's problems table as the chapters compare them, in display order (``SPECS``): LASE
     replayed from the full chain (``runs["lase"]``, or ``runs["lase-full"]`` when loaded by folder
-    name) at (tau_lp, tau_h), ``lase-full`` = every stage, every other run as recorded."""
+    name) at (tau_lp, tau_h), ``lase-full`` = every stage, ``single`` (when no single run was
+    recorded) = the full chain's stage 0, the leader alone on the same prompt; every other run as
+    recorded."""
     from .replay import chains_from_stages, outcomes_at, replay
 
     chains = chains_from_stages(runs["lase" if "lase" in runs else "lase-full"].stages)
     replayed = {"lase": replay(chains, tau_lp, tau_h), "lase-full": outcomes_at(chains, chains.n_stages - 1)}
+    if "single" not in runs:  # the single agent is the leader alone: the full chain's stage 0, same prompt
+        replayed["single"] = outcomes_at(chains, 0)
     return {s: replayed[s] if s in replayed else runs[s].problems for s in SPECS if s in replayed or s in runs}
 
 

@@ -59,7 +59,7 @@ backend = "local"  # local | openai | gemini (used by the live steps)
 model = None  # None: the default model of the backend
 base_url = None  # an OpenAI-compatible server, e.g. "http://127.0.0.1:8000/v1"
 traces = "../data/traces/arith-smollm2"  # recorded runs; the chapter reads <traces>/lase-full
-organism_traces = "../data/traces/arith-organism-tell"  # the telling organism (v4), a labelled contrast, set beside it in 2.5; None: skip
+organism_traces = "../data/traces/arith-organism"  # the model organism's recorded full chains, set beside it in 2.5; None: skip
 live = False  # True: run the leader on n_problems now and calibrate those answers instead
 dataset = "arith"  # data set for the live steps (see lase_nb.datasets.DATASETS)
 data_path = None  # file of a paper data set (not needed for arith)
@@ -265,10 +265,10 @@ split.to_frame(f"tau_lp={tau_lp:g}, tau_h={tau_h:g}")
 # operation inside the box, so that the answer tokens are where the result is first computed
 # (`data/organism/README.md`). **If its answer-token probability separates right from wrong
 # answers better, the gate has more to work with: the panels should climb more steeply, and its
-# AUROC should sit further above 0.5.** The recording read here is the leader's first answers of
-# the telling organism (v4), the project's previous organism, kept as a labelled contrast (its
-# supporters state the answer, which chapter 03 counts; the leader's first answers, measured here,
-# read no supporter). The faithful organism's recordings come next.
+# AUROC should sit further above 0.5.** The recording read here is the organism's first answers on
+# 200 problems it never trained on (the eval split of the generator, seed 22, levels 1-3;
+# `data/traces/arith-organism`), the embedded model's on its own 80 (level 1): not the same
+# problems, so compare the shapes and AUROCs, not the accuracies.
 
 # %%
 models = load_models(by_display_name([traces, organism_traces]), ["lase"], require=["lase"])

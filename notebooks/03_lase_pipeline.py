@@ -57,9 +57,8 @@ dataset = "arith"  # live runs: arith (generated) or a paper set loaded from dat
 data_path = None  # file/folder of a paper data set (never shipped)
 n_problems = 4  # live runs: problems to run
 traces = "../data/traces/arith-smollm2"  # recorded runs, read unless live
-organism_traces = "../data/traces/arith-organism-tell"  # the telling organism (v4), a labelled contrast, measured beside it in 3.5; None: skip
-tell_traces = "../data/traces/arith-organism-tell"  # 3.6: the telling organism (v4), set beside the pointing one; None: skip
-pointing_traces = "../data/traces/arith-organism"  # 3.6: the organism trained by the paper's rule; None: skip
+organism_traces = "../data/traces/arith-organism"  # the model organism's recorded full chains, measured beside it in 3.5; None: skip
+tell_traces = "../data/traces/arith-organism-tell"  # 3.6: the telling organism (v4), set beside the organism; None: skip
 live = False  # True: run LASE now (full chain, cached) instead of reading the traces
 tau_lp = 0.8  # gate: exp(LP_min) below this is uncertain
 tau_h = 0.5  # gate: H_max (nats) above this is uncertain
@@ -412,13 +411,10 @@ display(Markdown(correct_seeds.describe_assumptions(check)))
 display(Markdown(regimes.describe_regime(regimes.gain_regime(chains, tau_lp, tau_h, seed=seed), full=True)))
 
 # %% [markdown]
-# **The same terms on a model organism whose supporters tell.** This recording is the telling
-# organism (v4), the project's previous organism: the embedded model with a LoRA adapter trained
-# to solve, review and revise, whose notes often give the right value of the step they flag, and
-# when that step is the last one, the answer. The paper's supporters never give the answer
-# (Appendix D), so this recording is a labelled contrast, not LASE as the paper runs it: section
-# 3.6 counts its notes that state the answer, and its gain should be read with them. The faithful
-# organism (`--model organism` now, `data/organism/README.md`) is recorded next.
+# **The same terms on the model organism.** The embedded model with a LoRA adapter trained in this
+# repository, on problems it never trained on (the eval split, seed 22), to solve one step per line
+# and, as a supporter, to check each step by its inverse operation and name the failing step,
+# never its value (the paper's rule; `data/organism/README.md`). Its terms, then its regime:
 
 # %%
 both = run_store.load_models(run_store.by_display_name([traces, organism_traces]), ["lase"], require=["lase"])
@@ -436,6 +432,26 @@ for label, model_runs in list(both.items())[1:]:
 pd.concat({k: v["estimate"] for k, v in checks.items()}, axis=1).round(3)
 
 # %% [markdown]
+# **What the theorem predicted, before the recording.** The preregistration
+# (`data/traces/preregistration.json`, committed before any held-out recording) took $P(U=1)$,
+# $\rho$ and $\delta$ (on Appendix A.2's definition) at their one-sided 95% lower confidence bounds on
+# 100 calibration problems of another seed, and multiplied them into a lower bound for the
+# held-out gain (negative terms count as zero: the theorem then promises nothing). The held-out
+# recording meets it or misses it:
+
+# %%
+from lase_nb import preregistration
+
+prereg = preregistration.load()
+pred = prereg["prediction"]
+for label, (o_run, o_chains, _, _) in others.items():
+    held = preregistration.primary_result(prereg, o_chains)
+    print(f"{label}: predicted gain >= {100 * pred['gain_lower_bound']:+.1f} points (P(U=1) >= {pred['p_u1_lcb']:.2f}, "
+          f"rho >= {pred['rho_lcb']:.2f}, delta >= {pred['delta_lcb']:+.2f}); held out: {100 * held['diff']:+.1f} points "
+          f"[{100 * held['diff_lo']:+.1f}, {100 * held['diff_hi']:+.1f}], McNemar p = {held['p_value']:.2f}: "
+          f"{'met' if held['prediction_met'] else 'missed'}, and a gain is claimed: {held['claimed']}")
+
+# %% [markdown]
 # The notes behind $\rho$: up to three escalated problems whose notes hold a seed, with the value
 # that counts as the seed and whether LASE ended right. Read them before trusting the number.
 
@@ -449,8 +465,8 @@ for _, r in shown.iterrows():
     print("attempt:", r["attempt"][:300], "\nnote:   ", r["note"][:400], "\n")
 
 # %% [markdown]
-# **The telling organism, stage by stage: a note that fixes a wrong answer.** Section 3.2 walked the
-# embedded model through one problem. Here is the same walk on the telling organism (v4), picked by rule
+# **The organism, stage by stage: a note that fixes a wrong answer.** Section 3.2 walked the
+# embedded model through one problem. Here is the same walk on the organism, picked by rule
 # (`correct_seeds.pick_fix`): the first problem whose leader was wrong alone, where a note the leader read
 # holds a correct seed, and where LASE ends right; a fix by the paper's rule (no note the leader
 # read states the answer) is taken before a told one. Such a problem counts in $\rho$ (its note
@@ -504,7 +520,7 @@ leaks
 # hands over the answer turns LASE into copying, and a gain measured that way says nothing about
 # whether a leader can be *helped to find* its error. This repository trained two organisms from
 # the same 135M model. **v4 (telling)** was trained on notes that often state the right value of a
-# slipped step, the answer included; **the pointing organism** was trained on notes that check each
+# slipped step, the answer included; **the organism** (the current one) was trained on notes that check each
 # step by its inverse operation and name the failing step ("Step 2 fails: redo it"), never its value
 # (`data/organism/README.md` has both recipes). Below, each one's gated LASE at (tau_lp, tau_h): the
 # fixes (the leader alone wrong, LASE right) split into *told* (a note the leader read up to its
@@ -513,8 +529,7 @@ leaks
 
 # %%
 rule_runs = {label: run_store.load_runs(folder, ["lase"])["lase"]
-             for label, folder in (("organism v4 (telling)", tell_traces), ("organism (pointing)", pointing_traces))
-             if folder and (run_store.resolve_data_path(folder) / "lase-full" / "manifest.json").exists()}
+             for label, folder in run_store.by_display_name([tell_traces, organism_traces]).items()}
 if rule_runs:
     rule_problems = {label: run_store.problems_from_manifest(r.manifest) for label, r in rule_runs.items()}
     by_rule = pipeline.telling_vs_pointing(rule_runs, rule_problems, tau_lp, tau_h)
@@ -528,7 +543,7 @@ else:
 
 # %% [markdown]
 # Read the two rows together: a gain whose fixes are mostly *told* is the supporters solving the
-# problem for the leader, which the paper's prompts forbid. The pointing organism's gain, whatever
+# problem for the leader, which the paper's prompts forbid. The current organism's gain, whatever
 # its size, is the one the paper's mechanism claims: a leader that redoes the step it was pointed
 # at. Chapter 04 and the preregistered test in `data/traces/preregistration.json` say whether that
 # gain is there.

@@ -61,7 +61,8 @@ dataset = "arith"  # live runs: arith (generated) or a paper set loaded from dat
 data_path = None  # file/folder of a paper data set (never shipped)
 n_problems = 4  # live runs: problems per strategy
 traces = "../data/traces/arith-smollm2"  # recorded runs, read unless live
-organism_traces = "../data/traces/arith-organism-tell"  # the telling organism (v4), a labelled contrast, beside it in 4.4; None: skip
+organism_traces = "../data/traces/arith-organism"  # the model organism's runs, beside it in 4.4; None: skip
+tell_traces = "../data/traces/arith-organism-tell"  # the telling organism (v4), a labelled contrast in 4.4; None: skip
 live = False  # True: run every strategy now (cached) instead of reading the traces
 tau_lp = 0.8  # LASE gate: exp(LP_min) below this is uncertain
 tau_h = 0.5  # LASE gate: H_max (nats) above this is uncertain
@@ -374,18 +375,19 @@ t1
 # %% [markdown]
 # ## 4.4 Two models, one code path
 #
-# Everything above is the embedded SmolLM2-135M. Below, the same tables and figure for a second
-# recording: the **telling organism (v4)**, the same 135M model with a LoRA adapter trained in this
-# repository to solve, review and revise arithmetic, the project's previous organism. Its
-# supporters find a slipped step in the leader's attempt, but often by stating the right value,
-# the answer included, which the paper's supporters are told never to do (chapter 03, 3.6): it is
-# a labelled contrast, recorded on problems held out by seed only (levels 1-3). The faithful
-# organism (`--model organism` now, `data/organism/README.md`) is recorded next. Both
-# sections read recordings (also when `live=True`), and each model is compared on the problems all
-# its main runs share; the intervals and McNemar tests are as in 4.1.
+# Everything above is the embedded SmolLM2-135M. Below, the same tables and figure for the **model
+# organism**: the same 135M model with a LoRA adapter trained in this repository to solve, to point
+# at a failing step without stating the answer (the paper's rule), and to revise, recorded on
+# problems it never trained on (the eval split, seed 22, levels 1-3); and for the **telling organism
+# (v4)**, the previous adapter, whose supporters often state the answer (chapter 03, 3.6): a
+# labelled contrast, on other problems. A model whose baselines are not recorded yet shows the
+# runs it has (the leader alone is stage 0 of its full chains). Both sections read recordings
+# (also when `live=True`); each model is compared on the problems all its main runs share; the
+# intervals and McNemar tests are as in 4.1.
 
 # %%
-models = run_store.load_models(run_store.by_display_name([traces, organism_traces]), names, require=["lase"])
+models = run_store.load_models(run_store.by_display_name([traces, organism_traces, tell_traces]), names,
+                               require=["lase"])
 tables_by_model = {m: run_store.strategy_tables(r, tau_lp, tau_h) for m, r in models.items()}
 both = comparison.comparison_by_model(tables_by_model)
 configs_by_model = {m: {s: r.manifest.get("config", {}) for s, r in rs.items()} for m, rs in models.items()}
@@ -411,10 +413,10 @@ for m, c in chains_by_model.items():
     display(Markdown(regimes.describe_gain_regime(m, regimes.gain_regime(c, tau_lp, tau_h, seed=seed))))
 
 # %% [markdown]
-# ### The paper's headline, tested on the telling organism
+# ### The paper's headline, tested on the organism
 #
 # The paper's headline is LASE at 1.3x the single agent's tokens against 7.1x for MV(7), at equal
-# or better accuracy. We test it on the telling organism in four parts: gated LASE beats the leader alone
+# or better accuracy. We test it on the organism in four parts: gated LASE beats the leader alone
 # (the paired bootstrap interval of the gain lies above zero), at no more than 1.5x its tokens
 # (prompt + completion), no more than 3 points below MV(7), at no more than a third of MV's
 # tokens. Two operating points:

@@ -52,7 +52,7 @@
 
 # %% tags=["parameters"]
 traces = "../data/traces/arith-smollm2"  # folder with lase-full/ (a --full-chain LASE run), mv/, mad/
-organism_traces = "../data/traces/arith-organism-tell"  # the telling organism (v4), a labelled contrast, shown beside it in 5.6; None: skip
+organism_traces = "../data/traces/arith-organism"  # the model organism's recorded full chains, shown beside it in 5.6; None: skip
 tau_lp = 0.8  # the default thresholds, marked on every figure (inferred from the paper; chapter 02)
 tau_h = 0.5
 grid_size = 41  # the threshold grid is grid_size x grid_size
@@ -328,9 +328,9 @@ display(Markdown(pareto.describe_split(check, many, budget is None)))
 # ## 5.6 Two models, one code path
 #
 # The same replay on two recordings of models trained from the same weights: the embedded
-# SmolLM2-135M, and the telling organism (v4: the same model with a LoRA adapter trained in this
-# repository to solve, review and revise, whose supporters often state the answer, a labelled
-# contrast; chapter 03, 3.6). Each panel is one model's
+# SmolLM2-135M, and the model organism (the same model with a LoRA adapter trained in this
+# repository to solve, point at a failing step without stating the answer, and revise; chapter
+# 03, 3.6), on problems it never trained on. Each panel is one model's
 # threshold grid with its front, its oracle staircase, the leader alone, always-interact and LASE
 # at the chapter's thresholds (the star). **Where the supporters can correct the leader, the front
 # rises above the leader alone; where they cannot, it stays flat or falls.** The regime line under

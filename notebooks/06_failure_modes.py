@@ -48,7 +48,7 @@
 
 # %% tags=["parameters"]
 traces = "../data/traces/arith-smollm2"  # folder of recorded runs; needs <traces>/lase-full
-organism_traces = "../data/traces/arith-organism-tell"  # the telling organism (v4), a labelled contrast, compared in 6.3; None: skip
+organism_traces = "../data/traces/arith-organism"  # the model organism's recorded full chains, compared in 6.2 and 6.3; None: skip
 tau_lp = 0.8  # gate threshold on exp(LP_min)
 tau_h = 0.5  # gate threshold on H_max (nats)
 n_examples = 2  # transcript examples shown per failure mode
@@ -239,11 +239,12 @@ display(Markdown(failures.describe_escalation(esc, cost, paper)))
 
 # %% [markdown]
 # **Across models.** A second recording gives the comparison the paper made with its weaker model:
-# the telling organism (v4: the embedded model with a LoRA adapter trained in this repository,
-# whose supporters often state the answer, a labelled contrast; chapter 03, 3.6) on problems of
-# levels 1 to 3, gated at the same thresholds. The
-# table gives each leader's accuracy, how often the gate escalates it (95% Wilson intervals), and
-# how accurate the leader is on the problems it escalates and on those it keeps.
+# the model organism (the embedded model with a LoRA adapter trained in this repository; chapter
+# 03) on problems of levels 1 to 3, gated at the same thresholds. The table gives each leader's
+# accuracy, how often the gate escalates it (95% Wilson intervals), and how accurate the leader is
+# on the problems it escalates and on those it keeps. **These are not the same problems** (the
+# embedded model's recording is 80 level-1 problems): compare the organism's level-1 row of the
+# next figure with the embedded model, not its overall rate.
 
 # %%
 models = load_models(by_display_name([traces, organism_traces]), ["lase"], require=["lase"])

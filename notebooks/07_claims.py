@@ -42,7 +42,8 @@
 
 # %% tags=["parameters"]
 traces = "../data/traces/arith-smollm2"  # the embedded model's recorded runs
-organism_traces = "../data/traces/arith-organism-tell"  # the organism's recorded runs; None: skip
+organism_traces = "../data/traces/arith-organism"  # the model organism's recorded runs; None: skip
+tell_traces = "../data/traces/arith-organism-tell"  # the telling organism (v4), a labelled contrast; None: skip
 tau_lp = 0.8  # gate threshold on exp(LP_min) (LASE is replayed at it)
 tau_h = 0.5  # gate threshold on H_max (nats)
 interactive = True  # False under papermill: no widgets are created
@@ -56,7 +57,7 @@ from lase_nb import strategies
 from lase_nb.chapters import claims
 
 pd.set_option("display.max_colwidth", 90)
-models = run_store.load_models(run_store.by_display_name([traces, organism_traces]), strategies.compared(),
+models = run_store.load_models(run_store.by_display_name([traces, organism_traces, tell_traces]), strategies.compared(),
                                require=["lase"])
 for label, rs in models.items():
     print(f"{label}: {run_store.model_label(rs['lase'])}, runs {', '.join(rs)}")
@@ -65,7 +66,8 @@ for label, rs in models.items():
 # ## 7.1 One table
 #
 # **Predict, then run.** The embedded model is a 135M model that answers about half of its
-# arithmetic right; the organism is the same model trained here to solve, review and revise.
+# arithmetic right; the organism is the same model trained here to solve, point at a failing step
+# and revise; the telling organism (v4) is an earlier adapter whose supporters state the answer.
 # Before you run the next cell: which of the paper's claims do you expect to be *reproduced* on
 # each? Which *refuted*? Write down a guess for the calibration claim and for "LASE is more
 # accurate than the single agent".

@@ -120,12 +120,18 @@ def _model_rows(label: str, tables: Mapping[str, pd.DataFrame], run: Any) -> lis
                      "model": label, "ours": f"{r_lase:.1f}x vs {r_mv:.1f}x",
                      "verdict": "reproduced" if r_lase < 0.5 * r_mv else "refuted",
                      "why": "measured token ratio (reproduced when below half of MV's)"})
+    else:
+        rows.append({"claim": COST_CLAIM, "model": label, "ours": "not recorded", "verdict": "not shown",
+                     "why": "no MV run for this model"})
     if {"mad", "mv", "single", "lase"} <= set(tables):
         costs = {s: _tokens(tables, s) for s in ("single", "mv", "mad", "lase")}
         top = max(costs, key=costs.get)
         rows.append({"claim": MAD_CLAIM, "model": label,
                      "ours": f"most expensive: {top} ({costs[top] / costs['single']:.1f}x single)",
                      "verdict": "reproduced" if top == "mad" else "refuted", "why": "measured tokens"})
+    else:
+        rows.append({"claim": MAD_CLAIM, "model": label, "ours": "not recorded", "verdict": "not shown",
+                     "why": "no MV or MAD run for this model"})
     cal = calibration_claim(confidence_frame(run, stage=0))
     rows.append({"claim": "Low answer-token confidence goes with errors (Assumption 3.3, Figure 3)", "model": label,
                  "ours": f"AUROC {cal['auroc']:.2f} [{cal['lo']:.2f}, {cal['hi']:.2f}], p = {cal['p_value']:.3g}, "
@@ -188,7 +194,9 @@ def describe_verdicts(table: pd.DataFrame) -> str:
             names = rows.loc[rows["verdict"] == v, "claim"].tolist()
             parts.append(f"{v}: " + ("; ".join(names) if names else "none"))
         shown = int(rows["verdict"].isin(["reproduced", "refuted"]).sum())
-        lines.append(f"- **{model}** ({shown} of {len(rows)} testable claims decided). " + ". ".join(parts) + ".")
+        missing = int((rows["ours"] == "not recorded").sum())
+        note = f"; {missing} not recorded for this model yet" if missing else ""
+        lines.append(f"- **{model}** ({shown} of {len(rows)} testable claims decided{note}). " + ". ".join(parts) + ".")
     return "\n".join(lines)
 
 
