@@ -398,3 +398,17 @@ def test_describe_split_calls_it_optimism_only_when_the_selection_half_flatters(
     assert "above the selection half's (no optimism here" in text and "price of choosing" not in text
     text = pareto.describe_split(check, flat.assign(optimism=[0.05, 0.03]), median_budget=False)
     assert "below the selection half's (that optimism is the price" in text
+
+
+def test_gain_rows_and_figure_use_the_paired_tests():
+    from tests.synthetic import model
+
+    from lase_nb.chapters import pareto as P2
+
+    rows = P2.gain_rows({"a": model(50, 30, n=100, fix=10), "b": model(50, 30, n=100, esc_right=10, brk=6)}, 0.8, 0.5)
+    assert list(rows["model"]) == ["a", "a", "b", "b"]
+    g = rows.iloc[0]
+    assert g["fixed"] == 10 and g["lo"] <= g["gain"] <= g["hi"] and np.isclose(g["gain"], 0.10)
+    fig = P2.plot_gains(rows, zoom=0.05)
+    assert len(fig.axes) == 2 and fig.axes[1].get_xlim()[1] < 0.06
+    plt.close(fig)

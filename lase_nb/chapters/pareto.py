@@ -763,3 +763,57 @@ def plot_frontier_by_model(frontiers: Mapping[str, dict], logx: bool = True, tit
     fig.suptitle(title or "Accuracy vs tokens by model: LASE threshold pairs replayed, with each model's oracle",
                  fontweight="bold", fontsize="x-large")
     return fig
+
+
+def gain_rows(chains_by_model: Mapping[str, Chains], tau_lp: float, tau_h: float, seed: int = 0) -> pd.DataFrame:
+    """Per model, two paired comparisons with the leader alone on the same problems
+    (:func:`lase_nb.regimes.gain_regime`): gated LASE at (tau_lp, tau_h) and always-interact. Columns:
+    model, policy, n, gain, lo, hi (accuracy difference with its paired bootstrap 95% interval), p_value
+    (exact McNemar), fixed, broken (gated LASE only)."""
+    from ..regimes import gain_regime
+
+    rows = []
+    for label, c in chains_by_model.items():
+        r = gain_regime(c, tau_lp, tau_h, seed=seed)
+        rows.append({"model": label, "policy": f"gated LASE ({tau_lp:g}, {tau_h:g})", "n": r["n"], "gain": r["gain"],
+                     "lo": r["gain_lo"], "hi": r["gain_hi"], "p_value": r["p_value"], "fixed": r["fixed"],
+                     "broken": r["broken"]})
+        rows.append({"model": label, "policy": "always interact", "n": r["n"], "gain": r["full_gain"],
+                     "lo": r["full_lo"], "hi": r["full_hi"], "p_value": r["full_p"], "fixed": np.nan, "broken": np.nan})
+    return pd.DataFrame(rows)
+
+
+def plot_gains(rows: pd.DataFrame, zoom: float = 0.08):
+    """Each model's gains over its leader alone (:func:`gain_rows`), points with their paired 95%
+    intervals: on the full scale (left) and zoomed to +-``zoom`` (right), where a gain of a few points
+    and whether its interval crosses zero can be read. An arrow marks an interval that leaves the zoom."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(13, 1.8 + 0.6 * len(rows)), sharey=True,
+                             gridspec_kw={"width_ratios": [1, 1.3]})
+    y = np.arange(len(rows))[::-1]
+    colors = {p: c for p, c in zip(rows["policy"].unique(), (CHOSEN_COLOR, "#D55E00"))}
+    for ax, lim in zip(axes, (1.0, zoom)):
+        ax.axvline(0, color="0.3", lw=1)
+        for yi, r in zip(y, rows.itertuples()):
+            lo, hi = max(r.lo, -lim), min(r.hi, lim)
+            ax.plot([lo, hi], [yi, yi], color=colors[r.policy], lw=2.5)
+            if -lim <= r.gain <= lim:
+                ax.plot(r.gain, yi, "o", color=colors[r.policy], ms=8, mec="black")
+            for end, edge, mark in ((r.lo, -lim, "<"), (r.hi, lim, ">")):
+                if (end < edge if mark == "<" else end > edge):
+                    ax.plot(edge, yi, mark, color=colors[r.policy], ms=9)
+        ax.set_xlim(-lim * 1.05, lim * 1.05)
+        ax.xaxis.set_major_formatter(plt.FuncFormatter(lambda v, _: f"{100 * v:+.0f}"))
+    axes[0].set_yticks(y, [f"{r.model}: {r.policy} (n={r.n})" for r in rows.itertuples()])
+    axes[0].set_title("full scale")
+    axes[1].set_title(f"zoomed to +-{100 * zoom:.0f} points")
+    for yi, r in zip(y, rows.itertuples()):
+        axes[1].annotate(f"{100 * r.gain:+.1f} [{100 * r.lo:+.1f}, {100 * r.hi:+.1f}], p = {r.p_value:.2g}",
+                         (zoom * 1.05, yi), xytext=(6, 0), textcoords="offset points", va="center", fontsize=9,
+                         annotation_clip=False)
+    fig.suptitle("Gain over the leader alone on the same problems\n(paired bootstrap 95% intervals, exact McNemar p)",
+                 fontweight="bold")
+    fig.supxlabel("accuracy minus the leader alone's (points)")
+    fig.tight_layout()
+    return fig
