@@ -2,8 +2,6 @@
 # # Chapter 01: solutions
 
 # %%
-import numpy as np
-
 from lase_nb.chapters import theory
 
 # %% [markdown]
