@@ -71,3 +71,24 @@ def test_claims_table_on_the_recordings_has_a_verdict_per_model():
     counts = claims.verdict_counts(table)
     assert int(counts.loc["base"].sum()) == len(table)
     assert "**base**" in claims.describe_verdicts(table)
+
+
+def test_describe_primary_reports_both_tests_and_the_prediction():
+    r = {"n": 600, "escalated": 300, "acc_a": 0.61, "acc_b": 0.60, "diff": 0.01, "diff_lo": -0.01, "diff_hi": 0.03,
+         "b": 20, "c": 14, "p_value": 0.39, "claimed": False, "predicted_lower_bound": 0.0, "prediction_met": True}
+    text = claims.describe_primary(r, {"date": "2026-12-01", "thresholds": {"tau_lp": 0.8, "tau_h": 0.5}})
+    assert "+1.0 points [-1.0, +3.0]" in text and "p = 0.39" in text and "**not claimed**" in text and "met" in text
+
+
+def test_claims_figure_draws_each_tested_accuracy_claim():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from lase_nb import runs, strategies
+
+    models = runs.load_models({"base": "data/traces/arith-smollm2"}, strategies.compared(), require=["lase"])
+    table = claims.claims_by_model({m: runs.strategy_tables(r, 0.8, 0.5) for m, r in models.items()},
+                                   {m: r["lase"] for m, r in models.items()})
+    fig = claims.plot_claims(table)
+    tested = table.attrs["why"]["kind"].notna().sum()
+    assert len(fig.axes[0].get_yticks()) == tested

@@ -25,10 +25,12 @@ import pandas as pd
 
 from .. import reference
 from ..confidence import confidence_frame
+from ..errors import DataError
 from ..stats import auroc_test, clears_both, paired_test
 
 __all__ = ["MARGIN", "VERDICTS", "claims_by_model", "accuracy_verdict", "paper_inconsistencies",
-           "verdict_counts", "describe_verdicts", "calibration_claim"]
+           "verdict_counts", "describe_verdicts", "describe_primary", "calibration_claim", "plot_claims",
+           "VERDICT_COLORS"]
 
 #: Non-inferiority margin of "matches or beats", in accuracy (3 points, chapter 04's headline test).
 MARGIN = 0.03
@@ -200,6 +202,22 @@ def describe_verdicts(table: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
+def describe_primary(result: Mapping[str, Any], prereg: Mapping[str, Any]) -> str:
+    """Markdown: the preregistered primary test (:func:`lase_nb.preregistration.primary_from_gated_run`)
+    with both tests, the claim rule's verdict and Theorem 3.7's preregistered prediction."""
+    th = prereg["thresholds"]
+    text = (f"**The preregistered primary test** (fixed {prereg['date']}, before the recording): gated LASE at "
+            f"{th['tau_lp']:g} / {th['tau_h']:g} against the leader alone on {result['n']} held-out problems "
+            f"({result.get('escalated', '?')} escalated): {100 * result['acc_a']:.1f}% vs {100 * result['acc_b']:.1f}%, "
+            f"{100 * result['diff']:+.1f} points [{100 * result['diff_lo']:+.1f}, {100 * result['diff_hi']:+.1f}], "
+            f"{result['b']} fixed and {result['c']} broken, exact McNemar p = {result['p_value']:.3g}. "
+            f"A gain is claimed only where both tests clear: **{'claimed' if result['claimed'] else 'not claimed'}**.")
+    if "predicted_lower_bound" in result:
+        text += (f" Theorem 3.7's preregistered lower bound, {100 * result['predicted_lower_bound']:+.1f} points, is "
+                 f"{'met' if result['prediction_met'] else 'missed'} by the point estimate.")
+    return text
+
+
 def verdict_counts(table: pd.DataFrame) -> pd.DataFrame:
     """How many claims each model reproduces, refutes, cannot show, or cannot test (columns: verdicts)."""
     cols = [c for c in table.columns if c.endswith(": verdict")]
@@ -242,3 +260,36 @@ def paper_inconsistencies() -> pd.DataFrame:
                  "why it matters": "the two deltas differ whenever the gate selects harder problems, which it is "
                                    "built to do; chapter 03 computes both"})
     return pd.DataFrame(rows)
+
+
+#: The colour of each verdict in :func:`plot_claims`.
+VERDICT_COLORS = {"reproduced": "#009E73", "refuted": "#D55E00", "not shown": "#999999"}
+
+
+def plot_claims(table: pd.DataFrame):
+    """The accuracy claims of :func:`claims_by_model` as a forest plot: per model and claim, our
+    difference (points) with its paired bootstrap 95% interval, coloured by verdict, beside the
+    zero line and the non-inferiority margin. Cost and calibration claims are in the table."""
+    import matplotlib.pyplot as plt
+
+    long = table.attrs["why"]
+    rows = long[long["kind"].notna()] if "kind" in long else long.iloc[:0]
+    if rows.empty:
+        raise DataError("no accuracy claim was tested: record at least a single agent and LASE")
+    fig, ax = plt.subplots(figsize=(11, 0.9 + 0.42 * len(rows)))
+    y = np.arange(len(rows))[::-1]
+    for yi, r in zip(y, rows.itertuples()):
+        c = VERDICT_COLORS[r.verdict]
+        ax.plot([100 * r.diff_lo, 100 * r.diff_hi], [yi, yi], color=c, lw=2.5)
+        ax.plot(100 * r.diff, yi, "o", color=c, mec="black", ms=7)
+    ax.axvline(0, color="0.3", lw=1)
+    ax.axvline(-100 * MARGIN, color="0.5", lw=1, ls=":")
+    ax.set_yticks(y, [f"{r.model}: {r.claim.split(' (')[0]} (n={int(r.n)})" for r in rows.itertuples()], fontsize=9)
+    ax.set_xlabel("our difference, first strategy minus second (points; paired bootstrap 95% interval)")
+    handles = [plt.Line2D([], [], color=c, lw=2.5, marker="o", mec="black", label=v)
+               for v, c in VERDICT_COLORS.items() if v in set(rows["verdict"])]
+    handles.append(plt.Line2D([], [], color="0.5", ls=":", label=f"non-inferiority margin (-{100 * MARGIN:.0f} points)"))
+    ax.legend(handles=handles, loc="lower right", fontsize=9)
+    ax.set_title("The paper's accuracy claims on our models, with each verdict", fontweight="bold")
+    fig.tight_layout()
+    return fig
