@@ -106,17 +106,23 @@ def _test(a: np.ndarray, b: np.ndarray, prereg: Mapping[str, Any]) -> dict[str, 
     return t
 
 
+def _with_prediction(result: dict[str, Any], prereg: Mapping[str, Any]) -> dict[str, Any]:
+    """``result`` with Theorem 3.7's preregistered lower bound and whether the gain meets it (when
+    the preregistration has a prediction)."""
+    pred = prereg.get("prediction")
+    if pred is not None:
+        result["predicted_lower_bound"] = pred["gain_lower_bound"]
+        result["prediction_met"] = bool(result["diff"] >= pred["gain_lower_bound"])
+    return result
+
+
 def primary_result(prereg: Mapping[str, Any], chains: Chains) -> dict[str, Any]:
     """The primary comparison on held-out full chains, at the preregistered thresholds and tests:
     gated LASE vs its own stage 0. ``claimed`` is True only when both tests clear."""
     th = prereg["thresholds"]
     lase = replay(chains, th["tau_lp"], th["tau_h"])["correct"].to_numpy(bool)
     out = _test(lase, chains.correct[:, 0], prereg)
-    pred = prereg.get("prediction")
-    if pred is not None:
-        out["predicted_lower_bound"] = pred["gain_lower_bound"]
-        out["prediction_met"] = bool(out["diff"] >= pred["gain_lower_bound"])
-    return out
+    return _with_prediction(out, prereg)
 
 
 def primary_from_gated_run(prereg: Mapping[str, Any], run: Any) -> dict[str, Any]:
@@ -134,11 +140,7 @@ def primary_from_gated_run(prereg: Mapping[str, Any], run: Any) -> dict[str, Any
     ids = final.index.intersection(alone.index)
     out = _test(final.loc[ids].to_numpy(bool), alone.loc[ids].to_numpy(bool), prereg)
     out["escalated"] = int((run.problems.set_index("problem_id").loc[ids, "stop_stage"] > 0).sum())
-    pred = prereg.get("prediction")
-    if pred is not None:
-        out["predicted_lower_bound"] = pred["gain_lower_bound"]
-        out["prediction_met"] = bool(out["diff"] >= pred["gain_lower_bound"])
-    return out
+    return _with_prediction(out, prereg)
 
 
 def secondary_results(prereg: Mapping[str, Any], pairs: Mapping[str, Any]) -> list[dict]:
