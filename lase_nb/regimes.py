@@ -24,7 +24,7 @@ from .errors import DataError
 from .stats import clears_both, gain_difference, mcnemar, paired_test, pct, points
 
 __all__ = ["REGIMES", "REGIME_RULE", "OTHER_REGIME", "gain_regime", "regime_table", "describe_regime",
-           "describe_gain_regime", "same_problems", "compare_gains"]
+           "describe_gain_regime", "same_problems", "compare_gains", "control_table", "describe_control"]
 
 REGIMES = ("corrective", "neutral", "destructive")
 REGIME_RULE = ("corrective: gated LASE beats the leader alone by both tests (exact McNemar p < 0.05 and a paired "
@@ -145,3 +145,33 @@ def compare_gains(a: Chains, b: Chains, tau_lp: float, tau_h: float, n_boot: int
     ea, eb = la["stop_stage"].to_numpy() > 0, lb["stop_stage"].to_numpy() > 0
     return {"n": len(a.problem_ids), "regime_a": ra, "regime_b": rb, "difference": diff,
             "escalated_a": float(ea.mean()), "escalated_b": float(eb.mean()), "escalation_p": mcnemar(ea, eb)[2]}
+
+
+def control_table(c: Mapping[str, Any], label_a: str, label_b: str) -> pd.DataFrame:
+    """:func:`compare_gains` as a table, one column per model: the leader alone, gated LASE,
+    always-interact (%), the gain with its 95% CI and McNemar p, fixes and breaks, escalation and
+    the regime; the rows a reader compares across the two models on the same problems."""
+    cols = {}
+    for label, r, esc in ((label_a, c["regime_a"], c["escalated_a"]), (label_b, c["regime_b"], c["escalated_b"])):
+        cols[label] = {"leader alone %": round(100 * r["acc_solo"], 1), "gated LASE %": round(100 * r["acc_lase"], 1),
+                       "gain, points [95% CI]": f"{points(r['gain'])} [{points(r['gain_lo'])}, {points(r['gain_hi'])}]",
+                       "McNemar p": round(r["p_value"], 3), "fixed / broken": f"{r['fixed']} / {r['broken']}",
+                       "escalated %": round(100 * esc, 1), "always-interact %": round(100 * r["acc_full"], 1),
+                       "regime": r["regime"]}
+    return pd.DataFrame(cols)
+
+
+def describe_control(c: Mapping[str, Any], label_a: str, label_b: str) -> str:
+    """The controlled comparison of :func:`compare_gains` in words: the difference of the two gains
+    with its sign test and interval, and the escalation rates with their McNemar test, each said to
+    differ only where the test says so (p < 0.05)."""
+    d = c["difference"]
+    ra, rb = c["regime_a"], c["regime_b"]
+    gains = "differ" if d["p_value"] < 0.05 and not d["diff_lo"] <= 0 <= d["diff_hi"] else "do not differ detectably"
+    esc = "differs" if c["escalation_p"] < 0.05 else "does not differ detectably"
+    return (f"On the same {c['n']} problems, {label_a}'s gated gain is {points(ra['gain'])} points and {label_b}'s "
+            f"{points(rb['gain'])}: the gains {gains} (difference {points(d['diff'])} points, 95% CI "
+            f"[{points(d['diff_lo'])}, {points(d['diff_hi'])}], sign test p = {d['p_value']:.3f}; {d['up']} problems "
+            f"favour {label_a}, {d['down']} favour {label_b}). The gate escalates {pct(c['escalated_a'], 1)} of "
+            f"{label_a}'s first answers and {pct(c['escalated_b'], 1)} of {label_b}'s: escalation {esc} "
+            f"(exact McNemar p = {c['escalation_p']:.3f}). Regimes: {label_a} {ra['regime']}, {label_b} {rb['regime']}.")

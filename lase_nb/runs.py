@@ -30,7 +30,7 @@ from .traces import Run, call_rows, load_run, problem_rows, stage_rows
 if TYPE_CHECKING:
     from .replay import Chains
 
-__all__ = ["RUN_DIRS", "resolve_data_path", "load_runs", "load_models", "chains_by_model", "model_label",
+__all__ = ["RUN_DIRS", "resolve_data_path", "load_runs", "load_models", "chains_by_model", "paired_correct", "model_label",
            "record_command", "check_format", "run_from_results", "problems_from_manifest", "common_ids",
            "comparison_table", "strategy_tables", "display_name", "by_display_name"]
 
@@ -157,6 +157,18 @@ def strategy_tables(runs: Mapping[str, Run], tau_lp: float, tau_h: float) -> dic
     if "single" not in runs:  # the single agent is the leader alone: the full chain's stage 0, same prompt
         replayed["single"] = outcomes_at(chains, 0)
     return {s: replayed[s] if s in replayed else runs[s].problems for s in SPECS if s in replayed or s in runs}
+
+
+def paired_correct(tables: Mapping[str, pd.DataFrame], a: str, b: str) -> tuple[np.ndarray, np.ndarray] | None:
+    """Strategy ``a``'s and ``b``'s correctness on the problems both ran (from
+    :func:`strategy_tables`), in the same order: the input of a paired test; None when either is
+    missing or they share no problem."""
+    if a not in tables or b not in tables:
+        return None
+    x = tables[a].set_index(tables[a]["problem_id"].astype(str))["correct"]
+    y = tables[b].set_index(tables[b]["problem_id"].astype(str))["correct"]
+    ids = x.index.intersection(y.index)
+    return (x.loc[ids].to_numpy(bool), y.loc[ids].to_numpy(bool)) if len(ids) else None
 
 
 def display_name(folder: str | Path) -> str:

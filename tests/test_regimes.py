@@ -115,3 +115,18 @@ def test_compare_gains_uses_the_same_problems():
     b.problem_ids = np.array([f"z{i}" for i in range(100)], dtype=object)
     with pytest.raises(DataError, match="share no problem"):
         same_problems(a, b)
+
+
+def test_control_table_and_its_words_follow_the_tests():
+    from lase_nb.regimes import compare_gains, control_table, describe_control
+
+    a, b = model(30, 40, fix=20), model(30, 40, fix=0)
+    c = compare_gains(a, b, 0.8, 0.5, n_boot=300)
+    t = control_table(c, "A", "B")
+    assert list(t.columns) == ["A", "B"] and t.loc["regime", "A"] == "corrective"
+    assert t.loc["fixed / broken", "A"] == "20 / 0" and t.loc["gated LASE %", "A"] == pytest.approx(50.0)
+    words = describe_control(c, "A", "B")
+    assert "the gains differ (" in words and "20 problems favour A, 0 favour B" in words
+    assert "escalation does not differ detectably" in words  # same escalated problems in both
+    same = describe_control(compare_gains(a, a, 0.8, 0.5, n_boot=300), "A", "A2")
+    assert "do not differ detectably" in same

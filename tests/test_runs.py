@@ -225,3 +225,12 @@ def test_display_names_come_from_the_manifests():
     assert list(by_display_name(["data/traces/arith-smollm2", None])) == ["SmolLM2-135M"]
     with pytest.raises(DataError, match="no full-chain run"):
         display_name("data/traces/nowhere")
+
+
+def test_paired_correct_pairs_by_problem_id():
+    a = pd.DataFrame({"problem_id": ["p1", "p2", "p3"], "correct": [True, False, True]})
+    b = pd.DataFrame({"problem_id": ["p3", "p1", "p9"], "correct": [False, True, True]})
+    x, y = runs.paired_correct({"a": a, "b": b}, "a", "b")
+    assert list(x) == [True, True] and list(y) == [True, False]  # p1, p3 in a's order
+    assert runs.paired_correct({"a": a}, "a", "b") is None
+    assert runs.paired_correct({"a": a, "c": b.assign(problem_id=["z1", "z2", "z3"])}, "a", "c") is None

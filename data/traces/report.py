@@ -19,7 +19,7 @@ import numpy as np
 from lase_nb import preregistration as P
 from lase_nb import regimes
 from lase_nb.replay import replay
-from lase_nb.runs import load_runs, strategy_tables
+from lase_nb.runs import load_runs, paired_correct, strategy_tables
 from lase_nb.stats import points
 
 
@@ -72,11 +72,9 @@ def main() -> int:
         pairs["always-interact vs the leader alone"] = (chains.correct[:, -1], chains.correct[:, 0])
         for spec in prereg["secondary"]["comparisons"]:
             a, b = spec["a"], spec["b"]
-            if a in tables and b in tables and spec["on"] == "problems both ran":
-                x = tables[a].set_index("problem_id")["correct"]
-                y = tables[b].set_index("problem_id")["correct"]
-                ids = x.index.intersection(y.index)
-                pairs[spec["name"]] = (x.loc[ids].to_numpy(bool), y.loc[ids].to_numpy(bool))
+            pair = paired_correct(tables, a, b) if spec["on"] == "problems both ran" else None
+            if pair is not None:
+                pairs[spec["name"]] = pair
         control = Path(args.control)
         ctl = {m: load_runs(control / m, ["lase"]).get("lase") for m in ("organism", "smollm2")}
         if all(ctl.values()):
@@ -105,22 +103,13 @@ def main() -> int:
                   f"interval above zero: **{t[0]['diff_lo'] > 0}**")
         print()
         if all(ctl.values()):
-            d = c["difference"]
+            labels = ("organism (zero-shot)", "SmolLM2-135M (two worked examples)")
+            table = regimes.control_table(c, *labels)
             print(f"## The negative control: both models on the same {c['n']} level-1 problems\n")
-            print("| | organism (zero-shot) | SmolLM2-135M (two worked examples) |\n|---|---|---|")
-            ra, rb = c["regime_a"], c["regime_b"]
-            print(f"| leader alone | {_pct(ra['acc_solo'])} | {_pct(rb['acc_solo'])} |")
-            print(f"| gated LASE | {_pct(ra['acc_lase'])} | {_pct(rb['acc_lase'])} |")
-            print(f"| gain [95% CI], McNemar p | {points(ra['gain'])} [{points(ra['gain_lo'])}, {points(ra['gain_hi'])}], "
-                  f"{ra['p_value']:.3g} | {points(rb['gain'])} [{points(rb['gain_lo'])}, {points(rb['gain_hi'])}], "
-                  f"{rb['p_value']:.3g} |")
-            print(f"| escalated | {_pct(c['escalated_a'])} | {_pct(c['escalated_b'])} |")
-            print(f"| always-interact | {_pct(ra['acc_full'])} | {_pct(rb['acc_full'])} |")
-            print(f"| regime | {ra['regime']} | {rb['regime']} |\n")
-            print(f"- difference of gains {points(d['diff'])} points [{points(d['diff_lo'])}, {points(d['diff_hi'])}], "
-                  f"sign test p = {d['p_value']:.3g} ({d['up']} problems favour the organism, {d['down']} the base model)")
-            print(f"- escalation on the same problems: {_pct(c['escalated_a'])} vs {_pct(c['escalated_b'])}, "
-                  f"McNemar p = {c['escalation_p']:.3g}")
+            print(f"| | {labels[0]} | {labels[1]} |\n|---|---|---|")
+            for row, values in table.iterrows():
+                print(f"| {row} | {values[labels[0]]} | {values[labels[1]]} |")
+            print(f"\n{regimes.describe_control(c, 'the organism', 'the base model')}\n")
         else:
             missing = [m for m, r in ctl.items() if r is None]
             print(f"## The negative control: not yet recorded ({', '.join(missing)})")

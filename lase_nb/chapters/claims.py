@@ -27,6 +27,7 @@ from .. import reference
 from ..confidence import confidence_frame
 from ..errors import DataError
 from ..stats import auroc_test, clears_both, paired_test
+from ..runs import paired_correct
 
 __all__ = ["MARGIN", "VERDICTS", "claims_by_model", "accuracy_verdict", "paper_inconsistencies",
            "verdict_counts", "describe_verdicts", "describe_primary", "calibration_claim", "plot_claims",
@@ -39,15 +40,6 @@ COST_CLAIM = "LASE costs under half of MV(7)'s tokens (average multiples over th
 MAD_CLAIM = "MAD is the most expensive of single, MV, MAD and LASE (Table 1)"
 NOT_OFFLINE = ("needs the paper's models (GPT-4.1-mini, Gemini-2.0-Flash, Llama-3-8B) and data sets; "
                "`lase-nb run --backend openai|gemini` runs them where an API key and the data are at hand")
-
-
-def _pairs(tables: Mapping[str, pd.DataFrame], a: str, b: str) -> tuple[np.ndarray, np.ndarray] | None:
-    if a not in tables or b not in tables:
-        return None
-    x = tables[a].set_index(tables[a]["problem_id"].astype(str))["correct"]
-    y = tables[b].set_index(tables[b]["problem_id"].astype(str))["correct"]
-    ids = x.index.intersection(y.index)
-    return (x.loc[ids].to_numpy(bool), y.loc[ids].to_numpy(bool)) if len(ids) else None
 
 
 def accuracy_verdict(test: Mapping[str, float], kind: str = "better") -> str:
@@ -95,7 +87,7 @@ def _model_rows(label: str, tables: Mapping[str, pd.DataFrame], run: Any) -> lis
     rows: list[dict[str, Any]] = []
 
     def tested(claim: str, a: str, b: str, kind: str) -> None:
-        pair = _pairs(tables, a, b)
+        pair = paired_correct(tables, a, b)
         if pair is None:
             rows.append({"claim": claim, "model": label, "ours": "not recorded", "verdict": "not shown",
                          "why": f"no {a} or {b} run for this model"})

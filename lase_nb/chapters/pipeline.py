@@ -249,25 +249,17 @@ def fixes_by_rule(run: Any, problems: Mapping[str, Any], tau_lp: float, tau_h: f
     states the answer (:func:`lase_nb.notes.states_answer`), else *pointed*; breaks (right, then
     wrong) beside them; and the share of notes on wrong attempts that state the answer. Keys: n,
     escalated, fixed, fixed_told, fixed_pointed, broken, notes_on_wrong, stating_on_wrong."""
-    from ..notes import states_answer
     from ..replay import chains_from_stages
+    from .correct_seeds import seed_table  # its ``told`` column is the one scan of the notes read
 
-    chains = chains_from_stages(run.stages)
-    stop = stop_stages(chains, tau_lp, tau_h)
-    idx = np.arange(len(chains.problem_ids))
-    alone, final = chains.correct[:, 0], chains.correct[idx, stop]
+    rows = seed_table(chains_from_stages(run.stages), run.calls, problems, tau_lp, tau_h)
+    fixed = ~rows["solo_right"] & rows["lase_right"]
+    told = int((fixed & rows["told"]).sum())
+    pointed = int(fixed.sum()) - told
     calls = run.calls
-    lead = calls[calls["role"] == "leader"].drop_duplicates(["problem_id", "stage"]).set_index(["problem_id", "stage"])["text"]
-    notes = calls[calls["role"].isin(SUPPORTERS)].drop_duplicates(["problem_id", "stage"]).set_index(["problem_id", "stage"])["text"]
-    told = pointed = 0
-    for i in np.flatnonzero(~alone & final):
-        pid, p = chains.problem_ids[i], problems.get(str(chains.problem_ids[i]))
-        said = p is not None and any(states_answer(notes.get((pid, t)), p.gold, p.question, lead.get((pid, t - 1), ""))
-                                     for t in range(1, int(stop[i]) + 1))
-        told, pointed = told + int(said), pointed + int(not said)
     counts = count_answer_notes(calls, run.stages, problems)
-    return {"n": len(idx), "escalated": int((stop > 0).sum()), "fixed": told + pointed, "fixed_told": told,
-            "fixed_pointed": pointed, "broken": int((alone & ~final).sum()),
+    return {"n": len(rows), "escalated": int(rows["escalated"].sum()), "fixed": told + pointed, "fixed_told": told,
+            "fixed_pointed": pointed, "broken": int((rows["solo_right"] & ~rows["lase_right"]).sum()),
             "notes_on_wrong": sum(d["on_wrong"]["n"] for d in counts.values()),
             "stating_on_wrong": sum(d["on_wrong"]["k"] for d in counts.values())}
 
