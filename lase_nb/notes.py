@@ -77,14 +77,45 @@ def count_answer_notes(calls: Any, stages: Any, problems: Mapping[str, Any] | It
     "on_right": {...}}}``. ``calls`` and ``stages`` are a run's tables (:mod:`lase_nb.traces`: one
     row per call with problem_id, strategy, role, stage and text; one per LASE stage with correct),
     ``problems`` the run's problems (by id, or a list). The attempt a note reads is the leader's
-    reply of the stage before; every recorded note counts (whether or not LASE used it)."""
+    reply of the stage before; every recorded note counts (whether or not LASE used it). Without a
+    stage row (LASE+MV's chains) the attempt is graded from its own extracted answer."""
     import pandas as pd
+
+    from .answers import grade
 
     by_id = problems if isinstance(problems, Mapping) else {p.id: p for p in problems}
     calls, stages = pd.DataFrame(calls), pd.DataFrame(stages)
     out: dict[str, dict[str, dict[str, int]]] = {}
-    if calls.empty or stages.empty or "role" not in calls:
+    if calls.empty or "role" not in calls:
         return out
+    # LASE+MV runs several chains per problem (agents "chain0.leader", ...) and records no stage rows
+    calls = calls.assign(chain=calls["agent"].astype(str).str.rpartition(".")[0] if "agent" in calls else "")
+    both = "strategy" in calls and (stages.empty or "strategy" in stages)
+    keys = (["strategy"] if both else []) + ["problem_id", "chain", "stage"]
+    stage_keys = [k for k in keys if k != "chain"]
+    lead = calls[calls["role"] == "leader"].drop_duplicates(keys)
+    attempt = {tuple(k): t for k, t in zip(lead[keys].itertuples(index=False), lead["text"])}
+    stage_right = ({tuple(k): bool(c) for k, c in zip(stages[stage_keys].itertuples(index=False), stages["correct"])}
+                   if not stages.empty else {})
+    right = {}
+    for key, answer in zip(lead[keys].itertuples(index=False), lead["answer"] if "answer" in lead else [None] * len(lead)):
+        row = dict(zip(keys, key))
+        graded = stage_right.get(tuple(row[k] for k in stage_keys)) if row["chain"] == "" else None
+        p = by_id.get(row["problem_id"])
+        if graded is None and p is not None:  # no stage row: the leader's own answer, graded
+            graded = grade(answer if isinstance(answer, str) else None, p.gold, p.kind)
+        right[tuple(key)] = bool(graded)
+    notes = calls[calls["role"].isin(SUPPORTERS)]
+    for row, key in zip(notes.itertuples(index=False), notes[keys].itertuples(index=False)):
+        before = (*tuple(key)[:-1], int(key[-1]) - 1)
+        p = by_id.get(row.problem_id)
+        if p is None or before not in attempt:
+            continue
+        cell = out.setdefault(row.role, {"on_wrong": {"k": 0, "n": 0}, "on_right": {"k": 0, "n": 0}})
+        cell["on_right" if right.get(before, False) else "on_wrong"]["n"] += 1
+        cell["on_right" if right.get(before, False) else "on_wrong"]["k"] += int(
+            states_answer(row.text, p.gold, p.question, attempt[before]))
+    return out
     keys = ["strategy", "problem_id", "stage"] if "strategy" in calls and "strategy" in stages else ["problem_id", "stage"]
     lead = calls[calls["role"] == "leader"].drop_duplicates(keys)
     attempt = {tuple(k): t for k, t in zip(lead[keys].itertuples(index=False), lead["text"])}

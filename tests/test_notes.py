@@ -69,3 +69,16 @@ def test_count_answer_notes_splits_by_the_attempt_a_note_reads():
     # the collaborator read an attempt that already says 20: not a leak
     assert out["collaborator"] == {"on_wrong": {"k": 0, "n": 0}, "on_right": {"k": 0, "n": 1}}
     assert count_answer_notes([], stages, [p]) == {}
+
+
+def test_count_answer_notes_reads_lase_mv_chains_without_stage_rows():
+    """LASE+MV records several chains per problem (agents chainJ.role) and no stage rows: each note
+    is paired with its own chain's attempt, graded from that attempt's answer."""
+    p = Problem("p1", Q, "20")
+    rows = [("chain0.leader", "leader", 0, ATTEMPT, "21"), ("chain0.devil", "devil", 1, "it should be 20", None),
+            ("chain1.leader", "leader", 0, "24 - 4 = \\boxed{20}", "20"),
+            ("chain1.devil", "devil", 1, "check step 2", None)]
+    calls = [{"problem_id": "p1", "agent": a, "role": r, "stage": t, "text": x, "answer": ans}
+             for a, r, t, x, ans in rows]
+    out = count_answer_notes(calls, [], [p])
+    assert out["devil"] == {"on_wrong": {"k": 1, "n": 1}, "on_right": {"k": 0, "n": 1}}
