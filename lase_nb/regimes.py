@@ -21,7 +21,7 @@ import pandas as pd
 
 from .replay import Chains, replay
 from .errors import DataError
-from .stats import clears_both, gain_difference, mcnemar, paired_test, pct, points
+from .stats import clears_both, gain_difference, mcnemar, p_text, paired_test, pct, points
 
 __all__ = ["REGIMES", "REGIME_RULE", "OTHER_REGIME", "gain_regime", "regime_table", "describe_regime",
            "describe_gain_regime", "same_problems", "compare_gains", "control_table", "describe_control"]
@@ -87,14 +87,14 @@ def regime_table(chains_by_model: Mapping[str, Chains], tau_lp: float, tau_h: fl
 def describe_regime(r: Mapping[str, Any], full: bool = False) -> str:
     """Which regime the recording is in, from :func:`gain_regime`: the full paragraph once (chapter
     03, ``full=True``, with the definitions and what to run to see another regime), one line elsewhere."""
-    gain = (f"{_interval(r)}, McNemar p = {r['p_value']:.3f}, over the leader alone; escalation fixes "
+    gain = (f"{_interval(r)}, McNemar {p_text(r['p_value'])}, over the leader alone; escalation fixes "
             f"{r['fixed']} and breaks {r['broken']} answers")
     if not full:
         return (f"Regime of this recording: **{r['regime']}** (gated LASE {gain}; chapter 03, section 3.5, defines "
                 "the regimes).")
     rule = f"The regimes, defined once: {REGIME_RULE}. "
     full_line = (f"Always-interact (every stage) scores {pct(r['acc_full'], 1)}, {_interval(r, 'full_gain', 'full_lo', 'full_hi')} "
-                 f"against the leader alone (McNemar p = {r['full_p']:.3f}). ")
+                 f"against the leader alone (McNemar {p_text(r['full_p'])}). ")
     if r["regime"] == "corrective":
         lead = (f"**In this recording the supporters help**: the gate escalates {r['escalated']} of {r['n']} "
                 f"problems, and gated LASE scores {gain}. ")
@@ -115,7 +115,7 @@ def describe_gain_regime(label: str, r: Mapping[str, Any]) -> str:
                "neutral": "no claim clears both tests"}[r["regime"]]
     return (f"**{label}** is in the **{r['regime']}** regime: gated LASE (tau_lp = {r['tau_lp']:g}, "
             f"tau_h = {r['tau_h']:g}, {r['escalated']} of {r['n']} problems escalated) scores {pct(r['acc_lase'], 1)} "
-            f"against the leader alone's {pct(r['acc_solo'], 1)}, {_interval(r)}, McNemar p = {r['p_value']:.3f} "
+            f"against the leader alone's {pct(r['acc_solo'], 1)}, {_interval(r)}, McNemar {p_text(r['p_value'])} "
             f"(fixes {r['fixed']}, breaks {r['broken']}); always-interact scores {pct(r['acc_full'], 1)}: {reading}.")
 
 
@@ -169,9 +169,13 @@ def describe_control(c: Mapping[str, Any], label_a: str, label_b: str) -> str:
     ra, rb = c["regime_a"], c["regime_b"]
     gains = "differ" if d["p_value"] < 0.05 and not d["diff_lo"] <= 0 <= d["diff_hi"] else "do not differ detectably"
     esc = "differs" if c["escalation_p"] < 0.05 else "does not differ detectably"
+    def favour(k: int, label: str) -> str:
+        return f"{k} problem{'' if k == 1 else 's'} favour{'s' if k == 1 else ''} {label}"
+
     return (f"On the same {c['n']} problems, {label_a}'s gated gain is {points(ra['gain'])} points and {label_b}'s "
             f"{points(rb['gain'])}: the gains {gains} (difference {points(d['diff'])} points, 95% CI "
-            f"[{points(d['diff_lo'])}, {points(d['diff_hi'])}], sign test p = {d['p_value']:.3f}; {d['up']} problems "
-            f"favour {label_a}, {d['down']} favour {label_b}). The gate escalates {pct(c['escalated_a'], 1)} of "
-            f"{label_a}'s first answers and {pct(c['escalated_b'], 1)} of {label_b}'s: escalation {esc} "
-            f"(exact McNemar p = {c['escalation_p']:.3f}). Regimes: {label_a} {ra['regime']}, {label_b} {rb['regime']}.")
+            f"[{points(d['diff_lo'])}, {points(d['diff_hi'])}], sign test {p_text(d['p_value'])}; "
+            f"{favour(d['up'], label_a)}, {favour(d['down'], label_b)}). The gate escalates "
+            f"{pct(c['escalated_a'], 1)} of {label_a}'s first answers and {pct(c['escalated_b'], 1)} of {label_b}'s: "
+            f"escalation {esc} (exact McNemar {p_text(c['escalation_p'])}). Regimes: {label_a} {ra['regime']}, "
+            f"{label_b} {rb['regime']}.")

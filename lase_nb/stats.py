@@ -19,6 +19,7 @@ __all__ = [
     "bool_array",
     "mcnemar",
     "pct",
+    "p_text",
     "points",
     "wilson_interval",
     "reliability_table",
@@ -60,6 +61,11 @@ def pct(x: float | None, digits: int = 0) -> str:
 def points(x: float) -> str:
     """A difference of two fractions in percentage points, signed (``0.035`` -> ``"+3.5"``)."""
     return f"{100 * float(x):+.1f}"
+
+
+def p_text(p: float) -> str:
+    """A p-value for a sentence: ``"p = 0.219"``, or ``"p < 0.001"`` below that (never ``p = 0.000``)."""
+    return "p < 0.001" if p < 0.001 else f"p = {p:.3f}"
 
 
 def wilson_interval(k: int, n: int, level: float = 0.95) -> tuple[float, float]:

@@ -58,6 +58,7 @@ data_path = None  # file/folder of a paper data set (never shipped)
 n_problems = 4  # live runs: problems to run
 traces = "../data/traces/arith-smollm2"  # recorded runs, read unless live
 organism_traces = "../data/traces/arith-organism"  # the model organism's recorded full chains, measured beside it in 3.5; None: skip
+control_traces = "../data/traces/control-level1"  # both models' full chains on the same level-1 problems (3.5); None: skip
 tell_traces = "../data/traces/arith-organism-tell"  # 3.6: the telling organism (v4), set beside the organism; None: skip
 live = False  # True: run LASE now (full chain, cached) instead of reading the traces
 tau_lp = 0.8  # gate: exp(LP_min) below this is uncertain
@@ -432,6 +433,26 @@ for label, model_runs in list(both.items())[1:]:
 pd.concat({k: v["estimate"] for k, v in checks.items()}, axis=1).round(3)
 
 # %% [markdown]
+# **Both models on the same problems.** The two recordings above hold different problems (the
+# embedded model's level-1 problems of another seed, the organism's levels 1 to 3), so their
+# regimes cannot be set against each other number for number. The controlled set
+# (`control_traces`) gives both models' full chains on the same 80 level-1 problems of the held-out
+# split: the embedded model with its two worked examples (it needs them to box an answer), the
+# organism zero-shot, the one difference. Each model's gain is over its own leader alone; the
+# difference of the two gains is tested problem by problem (a sign test on the problems where
+# they differ, beside the paired bootstrap interval).
+
+# %%
+if control_traces:
+    control = run_store.load_models(run_store.by_display_name([f"{control_traces}/smollm2", f"{control_traces}/organism"]),
+                                    ["lase"], require=["lase"])
+    control_chains = run_store.chains_by_model(control)
+    labels = list(control_chains)
+    same = regimes.compare_gains(*control_chains.values(), tau_lp, tau_h, seed=seed)
+    display(regimes.control_table(same, *labels))
+    display(Markdown(regimes.describe_control(same, *labels)))
+
+# %% [markdown]
 # **What the theorem predicted, before the recording.** The preregistration
 # (`data/traces/preregistration.json`, committed before any held-out recording) took $P(U=1)$,
 # $\rho$ and $\delta$ (on Appendix A.2's definition) at their one-sided 95% lower confidence bounds on
@@ -627,7 +648,9 @@ if interactive:
 # - The gate reads only the answer tokens' probability and entropy; an unboxed answer is unsure.
 # - Because stopping only truncates the chain, one full-chain recording answers "what would LASE
 #   do at these thresholds" for every threshold at once.
-# - Supporters sometimes give the answer away anyway; the pipeline strips and counts it.
+# - Supporters sometimes give the answer away anyway: the pipeline removes a *boxed* answer from a
+#   note and counts it; a note that states the answer in words is not filtered, only counted (the
+#   model must obey the rule it is shown), and every recording's manifest holds that count.
 # - LASE's inclusions, counted from real transcripts, stay within the star bound and do not grow
 #   with the number of agents.
 # - Fixes minus breaks is bookkeeping, not a test of Theorem 3.7; classifying the notes gives its

@@ -49,6 +49,7 @@
 # %% tags=["parameters"]
 traces = "../data/traces/arith-smollm2"  # folder of recorded runs; needs <traces>/lase-full
 organism_traces = "../data/traces/arith-organism"  # the model organism's recorded full chains, compared in 6.2 and 6.3; None: skip
+control_traces = "../data/traces/control-level1"  # both models' full chains on the same level-1 problems (6.3); None: skip
 tau_lp = 0.8  # gate threshold on exp(LP_min)
 tau_h = 0.5  # gate threshold on H_max (nats)
 n_examples = 2  # transcript examples shown per failure mode
@@ -238,21 +239,43 @@ esc.merge(cost[["level", "solo_tokens", "lase_tokens", "multiplier", "lase_accur
 display(Markdown(failures.describe_escalation(esc, cost, paper)))
 
 # %% [markdown]
-# **Across models.** A second recording gives the comparison the paper made with its weaker model:
-# the model organism (the embedded model with a LoRA adapter trained in this repository; chapter
-# 03) on problems of levels 1 to 3, gated at the same thresholds. The table gives each leader's
-# accuracy, how often the gate escalates it (95% Wilson intervals), and how accurate the leader is
-# on the problems it escalates and on those it keeps. **These are not the same problems** (the
-# embedded model's recording is 80 level-1 problems): compare the organism's level-1 row of the
-# next figure with the embedded model, not its overall rate.
+# **Across models, on the same problems.** A second model gives the comparison the paper made with
+# its weaker model: the model organism (the embedded model with a LoRA adapter trained in this
+# repository; chapter 03). The controlled set (`control_traces`) holds both models' full chains on
+# **the same 80 level-1 problems** of the held-out split, gated at the same thresholds: the
+# embedded model with its two worked examples (without them it rarely boxes an answer), the
+# organism zero-shot; that is the one difference. The first table gives each leader's accuracy,
+# how often the gate escalates it (95% Wilson intervals), and how accurate the leader is on the
+# problems it escalates and on those it keeps; the second sets the two gains and escalation rates
+# side by side, problem by problem, with their tests.
 
 # %%
 models = load_models(by_display_name([traces, organism_traces]), ["lase"], require=["lase"])
-model_chains = chains_by_model(models)
+if control_traces:
+    control = load_models(by_display_name([f"{control_traces}/smollm2", f"{control_traces}/organism"]), ["lase"],
+                          require=["lase"])
+    model_chains = chains_by_model(control)
+else:  # different problems: the rates below are not a controlled comparison
+    print("control_traces=None: comparing each model's own recording, which are not the same problems")
+    model_chains = chains_by_model(models)
 by_model = failures.escalation_by_model(model_chains, tau_lp, tau_h)
 display(by_model)
 display(Markdown(failures.describe_escalation_by_model(by_model)))
-display(regimes.regime_table(model_chains, tau_lp, tau_h))  # each model's regime (chapter 03, 3.5)
+if control_traces:
+    labels = list(model_chains)
+    same = regimes.compare_gains(*model_chains.values(), tau_lp, tau_h)
+    display(regimes.control_table(same, *labels))
+    display(Markdown(regimes.describe_control(same, *labels)))
+
+# %% [markdown]
+# **Reading the escalation rates.** The paper's expectation, that a weaker model escalates more,
+# assumes its errors come with doubt. A gate sees only confidence: a model whose wrong answers are
+# confident (section 6.1's confident errors) keeps them, and escalates little however weak it is.
+# Compare the `acc_kept` column above (the leader's accuracy on the answers the gate lets through)
+# with the escalation rate: on the shipped recordings the embedded model keeps most of its wrong
+# answers, while the organism's doubt tracks its errors (chapter 02's AUROC), so the organism
+# escalates more often on the same problems. Which model escalates more is thus a question of
+# calibration first and of strength second.
 
 # %% [markdown]
 # **Across difficulty, on one model.** The organism's recording mixes levels 1 to 3, so the same
@@ -377,7 +400,9 @@ if interactive:
 #   shown with its transcripts so you can judge it.
 # - **Weak models** pay more for LASE: the paper's Llama-3-8B spent a larger token multiple than
 #   GPT-4.1-mini, and our small model spends several times its solo tokens on a modest escalation
-#   rate (section 6.3 has the numbers).
+#   rate (section 6.3 has the numbers). On the same problems, though, the gate escalates a model
+#   as often as its *doubt* says, not as its weakness does: a weak model with confident errors
+#   escalates less (section 6.3 tests it on both models).
 # - **Unboxed revisions** are the rule for this model, not the exception; the extraction step
 #   recovers their answers, and strict grading reports what happens without it.
 #

@@ -126,7 +126,8 @@ def test_control_table_and_its_words_follow_the_tests():
     assert list(t.columns) == ["A", "B"] and t.loc["regime", "A"] == "corrective"
     assert t.loc["fixed / broken", "A"] == "20 / 0" and t.loc["gated LASE %", "A"] == pytest.approx(50.0)
     words = describe_control(c, "A", "B")
-    assert "the gains differ (" in words and "20 problems favour A, 0 favour B" in words
+    assert "the gains differ (" in words and "20 problems favour A, 0 problems favour B" in words
     assert "escalation does not differ detectably" in words  # same escalated problems in both
+    assert "exact McNemar p = 1.000" in words and "sign test p < 0.001" in words
     same = describe_control(compare_gains(a, a, 0.8, 0.5, n_boot=300), "A", "A2")
     assert "do not differ detectably" in same

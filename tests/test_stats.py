@@ -234,3 +234,9 @@ def test_auroc_test_needs_interval_and_p():
     t = stats.auroc_test(rng.normal(0, 1, 200), ok)
     assert not t["separates"]
     assert not stats.auroc_test(np.arange(5.0), np.ones(5, bool))["separates"]
+
+
+def test_p_text_never_prints_zero():
+    from lase_nb.stats import p_text
+
+    assert p_text(0.2191) == "p = 0.219" and p_text(0.0004) == "p < 0.001" and p_text(1.0) == "p = 1.000"

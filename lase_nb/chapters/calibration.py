@@ -27,7 +27,7 @@ import pandas as pd
 from .. import reference
 from ..confidence import confidence_frame, gate_split, topk_entropy, uncertain_mask
 from ..errors import DataError
-from ..stats import NO_ANSWER, auroc_difference, auroc_with_ci, ece, reliability_table, wilson_interval
+from ..stats import NO_ANSWER, auroc_difference, auroc_with_ci, ece, p_text, reliability_table, wilson_interval
 from ..types import Generation
 
 __all__ = [
@@ -508,7 +508,7 @@ def describe_calibration_by_model(table: pd.DataFrame, gap: Mapping[str, Any] | 
         return out
     how = "paired on the problems both answered" if gap["paired"] else "the two samples resampled separately"
     head = (f" The difference, {gap['a']} minus {gap['b']}, is {gap['diff']:+.2f} [{gap['lo']:+.2f}, "
-            f"{gap['hi']:+.2f}] (bootstrap, {how}; p = {gap['p_value']:.3f})")
+            f"{gap['hi']:+.2f}] (bootstrap, {how}; {p_text(gap['p_value'])})")
     if gap["p_value"] < 0.05:
         better = gap["a"] if gap["diff"] > 0 else gap["b"]
         return out + head + f": {better}'s confidence separates right from wrong answers better."
