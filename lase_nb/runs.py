@@ -30,7 +30,7 @@ from .traces import Run, call_rows, load_run, problem_rows, stage_rows
 if TYPE_CHECKING:
     from .replay import Chains
 
-__all__ = ["RUN_DIRS", "resolve_data_path", "load_runs", "load_models", "chains_by_model", "paired_correct", "model_label",
+__all__ = ["RUN_DIRS", "resolve_data_path", "load_runs", "load_models", "chains_by_model", "control_models", "paired_correct", "model_label",
            "record_command", "check_format", "run_from_results", "problems_from_manifest", "common_ids",
            "comparison_table", "strategy_tables", "display_name", "by_display_name"]
 
@@ -157,6 +157,18 @@ def strategy_tables(runs: Mapping[str, Run], tau_lp: float, tau_h: float) -> dic
     if "single" not in runs:  # the single agent is the leader alone: the full chain's stage 0, same prompt
         replayed["single"] = outcomes_at(chains, 0)
     return {s: replayed[s] if s in replayed else runs[s].problems for s in SPECS if s in replayed or s in runs}
+
+
+def control_models(folder: str | Path, models: Sequence[str] = ("smollm2", "organism")) -> dict[str, dict[str, Run]]:
+    """The negative control's full-chain runs, by display name (:func:`load_models`): each of
+    ``models`` is a subfolder of ``folder`` holding a ``lase-full`` recording of the same problems
+    (``data/traces/control-level1``: both models on the same level-1 problems). A clear error when
+    one is missing."""
+    out = load_models(by_display_name([Path(folder) / m for m in models]), ["lase"], require=["lase"])
+    if len(out) < len(models):
+        raise DataError(f"the control in {folder} needs a lase-full recording in each of {list(models)}; "
+                        "data/traces/README.md has the commands")
+    return out
 
 
 def paired_correct(tables: Mapping[str, pd.DataFrame], a: str, b: str) -> tuple[np.ndarray, np.ndarray] | None:

@@ -60,6 +60,7 @@ model = None  # None: the default model of the backend
 base_url = None  # an OpenAI-compatible server, e.g. "http://127.0.0.1:8000/v1"
 traces = "../data/traces/arith-smollm2"  # recorded runs; the chapter reads <traces>/lase-full
 organism_traces = "../data/traces/arith-organism"  # the model organism's recorded full chains, set beside it in 2.5; None: skip
+control_traces = "../data/traces/control-level1"  # both models' full chains on the same level-1 problems (2.5); None: skip
 live = False  # True: run the leader on n_problems now and calibrate those answers instead
 dataset = "arith"  # data set for the live steps (see lase_nb.datasets.DATASETS)
 data_path = None  # file of a paper data set (not needed for arith)
@@ -85,7 +86,7 @@ from lase_nb.datasets import load_dataset
 from lase_nb.engine import Call, Engine
 from lase_nb.prompts import solver_messages
 from lase_nb.runner import run_problems
-from lase_nb.runs import by_display_name, load_models, load_runs
+from lase_nb.runs import by_display_name, control_models, load_models, load_runs
 from lase_nb.live import live_config, live_engine
 
 plots.set_style()
@@ -268,7 +269,8 @@ split.to_frame(f"tau_lp={tau_lp:g}, tau_h={tau_h:g}")
 # AUROC should sit further above 0.5.** The recording read here is the organism's first answers on
 # 200 problems it never trained on (the eval split of the generator, seed 22, levels 1-3;
 # `data/traces/arith-organism`), the embedded model's on its own 80 (level 1): not the same
-# problems, so compare the shapes and AUROCs, not the accuracies.
+# problems, so compare the shapes and AUROCs, not the accuracies. The same measurement on the
+# same problems follows the figure.
 
 # %%
 models = load_models(by_display_name([traces, organism_traces]), ["lase"], require=["lase"])
@@ -279,6 +281,19 @@ plots.savefig(fig, "calibration_two_models")
 plt.show()
 display(by_model)
 display(Markdown(calibration.describe_calibration_by_model(by_model, calibration.auroc_gap(frames, seed=seed))))
+
+# %% [markdown]
+# **On the same problems.** The negative control (`control_traces`) holds both models' first answers
+# on the same 80 level-1 problems of the held-out split (the embedded model with its two worked
+# examples, the organism zero-shot), so the two AUROCs can be compared problem by problem (the
+# bootstrap resamples the problems jointly):
+
+# %%
+if control_traces:
+    same_frames = calibration.frames_by_model(control_models(control_traces))
+    same_table = calibration.calibration_by_model(same_frames, tau_lp, tau_h, seed=seed)
+    display(same_table)
+    display(Markdown(calibration.describe_calibration_by_model(same_table, calibration.auroc_gap(same_frames, seed=seed))))
 
 # %% [markdown]
 # A gate that separates right from wrong answers is half of what LASE needs; the other half is

@@ -444,9 +444,7 @@ pd.concat({k: v["estimate"] for k, v in checks.items()}, axis=1).round(3)
 
 # %%
 if control_traces:
-    control = run_store.load_models(run_store.by_display_name([f"{control_traces}/smollm2", f"{control_traces}/organism"]),
-                                    ["lase"], require=["lase"])
-    control_chains = run_store.chains_by_model(control)
+    control_chains = run_store.chains_by_model(run_store.control_models(control_traces))
     labels = list(control_chains)
     same = regimes.compare_gains(*control_chains.values(), tau_lp, tau_h, seed=seed)
     display(regimes.control_table(same, *labels))

@@ -65,8 +65,8 @@ from IPython.display import HTML, Markdown, display
 from lase_nb import confidence, plots, regimes
 from lase_nb.chapters import failures
 from lase_nb.replay import summarize
-from lase_nb.runs import (by_display_name, chains_by_model, comparison_table, load_models, load_runs,
-                          problems_from_manifest)
+from lase_nb.runs import (by_display_name, chains_by_model, comparison_table, control_models, load_models,
+                          load_runs, problems_from_manifest)
 
 plots.set_style()
 pd.set_option("display.precision", 3)
@@ -252,9 +252,7 @@ display(Markdown(failures.describe_escalation(esc, cost, paper)))
 # %%
 models = load_models(by_display_name([traces, organism_traces]), ["lase"], require=["lase"])
 if control_traces:
-    control = load_models(by_display_name([f"{control_traces}/smollm2", f"{control_traces}/organism"]), ["lase"],
-                          require=["lase"])
-    model_chains = chains_by_model(control)
+    model_chains = chains_by_model(control_models(control_traces))
 else:  # different problems: the rates below are not a controlled comparison
     print("control_traces=None: comparing each model's own recording, which are not the same problems")
     model_chains = chains_by_model(models)

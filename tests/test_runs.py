@@ -234,3 +234,15 @@ def test_paired_correct_pairs_by_problem_id():
     assert list(x) == [True, True] and list(y) == [True, False]  # p1, p3 in a's order
     assert runs.paired_correct({"a": a}, "a", "b") is None
     assert runs.paired_correct({"a": a, "c": b.assign(problem_id=["z1", "z2", "z3"])}, "a", "c") is None
+
+
+def test_control_models_reads_both_models_of_the_shipped_control():
+    """The negative control: both models' full chains on the same level-1 problems."""
+    from lase_nb.replay import chains_from_stages
+
+    control = runs.control_models(TRACES.parent / "control-level1")
+    assert list(control) == ["SmolLM2-135M", "organism"]
+    ids = [list(chains_from_stages(m["lase"].stages).problem_ids) for m in control.values()]
+    assert ids[0] == ids[1] and len(ids[0]) >= 80 and all("-L1-" in p for p in ids[0])
+    with pytest.raises(DataError, match="no full-chain run"):
+        runs.control_models(TRACES.parent / "control-level1", models=("smollm2", "absent"))
