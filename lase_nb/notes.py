@@ -116,18 +116,3 @@ def count_answer_notes(calls: Any, stages: Any, problems: Mapping[str, Any] | It
         cell["on_right" if right.get(before, False) else "on_wrong"]["k"] += int(
             states_answer(row.text, p.gold, p.question, attempt[before]))
     return out
-    keys = ["strategy", "problem_id", "stage"] if "strategy" in calls and "strategy" in stages else ["problem_id", "stage"]
-    lead = calls[calls["role"] == "leader"].drop_duplicates(keys)
-    attempt = {tuple(k): t for k, t in zip(lead[keys].itertuples(index=False), lead["text"])}
-    right = {tuple(k): bool(c) for k, c in zip(stages[keys].itertuples(index=False), stages["correct"])}
-    notes = calls[calls["role"].isin(SUPPORTERS)]
-    for row, key in zip(notes.itertuples(index=False), notes[keys].itertuples(index=False)):
-        before = (*tuple(key)[:-1], int(key[-1]) - 1)
-        p = by_id.get(row.problem_id)
-        if p is None or before not in attempt:
-            continue
-        cell = out.setdefault(row.role, {"on_wrong": {"k": 0, "n": 0}, "on_right": {"k": 0, "n": 0}})
-        cell["on_right" if right.get(before, False) else "on_wrong"]["n"] += 1
-        cell["on_right" if right.get(before, False) else "on_wrong"]["k"] += int(
-            states_answer(row.text, p.gold, p.question, attempt[before]))
-    return out

@@ -169,6 +169,7 @@ def describe_control(c: Mapping[str, Any], label_a: str, label_b: str) -> str:
     ra, rb = c["regime_a"], c["regime_b"]
     gains = "differ" if d["p_value"] < 0.05 and not d["diff_lo"] <= 0 <= d["diff_hi"] else "do not differ detectably"
     esc = "differs" if c["escalation_p"] < 0.05 else "does not differ detectably"
+
     def favour(k: int, label: str) -> str:
         return f"{k} problem{'' if k == 1 else 's'} favour{'s' if k == 1 else ''} {label}"
 
