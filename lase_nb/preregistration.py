@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 import numpy as np
 
@@ -23,8 +23,11 @@ from .errors import DataError
 from .replay import Chains, chains_from_stages, gate_for_budget, replay
 from .stats import clears_both, holm, paired_test
 
-__all__ = ["PATH", "SECONDARY", "build", "load", "primary_result", "primary_from_gated_run", "secondary_results",
-           "chains_of"]
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["PATH", "SECONDARY", "build", "load", "primary_result", "primary_from_gated_run", "secondary_pairs",
+           "secondary_results", "secondary_table", "describe_secondary", "chains_of"]
 
 #: Where the committed preregistration lives.
 PATH = Path(__file__).resolve().parents[1] / "data" / "traces" / "preregistration.json"
@@ -143,6 +146,60 @@ def primary_from_gated_run(prereg: Mapping[str, Any], run: Any) -> dict[str, Any
     return _with_prediction(out, prereg)
 
 
+def secondary_pairs(prereg: Mapping[str, Any], runs: Mapping[str, Any],
+                    control: Mapping[str, Chains] | None = None) -> dict[str, Any]:
+    """The inputs of the secondary family (:func:`secondary_results`) from one model's recorded runs
+    (``runs``: :func:`lase_nb.runs.load_runs` of its folder, the full chain as ``lase`` or ``lase-full``), as
+    the preregistration's comparisons name them: two strategies on the problems both ran; LASE at
+    the budget pair and always-interact against the leader alone on the full chains; and, given
+    ``control`` (two models' full chains on the same problems, the model under test first), the
+    difference of their gains (:func:`lase_nb.regimes.compare_gains`). A comparison whose runs are
+    missing is left out."""
+    from .regimes import compare_gains
+    from .runs import paired_correct, strategy_tables
+
+    th, bp = prereg["thresholds"], prereg["budget_pair"]
+    full = next((runs[k] for k in ("lase", "lase-full") if k in runs), None)
+    if full is None:
+        raise DataError(f"the secondary family needs the full-chain LASE run ('lase' or 'lase-full'); have {list(runs)}")
+    chains = chains_of(full)
+    tables = strategy_tables(runs, th["tau_lp"], th["tau_h"])
+    alone = chains.correct[:, 0]
+    pairs: dict[str, Any] = {}
+    for spec in prereg["secondary"]["comparisons"]:
+        a, b, name = spec["a"], spec["b"], spec["name"]
+        if spec["on"] == "problems both ran":
+            pair = paired_correct(tables, a, b)
+            if pair is not None:
+                pairs[name] = pair
+        elif a == "lase@budget":
+            pairs[name] = (replay(chains, bp["tau_lp"], bp["tau_h"])["correct"].to_numpy(bool), alone)
+        elif a == "lase-full":
+            pairs[name] = (chains.correct[:, -1], alone)
+        elif a == "organism gain" and control is not None and len(control) >= 2:
+            first, second = list(control.values())[:2]
+            pairs[name] = compare_gains(first, second, th["tau_lp"], th["tau_h"])["difference"]
+    return pairs
+
+
+def secondary_table(rows: list[dict]) -> "pd.DataFrame":
+    """:func:`secondary_results` as a table: one row per comparison with the two accuracies in % (for
+    the difference of gains, the two gains in points), the difference and its 95% interval in points, the raw and Holm-adjusted p and whether a
+    claim is made."""
+    import pandas as pd
+
+    def pct(x: float) -> float:
+        return round(100 * float(x), 1)
+
+    out = []
+    for r in rows:
+        first, second = (r["acc_a"], r["acc_b"]) if "acc_a" in r else (r["gain_a"], r["gain_b"])
+        out.append({"comparison": r["name"], "first": pct(first), "second": pct(second),
+                    "difference, points [95% CI]": f"{100 * r['diff']:+.1f} [{100 * r['diff_lo']:+.1f}, {100 * r['diff_hi']:+.1f}]",
+                    "n": r["n"], "p": r["p_value"], "Holm p": r["p_holm"], "claimed": r["claimed"]})
+    return pd.DataFrame(out).set_index("comparison")
+
+
 def secondary_results(prereg: Mapping[str, Any], pairs: Mapping[str, Any]) -> list[dict]:
     """The secondary comparisons present in ``pairs``, each with the two tests and Holm's adjusted
     p-value over the family that ran; ``claimed`` uses the adjusted p. A value is either the two
@@ -161,6 +218,24 @@ def secondary_results(prereg: Mapping[str, Any], pairs: Mapping[str, Any]) -> li
         r["p_holm"] = float(p)
         r["claimed"] = clears_both({**r, "p_value": p}, alpha)
     return rows
+
+
+def describe_secondary(rows: list[dict]) -> str:
+    """Which comparisons of the family (:func:`secondary_results`) are claimed after Holm's
+    adjustment, and which would have looked significant unadjusted."""
+    if not rows:
+        return "No comparison of the preregistered family has its runs recorded."
+    claimed = [r["name"] for r in rows if r["claimed"]]
+    lost = [r["name"] for r in rows if not r["claimed"] and r["p_value"] < 0.05 and
+            (r["diff_lo"] > 0 or r["diff_hi"] < 0)]
+    head = (f"Of the {len(rows)} preregistered comparisons, {len(claimed)} "
+            f"{'is' if len(claimed) == 1 else 'are'} claimed after Holm's adjustment"
+            + (f": {', '.join(claimed)}." if claimed else "."))
+    tail = (f" Unadjusted, {', '.join(lost)} would also have cleared both tests; the family's correction "
+            "withdraws that claim." if lost else
+            " No other comparison clears both tests even before the adjustment: the rest are not "
+            "distinguishable from chance on these problems, which is not the same as equal.")
+    return head + tail
 
 
 def chains_of(run: Any) -> Chains:

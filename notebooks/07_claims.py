@@ -33,8 +33,8 @@
 # - **not testable offline**: the claim is about the paper's own models and data sets.
 #
 # Each row is one test; across the table we make many, so expect about one in twenty
-# "reproduced" or "refuted" verdicts on a true null by chance (chapter 04 adjusts its family of
-# tests with Holm's method). Our models are small and our data set is arithmetic: a verdict says
+# "reproduced" or "refuted" verdicts on a true null by chance (chapter 04 adjusts the organism's
+# preregistered family of tests with Holm's method). Our models are small and our data set is arithmetic: a verdict says
 # what happens *here*, which is the point of a reproduction, not whether the paper is right about
 # GPT-4.1-mini on MATH-500.
 #

@@ -77,3 +77,35 @@ def test_the_primary_result_on_a_gated_run_checks_its_thresholds(tmp_path):
     run.manifest["config"].update(tau_lp=0.8, full_chain=True)
     with pytest.raises(DataError, match="full-chain"):
         P.primary_from_gated_run(doc, run)
+
+
+def test_secondary_pairs_read_the_shipped_recordings_as_the_file_names_them():
+    """The family's inputs come from the recordings, by the preregistration's own names: on the
+    organism's runs every comparison with its runs recorded is present, the two models' gains
+    included, and the table and its words follow the adjusted p-values."""
+    from lase_nb.runs import chains_by_model, control_models, load_runs
+
+    prereg = P.load()
+    runs = load_runs(P.PATH.parent / "arith-organism")
+    control = chains_by_model(control_models(P.PATH.parent / "control-level1", models=("organism", "smollm2")))
+    pairs = P.secondary_pairs(prereg, runs, control)
+    assert set(pairs) == {s["name"] for s in prereg["secondary"]["comparisons"]}
+    assert "up" in pairs["organism's gain minus the base model's gain"]  # a test of two gains, run once
+    assert "organism's gain minus the base model's gain" not in P.secondary_pairs(prereg, runs)
+    rows = P.secondary_results(prereg, pairs)
+    table = P.secondary_table(rows)
+    assert list(table.index) == [r["name"] for r in rows] and (table["Holm p"] >= table["p"] - 1e-12).all()
+    words = P.describe_secondary(rows)
+    assert f"Of the {len(rows)} preregistered comparisons, {int(table['claimed'].sum())}" in words
+
+
+def test_describe_secondary_says_what_the_correction_withdrew(tmp_path):
+    doc = _prereg(tmp_path)
+    a = np.r_[np.ones(12, bool), np.zeros(88, bool)]
+    b = np.zeros(100, bool)
+    rows = P.secondary_results(doc, {n: (a, b) for n in ("LASE vs MV(7)", "LASE vs MAD(3x2)")} |
+                               {"LASE vs MoA(2x3)": (np.r_[np.ones(5, bool), np.zeros(95, bool)], b)})
+    words = P.describe_secondary(rows)  # 12-0 clears after Holm; 5-0 has p = 0.0625: never cleared
+    assert "2 are claimed" in words and "No other comparison clears both tests" in words
+    rows[2].update(p_value=0.03, claimed=False)  # significant alone, not after the correction
+    assert "Unadjusted, LASE vs MoA(2x3) would also have cleared" in P.describe_secondary(rows)

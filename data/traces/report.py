@@ -18,8 +18,7 @@ import numpy as np
 
 from lase_nb import preregistration as P
 from lase_nb import regimes
-from lase_nb.replay import replay
-from lase_nb.runs import load_runs, paired_correct, strategy_tables
+from lase_nb.runs import load_runs, strategy_tables
 from lase_nb.stats import points
 
 
@@ -65,22 +64,13 @@ def main() -> int:
         print("## Gated LASE vs the leader alone on lase-full (the same test)\n")
         print(f"- {_test_line(r)}; claimed: {r['claimed']}\n")
         tables = strategy_tables(runs, th["tau_lp"], th["tau_h"])
-        pairs = {}
         bp = prereg["budget_pair"]
-        at_budget = replay(chains, bp["tau_lp"], bp["tau_h"])
-        pairs["LASE at the budget pair vs the leader alone"] = (at_budget["correct"].to_numpy(bool), chains.correct[:, 0])
-        pairs["always-interact vs the leader alone"] = (chains.correct[:, -1], chains.correct[:, 0])
-        for spec in prereg["secondary"]["comparisons"]:
-            a, b = spec["a"], spec["b"]
-            pair = paired_correct(tables, a, b) if spec["on"] == "problems both ran" else None
-            if pair is not None:
-                pairs[spec["name"]] = pair
         control = Path(args.control)
         ctl = {m: load_runs(control / m, ["lase"]).get("lase") for m in ("organism", "smollm2")}
-        if all(ctl.values()):
-            org, base = regimes.same_problems(P.chains_of(ctl["organism"]), P.chains_of(ctl["smollm2"]))
-            c = regimes.compare_gains(org, base, th["tau_lp"], th["tau_h"])
-            pairs["organism's gain minus the base model's gain"] = c["difference"]
+        chains_ctl = {m: P.chains_of(r) for m, r in ctl.items()} if all(ctl.values()) else None
+        pairs = P.secondary_pairs(prereg, runs, chains_ctl)
+        if chains_ctl:
+            c = regimes.compare_gains(chains_ctl["organism"], chains_ctl["smollm2"], th["tau_lp"], th["tau_h"])
         rows = P.secondary_results(prereg, pairs)
         print("## Secondary family (Holm)\n")
         print("| comparison | result | Holm p | claimed |\n|---|---|---|---|")
