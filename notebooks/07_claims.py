@@ -34,9 +34,9 @@
 #
 # Each row is one test; across the table we make many, so expect about one in twenty
 # "reproduced" or "refuted" verdicts on a true null by chance (chapter 04 adjusts the organism's
-# preregistered family of tests with Holm's method). Our models are small and our data set is arithmetic: a verdict says
-# what happens *here*, which is the point of a reproduction, not whether the paper is right about
-# GPT-4.1-mini on MATH-500.
+# preregistered family of tests with Holm's method). Our models are small and our data set is
+# arithmetic: a verdict says what happens *here*, which is the point of a reproduction, not
+# whether the paper is right about GPT-4.1-mini on MATH-500.
 #
 # **You need** chapters 02-05 (the tests are the ones they use). No model is called.
 
