@@ -109,3 +109,21 @@ def test_describe_secondary_says_what_the_correction_withdrew(tmp_path):
     assert "2 are claimed" in words and "No other comparison clears both tests" in words
     rows[2].update(p_value=0.03, claimed=False)  # significant alone, not after the correction
     assert "Unadjusted, LASE vs MoA(2x3) would also have cleared" in P.describe_secondary(rows)
+
+
+def test_the_report_script_prints_every_preregistered_section(tmp_path):
+    """`python data/traces/report.py` on the shipped recordings: the primary test, the family with
+    every comparison the file names, the aim and the control; a missing control is named."""
+    import subprocess
+    import sys
+
+    script = P.PATH.parent / "report.py"
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, check=True).stdout
+    for heading in ("## Primary: gated LASE vs the leader alone on lase-large", "## Secondary family (Holm)",
+                    "## The aim", "## The negative control: both models on the same"):
+        assert heading in out
+    for spec in P.load()["secondary"]["comparisons"]:
+        assert f"| {spec['name']} |" in out
+    missing = subprocess.run([sys.executable, str(script), "--control", str(tmp_path / "none")], capture_output=True,
+                             text=True, check=True).stdout
+    assert "## The negative control: not yet recorded (organism, smollm2)" in missing
