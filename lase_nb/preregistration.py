@@ -149,8 +149,8 @@ def primary_from_gated_run(prereg: Mapping[str, Any], run: Any) -> dict[str, Any
 def secondary_pairs(prereg: Mapping[str, Any], runs: Mapping[str, Any],
                     control: Mapping[str, Chains] | None = None) -> dict[str, Any]:
     """The inputs of the secondary family (:func:`secondary_results`) from one model's recorded runs
-    (``runs``: :func:`lase_nb.runs.load_runs` of its folder, the full chain as ``lase`` or ``lase-full``), as
-    the preregistration's comparisons name them: two strategies on the problems both ran; LASE at
+    (``runs``: :func:`lase_nb.runs.load_runs` of its folder, the full chain as ``lase`` or
+    ``lase-full``), as the preregistration's comparisons name them: two strategies on the problems both ran; LASE at
     the budget pair and always-interact against the leader alone on the full chains; and, given
     ``control`` (two models' full chains on the same problems, the model under test first), the
     difference of their gains (:func:`lase_nb.regimes.compare_gains`). A comparison whose runs are
@@ -184,8 +184,8 @@ def secondary_pairs(prereg: Mapping[str, Any], runs: Mapping[str, Any],
 
 def secondary_table(rows: list[dict]) -> "pd.DataFrame":
     """:func:`secondary_results` as a table: one row per comparison with the two accuracies in % (for
-    the difference of gains, the two gains in points), the difference and its 95% interval in points, the raw and Holm-adjusted p and whether a
-    claim is made."""
+    the difference of gains, the two gains in points), the difference and its 95% interval in
+    points, the raw and the Holm-adjusted p, and whether a claim is made."""
     import pandas as pd
 
     def pct(x: float) -> float:
