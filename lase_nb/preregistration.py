@@ -147,15 +147,14 @@ def primary_from_gated_run(prereg: Mapping[str, Any], run: Any) -> dict[str, Any
 
 
 def secondary_pairs(prereg: Mapping[str, Any], runs: Mapping[str, Any],
-                    control: Mapping[str, Chains] | None = None) -> dict[str, Any]:
+                    control: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The inputs of the secondary family (:func:`secondary_results`) from one model's recorded runs
     (``runs``: :func:`lase_nb.runs.load_runs` of its folder, the full chain as ``lase`` or
     ``lase-full``), as the preregistration's comparisons name them: two strategies on the problems both ran; LASE at
     the budget pair and always-interact against the leader alone on the full chains; and, given
-    ``control`` (two models' full chains on the same problems, the model under test first), the
-    difference of their gains (:func:`lase_nb.regimes.compare_gains`). A comparison whose runs are
-    missing is left out."""
-    from .regimes import compare_gains
+    ``control`` (:func:`lase_nb.regimes.compare_gains` of the model under test and the other model
+    on the same problems, computed once by the caller), the difference of their gains. A comparison
+    whose runs are missing is left out."""
     from .runs import paired_correct, strategy_tables
 
     th, bp = prereg["thresholds"], prereg["budget_pair"]
@@ -176,9 +175,8 @@ def secondary_pairs(prereg: Mapping[str, Any], runs: Mapping[str, Any],
             pairs[name] = (replay(chains, bp["tau_lp"], bp["tau_h"])["correct"].to_numpy(bool), alone)
         elif a == "lase-full":
             pairs[name] = (chains.correct[:, -1], alone)
-        elif a == "organism gain" and control is not None and len(control) >= 2:
-            first, second = list(control.values())[:2]
-            pairs[name] = compare_gains(first, second, th["tau_lp"], th["tau_h"])["difference"]
+        elif a == "organism gain" and control is not None:
+            pairs[name] = control["difference"]
     return pairs
 
 

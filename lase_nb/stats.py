@@ -278,8 +278,7 @@ def gain_difference(new_a: np.ndarray, old_a: np.ndarray, new_b: np.ndarray, old
     _same_length(new_a=arrays[0], old_a=arrays[1], new_b=arrays[2], old_b=arrays[3])
     na, oa, nb, ob = (a.astype(float) for a in arrays)
     d = (na - oa) - (nb - ob)
-    up, down = int((d > 0).sum()), int((d < 0).sum())
-    p = float(_st.binomtest(up, up + down, 0.5).pvalue) if up + down else 1.0
+    up, down, p = mcnemar(d > 0, d < 0)  # the sign test: the exact McNemar test of "A gained more" vs "B did"
     est, lo, hi = bootstrap_ci(d, n_boot=n_boot, seed=seed, level=level)
     return {"n": len(d), "gain_a": float((na - oa).mean()) if len(d) else np.nan,
             "gain_b": float((nb - ob).mean()) if len(d) else np.nan, "diff": est, "diff_lo": lo, "diff_hi": hi,

@@ -459,8 +459,8 @@ if ORG in models:
     from lase_nb import preregistration
 
     prereg = preregistration.load()
-    control = (run_store.chains_by_model(run_store.control_models(control_traces, models=("organism", "smollm2")))
-               if control_traces else None)
+    control = (regimes.compare_gains(*run_store.chains_by_model(run_store.control_models(
+        control_traces, models=("organism", "smollm2"))).values(), tau_lp, tau_h) if control_traces else None)
     family = preregistration.secondary_results(prereg, preregistration.secondary_pairs(prereg, models[ORG], control))
     shown = preregistration.secondary_table(family)
     shown[["p", "Holm p"]] = shown[["p", "Holm p"]].map(lambda x: f"{x:.3g}")  # 2e-10 stays readable

@@ -83,11 +83,15 @@ def test_secondary_pairs_read_the_shipped_recordings_as_the_file_names_them():
     """The family's inputs come from the recordings, by the preregistration's own names: on the
     organism's runs every comparison with its runs recorded is present, the two models' gains
     included, and the table and its words follow the adjusted p-values."""
+    from lase_nb.regimes import compare_gains
     from lase_nb.runs import chains_by_model, control_models, load_runs
 
     prereg = P.load()
     runs = load_runs(P.PATH.parent / "arith-organism")
-    control = chains_by_model(control_models(P.PATH.parent / "control-level1", models=("organism", "smollm2")))
+    th = prereg["thresholds"]
+    control = compare_gains(*chains_by_model(control_models(P.PATH.parent / "control-level1",
+                                                            models=("organism", "smollm2"))).values(),
+                            th["tau_lp"], th["tau_h"])
     pairs = P.secondary_pairs(prereg, runs, control)
     assert set(pairs) == {s["name"] for s in prereg["secondary"]["comparisons"]}
     assert "up" in pairs["organism's gain minus the base model's gain"]  # a test of two gains, run once

@@ -67,10 +67,9 @@ def main() -> int:
         bp = prereg["budget_pair"]
         control = Path(args.control)
         ctl = {m: load_runs(control / m, ["lase"]).get("lase") for m in ("organism", "smollm2")}
-        chains_ctl = {m: P.chains_of(r) for m, r in ctl.items()} if all(ctl.values()) else None
-        pairs = P.secondary_pairs(prereg, runs, chains_ctl)
-        if chains_ctl:
-            c = regimes.compare_gains(chains_ctl["organism"], chains_ctl["smollm2"], th["tau_lp"], th["tau_h"])
+        c = (regimes.compare_gains(P.chains_of(ctl["organism"]), P.chains_of(ctl["smollm2"]), th["tau_lp"], th["tau_h"])
+             if all(ctl.values()) else None)
+        pairs = P.secondary_pairs(prereg, runs, c)
         rows = P.secondary_results(prereg, pairs)
         print("## Secondary family (Holm)\n")
         print("| comparison | result | Holm p | claimed |\n|---|---|---|---|")

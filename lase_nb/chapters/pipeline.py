@@ -255,11 +255,9 @@ def fixes_by_rule(run: Any, problems: Mapping[str, Any], tau_lp: float, tau_h: f
     rows = seed_table(chains_from_stages(run.stages), run.calls, problems, tau_lp, tau_h)
     fixed = ~rows["solo_right"] & rows["lase_right"]
     told = int((fixed & rows["told"]).sum())
-    pointed = int(fixed.sum()) - told
-    calls = run.calls
-    counts = count_answer_notes(calls, run.stages, problems)
-    return {"n": len(rows), "escalated": int(rows["escalated"].sum()), "fixed": told + pointed, "fixed_told": told,
-            "fixed_pointed": pointed, "broken": int((rows["solo_right"] & ~rows["lase_right"]).sum()),
+    counts = count_answer_notes(run.calls, run.stages, problems)
+    return {"n": len(rows), "escalated": int(rows["escalated"].sum()), "fixed": int(fixed.sum()), "fixed_told": told,
+            "fixed_pointed": int(fixed.sum()) - told, "broken": int((rows["solo_right"] & ~rows["lase_right"]).sum()),
             "notes_on_wrong": sum(d["on_wrong"]["n"] for d in counts.values()),
             "stating_on_wrong": sum(d["on_wrong"]["k"] for d in counts.values())}
 
