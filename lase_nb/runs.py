@@ -30,7 +30,7 @@ from .traces import Run, call_rows, load_run, problem_rows, stage_rows
 if TYPE_CHECKING:
     from .replay import Chains
 
-__all__ = ["RUN_DIRS", "resolve_data_path", "load_runs", "load_models", "chains_by_model", "control_models", "paired_correct", "model_label",
+__all__ = ["RUN_DIRS", "CONTRASTS", "resolve_data_path", "load_runs", "load_models", "chains_by_model", "control_models", "paired_correct", "model_label",
            "record_command", "check_format", "run_from_results", "problems_from_manifest", "common_ids",
            "comparison_table", "strategy_tables", "display_name", "by_display_name"]
 
@@ -86,15 +86,29 @@ def load_runs(folder: str | Path, names: Iterable[str] | None = None, require: S
     return runs
 
 
+#: The organisms kept as labelled contrasts: folder name -> (the commit whose ``data/organism/`` holds
+#: its adapter, the ``record.py`` options of its problems). Their manifests' ``organism_variant`` say the same.
+CONTRASTS = {
+    "arith-organism-point": ("b9067ac", "--split eval --seed 22"),  # v5, pointing
+    "arith-organism-tell": ("76abcef", "--seed 8"),  # v4, telling (the generator before the split)
+}
+
+
 def record_command(folder: str | Path) -> str:
-    """The command that records the chapters' runs into ``folder``: the model organism's recording
-    (the eval split's recording seed, levels 1-3) for a folder named ``arith-organism``, the default
-    recording otherwise."""
+    """The command that records the chapters' runs into ``folder``: the current model organism's
+    recording (``data/organism/``'s adapter, the eval split's recording seed, levels 1-3) for a
+    folder named ``arith-organism``; for an organism kept as a contrast (:data:`CONTRASTS`), the same
+    with its adapter restored from the commit that holds it; the default recording otherwise."""
     from .organism import EVAL_SEEDS, ORGANISM
 
-    if Path(folder).name == "arith-organism":
+    name = Path(folder).name
+    if name == "arith-organism":
         return (f"python data/traces/record.py --model {ORGANISM} --levels 1 2 3 --split eval "
                 f"--seed {EVAL_SEEDS['record']} --out data/traces/arith-organism")
+    if name in CONTRASTS:
+        commit, options = CONTRASTS[name]
+        return (f"git checkout {commit} -- data/organism && python data/traces/record.py --model {ORGANISM} "
+                f"--levels 1 2 3 {options} --out data/traces/{name}")
     return f"python data/traces/record.py --out {folder}"
 
 
@@ -185,9 +199,10 @@ def paired_correct(tables: Mapping[str, pd.DataFrame], a: str, b: str) -> tuple[
 
 def display_name(folder: str | Path) -> str:
     """A short name for the model of the recordings in ``folder`` (read from its full-chain run's
-    manifest), for tables and legends: ``"organism v4 (telling)"`` for a superseded organism
-    (its manifest's ``organism_variant``), ``"organism"`` for the current one, else the manifest's
-    model (``"smollm2-135m"`` shows as ``"SmolLM2-135M"``)."""
+    manifest), for tables and legends. An organism named by its manifest's ``organism_variant``
+    shows as what it does and its version: ``"pointing organism (v5)"``, ``"telling organism
+    (v4)"``; an adapter without one as ``"organism"``; else the manifest's model
+    (``"smollm2-135m"`` shows as ``"SmolLM2-135M"``)."""
     import json
 
     path = resolve_data_path(folder) / RUN_DIRS.get("lase", "lase-full") / "manifest.json"
@@ -198,7 +213,7 @@ def display_name(folder: str | Path) -> str:
     if variant:
         version, _, what = str(variant.get("name", "")).partition(",")
         what = what.split("(")[0].strip()
-        return f"organism {version.strip()}" + (f" ({what})" if what else "")
+        return f"{what} organism ({version.strip()})" if what else f"organism {version.strip()}"
     if (m.get("model_files") or {}).get("adapter"):
         return "organism"
     return {"smollm2-135m": "SmolLM2-135M"}.get(str(m.get("model")), str(m.get("model")))

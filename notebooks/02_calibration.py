@@ -59,7 +59,7 @@ backend = "local"  # local | openai | gemini (used by the live steps)
 model = None  # None: the default model of the backend
 base_url = None  # an OpenAI-compatible server, e.g. "http://127.0.0.1:8000/v1"
 traces = "../data/traces/arith-smollm2"  # recorded runs; the chapter reads <traces>/lase-full
-organism_traces = "../data/traces/arith-organism"  # the model organism's recorded full chains, set beside it in 2.5; None: skip
+point_traces = "../data/traces/arith-organism-point"  # the pointing organism (v5)'s recorded full chains, set beside it in 2.5; None: skip
 control_traces = "../data/traces/control-level1"  # both models' full chains on the same level-1 problems (2.5); None: skip
 live = False  # True: run the leader on n_problems now and calibrate those answers instead
 dataset = "arith"  # data set for the live steps (see lase_nb.datasets.DATASETS)
@@ -268,12 +268,12 @@ split.to_frame(f"tau_lp={tau_lp:g}, tau_h={tau_h:g}")
 # answers better, the gate has more to work with: the panels should climb more steeply, and its
 # AUROC should sit further above 0.5.** The recording read here is the organism's first answers on
 # 200 problems it never trained on (the eval split of the generator, seed 22, levels 1-3;
-# `data/traces/arith-organism`), the embedded model's on its own 80 (level 1): not the same
+# `data/traces/arith-organism-point`, the pointing organism v5), the embedded model's on its own 80 (level 1): not the same
 # problems, so compare the shapes and AUROCs, not the accuracies. The same measurement on the
 # same problems follows the figure.
 
 # %%
-models = load_models(by_display_name([traces, organism_traces]), ["lase"], require=["lase"])
+models = load_models(by_display_name([traces, point_traces]), ["lase"], require=["lase"])
 frames = calibration.frames_by_model(models)
 by_model = calibration.calibration_by_model(frames, tau_lp, tau_h, seed=seed)
 fig = calibration.plot_reliability_by_model(frames, tau_lp, tau_h, table=by_model)

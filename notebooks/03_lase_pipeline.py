@@ -57,7 +57,7 @@ dataset = "arith"  # live runs: arith (generated) or a paper set loaded from dat
 data_path = None  # file/folder of a paper data set (never shipped)
 n_problems = 4  # live runs: problems to run
 traces = "../data/traces/arith-smollm2"  # recorded runs, read unless live
-organism_traces = "../data/traces/arith-organism"  # the model organism's recorded full chains, measured beside it in 3.5; None: skip
+point_traces = "../data/traces/arith-organism-point"  # the pointing organism (v5)'s recorded full chains, measured beside it in 3.5; None: skip
 control_traces = "../data/traces/control-level1"  # both models' full chains on the same level-1 problems (3.5); None: skip
 tell_traces = "../data/traces/arith-organism-tell"  # 3.6: the telling organism (v4), set beside the organism; None: skip
 live = False  # True: run LASE now (full chain, cached) instead of reading the traces
@@ -418,7 +418,7 @@ display(Markdown(regimes.describe_regime(regimes.gain_regime(chains, tau_lp, tau
 # never its value (the paper's rule; `data/organism/README.md`). Its terms, then its regime:
 
 # %%
-both = run_store.load_models(run_store.by_display_name([traces, organism_traces]), ["lase"], require=["lase"])
+both = run_store.load_models(run_store.by_display_name([traces, point_traces]), ["lase"], require=["lase"])
 checks = {"SmolLM2-135M": check}
 others = {}  # label -> (run, chains, problems, seed rows) of each other model, for the walk-through below
 for label, model_runs in list(both.items())[1:]:
@@ -548,7 +548,7 @@ leaks
 
 # %%
 rule_runs = {label: run_store.load_runs(folder, ["lase"])["lase"]
-             for label, folder in run_store.by_display_name([tell_traces, organism_traces]).items()}
+             for label, folder in run_store.by_display_name([tell_traces, point_traces]).items()}
 if rule_runs:
     rule_problems = {label: run_store.problems_from_manifest(r.manifest) for label, r in rule_runs.items()}
     by_rule = pipeline.telling_vs_pointing(rule_runs, rule_problems, tau_lp, tau_h)

@@ -61,7 +61,7 @@ dataset = "arith"  # live runs: arith (generated) or a paper set loaded from dat
 data_path = None  # file/folder of a paper data set (never shipped)
 n_problems = 4  # live runs: problems per strategy
 traces = "../data/traces/arith-smollm2"  # recorded runs, read unless live
-organism_traces = "../data/traces/arith-organism"  # the model organism's runs, beside it in 4.4; None: skip
+point_traces = "../data/traces/arith-organism-point"  # the pointing organism (v5)'s runs, beside it in 4.4; None: skip
 control_traces = "../data/traces/control-level1"  # both models' full chains on the same level-1 problems (the family's last row); None: skip
 tell_traces = "../data/traces/arith-organism-tell"  # the telling organism (v4), a labelled contrast in 4.4; None: skip
 live = False  # True: run every strategy now (cached) instead of reading the traces
@@ -387,7 +387,7 @@ t1
 # intervals and McNemar tests are as in 4.1.
 
 # %%
-models = run_store.load_models(run_store.by_display_name([traces, organism_traces, tell_traces]), names,
+models = run_store.load_models(run_store.by_display_name([traces, point_traces, tell_traces]), names,
                                require=["lase"])
 tables_by_model = {m: run_store.strategy_tables(r, tau_lp, tau_h) for m, r in models.items()}
 both = comparison.comparison_by_model(tables_by_model)
@@ -432,7 +432,7 @@ for m, c in chains_by_model.items():
 # and note, then the revision's prompt), so 1.5x leaves room to escalate only a few problems.
 
 # %%
-ORG = run_store.display_name(organism_traces) if organism_traces else None
+ORG = run_store.display_name(point_traces) if point_traces else None
 if ORG in models:
     org = models[ORG]
     aim = comparison.aim_check(chains_by_model[ORG], org["mv"].problems if "mv" in org else None,

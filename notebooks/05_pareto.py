@@ -52,7 +52,7 @@
 
 # %% tags=["parameters"]
 traces = "../data/traces/arith-smollm2"  # folder with lase-full/ (a --full-chain LASE run), mv/, mad/
-organism_traces = "../data/traces/arith-organism"  # the model organism's recorded full chains, shown beside it in 5.6; None: skip
+point_traces = "../data/traces/arith-organism-point"  # the pointing organism (v5)'s recorded full chains, shown beside it in 5.6; None: skip
 tau_lp = 0.8  # the default thresholds, marked on every figure (inferred from the paper; chapter 02)
 tau_h = 0.5
 grid_size = 41  # the threshold grid is grid_size x grid_size
@@ -337,7 +337,7 @@ display(Markdown(pareto.describe_split(check, many, budget is None)))
 # the table is a paired bootstrap of gated LASE against the leader alone on the same problems.
 
 # %%
-models = load_models(by_display_name([traces, organism_traces]), ["lase"], require=["lase"])
+models = load_models(by_display_name([traces, point_traces]), ["lase"], require=["lase"])
 by_model = chains_by_model(models)
 fronts = pareto.frontiers_by_model(by_model, tau_lp, tau_h, grid_size)
 fig = pareto.plot_frontier_by_model(fronts)

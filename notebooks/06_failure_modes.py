@@ -48,7 +48,7 @@
 
 # %% tags=["parameters"]
 traces = "../data/traces/arith-smollm2"  # folder of recorded runs; needs <traces>/lase-full
-organism_traces = "../data/traces/arith-organism"  # the model organism's recorded full chains, compared in 6.2 and 6.3; None: skip
+point_traces = "../data/traces/arith-organism-point"  # the pointing organism (v5)'s recorded full chains, compared in 6.2 and 6.3; None: skip
 control_traces = "../data/traces/control-level1"  # both models' full chains on the same level-1 problems (6.3); None: skip
 tau_lp = 0.8  # gate threshold on exp(LP_min)
 tau_h = 0.5  # gate threshold on H_max (nats)
@@ -203,8 +203,8 @@ for r in show.itertuples():
 # word list:
 
 # %%
-if organism_traces:
-    org_run = load_runs(organism_traces, ["lase"])["lase"]
+if point_traces:
+    org_run = load_runs(point_traces, ["lase"])["lase"]
     org_problems = problems_from_manifest(org_run.manifest)
     cases = failures.appendix_h_cases(org_run, org_problems)
     display(pd.DataFrame({"rule": failures.APPENDIX_H_RULES,
@@ -216,7 +216,7 @@ if organism_traces:
         display(HTML(failures.render_exchange(org_run, r["problem_id"], int(r["stage"]),
                                               org_problems.get(r["problem_id"]), max_chars)))
 else:
-    print("no organism recording (organism_traces=None): the Appendix-H cases are skipped")
+    print("no organism recording (point_traces=None): the Appendix-H cases are skipped")
 
 # %% [markdown]
 # ## 6.3 Weak models escalate more, and pay more
@@ -250,7 +250,7 @@ display(Markdown(failures.describe_escalation(esc, cost, paper)))
 # side by side, problem by problem, with their tests.
 
 # %%
-models = load_models(by_display_name([traces, organism_traces]), ["lase"], require=["lase"])
+models = load_models(by_display_name([traces, point_traces]), ["lase"], require=["lase"])
 if control_traces:
     model_chains = chains_by_model(control_models(control_traces))
 else:  # different problems: the rates below are not a controlled comparison

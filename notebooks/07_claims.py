@@ -42,7 +42,7 @@
 
 # %% tags=["parameters"]
 traces = "../data/traces/arith-smollm2"  # the embedded model's recorded runs
-organism_traces = "../data/traces/arith-organism"  # the model organism's recorded runs; None: skip
+point_traces = "../data/traces/arith-organism-point"  # the pointing organism (v5)'s recorded runs; None: skip
 tell_traces = "../data/traces/arith-organism-tell"  # the telling organism (v4), a labelled contrast; None: skip
 tau_lp = 0.8  # gate threshold on exp(LP_min) (LASE is replayed at it)
 tau_h = 0.5  # gate threshold on H_max (nats)
@@ -59,7 +59,7 @@ from lase_nb.chapters import claims
 
 plots.set_style()
 pd.set_option("display.max_colwidth", 90)
-models = run_store.load_models(run_store.by_display_name([traces, organism_traces, tell_traces]), strategies.compared(),
+models = run_store.load_models(run_store.by_display_name([traces, point_traces, tell_traces]), strategies.compared(),
                                require=["lase"])
 for label, rs in models.items():
     print(f"{label}: {run_store.model_label(rs['lase'])}, runs {', '.join(rs)}")
@@ -96,7 +96,7 @@ plots.savefig(fig, "claims_forest");
 # %%
 from lase_nb import preregistration
 
-large = run_store.load_runs(organism_traces, ["lase-large"]).get("lase-large") if organism_traces else None
+large = run_store.load_runs(point_traces, ["lase-large"]).get("lase-large") if point_traces else None
 if large is not None:
     prereg = preregistration.load()
     display(Markdown(claims.describe_primary(preregistration.primary_from_gated_run(prereg, large), prereg)))

@@ -87,7 +87,7 @@ def test_secondary_pairs_read_the_shipped_recordings_as_the_file_names_them():
     from lase_nb.runs import chains_by_model, control_models, load_runs
 
     prereg = P.load()
-    runs = load_runs(P.PATH.parent / "arith-organism")
+    runs = load_runs(P.PATH.parent / "arith-organism-point")
     th = prereg["thresholds"]
     control = compare_gains(*chains_by_model(control_models(P.PATH.parent / "control-level1",
                                                             models=("organism", "smollm2"))).values(),

@@ -221,7 +221,8 @@ def test_display_names_come_from_the_manifests():
     from lase_nb.runs import by_display_name, display_name
 
     assert display_name("data/traces/arith-smollm2") == "SmolLM2-135M"
-    assert display_name("data/traces/arith-organism-tell") == "organism v4 (telling)"
+    assert display_name("data/traces/arith-organism-tell") == "telling organism (v4)"
+    assert display_name("data/traces/arith-organism-point") == "pointing organism (v5)"
     assert list(by_display_name(["data/traces/arith-smollm2", None])) == ["SmolLM2-135M"]
     with pytest.raises(DataError, match="no full-chain run"):
         display_name("data/traces/nowhere")
@@ -241,8 +242,41 @@ def test_control_models_reads_both_models_of_the_shipped_control():
     from lase_nb.replay import chains_from_stages
 
     control = runs.control_models(TRACES.parent / "control-level1")
-    assert list(control) == ["SmolLM2-135M", "organism"]
+    assert list(control) == ["SmolLM2-135M", "pointing organism (v5)"]
     ids = [list(chains_from_stages(m["lase"].stages).problem_ids) for m in control.values()]
     assert ids[0] == ids[1] and len(ids[0]) >= 80 and all("-L1-" in p for p in ids[0])
     with pytest.raises(DataError, match="no full-chain run"):
         runs.control_models(TRACES.parent / "control-level1", models=("smollm2", "absent"))
+
+
+def test_the_pointing_organism_v5_is_kept_as_a_labelled_contrast():
+    """v5's recordings live in ``arith-organism-point`` (``arith-organism`` is left to the next
+    organism): every run's manifest names its adapter's sha256 and the commit that holds it, and the
+    negative control's organism is labelled the same way."""
+    import json
+    import subprocess
+
+    root = TRACES.parents[2]
+    point = root / "data" / "traces" / "arith-organism-point"
+    manifests = sorted(point.glob("*/manifest.json")) + sorted(
+        (root / "data" / "traces" / "control-level1" / "organism").glob("*/manifest.json"))
+    assert len(manifests) >= 9
+    for path in manifests:
+        m = json.loads(path.read_text())
+        v = m["organism_variant"]
+        assert v["name"] == "v5, pointing" and v["adapter_sha256"] == m["model_files"]["adapter_sha256"]
+        commit = v["adapter_commit"].split()[0]
+        assert len(commit) == 40 and commit.startswith(runs.CONTRASTS["arith-organism-point"][0])
+    git = subprocess.run(["git", "-C", str(root), "cat-file", "-e", f"{commit}:data/organism/adapter_model.safetensors"],
+                         capture_output=True)
+    if git.returncode == 0 or "Not a valid object name" not in git.stderr.decode():
+        assert git.returncode == 0, "the commit named in the manifests holds no adapter"
+    assert not any((root / "data" / "traces" / "arith-organism").glob("*/manifest.json"))
+
+
+def test_record_command_names_the_contrast_organisms_commit():
+    assert runs.record_command("data/traces/arith-organism-point") == (
+        "git checkout b9067ac -- data/organism && python data/traces/record.py --model organism "
+        "--levels 1 2 3 --split eval --seed 22 --out data/traces/arith-organism-point")
+    assert "git checkout 76abcef -- data/organism" in runs.record_command("data/traces/arith-organism-tell")
+    assert runs.record_command("x/arith-smollm2") == "python data/traces/record.py --out x/arith-smollm2"

@@ -1,6 +1,9 @@
 """The controlled experiment's numbers, as the preregistration fixed them: print them as markdown.
 
-    python data/traces/report.py [--organism data/traces/arith-organism] [--control data/traces/control-level1]
+    python data/traces/report.py [--organism data/traces/arith-organism-point] [--control data/traces/control-level1]
+
+The preregistration was written for the pointing organism (v5), whose recordings are in
+``data/traces/arith-organism-point`` (the default); ``--organism`` reads another organism's.
 
 Reads the committed preregistration and whatever recordings exist (a missing one is named, not
 guessed): the primary test on ``lase-large``, Theorem 3.7's predicted lower bound against the
@@ -18,7 +21,7 @@ import numpy as np
 
 from lase_nb import preregistration as P
 from lase_nb import regimes
-from lase_nb.runs import load_runs, strategy_tables
+from lase_nb.runs import display_name, load_runs, strategy_tables
 from lase_nb.stats import points
 
 
@@ -37,7 +40,8 @@ def _test_line(t: dict) -> str:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--organism", default="data/traces/arith-organism")
+    ap.add_argument("--organism", default="data/traces/arith-organism-point",
+                    help="the organism's recordings (default: the pointing organism, v5)")
     ap.add_argument("--control", default="data/traces/control-level1")
     args = ap.parse_args()
     prereg = P.load()
@@ -45,7 +49,7 @@ def main() -> int:
     runs = load_runs(args.organism, ["single", "mv", "mad", "moa", "down", "lase", "lase-mv", "lase-shuffled",
                                      "lase-large"])
     print(f"# The controlled experiment (preregistered {prereg['date']}; thresholds {th['tau_lp']} / {th['tau_h']})\n")
-    print(f"runs found in {args.organism}: {', '.join(runs) or 'none'}\n")
+    print(f"organism: {display_name(args.organism)}; runs found in {args.organism}: {', '.join(runs) or 'none'}\n")
 
     if "lase-large" in runs:
         r = P.primary_from_gated_run(prereg, runs["lase-large"])
