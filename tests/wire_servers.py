@@ -47,13 +47,17 @@ arrival order, one fault per request:
 
 ``latency_s`` delays every response (the concurrency benchmark uses 0.1 s). The server is a
 ``ThreadingHTTPServer`` (daemon threads, HTTP/1.1 keep-alive, a large listen backlog), so many
-concurrent requests are served in parallel. Pass ``api_key=`` to make it answer 401 unless the
+concurrent requests are served in parallel, unless ``slots`` is set: then it behaves like a server
+with that many decoding slots (llama.cpp's server has one). Every connection is still accepted and
+its request read at once, but only ``slots`` requests are worked on at a time, each for
+``latency_s``, the rest wait in arrival order; a request whose client gave up (timed out) is still
+served when its turn comes, as a real server does, and :attr:`abandoned` counts those replies. Pass ``api_key=`` to make it answer 401 unless the
 request carries that key (OpenAI ``Authorization: Bearer``, Gemini ``x-goog-api-key``).
 
 From a separate process (e.g. a run that a test kills mid-way)::
 
     python -m tests.wire_servers openai --port 0 --ready-file PATH [--count-file PATH]
-        [--log-file PATH] [--latency S] [--fault SPEC ...] [--reply TEXT] [--api-key KEY]
+        [--log-file PATH] [--latency S] [--fault SPEC ...] [--reply TEXT] [--api-key KEY] [--slots N]
 
 writes the base URL to ``--ready-file`` once listening (atomically), rewrites the request count
 to ``--count-file`` after every request (in place, space-padded: strip before ``int()``), appends one JSON line per request to ``--log-file``
@@ -64,6 +68,7 @@ this for tests.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -77,7 +82,7 @@ import zlib
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, Callable, Iterable, Union
+from typing import Any, Callable, Iterable, Iterator, Union
 
 __all__ = [
     "DEFAULT_REPLY",
@@ -263,9 +268,17 @@ class _WireServer:
         port: int = 0,
         count_file: str | os.PathLike[str] | None = None,
         log_file: str | os.PathLike[str] | None = None,
+        slots: int | None = None,
     ) -> None:
+        if slots is not None and slots < 1:
+            raise ValueError(f"slots must be >= 1 (or None: no limit), got {slots}")
         self.responder: Responder = responder or _default_responder
         self.latency_s = float(latency_s)
+        self.slots = slots
+        self._turns = threading.Condition()
+        self._queue: list[int] = []  # tickets waiting for a slot, in arrival order
+        self._busy = 0
+        self._abandoned = 0
         self.stall_s = float(stall_s)
         self.api_key = api_key
         self.count_file = Path(count_file) if count_file else None
@@ -354,13 +367,52 @@ class _WireServer:
         with self._lock:
             return self._count
 
+    @property
+    def abandoned(self) -> int:
+        """Replies worked out for a client that had already gone (``slots`` mode): wasted work."""
+        with self._lock:
+            return self._abandoned
+
     def reset(self) -> None:
-        """Forget recorded requests, the count and pending faults."""
+        """Forget recorded requests, the count, abandoned replies and pending faults."""
         with self._lock:
             self._records.clear()
             self._count = 0
+            self._abandoned = 0
             self._faults.clear()
             self._write_count(0)
+
+    @contextlib.contextmanager
+    def _slot(self, ticket: int) -> Iterator[None]:
+        """Hold one of ``slots`` for the body (first come, first served); no limit when ``slots`` is None."""
+        if self.slots is None:
+            yield
+            return
+        with self._turns:
+            self._queue.append(ticket)
+            while not self._stop.is_set() and (self._queue[0] != ticket or self._busy >= self.slots):
+                self._turns.wait(0.05)
+            self._queue.remove(ticket)
+            self._busy += 1
+            self._turns.notify_all()
+        try:
+            yield
+        finally:
+            with self._turns:
+                self._busy -= 1
+                self._turns.notify_all()
+
+    @staticmethod
+    def _client_gone(h: "_Handler") -> bool:
+        """Whether the client closed its end of the connection (a readable socket with no data left)."""
+        import select
+        import socket
+
+        try:
+            readable, _, _ = select.select([h.connection], [], [], 0)
+            return bool(readable) and h.connection.recv(1, socket.MSG_PEEK) == b""
+        except OSError:
+            return True
 
     # -- request handling --------------------------------------------------------------------
     def _write_count(self, n: int) -> None:
@@ -399,8 +451,16 @@ class _WireServer:
             self._write_count(n)
             self._log(rec)
 
-        if self.latency_s > 0:
-            self._stop.wait(self.latency_s)
+        with self._slot(n):
+            if self.latency_s > 0:
+                self._stop.wait(self.latency_s)
+            if self.slots is not None and self._client_gone(h):
+                with self._lock:
+                    self._abandoned += 1
+            self._respond(h, method, body, fault, n)
+
+    def _respond(self, h: _Handler, method: str, body: Any, fault: Fault | None, n: int) -> None:
+        """Send request ``n``'s reply, or its scripted fault."""
         if fault is not None and fault.kind == "drop":
             h.close_connection = True
             return
@@ -669,7 +729,7 @@ class WireProcess:
 
 def start_subprocess(api: str, workdir: str | os.PathLike[str], *, latency_s: float = 0.0,
                      faults: Iterable[str] = (), reply: str | None = None, api_key: str | None = None,
-                     log: bool = True, timeout_s: float = 20.0) -> WireProcess:
+                     log: bool = True, timeout_s: float = 20.0, slots: int | None = None) -> WireProcess:
     """Start ``python -m tests.wire_servers API`` in a child process and wait until it listens.
 
     Files go to ``workdir``: ``API.url`` (ready file), ``API.count`` and (if ``log``)
@@ -689,6 +749,8 @@ def start_subprocess(api: str, workdir: str | os.PathLike[str], *, latency_s: fl
         cmd += ["--reply", reply]
     if api_key is not None:
         cmd += ["--api-key", api_key]
+    if slots is not None:
+        cmd += ["--slots", str(slots)]
     root = Path(__file__).resolve().parent.parent
     env = dict(os.environ)
     env["PYTHONPATH"] = str(root) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
@@ -719,11 +781,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--stall", type=float, default=30.0, help="seconds a 'stall' fault waits")
     ap.add_argument("--reply", help="fixed reply text (default: a short answer ending in \\boxed{4})")
     ap.add_argument("--api-key", help="answer 401 unless requests carry this key")
+    ap.add_argument("--slots", type=int, default=None,
+                    help="work on at most this many requests at a time, --latency each, the rest queued")
     a = ap.parse_args(argv)
 
     srv = _SERVERS[a.api](fixed(a.reply) if a.reply is not None else None, latency_s=a.latency, faults=a.fault,
                           stall_s=a.stall, api_key=a.api_key, host=a.host, port=a.port,
-                          count_file=a.count_file, log_file=a.log_file)
+                          count_file=a.count_file, log_file=a.log_file, slots=a.slots)
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
