@@ -117,6 +117,86 @@ def _answer_notes(results, problems) -> dict:
     return {role: {k: _rate(v["k"], v["n"]) for k, v in d.items()} for role, d in counts.items()}
 
 
+def stage_report(problems, results) -> dict:
+    """Round 3's targets read stage by stage from forced chains: the devil's flags on wrong and on
+    right attempts, whether it names the first failing step, and what each revision did with its
+    note (:func:`lase_nb.organism.read_revision`): redid a step right, carried a changed value,
+    boxed its chain's last result, kept a right answer after a false alarm, contradicted itself."""
+    by_id = {p.id: p for p in problems}
+    per: dict[str, Counter] = {}
+    for r in results:
+        p = by_id[r.problem_id]
+        calls = r.calls + r.recording_calls
+        leader = {c.stage: c for c in calls if c.role == "leader"}
+        notes = {c.stage: c for c in calls if c.role in organism.NOTES}
+        for t, note in sorted(notes.items()):
+            if t not in leader or t - 1 not in leader:
+                continue
+            attempt, rev = leader[t - 1].text, leader[t].text
+            right_before, right_after = r.stages[t - 1].correct, r.stages[t].correct
+            d = per.setdefault(note.role, Counter())
+            flags = organism.note_flags(note.text)
+            side = "right" if right_before else "wrong"
+            d[f"flags_on_{side}"] += flags
+            d[f"attempts_{side}"] += 1
+            if flags and not right_before:
+                d["flagged_wrong"] += 1
+                d["names_first_failing"] += organism.flagged_step(note.text) == organism.departure_step(p, attempt)
+            if flags and right_before:
+                d["false_alarms"] += 1
+                d["kept_after_false_alarm"] += right_after
+            rd = organism.read_revision(p, attempt, note.text, rev)
+            if rd["flagged"] is not None:
+                d["named_a_step"] += 1
+                d["redid_named_step"] += rd["redone"] == rd["flagged"]
+                d["redid_named_step_right"] += bool(rd["redone"] == rd["flagged"] and rd["recomputed_right"])
+            d["recomputed"] += rd["recomputed"]
+            d["recomputed_right"] += bool(rd["recomputed_right"])
+            d["changed"] += bool(rd["changed"])
+            d["carried"] += bool(rd["carried"])
+            d["with_chain"] += rd["box_is_chain_end"] is not None
+            d["box_is_chain_end"] += bool(rd["box_is_chain_end"])
+            d["contradicts"] += rd["contradicts"]
+            d["fixed"] += (not right_before) and right_after
+            d["broken"] += right_before and not right_after
+    out = {}
+    for role, d in per.items():
+        out[role] = {
+            "flags_on_wrong": _rate(d["flags_on_wrong"], d["attempts_wrong"]),
+            "flags_on_right": _rate(d["flags_on_right"], d["attempts_right"]),
+            "names_first_failing_step": _rate(d["names_first_failing"], d["flagged_wrong"]),
+            "revision_redoes_named_step_right": _rate(d["redid_named_step_right"], d["named_a_step"]),
+            "revision_recomputes_right": _rate(d["recomputed_right"], d["recomputed"]),
+            "revision_carries_changed_value": _rate(d["carried"], d["changed"]),
+            "revision_box_is_chain_end": _rate(d["box_is_chain_end"], d["with_chain"]),
+            "revision_keeps_right_after_false_alarm": _rate(d["kept_after_false_alarm"], d["false_alarms"]),
+            "revision_contradicts_itself": _rate(d["contradicts"], d["attempts_wrong"] + d["attempts_right"]),
+            "fixed": _rate(d["fixed"], d["attempts_wrong"]), "broken": _rate(d["broken"], d["attempts_right"]),
+        }
+    return out
+
+
+def followups_report(problems, engine) -> dict:
+    """Whether MAD's round-2 debaters, DOWN's debate rounds and judge (debate forced: threshold 1.0)
+    and MoA's later proposers and aggregator write their own strategy's format
+    (:func:`lase_nb.organism.follow_up_format`), with each strategy's accuracy on these problems."""
+    out = {}
+    for name, cfg in (("mad", StrategyConfig(examples=0)), ("moa", StrategyConfig(examples=0)),
+                      ("down", StrategyConfig(examples=0, down_threshold=1.0, down_final="judge"))):
+        results = run_problems(name, problems, engine, cfg)
+        counts: dict[str, Counter] = {}
+        for r in results:
+            for c in r.calls:
+                follow = (c.role in ("debater", "proposer") and c.stage >= 1) or c.role in ("aggregator", "judge")
+                if follow:
+                    kind = "peers" if c.role == "debater" else "aggregate"
+                    counts.setdefault(c.role, Counter())[organism.follow_up_format(c.text, kind)] += 1
+        out[name] = {"accuracy": _rate(sum(r.correct for r in results), len(results)),
+                     **{role: {"own_format": _rate(v["own"], sum(v.values())), "lase_text": v["lase"],
+                               "other": v["other"]} for role, v in counts.items()}}
+    return out
+
+
 def gated_report(problems, results) -> dict:
     """Gated LASE against its own stage 0 (the leader alone) on the same problems."""
     alone = np.array([r.stages[0].correct for r in results])
@@ -134,6 +214,28 @@ def gated_report(problems, results) -> dict:
             "notes_stating_answer": _answer_notes(results, problems)}
 
 
+def unit_report(backend, steps) -> dict:
+    """The careful method on its own (the unit skill): each held-out step asked for greedily, its
+    line parsed and checked (:func:`lase_nb.organism.read_careful`); right = the line's value is
+    the step's true result. Per operation, with Wilson intervals, and the first failures verbatim."""
+    from lase_nb.prompts import careful_messages
+    from lase_nb.types import GenParams
+
+    params = GenParams(temperature=0.0, max_tokens=200, top_logprobs=0, repeat_stop=32)
+    gens = backend.generate_many([(careful_messages(s.expr), params) for s in steps])
+    rows = []
+    for s, g in zip(steps, gens):
+        w = organism.read_careful(g.text)
+        rows.append({"step": s.expr, "op": s.op, "right": bool(w and w.right),
+                     "facts_true": bool(w and w.facts_true), "parsed": w is not None, "text": g.text})
+    by_op = {op: _rate(sum(r["right"] for r in rows if r["op"] == op), sum(r["op"] == op for r in rows))
+             for op in "+-*/"}
+    return {"steps": len(rows), "right": _rate(sum(r["right"] for r in rows), len(rows)),
+            "facts_true": _rate(sum(r["facts_true"] for r in rows), len(rows)),
+            "parsed": _rate(sum(r["parsed"] for r in rows), len(rows)), "by_op": by_op,
+            "failures": [{"step": r["step"], "text": r["text"]} for r in rows if not r["right"]][:12]}
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", default=ORGANISM_MODEL)
@@ -141,6 +243,11 @@ def main(argv=None) -> int:
     ap.add_argument("--n-chain", type=int, default=100)
     ap.add_argument("--max-batch", type=int, default=16)
     ap.add_argument("--out", type=Path, default=ROOT / "build" / "organism" / "eval")
+    ap.add_argument("--seed", type=int, default=organism.EVAL_SEEDS["calibrate3"],
+                    help="calibration problems' seed (round 3: a seed no recording uses)")
+    ap.add_argument("--n-follow", type=int, default=30, help="problems MAD, DOWN and MoA run on (format check)")
+    ap.add_argument("--unit", type=int, default=0, metavar="N",
+                    help="measure only the careful method on N held-out steps (the unit skill) and stop")
     ap.add_argument("--manifest", action="store_true", help="write the numbers into --manifest-path")
     ap.add_argument("--manifest-path", type=Path, default=ORGANISM_DIR / "manifest.json")
     args = ap.parse_args(argv)
@@ -148,11 +255,18 @@ def main(argv=None) -> int:
     t0 = time.perf_counter()
     backend = LocalBackend(args.model, max_batch=args.max_batch)
     args.out.mkdir(parents=True, exist_ok=True)
+    if args.unit:
+        report = {"model": args.model, "unit_skill": unit_report(
+            backend, organism.unit_steps(args.unit, args.seed, "eval")),
+            "wall_s": round(time.perf_counter() - t0, 1), "date": time.strftime("%Y-%m-%d")}
+        (args.out / "unit.json").write_text(json.dumps(report, indent=1) + "\n")
+        print(json.dumps({k: v for k, v in report["unit_skill"].items() if k != "failures"}, indent=1))
+        return 0
     engine = Engine(backend, CallCache(args.out / "calls.sqlite"))
     cfg = StrategyConfig(examples=0)
-    problems = organism.eval_problems(args.n)
+    problems = organism.eval_problems(args.n, seed=args.seed)
     meta = provenance(backend="local", model=args.model, dataset="arith", levels=[1, 2, 3],
-                      seed=organism.EVAL_SEEDS["calibrate"], split="eval", examples=0)
+                      seed=args.seed, split="eval", examples=0)
     single = run_problems("single", problems, engine, cfg)
     write_run(args.out / "single", single, problems, {**meta, "strategy": "single", "n": len(problems)})
     chain_problems = problems[:args.n_chain]
@@ -162,10 +276,12 @@ def main(argv=None) -> int:
               {**meta, "strategy": "lase", "full_chain": True, "n": len(chain_problems)})
     gated = run_problems("lase", problems, engine, cfg)
     write_run(args.out / "lase", gated, problems, {**meta, "strategy": "lase", "n": len(problems)})
-    report = {"model": args.model, "problems_seed": organism.EVAL_SEEDS["calibrate"], "split": "eval",
+    follow = followups_report(problems[:args.n_follow], engine) if args.n_follow else None
+    report = {"model": args.model, "problems_seed": args.seed, "split": "eval",
               "levels": [1, 2, 3],
               "solve": solve_report(problems, single, cfg), "chain": chain_report(chain_problems, chains),
-              "gated": gated_report(problems, gated),
+              "stages": stage_report(chain_problems, chains),
+              "gated": gated_report(problems, gated), "follow_ups": follow,
               "wall_s": round(time.perf_counter() - t0, 1), "device": "cpu",
               "date": time.strftime("%Y-%m-%d")}
     (args.out / "report.json").write_text(json.dumps(report, indent=1, default=str) + "\n")

@@ -194,6 +194,16 @@ def aggregate_messages(problem: Problem, candidates: list[str], system: str = AG
             {"role": "user", "content": f"{problem.prompt_text()}\n\nCandidate solutions:\n\n{listing}"}]
 
 
+#: The careful method asked for on its own (the organism's unit skill; its revisions and the devil's
+#: checks write the same line inside their notes).
+CAREFUL_REQUEST = "Work out {expr} by the careful method, one column at a time."
+
+
+def careful_messages(expr: str) -> list[Message]:
+    """The unit-skill prompt: one step (``47 + 38``) to work out by the careful method."""
+    return [{"role": "user", "content": CAREFUL_REQUEST.format(expr=expr)}]
+
+
 def extract_messages(messages: list[Message], response: str) -> list[Message]:
     """The answer-extraction step: the leader's call, its reply, and a request for the answer alone.
 

@@ -169,6 +169,64 @@ def select_attempts(rows: list[dict], cap: int) -> list[dict]:
     return [r for r in rows if r["id"] in keep]
 
 
+def sample_many(model_dir: Path, problems, out: Path, k: int, temperature: float, seed: int) -> list[dict]:
+    """``k`` sampled attempts per problem from a solver (what debate and aggregation read)."""
+    from lase_nb.backends.local import LocalBackend
+    from lase_nb.prompts import solver_messages
+    from lase_nb.types import GenParams
+
+    backend = LocalBackend(str(model_dir), max_batch=16)
+    reqs = [(solver_messages(p, examples=0), GenParams(temperature=temperature, max_tokens=160, top_logprobs=0,
+                                                        sample=seed * 10 + j, repeat_stop=32))
+            for p in problems for j in range(k)]
+    gens = backend.generate_many(reqs)
+    rows = [{"id": p.id, "texts": [g.text for g in gens[i * k:(i + 1) * k]],
+             "status": [organism.label_attempt(p, g.text).status for g in gens[i * k:(i + 1) * k]]}
+            for i, p in enumerate(problems)]
+    out.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return rows
+
+
+def round3_roles(args, work: Path, unit: Path, merged: Path, log: dict, save_log, tok, base) -> int:
+    """Round 3 after the unit stage: sample its solver, then train every strategy's roles on top."""
+    import peft
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    problems = organism.training_problems("sample3", args.sample3)
+    attempts_path = work / "attempts3.jsonl"
+    if not attempts_path.is_file():
+        t0 = time.perf_counter()
+        rows = sample_many(merged, problems, attempts_path, 3, args.temperature, args.seed + 3)
+        flat = [st for r in rows for st in r["status"]]
+        log["sample3"] = {"problems": len(rows), "attempts": len(flat), "seconds": round(time.perf_counter() - t0, 1),
+                          "temperature": args.temperature, **{k: flat.count(k) for k in ("right", "wrong", "other")}}
+        save_log()
+    rows = [json.loads(x) for x in attempts_path.read_text().splitlines()]
+    final = work / "roles"
+    if not (final / "adapter_config.json").is_file():
+        rng = random.Random(f"organism-r3:{args.seed}")
+        by_id = {p.id: p for p in problems}
+        tagged = []
+        for r in rows:
+            tagged += organism.round3_examples(by_id[r["id"]], r["texts"], rng)
+        steps = dict(organism.UNIT_STEPS, n=args.unit_keep, seed=organism.UNIT_STEPS["seed"] + 1)
+        tagged += [("unit", e) for e in organism.unit_examples(organism.unit_steps(**steps))]
+        tagged += [("solve", e) for e in organism.solve_examples(organism.training_problems("solve2", args.solve2))]
+        counts = {}
+        for role, _ in tagged:
+            counts[role] = counts.get(role, 0) + 1
+        model = AutoModelForCausalLM.from_pretrained(str(base), local_files_only=True, dtype=torch.float32)
+        model = peft.PeftModel.from_pretrained(model, str(unit), is_trainable=True)
+        log["roles"] = train(model, tok, [e for _, e in tagged], lr=args.lr, batch=args.batch, seed=args.seed + 4,
+                             label="round 3: every strategy's roles")
+        log["roles"]["examples_by_role"] = counts
+        save_fp16(model, final)
+        save_log()
+    merge_adapter(final, work / "roles-merged", base=base)
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seed", type=int, default=0)
@@ -187,10 +245,22 @@ def main(argv=None) -> int:
     ap.add_argument("--work", type=Path, default=ROOT / "build" / "organism")
     ap.add_argument("--out", type=Path, default=ORGANISM_DIR)
     ap.add_argument("--stop-after", choices=["sample"], help="stop after sampling the stage-1 solver")
+    ap.add_argument("--unit-pilot", type=int, default=0, metavar="N",
+                    help="round 3, stage 1 only: N careful-method examples (train steps) and --solve2 solve "
+                    "examples on top of the adapter in --out, saved under --work/unit")
+    ap.add_argument("--round3", action="store_true",
+                    help="round 3: the unit stage (--unit-pilot N), then its solver sampled three times on "
+                    "each sample3 problem, then every strategy's roles from those attempts")
+    ap.add_argument("--base-adapter", type=Path, default=ORGANISM_DIR,
+                    help="round 3 starts from this adapter (v5's, committed at the commit named in the manifest)")
+    ap.add_argument("--sample3", type=int, default=TRAINING_SETS["sample3"]["n"],
+                    help="round 3: problems its solver is sampled on (three attempts each)")
+    ap.add_argument("--unit-keep", type=int, default=120, help="round 3: unit examples mixed into the roles stage")
     ap.add_argument("--toy", action="store_true", help="tiny sizes, output under build/organism-toy")
     args = ap.parse_args(argv)
     if args.toy:
         args.solve, args.sample, args.solve2, args.slipped, args.max_attempts = 24, 16, 8, 6, 16
+        args.sample3, args.unit_keep, args.unit_pilot = 6, 4, args.unit_pilot and 12
         args.work = ROOT / "build" / "organism-toy"
         args.out = args.work / "adapter"
 
@@ -214,6 +284,24 @@ def main(argv=None) -> int:
 
     def save_log() -> None:
         log_path.write_text(json.dumps(log, indent=1))
+
+    if args.unit_pilot or args.round3:
+        unit = work / "unit"
+        if not (unit / "adapter_config.json").is_file():
+            model = AutoModelForCausalLM.from_pretrained(str(base), local_files_only=True, dtype=torch.float32)
+            model = peft.PeftModel.from_pretrained(model, str(args.base_adapter), is_trainable=True)
+            steps = dict(organism.UNIT_STEPS, n=args.unit_pilot or organism.UNIT_STEPS["n"])
+            ex = organism.unit_examples(organism.unit_steps(**steps))
+            ex += organism.solve_examples(organism.training_problems("solve2", args.solve2))
+            log["unit"] = train(model, tok, ex, lr=args.lr, batch=args.batch, seed=args.seed + 2,
+                                label="unit skill: the careful method")
+            log["unit"]["from"] = "the committed adapter (v5)"
+            save_fp16(model, unit)
+            save_log()
+        merged = merge_adapter(unit, work / "unit-merged", base=base)
+        if not args.round3:
+            return 0
+        return round3_roles(args, work, unit, merged, log, save_log, tok, base)
 
     # stage 1: solve
     stage1 = work / "stage1"
