@@ -888,41 +888,49 @@ def _inverse_routes(s: Step) -> list[tuple[str, int, int, int]]:
     return [r for r in routes if not (r[0] == "/" and r[2] >= 10) and not (r[0] == "-" and r[1] < r[2])]
 
 
-def _back(route: tuple[str, int, int, int], slip: int = 0) -> tuple[str, bool]:
+def _back(route: tuple[str, int, int, int], slip: int = 0, compact: bool = False) -> tuple[str, bool]:
     """One backwards check written out: the careful line of the inverse step, and whether it gives
-    the operand back. ``slip`` (training false alarms only) shifts the line's final value."""
+    the operand back. ``slip`` (training false alarms only) shifts the line's final value;
+    ``compact`` writes only whether it gives the operand back (no working)."""
     op, x, y, target = route
     work, v = careful(x, op, y)
     if slip and v is not None:
         work = re.sub(r"so \d+$", f"so {v + slip}", work)
         v = v + slip
+    if compact:
+        return f"{x} {_SIGN[op]} {y} {'gives' if v == target else 'does not give'} {target}", v == target
     return work, v == target
 
 
 def check_step_note(i: int, s: Step, e: Step, src: Sequence[tuple[int, str]],
-                    slip: int = 0) -> tuple[list[str], bool]:
+                    slip: int = 0, compact: bool = False) -> tuple[list[str], bool]:
     """The devil's check of written step ``i`` (``e``: as the problem says it should read): where its
     numbers come from, then its result taken back by the careful method; a check that fails is
-    done again by the other route before the step is called failing. Returns the lines and
-    whether the step holds. ``slip`` makes the first check slip (a false alarm the recheck catches)."""
+    done again by the other route before the step is called failing (never by a route that
+    redoes the step itself, which would state its value). Returns the lines and whether the step
+    holds. ``slip`` makes the first check slip (a false alarm the recheck catches); ``compact``
+    leaves out the working (for a line whose digits would state the final answer)."""
     head = f"Step {i + 1}: {_sources(src, i)} {e.expr}"
     if (s.a, s.op, s.b) != (e.a, e.op, e.b):
         return [f"{head}, but the attempt writes {s.expr}: it fails."], False
-    routes = _inverse_routes(s)
+    routes = [r for r in _inverse_routes(s) if not (r[1] == s.a and r[2] == s.b)]
     if not routes:
         return [f"{head}; {s.expr} = {s.c} cannot be taken back by a one-digit step: it holds."], True
-    work, ok = _back(routes[0], slip)
+    work, ok = _back(routes[0], slip, compact)
     target = routes[0][3]
-    lines = [f"{head}; back, {work}; it began at {target}: " + ("it holds." if ok else "check again.")]
+    tail = "" if compact else f"; it began at {target}"
+    lines = [f"{head}; back, {work}{tail}: " + ("it holds." if ok else "check again.")]
     if ok:
         return lines, True
-    if len(routes) > 1:
-        work2, ok2 = _back(routes[1])
-        lines.append(f"Again, {work2}; the step {_PLACE_WORD[s.op]} {routes[1][3]}: "
-                     + ("it holds, the first check slipped." if ok2 else "it fails."))
-        return lines, ok2
-    work2, ok2 = _back(routes[0])
-    lines.append(f"Again, {work2}; it began at {target}: " + ("it holds, the first check slipped." if ok2 else "it fails."))
+    again = routes[1] if len(routes) > 1 else routes[0]
+    work2, ok2 = _back(again, 0, compact)
+    if compact:
+        tail2 = ""
+    elif len(routes) > 1:
+        tail2 = f"; the step {_PLACE_WORD[s.op]} {again[3]}"
+    else:
+        tail2 = f"; it began at {target}"
+    lines.append(f"Again, {work2}{tail2}: " + ("it holds, the first check slipped." if ok2 else "it fails."))
     return lines, ok2
 
 
@@ -930,13 +938,17 @@ def careful_devil_note(problem: Problem, label: Label, attempt: str | None = Non
                        slip_at: int | None = None, slip: int = 0) -> str:
     """The round-3 devil's advocate: each written step checked in order by the careful method
     (:func:`check_step_note`) up to the first step that fails, then "Step k fails: redo ..."
-    (never its value); when every step holds, the riskiest step for the leader to defend.
+    (never its value); when every step holds, the riskiest step for the leader to defend. A step
+    whose working would write the final answer's value is checked without its working.
     ``slip_at``/``slip`` (training only) make one step's first check slip, to be caught by the recheck."""
+    attempt = _attempt_of(label) if attempt is None else attempt
     src = number_sources(problem)
     expected = _expected(problem, label)
     lines: list[str] = []
     for i, s in enumerate(label.steps[:len(expected)]):
         got, holds = check_step_note(i, s, expected[i], src, slip if i == slip_at else 0)
+        if not _obeys("\n".join(got), problem, attempt):
+            got, holds = check_step_note(i, s, expected[i], src, slip if i == slip_at else 0, compact=True)
         lines += got
         if not holds:
             e = expected[i]

@@ -224,7 +224,58 @@ def round3_roles(args, work: Path, unit: Path, merged: Path, log: dict, save_log
         save_fp16(model, final)
         save_log()
     merge_adapter(final, work / "roles-merged", base=base)
+    write_round3(args, final, log)
     return 0
+
+
+def write_round3(args, final: Path, log: dict) -> None:
+    """Copy round 3's adapter to ``--out`` and write its manifest: the recipe, every training set
+    (v5's, which it starts from, included), what each strategy's roles were trained on, and the
+    earlier organism named as the variant it replaces (its evaluation moves to ``variants_tried``)."""
+    import peft
+    import torch
+    import transformers
+
+    args.out.mkdir(parents=True, exist_ok=True)
+    old_path = args.out / "manifest.json"
+    before = json.loads(old_path.read_text()) if old_path.is_file() else {}
+    if (args.out / "adapter_model.safetensors").is_file() and before.get("kept") != "round 3":
+        import hashlib
+        sha = hashlib.sha256((args.out / "adapter_model.safetensors").read_bytes()).hexdigest()
+        tried = before.get("variants_tried", [])
+        tried.append({"name": before.get("kept", "v5"), "adapter_sha256": sha,
+                      "difference": "the pointing organism: notes that point and never tell, column-by-column "
+                                    "recomputation in v5's format", "evaluation": before.get("evaluation")})
+        before["variants_tried"] = tried
+        before["replaces"] = f"{before.get('kept', 'v5')} (pointing), adapter sha256 {sha[:12]}..."
+    for name in ("adapter_model.safetensors", "adapter_config.json"):
+        shutil.copy2(final / name, args.out / name)
+    sets = {k: dict(v) for k, v in TRAINING_SETS.items()}
+    sets["sample3"]["n"] = args.sample3
+    manifest = {
+        "what": "LoRA adapter on SmolLM2-135M-Instruct (the embedded model): the model organism, round 3: "
+                "supporters that point by the careful method and never state the answer, a leader that redoes "
+                "the step it is pointed at and carries the new value, every strategy's follow-ups in their own format",
+        "recipe": {"module": "lase_nb.organism", "starts_from": f"v5's adapter ({before.get('replaces', 'v5')})",
+                   "lora": LORA, "lr": args.lr, "batch": args.batch, "epochs_per_stage": 1, "seed": args.seed,
+                   "unit_examples": args.unit_pilot or organism.UNIT_STEPS["n"], "unit_kept_in_roles": args.unit_keep,
+                   "sample_temperature": args.temperature, "attempts_per_problem": 3,
+                   "roles_trained": organism.ROLE_TRAINING},
+        "training_sets": sets,
+        "unit_steps": dict(organism.UNIT_STEPS, n=args.unit_pilot or organism.UNIT_STEPS["n"]),
+        "training": log,
+        "prompt_fingerprint": organism.prompt_fingerprint(),
+        "device": f"cpu ({args.threads} threads, {platform.processor() or platform.machine()})",
+        "versions": {"torch": torch.__version__, "transformers": transformers.__version__,
+                     "peft": peft.__version__, "python": platform.python_version()},
+        "command": f"python data/organism/train.py --round3 --unit-pilot {args.unit_pilot} --solve2 {args.solve2}",
+        "date": time.strftime("%Y-%m-%d"),
+        "kept": "round 3",
+        "replaces": before.get("replaces"),
+        "variants_tried": before.get("variants_tried", []),
+    }
+    old_path.write_text(json.dumps(manifest, indent=1) + "\n")
+    print(f"wrote {args.out}")
 
 
 def main(argv=None) -> int:
