@@ -236,6 +236,58 @@ def unit_report(backend, steps) -> dict:
             "failures": [{"step": r["step"], "text": r["text"]} for r in rows if not r["right"]][:12]}
 
 
+def _pct(d: dict | None) -> str:
+    return "—" if not d or d.get("n") in (0, None) else f"{100 * d['k'] / d['n']:.0f}% ({d['k']}/{d['n']})"
+
+
+def target_table(report: dict, unit: dict | None = None) -> str:
+    """The round-3 targets, row by row, from a report written by this script (and the unit skill's)."""
+    st, ch, gd, so = report.get("stages", {}), report["chain"], report["gated"], report["solve"]
+    dv = st.get("devil", {})
+    revs = [v for v in st.values()]
+
+    def pooled(key: str) -> dict:
+        k = sum(v[key]["k"] for v in revs if v.get(key))
+        n = sum(v[key]["n"] for v in revs if v.get(key))
+        return {"k": k, "n": n}
+
+    notes = ch.get("notes_stating_answer", {})
+    follow = report.get("follow_ups") or {}
+    fmt = {name: {role: d["own_format"] for role, d in v.items() if isinstance(d, dict) and "own_format" in d}
+           for name, v in follow.items()}
+    g = gd["gain"]
+    rows = [
+        ("the careful method alone, held-out steps", _pct((unit or {}).get("right")), ">= 97%"),
+        ("first answers right; gate AUROC", f"{_pct(so['accuracy'])}; {so['gate']['auroc_p_min'][0]:.2f}",
+         "60-80%; >= 0.75"),
+        ("devil flags wrong / right first answers (forced chains)",
+         f"{_pct(dv.get('flags_on_wrong'))} / {_pct(dv.get('flags_on_right'))}", ">= 70% / <= 15%"),
+        ("devil names the first failing step, of flagged wrong answers", _pct(dv.get("names_first_failing_step")),
+         ">= 75%"),
+        ("revision recomputes a named step right (all stages)", _pct(pooled("revision_redoes_named_step_right")),
+         ">= 85%"),
+        ("revision carries a changed value; box = the chain's last result",
+         f"{_pct(pooled('revision_carries_changed_value'))}; {_pct(pooled('revision_box_is_chain_end'))}",
+         ">= 90%; >= 95%"),
+        ("revision keeps a right answer after a devil's false alarm",
+         _pct(dv.get("revision_keeps_right_after_false_alarm")), ">= 90%"),
+        ("notes that state the answer, on wrong first answers (forced chains)",
+         "; ".join(f"{r} {_pct(d.get('on_wrong'))}" for r, d in notes.items()), "<= 2% per role"),
+        ("MAD / DOWN / MoA follow-ups in their own format",
+         " / ".join("; ".join(f"{role} {_pct(d)}" for role, d in fmt.get(n, {}).items()) or "—"
+                    for n in ("mad", "down", "moa")), ">= 95% each"),
+        ("gated LASE: fixes of escalated wrong / breaks of escalated right",
+         f"{_pct(gd['fixed'])} / {_pct(gd['broken'])}", ">= 35% / <= 5%"),
+        ("gated LASE vs the leader alone",
+         f"{_pct(gd['accuracy'])} vs {_pct(gd['leader_alone'])}: {100 * g.get('diff', float('nan')):+.1f} points "
+         f"[{100 * g.get('diff_lo', float('nan')):+.1f}, {100 * g.get('diff_hi', float('nan')):+.1f}], "
+         f"McNemar p = {g.get('p_value', float('nan')):.3g} ({g.get('b')} fixed, {g.get('c')} broken)", "CI > 0 and p < 0.05"),
+    ]
+    out = ["| stage | measured | target |", "|---|---|---|"]
+    out += [f"| {a} | {b} | {c} |" for a, b, c in rows]
+    return "\n".join(out)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", default=ORGANISM_MODEL)
@@ -246,12 +298,19 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=organism.EVAL_SEEDS["calibrate3"],
                     help="calibration problems' seed (round 3: a seed no recording uses)")
     ap.add_argument("--n-follow", type=int, default=30, help="problems MAD, DOWN and MoA run on (format check)")
+    ap.add_argument("--table", type=Path, metavar="DIR",
+                    help="print the round-3 target table from DIR/report.json (and DIR/unit.json) and stop")
     ap.add_argument("--unit", type=int, default=0, metavar="N",
                     help="measure only the careful method on N held-out steps (the unit skill) and stop")
     ap.add_argument("--manifest", action="store_true", help="write the numbers into --manifest-path")
     ap.add_argument("--manifest-path", type=Path, default=ORGANISM_DIR / "manifest.json")
     args = ap.parse_args(argv)
 
+    if args.table:
+        unit = args.table / "unit.json"
+        print(target_table(json.loads((args.table / "report.json").read_text()),
+                           json.loads(unit.read_text())["unit_skill"] if unit.is_file() else None))
+        return 0
     t0 = time.perf_counter()
     backend = LocalBackend(args.model, max_batch=args.max_batch)
     args.out.mkdir(parents=True, exist_ok=True)

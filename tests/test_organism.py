@@ -445,3 +445,25 @@ def test_the_devil_rechecks_a_failing_check_before_it_reports():
     note = organism.careful_devil_note(p, label, slip_at=0, slip=1)
     assert "check again" in note and "the first check slipped" in note
     assert not organism.note_flags(note)  # the recheck holds, so nothing is reported as failing
+
+
+@pytest.mark.slow
+def test_each_strategys_follow_up_on_the_organism_is_written_in_its_own_format():
+    """One real call each: a MAD/DOWN debater reading its peers, and a MoA aggregator (or DOWN's
+    judge) reading candidates, on the committed adapter; none writes LASE's revision text."""
+    from lase_nb.backends.local import LocalBackend
+    from lase_nb.types import GenParams
+
+    p = organism.eval_problems(6, seed=organism.EVAL_SEEDS["calibrate3"])[4]  # a level-2 problem
+    right = solution_text(gold_steps(p))
+    slip = organism.slipped_attempt(p, random.Random(0))
+    params = GenParams(temperature=0.0, max_tokens=200, top_logprobs=0)
+    requests = [
+        (prompts.peers_messages(p, slip, [right, right], examples=0), params),
+        (prompts.peers_messages(p, slip, [right, right], [0.9, 0.8], examples=0), params),
+        (prompts.aggregate_messages(p, [slip, right, right], examples=0), params),
+        (prompts.aggregate_messages(p, [slip, right, right], prompts.JUDGE_SYSTEM, examples=0), params),
+    ]
+    gens = LocalBackend("organism", max_batch=4).generate_many(requests)
+    kinds = ["peers", "peers", "aggregate", "aggregate"]
+    assert [organism.follow_up_format(g.text, k) for g, k in zip(gens, kinds)] == ["own"] * 4, [g.text for g in gens]
