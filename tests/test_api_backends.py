@@ -414,3 +414,69 @@ def test_wire_server_in_a_subprocess(tmp_path):
     log = (tmp_path / "openai.log.jsonl").read_text()
     assert KEY not in log and "<redacted>" in log
     assert proc.proc.returncode is not None
+
+
+# ------------------------------------------------------------------------- a server with one slot
+def test_single_slot_server_queues_and_still_serves_abandoned_requests():
+    delay = 0.3
+    with OpenAIWireServer(latency_s=delay, slots=1) as srv:
+        impatient = oa(srv, concurrency=1, timeout=delay / 3, max_retries=0)
+        with pytest.raises(BackendError, match="timed out"):
+            impatient.generate(MSGS, GenParams())
+        b = oa(srv, concurrency=3, timeout=10 * delay, max_retries=0)
+        t0 = time.perf_counter()
+        gens = b.generate_many([(MSGS, GenParams(sample=i)) for i in range(3)])
+        wall = time.perf_counter() - t0
+        # the abandoned request held the slot first, then the three ran one after another
+        assert len(gens) == 3 and wall >= 3 * delay
+        assert srv.abandoned == 1 and srv.request_count == 4
+
+
+def test_lase_full_chain_on_a_single_slot_server_at_the_default_concurrency(tmp_path):
+    """Issue 38: a server that works on one request at a time (llama.cpp's) and a timeout of a few
+    service times (20 s for 6 s there): no request sent twice, the slot never idle."""
+    from lase_nb import prompts
+    from lase_nb.datasets import load_dataset
+    from lase_nb.engine import Engine
+    from lase_nb.runner import run_problems
+    from lase_nb.strategies import StrategyConfig
+
+    delay, n = 0.3, 6
+    # in a child process, as a remote server would be: its CPU does not share this interpreter's lock
+    with start_subprocess("openai", tmp_path, latency_s=delay, slots=1, log=False) as srv:
+        backend = OpenAIBackend("wire-model", base_url=srv.base_url, api_key=KEY, timeout=delay * 20 / 6)
+        engine = Engine(backend)
+        t0 = time.perf_counter()
+        results = run_problems("lase", load_dataset("arith", n=n), engine, StrategyConfig(full_chain=True),
+                               progress=False)
+        wall = time.perf_counter() - t0
+        sent = srv.request_count
+    calls = engine.stats.model_calls
+    assert len(results) == n and calls == n * (1 + 2 * len(prompts.SUPPORTERS))
+    assert backend.pacer.limit == backend.concurrency > 1  # the default, never lowered
+    assert sent - calls <= 0.10 * sent, f"{sent} requests for {calls} calls"
+    assert wall <= 1.3 * calls * delay, f"{wall:.1f} s against an ideal {calls * delay:.1f} s"
+
+
+def test_a_timeout_lowers_the_concurrency_once_and_the_call_is_sent_again(capsys):
+    with OpenAIWireServer(_echo) as srv:
+        srv.add_faults("stall:3")
+        b = oa(srv, concurrency=4, timeout=0.5, max_retries=0)
+        gens = b.generate_many([([{"role": "user", "content": f"q{i}"}], GenParams()) for i in range(4)])
+    assert sorted(g.text for g in gens) == sorted(f"reply to q{i} \\boxed{{1}}" for i in range(4))
+    assert b.pacer.limit == 2 and srv.request_count == 5
+    err = capsys.readouterr().err
+    assert err.count("lase-nb:") == 1 and "--concurrency 2" in err and srv.base_url.split("//")[1] in err
+
+
+def test_a_timeout_at_concurrency_one_names_the_server_and_the_flags(api, capsys):
+    srv, make, key = api
+    srv.add_faults("stall:2", "stall:2", "stall:2")
+    b = make(concurrency=2, timeout=0.3, max_retries=0)
+    with pytest.raises(BackendError) as ei:  # two sent together time out: lowered to 1, sent again, too slow
+        b.generate_many([(MSGS, GenParams(sample=i)) for i in range(2)])
+    msg = str(ei.value)
+    assert "timed out" in msg and "--concurrency 2 lowered to 1" in msg and "longer --timeout" in msg
+    assert "--concurrency 1" in capsys.readouterr().err
+    assert srv.url.split("//")[1] in msg and key not in msg
+

@@ -1,9 +1,12 @@
-"""Run blocking calls concurrently with a limit, keeping the input order (used by the API backends)."""
+"""Run blocking calls concurrently with a limit, keeping the input order, and pace the calls in
+flight to one server (used by the API backends)."""
 
 from __future__ import annotations
 
+import contextlib
+import threading
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
-from typing import Callable, NoReturn, Sequence, TypeVar
+from typing import Callable, Iterator, NoReturn, Sequence, TypeVar
 
 from ..errors import BackendError, ConfigError, LaseError
 
@@ -83,3 +86,58 @@ def check_call_limits(backend: str, model: str, concurrency: int, timeout: float
         raise ConfigError(f"timeout must be > 0 seconds, got {timeout}")
     if max_retries < 0:
         raise ConfigError(f"max_retries must be >= 0, got {max_retries}")
+
+
+class Pacer:
+    """The calls in flight to one server, how many may be, and how long each attempt may wait.
+
+    A server may work on fewer requests at once than we send (llama.cpp's server works on one and
+    queues the rest), so an attempt may wait for every other call sent with it before its own turn.
+    :meth:`slot` is told how many calls are sent together (a batch of ``generate_many``, else one)
+    and gives each attempt ``timeout`` seconds for each call that may be queued before it or with
+    it: ``min(limit, max(calls in flight, calls sent together)) x timeout``. Time spent in the
+    server's queue then burns no attempt, and no request is given up while the server is still
+    working through the ones before it. (The calls in flight when an attempt is sent would be too
+    tight a bound: calls sent at the same moment reach the server in any order.)
+
+    When a call sent with others times out all the same, :meth:`lower` halves the limit (never
+    below one); the caller sends the call again under the new limit.
+    """
+
+    def __init__(self, limit: int, timeout: float) -> None:
+        self.limit = int(limit)
+        self.timeout = float(timeout)
+        self._in_flight = 0
+        self._cond = threading.Condition()
+
+    @property
+    def in_flight(self) -> int:
+        """Calls sent and not yet answered."""
+        with self._cond:
+            return self._in_flight
+
+    @contextlib.contextmanager
+    def slot(self, together: int = 1) -> Iterator[tuple[float, int]]:
+        """Wait for room under the limit; yield (this attempt's deadline in seconds, how many calls'
+        time it holds). ``together``: the calls sent along with this one."""
+        with self._cond:
+            while self._in_flight >= self.limit:
+                self._cond.wait()
+            self._in_flight += 1
+            share = min(self.limit, max(self._in_flight, together))
+        try:
+            yield self.timeout * share, share
+        finally:
+            with self._cond:
+                self._in_flight -= 1
+                self._cond.notify_all()
+
+    def lower(self, share: int) -> int | None:
+        """After an attempt holding ``share`` calls' time timed out: the new limit (half of it), or
+        None when it was alone (lowering cannot help; the call itself is too slow)."""
+        if share <= 1:
+            return None
+        with self._cond:
+            self.limit = max(1, min(self.limit, share // 2))
+            self._cond.notify_all()
+            return self.limit

@@ -10,8 +10,10 @@ Retries: the SDK's own (``HttpRetryOptions``: ``max_retries + 1`` attempts, expo
 with jitter starting at ``retry_initial_delay``) for the statuses of ``backends._api.RETRYABLE`` (408, 409,
 429, 5xx: the set the openai SDK retries), timeouts and refused
 connections. A connection dropped mid-request (which the SDK does not retry) is retried here
-with the same bound. What still fails becomes a :class:`~lase_nb.errors.BackendError` naming
-the fault. The SDK does not read ``Retry-After``; its backoff stands in.
+with the same bound. Each attempt's timeout grows with the calls in flight and a timeout lowers
+the concurrency (:class:`~lase_nb.backends._api.APIBackend`, shared with OpenAI). What still
+fails becomes a :class:`~lase_nb.errors.BackendError` naming the fault. The SDK does not read
+``Retry-After``; its backoff stands in.
 
 API key: the ``api_key`` argument, else env ``GEMINI_API_KEY``, else ``GOOGLE_API_KEY``; never
 in ``repr()`` or in error messages.
@@ -33,10 +35,8 @@ import time
 from typing import Any, Sequence
 
 from ..errors import BackendError, ConfigError, MissingAPIKey
-from ..types import ENTROPY_NONE, ENTROPY_TOPK_RESIDUAL, Generation, GenParams, Message, TokenLogprob
-from ._concurrency import check_call_limits, run_ordered
-from ._api import RETRYABLE, retries_phrase, scrub, short, status_failure
-from .base import ResultHook, public_url
+from ..types import Generation, GenParams, Message, TokenLogprob
+from ._api import CONNECTION, MALFORMED, RETRYABLE, STATUS, TIMEOUT, APIBackend, short
 
 #: Largest ``logprobs`` (top-k) requested from Gemini.
 MAX_TOP_LOGPROBS = 20
@@ -90,16 +90,17 @@ def _enum_value(x: Any) -> str:
     return str(getattr(x, "value", x) or "")
 
 
-class GeminiBackend:
+class GeminiBackend(APIBackend):
     """``models.generate_content`` through ``google-genai`` with token logprobs.
 
-    ``concurrency`` bounds calls in flight in :meth:`generate_many`; ``timeout`` is seconds per
-    HTTP attempt; ``max_retries`` retries per call; ``retry_initial_delay`` the first backoff
-    (seconds; also the jitter), doubling after each retry.
+    ``concurrency`` bounds calls in flight in :meth:`generate_many`; ``timeout`` is the seconds one
+    call may take at the server on its own (an attempt sent with ``k`` others may take ``k + 1``
+    times that, see :class:`~lase_nb.backends._concurrency.Pacer`); ``max_retries`` retries per call; ``retry_initial_delay`` the first backoff (seconds;
+    also the jitter), doubling after each retry.
     """
 
     name = "gemini"
-    supports_logprobs = True
+    default_host = "generativelanguage.googleapis.com"
 
     def __init__(
         self,
@@ -112,7 +113,7 @@ class GeminiBackend:
         *,
         retry_initial_delay: float = 1.0,
     ) -> None:
-        check_call_limits("GeminiBackend", model, concurrency, timeout, max_retries)
+        self._setup(model, base_url, concurrency, timeout, max_retries)
         if retry_initial_delay < 0:
             raise ConfigError(f"retry_initial_delay must be >= 0, got {retry_initial_delay}")
         from google import genai  # imported here so that the package imports without API extras
@@ -120,11 +121,6 @@ class GeminiBackend:
         from google.genai import types as gt
 
         key = resolve_api_key(api_key)
-        self.model = model
-        self.base_url = base_url
-        self.concurrency = int(concurrency)
-        self.timeout = float(timeout)
-        self.max_retries = int(max_retries)
         self.retry_initial_delay = float(retry_initial_delay)
         self._gt = gt
         self._errors = genai_errors
@@ -136,12 +132,8 @@ class GeminiBackend:
             jitter=self.retry_initial_delay,
             http_status_codes=sorted(RETRYABLE),
         )
-        http = gt.HttpOptions(base_url=base_url, timeout=int(round(self.timeout * 1000)), retry_options=retry)
+        http = gt.HttpOptions(base_url=base_url, timeout=_ms(self.timeout), retry_options=retry)
         self._client = genai.Client(api_key=key, vertexai=False, http_options=http)
-
-    def __repr__(self) -> str:
-        return (f"GeminiBackend(model={self.model!r}, base_url={self.base_url!r}, "
-                f"concurrency={self.concurrency}, timeout={self.timeout:g}, max_retries={self.max_retries})")
 
     def close(self) -> None:
         """Close the HTTP connection pool."""
@@ -178,28 +170,22 @@ class GeminiBackend:
     def generate(self, messages: Sequence[Message], params: GenParams) -> Generation:
         """One ``generate_content`` call mapped to a :class:`Generation` (tokens None without logprobs)."""
         contents, config = self._request(messages, params)
-        attempt = 0
-        while True:
-            t0 = time.perf_counter()
-            try:
-                resp = self._client.models.generate_content(model=self.model, contents=contents, config=config)
-                return self._to_generation(resp, params, time.perf_counter() - t0)
-            except BackendError:
-                raise
-            except _DROP_EXC as e:
-                if attempt < self.max_retries:
+
+        def send(deadline: float) -> Generation:
+            timed = config.model_copy(update={"http_options": self._gt.HttpOptions(timeout=_ms(deadline))})
+            attempt = 0
+            while True:
+                t0 = time.perf_counter()
+                try:
+                    resp = self._client.models.generate_content(model=self.model, contents=contents, config=timed)
+                    return self._to_generation(resp, params, time.perf_counter() - t0)
+                except _DROP_EXC:
+                    if attempt >= self.max_retries:
+                        raise
                     time.sleep(self.retry_initial_delay * 2 ** attempt)
                     attempt += 1
-                    continue
-                raise BackendError(self._describe(e)) from e
-            except Exception as e:
-                raise BackendError(self._describe(e)) from e
 
-    def generate_many(self, requests: Sequence[tuple[Sequence[Message], GenParams]],
-                      on_result: ResultHook | None = None) -> list[Generation]:
-        """Run calls concurrently (at most ``concurrency`` in flight); results in request order."""
-        return run_ordered(lambda r: self.generate(r[0], r[1]), requests, self.concurrency,
-                           label="gemini call", on_result=on_result)
+        return self._call(send)
 
     # -- mapping ------------------------------------------------------------------------------
     def _to_generation(self, resp: Any, params: GenParams, latency: float) -> Generation:
@@ -213,8 +199,7 @@ class GeminiBackend:
             reason = _enum_value(getattr(fb, "block_reason", None)).lower() if fb is not None else ""
             if not reason:
                 raise BackendError(f"{self._where()}: malformed response: no candidates in the reply")
-            return Generation("", None, prompt_tokens, completion_tokens, f"blocked:{reason}", latency,
-                              ENTROPY_NONE, backend=self.name, model=self.model)
+            return self._generation("", None, prompt_tokens, completion_tokens, f"blocked:{reason}", latency)
         cand = cands[0]
         parts = getattr(getattr(cand, "content", None), "parts", None) or []
         text = "".join(p.text for p in parts if getattr(p, "text", None) and not getattr(p, "thought", False))
@@ -234,35 +219,27 @@ class GeminiBackend:
                 tokens.append(TokenLogprob(
                     token=s, logprob=float(c.log_probability or 0.0), offset=o,
                     top=tuple((a.token or "", float(a.log_probability or 0.0)) for a in alts)))
-        return Generation(
-            text=text,
-            tokens=tokens,
-            prompt_tokens=prompt_tokens,
-            completion_tokens=completion_tokens,
-            finish_reason=finish,
-            latency_s=latency,
-            entropy_estimator=ENTROPY_TOPK_RESIDUAL if tokens is not None else ENTROPY_NONE,
-            backend=self.name,
-            model=self.model,
-        )
+        return self._generation(text, tokens, prompt_tokens, completion_tokens, finish, latency)
 
-    def _where(self) -> str:
-        return f"gemini model {self.model!r} at {public_url(self.base_url) or 'generativelanguage.googleapis.com'}"
+    def _api_key(self) -> str | None:
+        return getattr(getattr(self._client, "_api_client", None), "api_key", None)
 
-    def _describe(self, e: BaseException) -> str:
-        """A one-line account of what failed, without the API key."""
-        after = retries_phrase(self.max_retries)
+    def _classify(self, e: BaseException) -> tuple[str | None, int, str]:
+        """What kind of failure a ``google-genai`` or transport exception is (see :meth:`APIBackend._classify`)."""
         if isinstance(e, self._errors.APIError):
-            what = status_failure(int(getattr(e, "code", 0) or 0), getattr(e, "message", None) or str(e),
-                                  self.max_retries, getattr(e, "status", None))
-        elif _TIMEOUT_EXC and isinstance(e, _TIMEOUT_EXC):
-            what = f"timed out (no reply within {self.timeout:g} s){after}"
-        elif _CONN_EXC and isinstance(e, _CONN_EXC):
-            what = f"connection dropped or refused{after}: {type(e).__name__}: {short(str(e))}"
-        elif isinstance(e, (json.JSONDecodeError, self._errors.UnknownApiResponseError, ValueError)) or \
+            status = getattr(e, "status", None)
+            message = getattr(e, "message", None) or str(e)
+            return STATUS, int(getattr(e, "code", 0) or 0), f"{status}: {message}" if status else message
+        if _TIMEOUT_EXC and isinstance(e, _TIMEOUT_EXC):
+            return TIMEOUT, 0, ""
+        if _CONN_EXC and isinstance(e, _CONN_EXC):
+            return CONNECTION, 0, f"{type(e).__name__}: {short(str(e))}"
+        if isinstance(e, (json.JSONDecodeError, self._errors.UnknownApiResponseError, ValueError)) or \
                 type(e).__name__ == "ValidationError":
-            what = f"malformed response (invalid JSON or fields): {type(e).__name__}: {short(str(e))}"
-        else:
-            what = f"{type(e).__name__}: {short(str(e))}"
-        key = getattr(getattr(self._client, "_api_client", None), "api_key", None)
-        return scrub(f"{self._where()}: {what}", key)
+            return MALFORMED, 0, f"{type(e).__name__}: {short(str(e))}"
+        return None, 0, ""
+
+
+def _ms(seconds: float) -> int:
+    """Seconds as the whole milliseconds ``HttpOptions.timeout`` takes."""
+    return int(round(seconds * 1000))

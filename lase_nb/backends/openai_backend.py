@@ -1,9 +1,11 @@
 """OpenAI chat completions (and any OpenAI-compatible server: vLLM, llama.cpp server, Ollama).
 
 Uses the real ``openai`` SDK. Retries are the SDK's own (``max_retries``): 408/409/429/5xx,
-timeouts and dropped connections, with exponential backoff, honouring ``Retry-After``. What is
-still failing after them becomes a :class:`~lase_nb.errors.BackendError` whose message names the
-fault (HTTP status, "rate limited", "timed out", "connection dropped", "malformed response").
+timeouts and dropped connections, with exponential backoff, honouring ``Retry-After``. Each
+attempt's timeout grows with the calls in flight and a timeout lowers the concurrency
+(:class:`~lase_nb.backends._api.APIBackend`, shared with Gemini). What is still failing after
+that becomes a :class:`~lase_nb.errors.BackendError` whose message names the fault (HTTP status,
+"rate limited", "timed out", "connection dropped", "malformed response") and the flags that help.
 
 API key, in this order:
 
@@ -37,10 +39,8 @@ from typing import Any, Sequence
 from urllib.parse import urlparse
 
 from ..errors import BackendError, MissingAPIKey
-from ..types import ENTROPY_NONE, ENTROPY_TOPK_RESIDUAL, Generation, GenParams, Message, TokenLogprob
-from ._concurrency import check_call_limits, run_ordered
-from ._api import retries_phrase, scrub, short, status_failure
-from .base import ResultHook, public_url
+from ..types import Generation, GenParams, Message, TokenLogprob
+from ._api import CONNECTION, MALFORMED, STATUS, TIMEOUT, APIBackend, short
 
 #: OpenAI accepts at most this many ``top_logprobs``.
 MAX_TOP_LOGPROBS = 20
@@ -102,15 +102,16 @@ def token_offsets(tokens: Sequence[str], text: str, token_bytes: Sequence[Sequen
     return offs
 
 
-class OpenAIBackend:
+class OpenAIBackend(APIBackend):
     """Chat completions through the ``openai`` SDK, with token logprobs and top alternatives.
 
-    ``concurrency`` bounds calls in flight in :meth:`generate_many`; ``timeout`` is seconds per
-    HTTP attempt; ``max_retries`` the SDK's retry budget per call.
+    ``concurrency`` bounds calls in flight in :meth:`generate_many`; ``timeout`` is the seconds one
+    call may take at the server on its own (an attempt sent with ``k`` others may take ``k + 1``
+    times that, see :class:`~lase_nb.backends._concurrency.Pacer`); ``max_retries`` the SDK's retry budget per call.
     """
 
     name = "openai"
-    supports_logprobs = True
+    default_host = "api.openai.com"
 
     def __init__(
         self,
@@ -121,23 +122,14 @@ class OpenAIBackend:
         timeout: float = 60,
         max_retries: int = 4,
     ) -> None:
-        check_call_limits("OpenAIBackend", model, concurrency, timeout, max_retries)
+        self._setup(model, base_url, concurrency, timeout, max_retries)
         import openai  # imported here so that the package imports without API extras
 
         key = resolve_api_key(base_url, api_key)
-        self.model = model
-        self.base_url = base_url
-        self.concurrency = int(concurrency)
-        self.timeout = float(timeout)
-        self.max_retries = int(max_retries)
         self._official = _is_official(base_url)
         self._openai = openai
         self._client = openai.OpenAI(api_key=key, base_url=base_url, timeout=self.timeout,
                                      max_retries=self.max_retries)
-
-    def __repr__(self) -> str:
-        return (f"OpenAIBackend(model={self.model!r}, base_url={self.base_url!r}, "
-                f"concurrency={self.concurrency}, timeout={self.timeout:g}, max_retries={self.max_retries})")
 
     def close(self) -> None:
         """Close the HTTP connection pool."""
@@ -164,22 +156,15 @@ class OpenAIBackend:
 
     def generate(self, messages: Sequence[Message], params: GenParams) -> Generation:
         """One chat completion mapped to a :class:`Generation` (tokens None when no logprobs came back)."""
-        t0 = time.perf_counter()
-        try:
-            raw = self._client.chat.completions.with_raw_response.create(**self._request(messages, params))
-            body = json.loads(raw.content)
-            latency = time.perf_counter() - t0
-            return self._to_generation(body, params, latency)
-        except BackendError:
-            raise
-        except Exception as e:
-            raise BackendError(self._describe(e)) from e
+        request = self._request(messages, params)
 
-    def generate_many(self, requests: Sequence[tuple[Sequence[Message], GenParams]],
-                      on_result: ResultHook | None = None) -> list[Generation]:
-        """Run calls concurrently (at most ``concurrency`` in flight); results in request order."""
-        return run_ordered(lambda r: self.generate(r[0], r[1]), requests, self.concurrency,
-                           label="openai call", on_result=on_result)
+        def send(deadline: float) -> Generation:
+            t0 = time.perf_counter()
+            raw = self._client.chat.completions.with_raw_response.create(**request, timeout=deadline)
+            body = json.loads(raw.content)
+            return self._to_generation(body, params, time.perf_counter() - t0)
+
+        return self._call(send)
 
     # -- mapping ------------------------------------------------------------------------------
     def _to_generation(self, body: Any, params: GenParams, latency: float) -> Generation:
@@ -200,37 +185,25 @@ class OpenAIBackend:
                 for c, o in zip(content, offs)
             ]
         usage = body.get("usage") or {}
-        return Generation(
-            text=text,
-            tokens=tokens,
-            prompt_tokens=int(usage.get("prompt_tokens") or 0),
-            completion_tokens=int(usage.get("completion_tokens") or 0),
-            finish_reason=str(ch.get("finish_reason") or "unknown"),
-            latency_s=latency,
-            entropy_estimator=ENTROPY_TOPK_RESIDUAL if tokens is not None else ENTROPY_NONE,
-            backend=self.name,
-            model=self.model,
-        )
+        return self._generation(text, tokens, int(usage.get("prompt_tokens") or 0),
+                                int(usage.get("completion_tokens") or 0), str(ch.get("finish_reason") or "unknown"),
+                                latency)
 
-    def _where(self) -> str:
-        return f"openai model {self.model!r} at {public_url(self.base_url) or 'api.openai.com'}"
+    def _api_key(self) -> str | None:
+        return getattr(self._client, "api_key", None)
 
-    def _describe(self, e: BaseException) -> str:
-        """A one-line account of what failed, without the API key."""
+    def _classify(self, e: BaseException) -> tuple[str | None, int, str]:
+        """What kind of failure an ``openai`` exception is (see :meth:`APIBackend._classify`)."""
         oa = self._openai
-        after = retries_phrase(self.max_retries)
         if isinstance(e, oa.APITimeoutError):
-            what = f"timed out (no reply within {self.timeout:g} s){after}"
-        elif isinstance(e, oa.APIConnectionError):
+            return TIMEOUT, 0, ""
+        if isinstance(e, oa.APIConnectionError):
             cause = e.__cause__ or e.__context__
-            detail = f": {type(cause).__name__}: {cause}" if cause is not None else ""
-            what = f"connection dropped or refused{after}{detail}"
-        elif isinstance(e, oa.APIResponseValidationError):
-            what = f"malformed response (does not match the chat completion schema): {e}"
-        elif isinstance(e, oa.APIStatusError):
-            what = status_failure(e.status_code, getattr(e, "message", str(e)), self.max_retries)
-        elif isinstance(e, (ValueError, KeyError, TypeError, AttributeError)) or type(e).__name__ == "ValidationError":
-            what = f"malformed response (invalid JSON or fields): {type(e).__name__}: {short(str(e))}"
-        else:
-            what = f"{type(e).__name__}: {short(str(e))}"
-        return scrub(f"{self._where()}: {what}", getattr(self._client, "api_key", None))
+            return CONNECTION, 0, f"{type(cause).__name__}: {short(str(cause))}" if cause is not None else ""
+        if isinstance(e, oa.APIResponseValidationError):
+            return MALFORMED, 0, f"does not match the chat completion schema: {short(str(e))}"
+        if isinstance(e, oa.APIStatusError):
+            return STATUS, e.status_code, getattr(e, "message", str(e))
+        if isinstance(e, (ValueError, KeyError, TypeError, AttributeError)) or type(e).__name__ == "ValidationError":
+            return MALFORMED, 0, f"{type(e).__name__}: {short(str(e))}"
+        return None, 0, ""
