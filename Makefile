@@ -48,7 +48,7 @@ lab: $(STAMP)
 
 # Regenerate .ipynb files from their jupytext sources (notebooks/*.py).
 sync-notebooks: $(STAMP)
-	$(VENV)/bin/jupytext --update --to ipynb notebooks/[0-9][0-9]_*.py
+	$(VENV)/bin/jupytext --update --to ipynb notebooks/[0-9][0-9]_*.py $(wildcard notebooks/A[0-9]_*.py)
 
 # Re-record the traces the chapters read (embedded model; takes a while).
 traces: $(STAMP)

@@ -33,9 +33,18 @@ class NotebookTimeout(LaseError):
     """A cell of a chapter ran longer than the cell timeout."""
 
 
+#: The core chapters (``00_quickstart`` ...) and the appendix notebooks they link to (``A1_bound`` ...).
+CHAPTER_GLOB, APPENDIX_GLOB = "[0-9][0-9]_*.ipynb", "A[0-9]_*.ipynb"
+
+
+def collection(folder: Path) -> list[Path]:
+    """The notebooks in ``folder``: the numbered core chapters in order, then the appendix."""
+    return sorted(folder.glob(CHAPTER_GLOB)) + sorted(folder.glob(APPENDIX_GLOB))
+
+
 def list_notebooks(names: Sequence[str] | None = None) -> list[Path]:
-    """The collection's notebooks in chapter order, optionally filtered by name or prefix."""
-    books = sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
+    """The collection's notebooks in chapter order (the appendix last), optionally filtered by name or prefix."""
+    books = collection(NOTEBOOKS)
     if not names:
         return books
     chosen = [b for b in books if any(b.stem == n or b.stem.startswith(n) for n in names)]
@@ -194,6 +203,9 @@ def inline_images(nb_path: Path) -> int:
 #: A ``<script>`` that would load code from the network (require.js, MathJax from a CDN).
 _REMOTE_SCRIPT = re.compile(r'<script[^>]*\bsrc="https?://[^"]*"[^>]*>\s*</script>\s*')
 
+#: A link from one chapter to another (``[appendix A1](A1_bound.ipynb)``), pointed at its page in the book.
+_NOTEBOOK_LINK = re.compile(r'href="((?:[0-9][0-9]|A[0-9])_\w+)\.ipynb"')
+
 #: Inline math as pandoc reads it: no space after the opening ``$``, none before the closing one,
 #: and no digit right after it, so that "costs $5 and $6" stays text.
 _INLINE_MATH = r"(?<![$\\])\$(?![\s$])(?P<math_inline_tex>[^$]*?[^\s$\\])\$(?!\d)"
@@ -258,6 +270,16 @@ def _mathml_exporter() -> HTMLExporter:
     return exporter
 
 
+def without_injected_parameters(nb_path: Path):
+    """The executed notebook without the cell papermill injects (tagged ``injected-parameters``):
+    a reader of the book sees the chapter's own parameters cell, not a second one."""
+    import nbformat
+
+    nb = nbformat.read(str(nb_path), as_version=4)
+    nb.cells = [c for c in nb.cells if "injected-parameters" not in c.get("metadata", {}).get("tags", [])]
+    return nb
+
+
 def build_book(executed: Path = REPO / "build" / "notebooks", out: Path = REPO / "build" / "book",
                mathjax_url: str | None = None) -> Path:
     """Convert every executed chapter in ``executed`` to standalone HTML and write an
@@ -271,7 +293,7 @@ def build_book(executed: Path = REPO / "build" / "notebooks", out: Path = REPO /
     from nbconvert import HTMLExporter
 
     executed, out = Path(executed), Path(out)
-    chapters = sorted(executed.glob("[0-9][0-9]_*.ipynb"))
+    chapters = collection(executed)
     if not chapters:
         raise ConfigError(f"no executed chapters in {executed}; run `make notebooks` first")
     out.mkdir(parents=True, exist_ok=True)
@@ -282,9 +304,11 @@ def build_book(executed: Path = REPO / "build" / "notebooks", out: Path = REPO /
         exporter = _mathml_exporter()
     exporter.exclude_input_prompt = True
     exporter.exclude_output_prompt = True
-    rows = []
+    rows: dict[bool, list[str]] = {False: [], True: []}
     for nb in chapters:
-        body, _ = exporter.from_filename(str(nb))
+        body, _ = exporter.from_notebook_node(without_injected_parameters(nb),
+                                              resources={"metadata": {"name": nb.stem, "path": str(nb.parent)}})
+        body = _NOTEBOOK_LINK.sub(r'href="\1.html"', body)  # a link to another chapter opens its page
         body = _REMOTE_SCRIPT.sub(lambda m: m.group(0) if mathjax_url and mathjax_url in m.group(0) else "", body)
         (out / f"{nb.stem}.html").write_text(body, encoding="utf-8")
         if not mathjax_url:
@@ -293,8 +317,8 @@ def build_book(executed: Path = REPO / "build" / "notebooks", out: Path = REPO /
                   flush=True)
             n.clear()
         title = _title(nb)
-        rows.append(f'<li><a href="{nb.stem}.html">{html.escape(title)}</a> '
-                    f'<span class="meta">({inline_images(nb)} figures)</span></li>')
+        rows[nb.match(APPENDIX_GLOB)].append(f'<li><a href="{nb.stem}.html">{html.escape(title)}</a> '
+                                             f'<span class="meta">({inline_images(nb)} figures)</span></li>')
     index = out / "index.html"
     index.write_text(
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
@@ -304,5 +328,8 @@ def build_book(executed: Path = REPO / "build" / "notebooks", out: Path = REPO /
         "<h1>Confidence-gated multi-agent reasoning: the notebook collection</h1>\n"
         "<p>Executed chapters of <code>lase-nb</code> (LASE and DOWN). Each page is self-contained: "
         "figures are embedded, nothing is fetched from the network.</p>\n<ol start=\"0\">\n"
-        + "\n".join(rows) + "\n</ol>\n</body></html>\n", encoding="utf-8")
+        + "\n".join(rows[False]) + "\n</ol>\n"
+        + ("<h2>Appendix: the deep dives the chapters link to</h2>\n<ul>\n" + "\n".join(rows[True]) + "\n</ul>\n"
+           if rows[True] else "")
+        + "</body></html>\n", encoding="utf-8")
     return index

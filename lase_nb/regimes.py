@@ -90,7 +90,7 @@ def describe_regime(r: Mapping[str, Any], full: bool = False) -> str:
     gain = (f"{_interval(r)}, McNemar {p_text(r['p_value'])}, over the leader alone; escalation fixes "
             f"{r['fixed']} and breaks {r['broken']} answers")
     if not full:
-        return (f"Regime of this recording: **{r['regime']}** (gated LASE {gain}; chapter 03, section 3.5, defines "
+        return (f"Regime of this recording: **{r['regime']}** (gated LASE {gain}; chapter 03, section 3.4, defines "
                 "the regimes).")
     rule = f"The regimes, defined once: {REGIME_RULE}. "
     full_line = (f"Always-interact (every stage) scores {pct(r['acc_full'], 1)}, {_interval(r, 'full_gain', 'full_lo', 'full_hi')} "
@@ -103,7 +103,7 @@ def describe_regime(r: Mapping[str, Any], full: bool = False) -> str:
         lead = (f"**With this recording the chapters are a negative control** (regime: {r['regime']}): the gate "
                 f"escalates {r['escalated']} of {r['n']} problems, but gated LASE scores {gain}, which does not "
                 f"clear both tests. Chapters 04-06 refer back to this paragraph. ")
-        other = (f"To see another regime, read the model organism's recording (section 3.5 below), or record "
+        other = (f"To see another regime, read the organisms' recordings (in the table above), or record "
                  f"with an API model and point the chapter at it: {OTHER_REGIME}.")
     return rule + lead + full_line + other
 

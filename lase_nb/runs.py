@@ -16,6 +16,7 @@ it is finished when its ``manifest.json`` exists.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
@@ -32,7 +33,8 @@ if TYPE_CHECKING:
 
 __all__ = ["RUN_DIRS", "CONTRASTS", "resolve_data_path", "load_runs", "load_models", "chains_by_model", "control_models", "paired_correct", "model_label",
            "record_command", "check_format", "run_from_results", "problems_from_manifest", "common_ids",
-           "comparison_table", "strategy_tables", "display_name", "by_display_name"]
+           "comparison_table", "strategy_tables", "display_name", "by_display_name",
+           "REVISION_TEXT", "FOLLOW_UP_ROLES", "FORMAT_TOLERANCE", "baseline_formats", "off_format"]
 
 #: Folder of a strategy name when it differs from the name: "lase" is read from the full-chain run
 #: (LASE at any thresholds is replayed from it); from the strategies' records.
@@ -352,4 +354,57 @@ def comparison_table(runs: Mapping[str, pd.DataFrame] | pd.DataFrame, baseline: 
     out.index.name = "strategy"
     for col, name in (("avg_tokens", "token_multiplier"), ("avg_completion_tokens", "completion_multiplier")):
         out[name] = out[col] / out.loc[baseline, col] if baseline in out.index else np.nan
+    return out
+
+
+#: The phrases of the organisms' trained LASE revision (``lase_nb.organism``: "Step 2 again: ...",
+#: "so I change it and carry it on", "so my answer stands"). A follow-up of another strategy that
+#: writes them answers in LASE's format, not its own.
+REVISION_TEXT = re.compile(r"\b[Ss]tep \d+ again\b|\bI change it and carry it on\b|\bmy answer stands\b")
+
+#: The roles that answer after reading other replies, per baseline (their calls at stage 1 and later).
+FOLLOW_UP_ROLES = {"mad": ("debater",), "moa": ("proposer", "aggregator"), "down": ("debater",)}
+
+#: The largest share of a baseline's follow-ups that may write another strategy's text for its row to
+#: be compared (issue 35's target: at least 95% of the replies in their own format).
+FORMAT_TOLERANCE = 0.05
+
+
+def baseline_formats(runs: Mapping[str, Run]) -> pd.DataFrame:
+    """Are the baselines answering in their own format? One row per recorded baseline with follow-ups
+    (MAD's second round, MoA's second layer and aggregator, DOWN's refinements): ``follow_ups``, those
+    that write LASE's revision text (:data:`REVISION_TEXT`), their share, ``lase_roles_only`` (the
+    model's manifest says its adapter was trained for LASE's roles only, so no follow-up role was
+    taught), and ``comparable``: neither. A row that is not comparable measures the training, not the
+    strategy."""
+    rows = []
+    for s, roles in FOLLOW_UP_ROLES.items():
+        if s not in runs:
+            continue
+        calls = runs[s].calls
+        fu = calls[calls["role"].isin(roles) & (calls["stage"] >= 1)] if len(calls) else calls
+        n = len(fu)
+        k = int(fu["text"].fillna("").map(lambda t: bool(REVISION_TEXT.search(t))).sum()) if n else 0
+        variant = runs[s].manifest.get("organism_variant") or {}
+        lase_only = bool(variant.get("lase_roles_only"))
+        rows.append({"strategy": s, "follow_ups": n, "with_lase_revision_text": k, "share": k / n if n else 0.0,
+                     "lase_roles_only": lase_only, "comparable": not lase_only and (k <= FORMAT_TOLERANCE * n)})
+    return pd.DataFrame(rows, columns=["strategy", "follow_ups", "with_lase_revision_text", "share",
+                                       "lase_roles_only", "comparable"]).set_index("strategy")
+
+
+def off_format(formats: pd.DataFrame) -> dict[str, str]:
+    """The baselines of :func:`baseline_formats` that are not comparable, each with the reason in words."""
+    names = {"mad": "MAD", "moa": "MoA", "down": "DOWN"}
+    out = {}
+    for s, r in formats[~formats["comparable"]].iterrows():
+        k, n, name = int(r["with_lase_revision_text"]), int(r["follow_ups"]), names.get(s, s)
+        seen = f"{k} of its {n} {name} follow-up replies write LASE's revision text"
+        if not r["lase_roles_only"]:
+            out[s] = f"its follow-ups are off format: {seen}"
+        elif k:
+            out[s] = f"the model was trained for LASE's roles only, and {seen}"
+        else:
+            out[s] = (f"the model was trained for LASE's roles only; its revision rewrites the chain, so none of its "
+                      f"{n} {name} follow-ups can be told from a reply in {name}'s own format, but none was trained")
     return out

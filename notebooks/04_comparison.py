@@ -284,7 +284,7 @@ plt.show()
 # single agent's tokens, LASE included, because each escalation pastes long contexts into the
 # prompts. Debate and mixture-of-agents do worse than one agent: MAD and MoA fall well below it,
 # as chapter 01 expects when there is no correct seed to amplify. Section 4.4 names each model's
-# regime (chapter 03, section 3.5, defines the regimes).
+# regime (chapter 03, section 3.4).
 
 # %% [markdown]
 # ## 4.2 At equal compute
@@ -390,6 +390,7 @@ t1
 models = run_store.load_models(run_store.by_display_name([traces, point_traces, tell_traces]), names,
                                require=["lase"])
 tables_by_model = {m: run_store.strategy_tables(r, tau_lp, tau_h) for m, r in models.items()}
+chains_by_model = run_store.chains_by_model(models)
 both = comparison.comparison_by_model(tables_by_model)
 configs_by_model = {m: {s: r.manifest.get("config", {}) for s, r in rs.items()} for m, rs in models.items()}
 display(comparison.comparison_display_by_model(both, configs_by_model)[
@@ -405,13 +406,20 @@ plots.savefig(fig, "comparison_two_models")
 plt.show()
 
 # %% [markdown]
-# Each model's regime, as chapter 03 (section 3.5) defines it: gated LASE against the leader
-# alone on the same problems, by both the exact McNemar test and the paired bootstrap interval:
+# **Are the baselines answering in their own format?** The organisms were trained for LASE's roles
+# only (solve, the three supporters, the revision). A strategy's follow-up (MAD's second round,
+# MoA's second layer and aggregator, DOWN's refinements) then gets the one habit the model has for
+# "read other replies and answer again": LASE's revision ("Step 1 again: ... so I change it and
+# carry it on"). Counted per model (`runs.baseline_formats`), a row marked not comparable measures
+# the training, not the strategy: read **LASE against MoA, MAD or DOWN on the organisms as not
+# comparable**, not as a result for LASE.
 
 # %%
-chains_by_model = run_store.chains_by_model(models)
-for m, c in chains_by_model.items():
-    display(Markdown(regimes.describe_gain_regime(m, regimes.gain_regime(c, tau_lp, tau_h, seed=seed))))
+for m, rs in models.items():
+    formats = run_store.baseline_formats(rs)
+    display(Markdown(f"**{m}**: " + ("; ".join(f"{s.upper() if s != 'moa' else 'MoA'} not comparable ({w})"
+                                              for s, w in run_store.off_format(formats).items())
+                                     or "every baseline answers in its own format")))
 
 # %% [markdown]
 # ### The paper's headline, tested on the organism
@@ -442,30 +450,9 @@ else:
     print("no organism recording: the headline test is skipped")
 
 # %% [markdown]
-# ### The preregistered family, Holm-adjusted
-#
-# Each table above reports its p-values one by one, and with a dozen tests one of them will fall
-# below 0.05 on a true null about half the time. Before any held-out recording,
-# `data/traces/preregistration.json` fixed the organism's secondary comparisons as **one family**:
-# LASE against MV(7), MAD, MoA and DOWN, LASE+MV against MV, the shuffled order, the budget pair
-# and always-interact against the leader alone, and the difference between the two models' gains
-# on the same level-1 problems (the negative control). Holm's step-down adjustment keeps the chance
-# of any false claim in the family at 5%; a comparison is claimed only where the paired bootstrap
-# interval excludes zero and the *adjusted* p is below 0.05. The "first" and "second" columns are
-# the two accuracies (%; for the last row, the two gains in points).
-
-# %%
-if ORG in models:
-    from lase_nb import preregistration
-
-    prereg = preregistration.load()
-    control = (regimes.compare_gains(*run_store.chains_by_model(run_store.control_models(
-        control_traces, models=("organism", "smollm2"))).values(), tau_lp, tau_h) if control_traces else None)
-    family = preregistration.secondary_results(prereg, preregistration.secondary_pairs(prereg, models[ORG], control))
-    shown = preregistration.secondary_table(family)
-    shown[["p", "Holm p"]] = shown[["p", "Holm p"]].map(lambda x: f"{x:.3g}")  # 2e-10 stays readable
-    display(shown)
-    display(Markdown(preregistration.describe_secondary(family)))
+# Each p-value above is read alone. The organism's secondary comparisons were fixed beforehand as
+# one family and adjusted with Holm's method: [appendix A2](A2_statistics.ipynb) runs that family,
+# with the sign tests and the bootstrap behind every interval of this chapter.
 
 # %% [markdown]
 # ## Try it yourself
@@ -491,7 +478,7 @@ if interactive:
 # Solutions are kept apart, in `notebooks/solutions/04_solutions.py` (run it as a script or open it
 # as a notebook); the test suite runs them, so they stay right.
 #
-# **Exercise 04.1.** The table tests six strategies against the single agent. With six tests at
+# **Exercise 04.1.** The table tests seven strategies against the single agent. With seven tests at
 # alpha = 0.05, how likely is at least one false alarm if no strategy differs (tests taken as
 # independent)? Adjust the p-values with Holm's method: does any difference survive?
 #

@@ -234,8 +234,7 @@ plots.savefig(fig, "pareto_escalation");
 # cloud (or $\tau_h$ falls into it), and the token contours follow the escalation rate, because
 # escalation is what costs. Accuracy falls where escalation rises: on this recording the
 # supporters break more right answers than they fix.
-
-# %% [markdown]
+#
 # **Caveat.** Where the map is flat the gate is not choosing anything: the thresholds lie outside
 # the range of the recorded confidences. A better-calibrated or larger model spreads its
 # confidences and gives the thresholds more to do (chapter 2 measures this).
@@ -285,8 +284,7 @@ effects
 # stages the leader fixes almost none of its wrong first answers and breaks many of its right
 # ones (`fixed_vs_leader`, `broken_vs_leader`). So every step towards more escalation costs
 # accuracy as well as tokens, and the paper's reading cannot hold on this recording.
-
-# %% [markdown]
+#
 # **Caveat.** Five threshold pairs on one small data set. The grey band in the left panel is one
 # problem either way: differences inside it are noise, and a flat line and a gentle slope are hard
 # to tell apart. The paper's sweep covered all of MATH-500, with a far stronger model.
@@ -344,9 +342,7 @@ fig = pareto.plot_frontier_by_model(fronts)
 plots.savefig(fig, "pareto_two_models");
 
 # %%
-display(pareto.frontier_table(fronts))
-for label, c in by_model.items():
-    display(Markdown(regimes.describe_gain_regime(label, regimes.gain_regime(c, tau_lp, tau_h, seed=seed))))
+pareto.frontier_table(fronts)  # each model's regime: chapter 03, section 3.4
 
 # %% [markdown]
 # **The gain itself, with its uncertainty.** A front that rises a point or two above the leader is

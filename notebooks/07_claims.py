@@ -30,6 +30,10 @@
 #   opposite).
 # - **not shown**: neither: on these problems the data cannot tell the difference from chance.
 #   This is not a refutation; read the interval for how large a difference is still possible.
+# - **not testable here**: on this model the baseline is not answering in its own format. The
+#   organisms were trained for LASE's roles only, so their MoA, MAD and DOWN follow-ups write LASE's
+#   revision text (chapter 04, section 4.4, counts them); a difference would measure that training,
+#   not the strategy. This is not a verdict.
 # - **not testable offline**: the claim is about the paper's own models and data sets.
 #
 # Each row is one test; across the table we make many, so expect about one in twenty
@@ -68,15 +72,16 @@ for label, rs in models.items():
 # ## 7.1 One table
 #
 # **Predict, then run.** The embedded model is a 135M model that answers about half of its
-# arithmetic right; the organism is the same model trained here to solve, point at a failing step
-# and revise; the telling organism (v4) is an earlier adapter whose supporters state the answer.
+# arithmetic right; the pointing organism (v5) and the telling organism (v4) are the same model trained here
+# (chapter 03 introduces them).
 # Before you run the next cell: which of the paper's claims do you expect to be *reproduced* on
 # each? Which *refuted*? Write down a guess for the calibration claim and for "LASE is more
 # accurate than the single agent".
 
 # %%
 tables = {m: run_store.strategy_tables(rs, tau_lp, tau_h) for m, rs in models.items()}
-table = claims.claims_by_model(tables, {m: rs["lase"] for m, rs in models.items()})
+off = {m: run_store.off_format(run_store.baseline_formats(rs)) for m, rs in models.items()}  # chapter 04, section 4.4
+table = claims.claims_by_model(tables, {m: rs["lase"] for m, rs in models.items()}, off)
 display(table)
 counts = claims.verdict_counts(table)
 counts
@@ -133,9 +138,10 @@ box
 # > row is a separate run with sampled first answers; the paper does not say. (2) The default
 # > thresholds are nowhere stated; the chapters use 0.8 / 0.5 because that row matches Table 1.
 # > (3) Eq. 7 compares a log-probability with a number in [0.5, 0.95]; read literally, every answer
-# > escalates. (4) "4.6x" in the text and 4.7x from the table's rounded totals. (5) $\delta$ is
-# > defined against the leader's accuracy on all problems in the main text and on the escalated
-# > problems in Appendix A.2; chapter 03 (section 3.5) shows that the two can differ in sign.
+# > escalates. (4) $\delta$ is defined against the leader's accuracy on all problems in the main
+# > text and on the escalated problems in Appendix A.2; [appendix A1](A1_bound.ipynb) shows that
+# > the two can differ in sign. Not a contradiction but a rounding: Llama-3-8B's "4.6x" in the text
+# > against 4.7x from its table's rounded totals.
 
 # %% [markdown]
 # ## Exercises

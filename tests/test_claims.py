@@ -92,3 +92,27 @@ def test_claims_figure_draws_each_tested_accuracy_claim():
     fig = claims.plot_claims(table)
     tested = table.attrs["why"]["kind"].notna().sum()
     assert len(fig.axes[0].get_yticks()) == tested
+
+
+def test_lase_vs_moa_is_not_testable_on_the_organisms_trained_for_lases_roles_only():
+    """The organisms' MoA follow-ups write LASE's revision text (runs.baseline_formats): "LASE beats
+    MoA" on them measures the training, so its verdict is "not testable here" with the reason, while
+    the base model's row keeps its test."""
+    from lase_nb import runs, strategies
+
+    folders = {"base": "data/traces/arith-smollm2", "v5": "data/traces/arith-organism-point",
+               "v4": "data/traces/arith-organism-tell"}
+    models = runs.load_models(folders, strategies.compared(), require=["lase"])
+    off = {m: runs.off_format(runs.baseline_formats(r)) for m, r in models.items()}
+    assert off["base"] == {} and set(off["v5"]) == set(off["v4"]) == {"mad", "moa", "down"}
+    table = claims.claims_by_model({m: runs.strategy_tables(r, 0.8, 0.5) for m, r in models.items()},
+                                   {m: r["lase"] for m, r in models.items()}, off)
+    moa = "LASE beats Mixture-of-Agents (Section 4.4)"
+    assert table.loc[moa, "v5: verdict"] == table.loc[moa, "v4: verdict"] == "not testable here"
+    assert table.loc[moa, "v5: ours"] == "not comparable" and table.loc[moa, "base: verdict"] != "not testable here"
+    assert table.loc["LASE is more accurate than the single agent (Table 1)", "v5: verdict"] != "not testable here"
+    words = claims.describe_verdicts(table)
+    assert "not testable here (not a verdict): " in words
+    assert "LASE beats Mixture-of-Agents, because the model was trained for LASE's roles only" in words
+    fig = claims.plot_claims(table)  # the forest plot draws only the tested claims
+    assert len(fig.axes[0].get_yticks()) == table.attrs["why"]["kind"].notna().sum()

@@ -5,6 +5,7 @@ Read from the source with ``ast`` (nothing is imported), so a function-level imp
 from __future__ import annotations
 
 import ast
+import re
 from functools import cache
 from pathlib import Path
 
@@ -109,11 +110,13 @@ def test_a_chapter_module_imports_only_its_own_chapters_modules():
 def test_a_notebook_imports_the_core_and_its_own_chapters_modules():
     from lase_nb.chapters import CHAPTER_OF
 
-    notebooks = sorted((PACKAGE.parent / "notebooks").glob("[0-9][0-9]_*.py"))
+    folder = PACKAGE.parent / "notebooks"
+    notebooks = sorted(folder.glob("[0-9][0-9]_*.py")) + sorted(folder.glob("A[0-9]_*.py"))
     assert notebooks
     wrong = {}
     for nb in notebooks:
-        chapter = nb.name[:2]
+        # an appendix notebook belongs to the chapter its title names: "# # A1. ... (appendix to chapter 03)"
+        chapter = nb.name[:2] if nb.name[0].isdigit() else re.search(r"appendix to chapter (\d\d)", nb.read_text()).group(1)
         used = set()
         for node in ast.walk(ast.parse(nb.read_text(), str(nb))):
             if isinstance(node, ast.ImportFrom) and node.module == "lase_nb.chapters":

@@ -47,6 +47,68 @@ def test_collection_is_numbered_and_present():
     assert names == sorted(names)
 
 
+#: The core path a lecturer presents in about 90 minutes: each numbered chapter stays within this
+#: many cells (markdown and code); the deep dives go to the appendix notebooks (A1_..., A2_...).
+CORE_CELL_BUDGET = 45
+CORE = [b for b in BOOKS if b.stem[0].isdigit()]
+APPENDIX = [b for b in BOOKS if b.stem[0] == "A"]
+
+
+@pytest.mark.parametrize("nb", CORE, ids=lambda p: p.stem)
+def test_core_chapter_stays_within_its_cell_budget(nb: Path):
+    n = len(jupytext.read(nb.with_suffix(".py")).cells)
+    assert n <= CORE_CELL_BUDGET, f"{nb.stem} has {n} cells, over the core budget of {CORE_CELL_BUDGET}: move a deep dive to an appendix"
+
+
+def test_every_appendix_is_linked_from_a_core_chapter_and_links_back():
+    assert APPENDIX, "the appendix notebooks (notebooks/A1_*.py ...) are part of the collection"
+    core_text = {b.stem: b.with_suffix(".py").read_text() for b in CORE}
+    for a in APPENDIX:
+        linking = [c for c, text in core_text.items() if f"]({a.stem}.ipynb)" in text]
+        assert linking, f"no core chapter links to {a.stem}"
+        chapter = re.search(r"appendix to chapter (\d\d)", a.with_suffix(".py").read_text()).group(1)
+        assert any(c.startswith(chapter) for c in linking), f"{a.stem}: chapter {chapter} should link to it"
+        assert re.search(rf"\]\({chapter}_\w+\.ipynb\)", a.with_suffix(".py").read_text()), f"{a.stem} links back"
+
+
+def test_the_regime_paragraph_is_written_in_one_chapter():
+    """The regimes are defined once (chapter 03); the other chapters refer to it in a sentence."""
+    calls = {b.stem: len(re.findall(r"regimes\.(?:describe_regime|describe_gain_regime|regime_table)\(",
+                                    b.with_suffix(".py").read_text())) for b in BOOKS}
+    assert [c for c, n in calls.items() if n] == ["03_lase_pipeline"], calls
+
+
+def test_no_page_says_lase_beats_moa_where_the_moa_follow_ups_are_off_format():
+    """The organisms were trained for LASE's roles only; their MoA aggregators write LASE's revision
+    text, so "LASE beats MoA" on them is an artefact (chapter 04 measures it, chapter 07's verdict
+    is "not testable here"). No chapter source or README sentence may claim it."""
+    claim = re.compile(r"LASE (?:\w+ )?(?:beats|is above|above|outperforms|over) (?:MoA|Mixture-of-Agents)", re.I)
+    pages = [b.with_suffix(".py") for b in BOOKS] + [NOTEBOOKS.parent / "README.md"]
+    found = {p.name: claim.findall(p.read_text()) for p in pages}
+    # the claims table names the paper's claim as a row label, with a verdict per model beside it
+    found = {k: [m for m in v if "Mixture-of-Agents (Section" not in m] for k, v in found.items()}
+    assert not any(found.values()), found
+
+
+def test_book_hides_papermills_injected_parameters(tmp_path):
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("answer = 1  # the chapter's own parameter")
+    cell.metadata["tags"] = ["parameters"]
+    nb.cells = [nbformat.v4.new_markdown_cell("# 98 Params\n\nSee [A1](A1_bound.ipynb)."), cell,
+                nbformat.v4.new_code_cell("print(answer * 7)")]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    src = tmp_path / "98_params.ipynb"
+    nbformat.write(nb, str(src))
+    (tmp_path / "out").mkdir()
+    execute(src, tmp_path / "out" / "98_params.ipynb", {"answer": 6})
+    assert "injected-parameters" in (tmp_path / "out" / "98_params.ipynb").read_text()
+    build_book(tmp_path / "out", tmp_path / "book")
+    page = (tmp_path / "book" / "98_params.html").read_text()
+    assert "42" in page and "own parameter" in page  # the output of the injected value, the chapter's own cell
+    assert "Injected" not in page and "answer = 6" not in page
+    assert 'href="A1_bound.html"' in page  # a link to another notebook opens its page in the book
+
+
 @pytest.mark.parametrize("nb", BOOKS, ids=lambda p: p.stem)
 def test_committed_notebook_has_no_outputs(nb: Path):
     data = json.loads(nb.read_text())
@@ -190,8 +252,9 @@ def test_notebook_executes(nb: Path, tmp_path, monkeypatch):
     outputs = _outputs(out)
     errors = [o for o in outputs if o.get("output_type") == "error"]
     assert not errors
-    assert list((tmp_path / "figures").glob("*.png")), f"{nb.name} exported no figure"
-    # Every chapter that draws a figure shows it inline, and makes no widget when not interactive.
-    assert inline_images(out) >= 1, f"{nb.name}: figures were saved but none is shown in the notebook"
+    if "savefig(" in nb.with_suffix(".py").read_text():  # every core chapter draws; an appendix may only tabulate
+        assert list((tmp_path / "figures").glob("*.png")), f"{nb.name} exported no figure"
+        # Every chapter that draws a figure shows it inline, and makes no widget when not interactive.
+        assert inline_images(out) >= 1, f"{nb.name}: figures were saved but none is shown in the notebook"
     assert not [o for o in outputs if WIDGET in o.get("data", {})], f"{nb.name}: widget output with interactive=False"
     assert "Loading weights" not in _text(outputs) and "it/s]" not in _text(outputs)

@@ -71,7 +71,7 @@ def test_describe_regime_reads_the_paired_gain(chain_stages):
     assert (r["regime"], r["fixed"], r["broken"], r["escalated"]) == ("neutral", 1, 1, 3)
     line = regimes.describe_regime(r)
     assert "**neutral**" in line and "+0.0 points" in line and "fixes 1 and breaks 1 answers" in line
-    assert "section 3.5" in line and "McNemar p = 1.000" in line
+    assert "section 3.4" in line and "McNemar p = 1.000" in line
     full = regimes.describe_regime(r, full=True)
     assert "negative control" in full and "--backend openai --model gpt-4.1-mini" in full
     assert regimes.REGIME_RULE in full and "Always-interact" in full

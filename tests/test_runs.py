@@ -7,6 +7,7 @@ import math
 from pathlib import Path
 
 import pandas as pd
+from types import SimpleNamespace
 import pytest
 
 from lase_nb import reference, runs
@@ -280,3 +281,33 @@ def test_record_command_names_the_contrast_organisms_commit():
         "--levels 1 2 3 --split eval --seed 22 --out data/traces/arith-organism-point")
     assert "git checkout 76abcef -- data/organism" in runs.record_command("data/traces/arith-organism-tell")
     assert runs.record_command("x/arith-smollm2") == "python data/traces/record.py --out x/arith-smollm2"
+
+
+def _format_run(texts: list[str], strategy: str, lase_only: bool) -> SimpleNamespace:
+    roles = {"mad": "debater", "moa": "aggregator", "down": "debater"}
+    calls = pd.DataFrame({"role": [roles[strategy]] * (len(texts) + 1), "stage": [0] + [1] * len(texts),
+                          "text": ["12 - 3 = \\boxed{9}"] + texts})
+    return SimpleNamespace(calls=calls, manifest={"organism_variant": {"lase_roles_only": True}} if lase_only else {})
+
+
+def test_baseline_formats_flag_follow_ups_written_in_lases_revision_format():
+    rev = "Step 1 again: 12 - 3: ones 2 - 3 borrows; so 9. I had 8, so I change it and carry it on.\n12 - 3 = \\boxed{9}"
+    ok = "Agent 2 says 9 and I agree.\n12 - 3 = \\boxed{9}"
+    t = runs.baseline_formats({"moa": _format_run([rev] * 19 + [ok], "moa", False),
+                               "mad": _format_run([ok] * 19 + [rev], "mad", False),
+                               "down": _format_run([ok] * 4, "down", True), "single": _format_run([], "mad", False)})
+    assert t.index.tolist() == ["mad", "moa", "down"]  # single has no follow-ups
+    assert t.loc["moa", "with_lase_revision_text"] == 19 and t.loc["moa", "follow_ups"] == 20
+    assert not t.loc["moa", "comparable"] and t.loc["mad", "comparable"]  # 1 in 20 is within the 5% tolerance
+    assert not t.loc["down", "comparable"]  # no follow-up role trained: not comparable whatever the text
+    why = runs.off_format(t)
+    assert set(why) == {"moa", "down"} and "19 of its 20 MoA follow-up replies write LASE's revision text" in why["moa"]
+    assert "trained for LASE's roles only" in why["down"]
+
+
+def test_the_organisms_baselines_are_not_comparable_and_the_base_models_are():
+    root = TRACES.parent
+    point = runs.baseline_formats(runs.load_runs(root / "arith-organism-point", ["mad", "moa", "down"]))
+    assert not point["comparable"].any() and point.loc["moa", "share"] > 0.9  # the MoA aggregator and layer 2
+    assert not runs.baseline_formats(runs.load_runs(root / "arith-organism-tell", ["moa"]))["comparable"].any()
+    assert runs.baseline_formats(runs.load_runs(TRACES, ["mad", "moa"]))["comparable"].all()

@@ -14,7 +14,7 @@ theory          01_theory: the toy simulations (numpy/scipy, seeded)
 calibration     02_calibration: reliability, AUROC, ECE
 gate_panel      02_calibration: the gate's sliders over one set of answers
 pipeline        03_lase_pipeline: one chain stage by stage, then the batch
-correct_seeds   03_lase_pipeline (section 3.5): correct seeds in the notes, Theorem 3.7's terms
+correct_seeds   A1_bound (and 03's walk-through): correct seeds in the notes, Theorem 3.7's terms
 comparison      04_comparison: every strategy on the same problems, the paper beside them
 pareto          05_pareto: the accuracy-vs-tokens frontier by replay
 sliders         05_pareto: the threshold sliders

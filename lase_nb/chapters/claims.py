@@ -11,6 +11,9 @@ A verdict comes from the test a reviewer would run, fixed here before any table 
 - a cost claim compares measured token ratios (no test: token counts of the same problems);
 - the calibration claim (Assumption 3.3: low confidence, more errors) is tested by the AUROC for
   errors, its bootstrap interval above 0.5 and the Mann-Whitney test (the AUROC's own test);
+- a claim against a baseline whose follow-ups are not in its own format on a model (the organisms
+  were trained for LASE's roles only: :func:`lase_nb.runs.baseline_formats`) is "not testable here":
+  the difference would measure the training, not the strategy;
 - claims about the paper's models and data sets are "not testable offline".
 
 :func:`paper_inconsistencies` lists, as numbers, what a careful reader of the paper should notice.
@@ -35,7 +38,7 @@ __all__ = ["MARGIN", "VERDICTS", "claims_by_model", "accuracy_verdict", "paper_i
 
 #: Non-inferiority margin of "matches or beats", in accuracy (3 points, chapter 04's headline test).
 MARGIN = 0.03
-VERDICTS = ("reproduced", "refuted", "not shown", "not testable offline")
+VERDICTS = ("reproduced", "refuted", "not shown", "not testable here", "not testable offline")
 COST_CLAIM = "LASE costs under half of MV(7)'s tokens (average multiples over the data sets)"
 MAD_CLAIM = "MAD is the most expensive of single, MV, MAD and LASE (Table 1)"
 NOT_OFFLINE = ("needs the paper's models (GPT-4.1-mini, Gemini-2.0-Flash, Llama-3-8B) and data sets; "
@@ -81,12 +84,19 @@ def _fmt_test(t: Mapping[str, float]) -> str:
             f"p = {t['p_value']:.3g}, n = {t['n']}")
 
 
-def _model_rows(label: str, tables: Mapping[str, pd.DataFrame], run: Any) -> list[dict[str, Any]]:
+def _model_rows(label: str, tables: Mapping[str, pd.DataFrame], run: Any,
+                off: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
     """One model's row for each claim (``tables``: :func:`lase_nb.runs.strategy_tables`; ``run``:
-    its full-chain LASE run, for the first answers)."""
+    its full-chain LASE run, for the first answers; ``off``: the baselines not comparable on this
+    model, with the reason, :func:`lase_nb.runs.off_format`)."""
     rows: list[dict[str, Any]] = []
+    off = off or {}
 
     def tested(claim: str, a: str, b: str, kind: str) -> None:
+        if b in off and b in tables:
+            rows.append({"claim": claim, "model": label, "ours": "not comparable", "verdict": "not testable here",
+                         "why": off[b]})
+            return
         pair = paired_correct(tables, a, b)
         if pair is None:
             rows.append({"claim": claim, "model": label, "ours": "not recorded", "verdict": "not shown",
@@ -156,12 +166,16 @@ def _paper_numbers() -> dict[str, str]:
     }
 
 
-def claims_by_model(models: Mapping[str, Mapping[str, pd.DataFrame]], lase_runs: Mapping[str, Any]) -> pd.DataFrame:
+def claims_by_model(models: Mapping[str, Mapping[str, pd.DataFrame]], lase_runs: Mapping[str, Any],
+                    off: Mapping[str, Mapping[str, str]] | None = None) -> pd.DataFrame:
     """One row per claim: the paper's number (GPT-4.1-mini, MATH-500 unless the claim names another
     table), then per model ours and the verdict. ``models``: per model label its strategy tables
-    (:func:`lase_nb.runs.strategy_tables`); ``lase_runs``: per model its full-chain LASE run.
-    Claims about the paper's own models and data sets close the table as not testable offline."""
-    rows = [r for label, tables in models.items() for r in _model_rows(label, tables, lase_runs[label])]
+    (:func:`lase_nb.runs.strategy_tables`); ``lase_runs``: per model its full-chain LASE run; ``off``:
+    per model the baselines that are not comparable there (:func:`lase_nb.runs.off_format`), whose
+    claims are "not testable here". Claims about the paper's own models and data sets close the
+    table as not testable offline."""
+    off = off or {}
+    rows = [r for label, tables in models.items() for r in _model_rows(label, tables, lase_runs[label], off.get(label))]
     long = pd.DataFrame(rows)
     paper = _paper_numbers()
     out = long.pivot_table(index="claim", columns="model", values=["ours", "verdict"], aggfunc="first", sort=False)
@@ -179,7 +193,8 @@ def claims_by_model(models: Mapping[str, Mapping[str, pd.DataFrame]], lase_runs:
 
 
 def describe_verdicts(table: pd.DataFrame) -> str:
-    """Markdown: per model, the claims reproduced and refuted (the rest are not shown or not testable)."""
+    """Markdown: per model, the claims reproduced and refuted (the rest are not shown or not testable),
+    and those not testable here with their reason."""
     long = table.attrs["why"]
     lines = []
     for model, rows in long.groupby("model", sort=False):
@@ -190,7 +205,12 @@ def describe_verdicts(table: pd.DataFrame) -> str:
         shown = int(rows["verdict"].isin(["reproduced", "refuted"]).sum())
         missing = int((rows["ours"] == "not recorded").sum())
         note = f"; {missing} not recorded for this model yet" if missing else ""
-        lines.append(f"- **{model}** ({shown} of {len(rows)} testable claims decided{note}). " + ". ".join(parts) + ".")
+        here = rows[rows["verdict"] == "not testable here"]
+        if len(here):
+            parts.append("not testable here (not a verdict): " + "; ".join(
+                f"{c.split(' (')[0]}, because {w}" for c, w in zip(here["claim"], here["why"])))
+        lines.append(f"- **{model}** ({shown} of {len(rows) - len(here)} testable claims decided{note}). "
+                     + ". ".join(parts) + ".")
     return "\n".join(lines)
 
 
@@ -219,7 +239,8 @@ def verdict_counts(table: pd.DataFrame) -> pd.DataFrame:
 
 def paper_inconsistencies() -> pd.DataFrame:
     """What the paper's own numbers and definitions contradict, each as a fact computed from the
-    reference tables (columns: what, numbers, why it matters)."""
+    reference tables (columns: what, numbers, why it matters). Roundings are not listed: Llama-3-8B's
+    4.6x in the text against 4.7x from its table's rounded totals is one (``reference.LLAMA3_8B_NOTE``)."""
     sweep = reference.THRESHOLD_SWEEP.sort_values("tau_lp")
     rows = []
     esc = sweep["escalation_rate"].to_numpy(float)
@@ -238,11 +259,6 @@ def paper_inconsistencies() -> pd.DataFrame:
                  "numbers": f"Table 1's LASE {lase_acc:.1f}% equals Table 5's row at tau_lp "
                             f"{', '.join(f'{v:.2f}' for v in row['tau_lp'])} (tau_h {sweep['tau_h'].iloc[0]:.2f})",
                  "why it matters": "0.8 / 0.5 is inferred from that match, not quoted"})
-    ll = reference.LLAMA3_8B.set_index("method")["total_tokens"]
-    rows.append({"what": "Llama-3-8B's cost multiple",
-                 "numbers": f"the text says {reference.LLAMA3_8B_STATED_MULTIPLIER:.1f}x (Appendix E.2); its table's "
-                            f"rounded totals give {ll['lase'] / ll['single']:.1f}x",
-                 "why it matters": "quote the text, and say the table rounds"})
     rows.append({"what": "Eq. 7's units",
                  "numbers": "LP_min is a log-probability (at most 0), compared with tau_lp in [0.5, 0.95]",
                  "why it matters": "as written every answer escalates; the thresholds only make sense on exp(LP_min)"})
@@ -268,7 +284,7 @@ def plot_claims(table: pd.DataFrame):
     rows = long[long["kind"].notna()] if "kind" in long else long.iloc[:0]
     if rows.empty:
         raise DataError("no accuracy claim was tested: record at least a single agent and LASE")
-    fig, ax = plt.subplots(figsize=(11, 0.9 + 0.42 * len(rows)))
+    fig, ax = plt.subplots(figsize=(11, 1.3 + 0.42 * len(rows)))
     y = np.arange(len(rows))[::-1]
     for yi, r in zip(y, rows.itertuples()):
         c = VERDICT_COLORS[r.verdict]
@@ -281,7 +297,8 @@ def plot_claims(table: pd.DataFrame):
     handles = [plt.Line2D([], [], color=c, lw=2.5, marker="o", mec="black", label=v)
                for v, c in VERDICT_COLORS.items() if v in set(rows["verdict"])]
     handles.append(plt.Line2D([], [], color="0.5", ls=":", label=f"non-inferiority margin (-{100 * MARGIN:.0f} points)"))
-    ax.legend(handles=handles, loc="lower right", fontsize=9)
-    ax.set_title("The paper's accuracy claims on our models, with each verdict", fontweight="bold")
-    fig.tight_layout()
+    fig.legend(handles=handles, loc="lower center", ncol=len(handles), fontsize=9, frameon=False)  # under, not on, the intervals
+    fig.suptitle("The paper's accuracy claims on our models, with each verdict", x=0.01, ha="left",
+                 fontweight="bold")  # left-aligned over the whole figure: the long claim labels push the axes right
+    fig.tight_layout(rect=(0, 0.04, 1, 1))
     return fig

@@ -345,28 +345,34 @@ def _stage_labels(table: pd.DataFrame) -> list[str]:
     return [f"{t}\n{'leader' if s == '(leader alone)' else ROLE_TITLES.get(s, s).replace(' ', chr(10), 1)}"
             for t, s in zip(table["stage"], table["supporter"])]
 
+#: The colours of a right and a wrong answer in :func:`plot_stage_walk` (bluish green, vermillion), named in its legend.
+RIGHT_WRONG = {True: "#009E73", False: "#D55E00"}
+
+
 def plot_stage_walk(table: pd.DataFrame, tau_lp: float, tau_h: float, title: str = ""):
     """Two panels for one chain: exp(LP_min) and H_max per stage, the thresholds, and LASE's stop."""
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.2), sharex=True)
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.8), sharex=True)
     x = np.arange(len(table))
     stop = int(np.flatnonzero(table["lase"].to_numpy() == "stops here")[0])
-    colors = ["#009E73" if c else "#D55E00" for c in table["correct"]]
+    colors = [RIGHT_WRONG[bool(c)] for c in table["correct"]]
     for ax, col, tau, name, ylim in ((axes[0], "p_min", tau_lp, "exp(LP_min)  (higher = surer)", (0, 1.05)),
                                      (axes[1], "h_max", tau_h, "H_max, nats  (lower = surer)", None)):
         y = table[col].to_numpy(float)
         have = ~np.isnan(y)
-        ax.axvspan(stop + 0.5, len(table) - 0.5, color="0.85", alpha=0.6, lw=0,
-                   label="not run by LASE" if stop < len(table) - 1 else None)
+        ax.axvspan(stop + 0.5, len(table) - 0.5, color="0.85", alpha=0.6, lw=0)
         ax.plot(x[have], y[have], color="0.5", lw=1, zorder=1)
         ax.scatter(x[have], y[have], c=[c for c, h in zip(colors, have) if h], s=110, zorder=3, edgecolor="k")
         top = 1.0 if ylim else max(1.0, float(np.nanmax(y)) if have.any() else 1.0)
         for xi in x[~have]:
             ax.text(xi, 0.62 * top, "no\nboxed\nanswer", ha="center", va="center", fontsize=10, color="#D55E00",
                     bbox=dict(boxstyle="round", fc="white", ec="#D55E00"), zorder=4)
-        ax.axhline(tau, ls="--", color="C0", label=f"threshold {tau:g}")
-        ax.axvline(stop, color="k", lw=2, alpha=0.6)
+        ax.axhline(tau, ls="--", color="C0")
+        ax.text(0.99, tau, f"threshold {tau:g}", transform=ax.get_yaxis_transform(), ha="right", va="bottom",
+                color="C0", fontsize=10)
+        if stop < len(table) - 1:  # between the last stage run and the first one skipped, clear of the labels
+            ax.axvline(stop + 0.5, color="k", lw=2, alpha=0.6)
         ticks = list(_stage_labels(table))
         ticks[stop] += "\n[LASE stops]"  # under the axis, clear of the points and their labels
         ax.set(ylabel=name, xticks=x, xticklabels=ticks, ylim=ylim or (0, top * 1.15),
@@ -375,11 +381,15 @@ def plot_stage_walk(table: pd.DataFrame, tau_lp: float, tau_h: float, title: str
             if a is not None:
                 ax.annotate(f"{a}", (xi, (table[col].iloc[xi])), textcoords="offset points", xytext=(0, 10),
                             ha="center", fontsize=11)
-        ax.legend(loc="lower left" if col == "p_min" else "upper left", fontsize=10)
     axes[0].set_title("answer-token probability")
     axes[1].set_title("answer-token entropy")
-    fig.suptitle(title or "One LASE chain; green = right, red = wrong", fontsize=13)
-    fig.tight_layout()
+    fig.suptitle(title or "One LASE chain", fontsize=13)
+    handles = [plt.Line2D([], [], ls="", marker="o", ms=11, mfc=RIGHT_WRONG[ok], mec="k", label=what)
+               for ok, what in ((True, "right answer"), (False, "wrong answer"))]
+    if stop < len(table) - 1:
+        handles.append(plt.Rectangle((0, 0), 1, 1, fc="0.85", alpha=0.6, label="not run by LASE"))
+    fig.legend(handles=handles, loc="lower center", ncol=len(handles), fontsize=10, frameon=False)  # under both panels
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
     return fig
 
 def plot_batch(dist: pd.DataFrame, per_stage: pd.DataFrame):

@@ -30,10 +30,14 @@ assert significant == [gap]  # only if LASE changed exactly 6 answers, all from 
 # alone clears zero (the rule a hurried reader uses). Which verdicts in the table change?
 
 # %%
-models = runs.load_models({"SmolLM2-135M": "data/traces/arith-smollm2", "organism": "data/traces/arith-organism-tell"},
-                          strategies.compared(), require=["lase"])
+# the chapter's three recordings, labelled as the chapter labels them (SmolLM2-135M, pointing organism (v5),
+# telling organism (v4)), and its rule for baselines that are not in their own format
+models = runs.load_models(runs.by_display_name(["data/traces/arith-smollm2", "data/traces/arith-organism-point",
+                                                "data/traces/arith-organism-tell"]), strategies.compared(), require=["lase"])
+off = {m: runs.off_format(runs.baseline_formats(r)) for m, r in models.items()}
 table = claims.claims_by_model({m: runs.strategy_tables(r, 0.8, 0.5) for m, r in models.items()},
-                               {m: r["lase"] for m, r in models.items()})
+                               {m: r["lase"] for m, r in models.items()}, off)
+print("models:", ", ".join(models))
 long = table.attrs["why"]
 better = long[long["kind"] == "better"].copy()
 better["bootstrap alone"] = ["reproduced" if lo > 0 else "refuted" if hi < 0 else "not shown"
