@@ -21,7 +21,7 @@
 # **What you will see.** One word problem sent to a model; its reply with the answer tokens
 # picked out; for each answer token its probability and the entropy of the distribution it was
 # drawn from; and the two numbers the gate reads, with the verdict "sure" or "unsure" at the
-# paper's thresholds. A bar chart shows where in the reply the uncertainty sits.
+# defaults inferred from the paper (it states none; 0.8 / 0.5 matches its Table 1). A bar chart shows where in the reply the uncertainty sits.
 #
 # **What you will learn.** How to ask a model one question through `lase_nb`, where its final
 # answer sits among the generated tokens, and the two confidence numbers that LASE gates on:
@@ -182,7 +182,7 @@ if gen.tokens:
 # **What this shows.** The model's answer, whether it was boxed, and the two numbers LASE uses.
 # With the embedded model and the default question, the reply restates the question and then
 # boxes a number it never computed, and the model hesitates on exactly that token: its top
-# alternatives split the probability, so `exp(LP_min)` is far below the paper's threshold of 0.8
+# alternatives split the probability, so `exp(LP_min)` is far below the inferred default threshold of 0.8
 # and LASE would call its supporters. This is the case the gate is built for. The opposite case
 # is common too: small models are often *confidently wrong*, and a high answer-token probability
 # does not guarantee a right answer. How well these numbers separate right from wrong answers

@@ -219,9 +219,10 @@ else:
     print("no organism recording (point_traces=None): the Appendix-H cases are skipped")
 
 # %% [markdown]
-# ## 6.3 Weak models escalate more, and pay more
+# ## 6.3 Do weaker models escalate more?
 #
-# A weaker model is unsure more often, so the gate sends more problems to the supporters. We read
+# The expectation (the paper's, and chapter 01's) is that a weaker model is unsure more often, so
+# the gate sends more problems to the supporters. We test it
 # it two ways: **across problem levels** (1 to 3 arithmetic steps; harder problems make the same
 # model relatively weaker) and **across models** (the embedded model against the organism). The
 # default recording has one level, so its figure shows that level alone; the organism's recording,
