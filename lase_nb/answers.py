@@ -41,6 +41,7 @@ __all__ = [
     "extract_choice",
     "extract_number",
     "extract_answer",
+    "extract_stated",
     "find_boxed_spans",
     "strip_boxed",
     "grade",
@@ -292,20 +293,33 @@ def reply_states(text: str | None, answer: str | None, kind: str) -> bool:
     return any(grade(m.group(0), answer, KIND_NUMBER) for m in _NUMBER_IN_TEXT_RE.finditer(text))
 
 
+#: "The answer is 50", "Final answer: $3/4$": an answer stated in words, the number right after.
+_STATED_RE = re.compile(rf"(?i)\banswer\s*(?:is|:|=)\s*:?\s*\$?\s*(?P<value>{_NUMBER_IN_TEXT_RE.pattern})")
+
+
+def extract_stated(text: str) -> Extracted | None:
+    """The first number stated as "the answer is N" (or "answer: N") in ``text``, and its span."""
+    m = _STATED_RE.search(text) if isinstance(text, str) else None
+    return Extracted(m.group("value"), m.start("value"), m.end("value")) if m else None
+
+
 def extract_answer(
-    text: str, kind: str, fallback: bool = False, n_choices: int | None = None
+    text: str, kind: str, fallback: bool = False, n_choices: int | None = None, stated: bool = False
 ) -> Extracted | None:
     """Extract the answer of a response for a problem ``kind`` (``math``, ``number``, ``choice``).
 
     By default only the final boxed answer counts (for choices: the letter inside it). For a
     number problem, a box holding an equation (``\\boxed{2 + 3 = 5}``) gives its right-hand side,
     and the span (the tokens the confidence is read from) is that side alone. With
+    ``stated=True`` a response without a box may give its answer in words, "The answer is 50"
+    (:func:`extract_stated`; for choices "the answer is (B)"): the answer-extraction step reads
+    its reply so, since a small model asked for the answer alone often writes it that way. With
     ``fallback=True`` a response without a box may still give an answer: "the answer is (B)" for
     choices, the last number for number and math problems.
     """
     _check_kind(kind)
     if kind == KIND_CHOICE:
-        return extract_choice(text, n_choices=n_choices, fallback=fallback)
+        return extract_choice(text, n_choices=n_choices, fallback=fallback or stated)
     got = extract_boxed(text)
     if got is not None and kind == KIND_NUMBER and "=" in got.text:
         rhs = got.text.rsplit("=", 1)[1]
@@ -314,6 +328,8 @@ def extract_answer(
         if value:
             start = got.start + len(got.text) - len(rhs) + lead
             got = Extracted(value, start, start + len(value))
+    if got is None and stated:
+        got = extract_stated(text)
     if got is None and fallback:
         got = extract_number(text)
     return got

@@ -82,8 +82,10 @@ def _examples(args) -> int:
 
 def cmd_ask(args) -> int:
     """One question through the pipeline's own single-agent step: the reply, then (when it has no
-    ``\\boxed{}``) the answer-extraction step, exactly as ``run`` and LASE's leader do."""
-    from .confidence import measure
+    ``\\boxed{}``) the answer-extraction step, exactly as ``run`` and LASE's leader do; then the
+    answer's confidence (or why there is none) and what LASE's gate at its default thresholds would do."""
+    from .answers import extract_answer, extract_boxed
+    from .confidence import is_uncertain, measure
     from .runner import run_episode
     from .strategies import EXTRACT_ROLE, StrategyConfig, single
     from .types import Problem
@@ -100,26 +102,52 @@ def cmd_ask(args) -> int:
     if rest:
         _, xgen = rest[-1]
         print(f"extraction step:   {xgen.text.strip()}")
-        if result.answer is None:
-            source = "nothing: the extraction step wrote a value the reply never states"
-        else:
+        if result.answer is not None:
             source = "the answer-extraction step (the reply has no \\boxed{})"
             gen = xgen
+        elif extract_answer(xgen.text, problem.kind, stated=True) is None:
+            source = "nothing: the reply has no \\boxed{} and the extraction step wrote no answer"
+        else:
+            source = "nothing: the extraction step wrote a value the reply never states"
     elif result.answer is None:
         source = "nothing: no \\boxed{} in the reply" + ("" if cfg.extract_answers else " (--no-extract)")
-    conf = measure(gen, problem.kind)
+    conf = measure(gen, problem.kind, stated=bool(rest)) if gen.tokens is not None else None
     print(f"answer:            {result.answer if result.answer is not None else '(none)'}   from {source}")
-    if conf.lp_min is not None:
+    if conf is not None and result.answer is not None and conf.lp_min is not None:
         print(f"exp(LP_min):       {math.exp(conf.lp_min):.4f}   (lowest answer-token probability)")
         print(f"H_max:             {conf.h_max:.4f} nats   (entropy: {conf.estimator})")
         print(f"answer tokens:     {conf.n_answer_tokens}, read from the {'extraction' if rest else 'reply'} call")
-    elif result.answer is not None:
+    elif result.answer is None:
+        print("exp(LP_min), H_max: not measured (no answer to read them from)")
+    elif conf is None:
         print("exp(LP_min), H_max: not measurable (no log-probabilities on the answer tokens from this backend)")
+    else:
+        print("exp(LP_min), H_max: not measurable (the answer's text matches no returned token)")
+    d = StrategyConfig()
+    sure = result.answer is not None and conf is not None and not is_uncertain(conf, d.tau_lp, d.tau_h)
+    print(f"LASE's gate:       {'sure' if sure else 'unsure'} at its defaults (tau_lp {d.tau_lp:g}, tau_h {d.tau_h:g}): "
+          + ("the leader's answer stands" if sure else "it would call the supporters"))
     for c, g in made:
         role = "extraction" if c.role == EXTRACT_ROLE else "reply"
         print(f"tokens ({role}):{' ' * (10 - len(role))}prompt {g.prompt_tokens}, completion {g.completion_tokens}"
               f"   ({g.backend}:{g.model}{', cached' if g.cached else ''}, {g.latency_s:.2f} s)")
+    if extract_boxed(made[0][1].text) is None and cfg.examples < len(prompts_examples()):
+        print(no_box_hint(1, 1, cfg.examples))
     return 0
+
+
+def prompts_examples() -> list:
+    """The worked examples a prompt may carry (``--examples`` counts them)."""
+    from .prompts import WORKED_EXAMPLES
+    return list(WORKED_EXAMPLES["number"])
+
+
+def no_box_hint(unboxed: int, replies: int, examples: int) -> str:
+    """The line that says replies carried no ``\\boxed{}`` answer and what helps."""
+    most = len(prompts_examples())
+    return (f"note: {unboxed} of {replies} {'reply' if replies == 1 else 'replies'} carried no \\boxed{{}} answer "
+            f"(with {examples} worked example{'' if examples == 1 else 's'}); a small model learns the format "
+            f"from worked examples: pass --examples {most}")
 
 
 def _strategy_config(args):
@@ -172,7 +200,20 @@ def cmd_run(args) -> int:
     traces.write_run(out, results, problems, manifest)
     print(summary_table(out).to_string())
     print(f"\nwrote {out} ({engine.stats.model_calls} model calls, {engine.stats.cache_hits} from cache)")
+    unboxed, replies = unboxed_replies(results)
+    if unboxed and cfg.examples < len(prompts_examples()):
+        print(no_box_hint(unboxed, replies, cfg.examples))
     return 0
+
+
+def unboxed_replies(results) -> tuple[int, int]:
+    """(graded replies without a ``\\boxed{}`` answer, graded replies) over a run's calls; graded
+    replies are every call but the supporters' notes and the answer-extraction steps."""
+    from .answers import extract_boxed
+    from .prompts import SUPPORTERS
+    from .strategies import EXTRACT_ROLE
+    graded = [c for r in results for c in r.calls if c.role != EXTRACT_ROLE and c.role not in SUPPORTERS]
+    return sum(extract_boxed(c.text) is None for c in graded), len(graded)
 
 
 def _missing_dirs(path: Path) -> list[Path]:

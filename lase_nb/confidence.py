@@ -131,16 +131,17 @@ class Confidence:
         return None if self.lp_min is None else math.exp(self.lp_min)
 
 
-def measure(gen: Generation, kind: str, fallback: bool = False, n_choices: int | None = None) -> Confidence:
+def measure(gen: Generation, kind: str, fallback: bool = False, n_choices: int | None = None,
+            stated: bool = False) -> Confidence:
     """Extract the answer of ``gen`` and measure ``LP_min`` and ``H_max`` over its tokens.
 
     Raises :class:`~lase_nb.errors.LogprobsUnavailable` when ``gen`` carries no tokens. Extraction
-    is boxed-only unless ``fallback`` (see :func:`lase_nb.answers.extract_answer`). A nan among
+    is boxed-only unless ``stated`` or ``fallback`` (see :func:`lase_nb.answers.extract_answer`). A nan among
     the answer tokens' log-probs or entropies propagates (and counts as uncertain).
     """
     if gen.tokens is None or (not gen.tokens and gen.text):  # an empty reply has no answer, not no logprobs
         raise LogprobsUnavailable(gen.backend, gen.model)
-    got = extract_answer(gen.text, kind, fallback=fallback, n_choices=n_choices)
+    got = extract_answer(gen.text, kind, fallback=fallback, n_choices=n_choices, stated=stated)
     if got is None:
         return Confidence(None, None, None, 0, gen.entropy_estimator or ESTIMATOR)
     idx = answer_token_indices(gen, got.span)

@@ -216,15 +216,16 @@ class ProblemResult:
 NO_ANSWER = Confidence(None, None, None, 0, "none")
 
 
-def _confidence(gen: Generation, kind: str, required: bool) -> Confidence:
-    """Answer confidence; without logprobs it is an error only when a gate needs it."""
+def _confidence(gen: Generation, kind: str, required: bool, stated: bool = False) -> Confidence:
+    """Answer confidence; without logprobs it is an error only when a gate needs it. ``stated``:
+    also read "The answer is N" (the answer-extraction step's reply)."""
     try:
-        return measure(gen, kind)
+        return measure(gen, kind, stated=stated)
     except LogprobsUnavailable:
         if required:
             raise
         from .answers import extract_answer
-        ex = extract_answer(gen.text, kind)
+        ex = extract_answer(gen.text, kind, stated=stated)
         return Confidence(ex.text if ex else None, None, None, 0, "none")
 
 
@@ -301,7 +302,7 @@ def _answers(problem: Problem, cfg: StrategyConfig, calls: list[Call], gens: lis
                        cfg.extract_params(calls[i].params.sample), agent=calls[i].agent) for i in need]
         xgens = yield xcalls
         for i, xcall, xgen in zip(need, xcalls, xgens):
-            found = _confidence(xgen, problem.kind, required)
+            found = _confidence(xgen, problem.kind, required, stated=True)
             if found.answer is not None and not reply_states(gens[i].text, found.answer, problem.kind):
                 found = NO_ANSWER  # the step wrote a value the reply never reached: not the reply's answer
             graded[i] = found

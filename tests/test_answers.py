@@ -344,3 +344,20 @@ def test_an_equation_in_the_box_yields_its_right_hand_side() -> None:
     assert got.text == "5" and text[got.start:got.end] == "5"  # the span is the value alone
     assert extract_answer("\\boxed{17 \\times 4 = 68}", "number").text == "68"
     assert extract_answer("\\boxed{x = 5}", "math").text == "x = 5"  # math answers may be equations
+
+
+@pytest.mark.parametrize("text, value", [
+    ("The answer is 18.", "18"),
+    ("The final answer is: $50$. To find it we add", "50"),
+    ("Answer: 3/4", "3/4"),
+    ("So the answer is 1,234, not 5.", "1,234"),
+])
+def test_the_extraction_step_reads_an_answer_stated_in_words(text, value):
+    got = extract_answer(text, "number", stated=True)
+    assert got is not None and got.text == value and text[got.start:got.end] == value
+    assert extract_answer(text, "number") is None  # a reply is still graded on its box alone
+
+
+def test_a_stated_answer_gives_way_to_a_box_and_needs_the_phrase():
+    assert extract_answer("answer is 6, so \\boxed{5}", "number", stated=True).text == "5"
+    assert extract_answer("we get 7 in the end", "number", stated=True) is None

@@ -234,6 +234,7 @@ def test_run_and_sweep_over_the_openai_wire_server(tmp_path, capsys):
     assert all(r["correct"] and r["stop_stage"] == 1 for r in rows)
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["base_url"] == srv.base_url and manifest["n"] == 4
+    assert "carried no \\boxed{}" not in stdout  # the oracle boxes every answer
     rc, stdout, err = run_cli(capsys, "sweep", str(out), "--tau-lp", "0.2", "0.9")
     assert rc == 0, err
     assert (out / "sweep.csv").exists()
@@ -395,3 +396,48 @@ def test_run_split_reaches_the_problems_and_the_manifest(tmp_path, capsys):
     manifest = json.loads((tmp_path / "r" / "manifest.json").read_text())
     assert manifest["split"] == "eval"
     assert sorted(problems_from_manifest(manifest)) == sorted(p.id for p in probs)
+
+
+def _small_model(messages, params):
+    """A small model through an API, zero-shot: it states its answer in words and never boxes it."""
+    from lase_nb import prompts
+
+    if messages[-1]["content"] == prompts.EXTRACT_REQUEST:
+        return Reply("The answer is 50. To find the answer we add", 0.97)
+    return Reply("Sara had 30 and got 20 more, so she has 50 now.", 0.9)
+
+
+def test_ask_reads_a_stated_answer_and_says_what_the_gate_would_do(tmp_path, capsys):
+    with OpenAIWireServer(responder=_small_model) as srv:
+        rc, out, err = run_cli(capsys, "ask", "Sara has 30 and gets 20 more. How many?", "--backend", "openai",
+                               "--base-url", srv.base_url, "--cache", str(tmp_path / "c.sqlite"))
+        assert rc == 0, err
+        assert srv.request_count == 2
+    assert "answer:            50   from the answer-extraction step" in out
+    assert "exp(LP_min):       0.9700" in out and "read from the extraction call" in out
+    assert "LASE's gate:       sure at its defaults (tau_lp 0.8" in out and "answer stands" in out
+    assert "1 of 1 reply carried no \\boxed{} answer (with 0 worked examples)" in out and "--examples 2" in out
+
+
+def test_ask_says_why_there_is_no_answer_and_no_confidence(tmp_path, capsys):
+    def rambles(messages, params):
+        return Reply("Let me think about the stickers again.", 0.6)
+
+    with OpenAIWireServer(responder=rambles) as srv:
+        rc, out, err = run_cli(capsys, "ask", "What is 2 + 3?", "--backend", "openai", "--base-url", srv.base_url,
+                               "--cache", str(tmp_path / "c.sqlite"))
+        assert rc == 0, err
+    assert "(none)   from nothing: the reply has no \\boxed{} and the extraction step wrote no answer" in out
+    assert "exp(LP_min), H_max: not measured (no answer to read them from)" in out
+    assert "LASE's gate:       unsure" in out and "call the supporters" in out
+
+
+def test_run_says_when_replies_carry_no_box(tmp_path, capsys):
+    with OpenAIWireServer(responder=_small_model) as srv:
+        rc, out, err = run_cli(capsys, "run", "--strategy", "single", "--backend", "openai", "--base-url",
+                               srv.base_url, "--n", "3", "--out", str(tmp_path / "run"),
+                               "--cache", str(tmp_path / "c.sqlite"), "--quiet")
+        assert rc == 0, err
+    calls = [json.loads(l) for l in (tmp_path / "run" / "calls.jsonl").read_text().splitlines()]
+    assert "3 of 3 replies carried no \\boxed{} answer" in out and "--examples 2" in out
+    assert [c["p_min"] for c in calls if c["role"] == "extract"] == [pytest.approx(0.97)] * 3
