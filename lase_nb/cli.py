@@ -27,9 +27,13 @@ def _backend_args(p: argparse.ArgumentParser) -> None:
                    "organism (the default model with the trained adapter of data/organism), a model folder or a .gguf")
     p.add_argument("--base-url", default=None, help="OpenAI-compatible server URL (vLLM, llama.cpp, Ollama)")
     p.add_argument("--concurrency", type=int, default=8, help="API calls in flight at once")
-    p.add_argument("--timeout", type=float, default=None, help="API backends: seconds per HTTP attempt (default 60)")
+    p.add_argument("--timeout", type=float, default=None,
+                   help="API backends: seconds one call may take at the server (default 60); an attempt sent "
+                        "with k others may wait k + 1 times that, its turn in the server's queue")
     p.add_argument("--max-retries", type=int, default=None,
                    help="API backends: retries per call on 429/5xx, timeouts, dropped connections (default 4)")
+    p.add_argument("--threads", type=int, default=None,
+                   help="local backend: CPU threads (default: $OMP_NUM_THREADS when set, else every core)")
 
 
 def _canonical_names(args) -> None:
@@ -57,6 +61,12 @@ def _engine(args, cache: bool = True):
     extra = {k: v for k, v in (("timeout", args.timeout), ("max_retries", args.max_retries)) if v is not None}
     if extra and args.backend == "local":
         raise ConfigError("--timeout and --max-retries apply to API backends (openai, gemini), not --backend local")
+    if args.threads is not None:
+        if args.backend != "local":
+            raise ConfigError("--threads applies to --backend local (an API server sets its own threads)")
+        if args.threads < 1:
+            raise ConfigError(f"--threads must be a positive number of CPU threads (got {args.threads})")
+        extra["threads"] = args.threads
     backend = make_backend(args.backend, args.model, args.base_url, concurrency=args.concurrency, **extra)
     return Engine(backend, _open_cache(args) if cache else None)
 

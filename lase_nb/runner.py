@@ -6,11 +6,13 @@ sends every call that is waiting at the same time together (the local backend de
 they arrive, API backends run them concurrently), whatever problem or stage it belongs to. A
 step may also hold episodes (LASE+MV's chains): each runs on its own, at its own pace, and the
 step is answered by their results. Finished problems are reported to ``on_result`` as they
-complete.
+complete. The progress bar counts finished problems and, as they come, the calls answered and
+the tokens they wrote (problems of a batched run tend to finish together at the end).
 """
 
 from __future__ import annotations
 
+import time
 from typing import Any, Callable, Sequence
 
 from tqdm.auto import tqdm
@@ -92,6 +94,24 @@ def run_problems(strategy: str, problems: Sequence[Problem], engine: Engine,
     flight = _Episodes()
     bar = tqdm(total=len(problems), desc=strategy, disable=not progress, unit="problem")
     correct = tokens = 0
+    calls = written = 0  # calls answered and their completion tokens: they move while problems wait
+    shown = time.monotonic()
+
+    def show() -> None:
+        done = {"calls": calls, "written": written}
+        if results:
+            done.update(acc=f"{correct / len(results):.2f}", tok=f"{tokens / len(results):.0f}")
+        bar.set_postfix(done, refresh=False)
+
+    def answered(tag: Any, gen: Generation) -> None:
+        nonlocal calls, written, shown
+        calls += 1
+        written += gen.completion_tokens
+        show()
+        if time.monotonic() - shown >= bar.mininterval:  # redraw at tqdm's own pace, not per call
+            shown = time.monotonic()
+            bar.refresh()
+        flight.answer(tag, gen)
 
     def finish(res: ProblemResult) -> None:
         nonlocal active, correct, tokens
@@ -99,9 +119,8 @@ def run_problems(strategy: str, problems: Sequence[Problem], engine: Engine,
         results[res.problem_id] = res
         correct += res.correct
         tokens += res.prompt_tokens + res.completion_tokens
+        show()
         bar.update(1)
-        bar.set_postfix(acc=f"{correct / len(results):.2f}",
-                        tok=f"{tokens / len(results):.0f}", refresh=False)
         if on_result is not None:
             on_result(res)
         start_more()
@@ -113,7 +132,7 @@ def run_problems(strategy: str, problems: Sequence[Problem], engine: Engine,
             flight.start(policy(queue.pop(0), cfg), finish)
 
     start_more()
-    engine.stream(flight.take, flight.answer)
+    engine.stream(flight.take, answered)
     bar.close()
     if active:  # pragma: no cover - would mean a call was never answered
         raise RuntimeError(f"{active} problems did not finish")

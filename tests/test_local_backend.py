@@ -353,3 +353,30 @@ def test_stream_joins_calls_across_problems_and_stages(backend, tmp_path) -> Non
     hit = run_problems("lase", problems, again, cfg, window=2, progress=False)
     assert again.stats.model_calls == 0 and again.stats.cache_hits == again.stats.requested
     assert [r.answer for r in hit] == [r.answer for r in got]
+
+
+def test_threads_come_from_the_argument_then_omp_num_threads_then_the_cores(monkeypatch) -> None:
+    import os
+
+    from lase_nb.backends.local.backend import cpu_threads
+
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    assert cpu_threads() == (os.cpu_count() or 1) and cpu_threads(3) == 3
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    assert cpu_threads() == 1 and cpu_threads(2) == 2
+    monkeypatch.setenv("OMP_NUM_THREADS", "lots")
+    with pytest.raises(ConfigError, match="OMP_NUM_THREADS='lots'.*--threads"):
+        cpu_threads()
+    with pytest.raises(ConfigError, match="threads must be >= 1"):
+        cpu_threads(0)
+
+
+def test_the_backend_runs_on_the_threads_it_is_given(backend) -> None:
+    import torch
+
+    before = torch.get_num_threads()
+    try:
+        one = local.LocalBackend(threads=1)
+        assert torch.get_num_threads() == 1 and one._lm is backend._lm
+    finally:
+        torch.set_num_threads(before)

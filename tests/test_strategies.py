@@ -415,3 +415,19 @@ def test_only_supporters_stop_at_counting_loops():
     assert not replace(cfg, supporter_repeat_digits=False).params(supporter=True).repeat_digits
     assert not replace(cfg, repeat_stop=0).params(supporter=True).repeat_digits  # no loop stop at all
     assert cfg.params().to_dict() == replace(cfg, supporter_repeat_digits=False).params().to_dict()
+
+
+def test_the_progress_bar_moves_with_each_call_before_any_problem_finishes(capsys):
+    """A batched run's problems finish together at the end; the bar counts calls meanwhile."""
+    import re
+
+    from lase_nb.datasets import load_dataset
+
+    n = 3
+    with OpenAIWireServer(latency_s=0.2) as srv:
+        run_problems("lase", load_dataset("arith", n=n), engine_for(srv), StrategyConfig(full_chain=True),
+                     progress=True)
+    shown = re.findall(r"(\d+)/(\d+) \[[^\]]*calls=(\d+), written=(\d+)", capsys.readouterr().err)
+    waiting = [int(c) for done, _, c, _ in shown if int(done) == 0]
+    assert len(set(waiting)) >= 3 and max(waiting) > 0, shown  # calls counted while 0 problems are done
+    assert shown[-1][:3] == (str(n), str(n), str(n * (1 + 2 * len(prompts.SUPPORTERS))))

@@ -22,12 +22,33 @@ from .scheduler import Scheduler
 _END_OF_TURN = ("<|im_end|>", "<|endoftext|>", "<|eot_id|>", "<|end|>", "<end_of_turn>", "</s>")
 
 
+def cpu_threads(threads: int | None = None) -> int:
+    """The CPU threads torch gets: ``threads`` when given, else ``OMP_NUM_THREADS`` when set (the
+    usual way to share a machine), else every core."""
+    if threads is not None:
+        if threads < 1:
+            raise ConfigError(f"threads must be >= 1 (got {threads})")
+        return int(threads)
+    env = os.environ.get("OMP_NUM_THREADS", "").strip()
+    if env:
+        try:
+            n = int(env)
+        except ValueError:
+            n = 0
+        if n < 1:
+            raise ConfigError(f"OMP_NUM_THREADS={env!r} is not a positive number of threads; "
+                              f"set it to one (or unset it) or pass --threads N")
+        return n
+    return os.cpu_count() or 1
+
+
 class LocalBackend(Scheduler):
     """A local transformers chat model; returns exact token logprobs, top-k and entropies.
 
     ``model`` is ``"smollm2-135m"`` (the embedded default), a local transformers model folder
     with a chat template, or a ``.gguf`` file. ``max_batch`` bounds how many prompts decode
-    together; ``threads`` sets torch's CPU threads (default: all cores).
+    together; ``threads`` sets torch's CPU threads (default: ``OMP_NUM_THREADS`` when set, else all
+    cores; see :func:`cpu_threads`).
     """
 
     name = "local"
@@ -37,9 +58,10 @@ class LocalBackend(Scheduler):
                  threads: int | None = None) -> None:
         if max_batch < 1:
             raise ConfigError(f"max_batch must be >= 1 (got {max_batch})")
+        n_threads = cpu_threads(threads)
         import torch
 
-        torch.set_num_threads(threads or os.cpu_count() or 1)
+        torch.set_num_threads(n_threads)
         self.model = str(model)
         self.device = device
         self.max_batch = max_batch
