@@ -98,6 +98,8 @@ def run_problems(strategy: str, problems: Sequence[Problem], engine: Engine,
     shown = time.monotonic()
 
     def show() -> None:
+        if bar.disable:
+            return
         done = {"calls": calls, "written": written}
         if results:
             done.update(acc=f"{correct / len(results):.2f}", tok=f"{tokens / len(results):.0f}")
@@ -107,6 +109,9 @@ def run_problems(strategy: str, problems: Sequence[Problem], engine: Engine,
         nonlocal calls, written, shown
         calls += 1
         written += gen.completion_tokens
+        if bar.disable:
+            flight.answer(tag, gen)
+            return
         show()
         if time.monotonic() - shown >= bar.mininterval:  # redraw at tqdm's own pace, not per call
             shown = time.monotonic()
