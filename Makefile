@@ -35,7 +35,7 @@ test-all: $(STAMP)
 	$(PY) -m pytest
 
 notebooks: $(STAMP)
-	$(PY) -m lase_nb notebooks --out build/notebooks -p interactive False
+	$(PY) -m lase_nb notebooks --out build/notebooks --figures figures -p interactive False
 
 # HTML pages of the executed chapters, with an index; open build/book/index.html from disk.
 book: $(STAMP)

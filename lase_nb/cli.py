@@ -279,7 +279,8 @@ def cmd_notebooks(args) -> int:
     if args.cell_timeout <= 0:
         raise ConfigError(f"--cell-timeout must be a positive number of seconds (got {args.cell_timeout})")
     params = {key: parse_value(value) for key, value in args.param or []}
-    run_notebooks(args.names or None, params, Path(args.out), timeout=args.cell_timeout)
+    run_notebooks(args.names or None, params, Path(args.out), timeout=args.cell_timeout,
+                  figures=Path(args.figures) if args.figures else None)
     return 0
 
 
@@ -366,6 +367,9 @@ def build_parser() -> argparse.ArgumentParser:
     n.add_argument("names", nargs="*", help="notebook names or prefixes (default: all)")
     n.add_argument("-p", "--param", nargs=2, action="append", metavar=("KEY", "VALUE"))
     n.add_argument("--out", default="build/notebooks", help="folder for executed copies")
+    n.add_argument("--figures", default=None,
+                   help="folder for the chapters' figures (default: $LASE_FIGURES_DIR when set, else OUT/figures; "
+                        "`make notebooks` passes figures/ to refresh the README's images)")
     n.add_argument("--cell-timeout", type=int, default=CELL_TIMEOUT_S,
                    help=f"seconds one cell may run before the chapter fails (default {CELL_TIMEOUT_S})")
     n.set_defaults(func=cmd_notebooks)

@@ -82,24 +82,57 @@ def parse_value(text: str) -> Any:
 
 
 #: IPython startup file of the papermill kernels: ``tqdm.auto`` would pick the notebook bar, which
-#: ignores ``TQDM_DISABLE`` and prints a text bar into the outputs; the plain bar honours it.
-_QUIET_STARTUP = """import tqdm.auto, tqdm.std
+#: ignores ``TQDM_DISABLE`` and prints a text bar into the outputs; the plain bar honours it. And
+#: jupyter_client interrupts (SIGINT) every kernel it shuts down: a kernel still finishing a message
+#: then logs "KeyboardInterrupt caught in kernel." as an ERROR although the chapter ran to its end,
+#: so the kernel's log drops that one line.
+_QUIET_STARTUP = """import logging
+import tqdm.auto, tqdm.std
 tqdm.auto.tqdm = tqdm.std.tqdm
+
+
+class _ShutdownInterrupt(logging.Filter):
+    def filter(self, record):
+        return not record.getMessage().startswith("KeyboardInterrupt caught in kernel")
+
+
+try:
+    get_ipython().kernel.log.addFilter(_ShutdownInterrupt())
+except AttributeError:  # not a kernel (plain IPython)
+    pass
 """
 
 
+def figures_folder(out: Path, figures: Path | None = None) -> Path:
+    """Where executed chapters save their figures: ``figures`` when given, else
+    ``$LASE_FIGURES_DIR`` when set, else ``out/figures`` (so a rerun with other parameters leaves
+    the repository's ``figures/``, the README's images, alone; ``make notebooks`` asks for them)."""
+    from .plots import FIGURES_ENV
+
+    if figures is not None:
+        return Path(figures)
+    env = os.environ.get(FIGURES_ENV)
+    return Path(env) if env else Path(out) / "figures"
+
+
 @contextlib.contextmanager
-def kernel_environment() -> Iterator[None]:
+def kernel_environment(figures: Path | None = None) -> Iterator[None]:
     """Set :data:`KERNEL_ENV` and remove :data:`KERNEL_ENV_DROP` for the kernels started inside;
-    the kernels read a private IPython profile whose startup file silences progress bars."""
+    the kernels read a private IPython profile whose startup file silences progress bars (see
+    :data:`_QUIET_STARTUP`). ``figures``: the folder their figures go to (``$LASE_FIGURES_DIR``)."""
     import tempfile
 
-    saved = {k: os.environ.get(k) for k in (*KERNEL_ENV, *KERNEL_ENV_DROP, "IPYTHONDIR")}
+    from .plots import FIGURES_ENV
+
+    saved = {k: os.environ.get(k) for k in (*KERNEL_ENV, *KERNEL_ENV_DROP, "IPYTHONDIR", FIGURES_ENV)}
     ipython_dir = tempfile.TemporaryDirectory(prefix="lase-nb-ipython-")
     startup = Path(ipython_dir.name) / "profile_default" / "startup"
     startup.mkdir(parents=True)
     (startup / "00-lase-quiet.py").write_text(_QUIET_STARTUP)
     os.environ.update(KERNEL_ENV, IPYTHONDIR=ipython_dir.name)
+    if figures is not None:
+        Path(figures).mkdir(parents=True, exist_ok=True)
+        os.environ[FIGURES_ENV] = str(Path(figures).resolve())
     for k in KERNEL_ENV_DROP:
         os.environ.pop(k, None)
     try:
@@ -130,9 +163,11 @@ def kernel_config():
     return Config()
 
 
-def execute(nb: Path, out: Path, params: dict[str, Any] | None = None, cell_timeout: int = CELL_TIMEOUT_S) -> None:
-    """Run one chapter with papermill into ``out``; a cell running past ``cell_timeout`` seconds
-    raises :class:`NotebookTimeout` naming the chapter and the cell."""
+def execute(nb: Path, out: Path, params: dict[str, Any] | None = None, cell_timeout: int = CELL_TIMEOUT_S,
+            figures: Path | None = None) -> None:
+    """Run one chapter with papermill into ``out``, its figures saved under ``figures`` (default: as
+    the environment says, see :func:`lase_nb.plots.figures_dir`); a cell running past
+    ``cell_timeout`` seconds raises :class:`NotebookTimeout` naming the chapter and the cell."""
     import papermill as pm
     from nbclient.exceptions import CellTimeoutError
 
@@ -141,7 +176,7 @@ def execute(nb: Path, out: Path, params: dict[str, Any] | None = None, cell_time
     def on_cell_start(cell, cell_index: int) -> None:
         current.update(index=cell_index, source=cell.source)
 
-    with kernel_environment():
+    with kernel_environment(figures):
         try:
             pm.execute_notebook(str(nb), str(out), parameters=params or {}, cwd=str(NOTEBOOKS),
                                 kernel_name="python3", progress_bar=False, execution_timeout=cell_timeout,
@@ -154,10 +189,13 @@ def execute(nb: Path, out: Path, params: dict[str, Any] | None = None, cell_time
 
 
 def run_notebooks(names: Sequence[str] | None = None, params: dict[str, Any] | None = None,
-                  out: Path = REPO / "build" / "notebooks", timeout: int = CELL_TIMEOUT_S) -> dict[str, float]:
+                  out: Path = REPO / "build" / "notebooks", timeout: int = CELL_TIMEOUT_S,
+                  figures: Path | None = None) -> dict[str, float]:
     """Run each notebook with papermill into ``out``; pass each only the parameters it declares.
 
-    ``timeout`` bounds every cell (seconds). Returns the execution time per chapter.
+    Figures go to :func:`figures_folder` (``out/figures`` unless ``figures`` or
+    ``$LASE_FIGURES_DIR`` says otherwise). ``timeout`` bounds every cell (seconds). Returns the
+    execution time per chapter.
     """
     import papermill as pm
 
@@ -170,7 +208,7 @@ def run_notebooks(names: Sequence[str] | None = None, params: dict[str, Any] | N
         mine = {k: v for k, v in params.items() if k in declared}
         t0 = time.perf_counter()
         print(f"[notebooks] {nb.name} {mine or ''}", flush=True)
-        execute(nb, out / nb.name, mine, timeout)
+        execute(nb, out / nb.name, mine, timeout, figures=figures_folder(out, figures))
         times[nb.stem] = time.perf_counter() - t0
         print(f"[notebooks] {nb.name} done in {times[nb.stem]:.1f} s", flush=True)
     return times

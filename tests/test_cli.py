@@ -445,3 +445,20 @@ def test_run_says_when_replies_carry_no_box(tmp_path, capsys):
     calls = [json.loads(l) for l in (tmp_path / "run" / "calls.jsonl").read_text().splitlines()]
     assert "3 of 3 replies carried no \\boxed{} answer" in out and "--examples 2" in out
     assert [c["p_min"] for c in calls if c["role"] == "extract"] == [pytest.approx(0.97)] * 3
+
+
+def test_run_output_files_are_readable_as_the_umask_says(tmp_path, capsys):
+    import stat
+
+    old = os.umask(0o022)
+    try:
+        with OpenAIWireServer() as srv:
+            rc, out, err = run_cli(capsys, "run", "--strategy", "single", "--backend", "openai", "--base-url",
+                                   srv.base_url, "--n", "2", "--out", str(tmp_path / "run"),
+                                   "--cache", str(tmp_path / "c.sqlite"), "--quiet")
+            assert rc == 0, err
+    finally:
+        os.umask(old)
+    files = sorted((tmp_path / "run").iterdir())
+    assert {f.name for f in files} >= {"manifest.json", "problems.jsonl", "calls.jsonl"}
+    assert {f.name: oct(stat.S_IMODE(f.stat().st_mode)) for f in files} == {f.name: oct(0o644) for f in files}

@@ -258,3 +258,40 @@ def test_notebook_executes(nb: Path, tmp_path, monkeypatch):
         assert inline_images(out) >= 1, f"{nb.name}: figures were saved but none is shown in the notebook"
     assert not [o for o in outputs if WIDGET in o.get("data", {})], f"{nb.name}: widget output with interactive=False"
     assert "Loading weights" not in _text(outputs) and "it/s]" not in _text(outputs)
+
+
+def test_figures_go_under_the_output_folder_unless_asked(tmp_path, monkeypatch):
+    from lase_nb.notebooks import figures_folder
+
+    monkeypatch.delenv("LASE_FIGURES_DIR", raising=False)
+    assert figures_folder(tmp_path / "run") == tmp_path / "run" / "figures"
+    assert figures_folder(tmp_path / "run", tmp_path / "mine") == tmp_path / "mine"
+    monkeypatch.setenv("LASE_FIGURES_DIR", str(tmp_path / "env"))
+    assert figures_folder(tmp_path / "run") == tmp_path / "env"
+
+
+def test_an_executed_chapter_saves_its_figures_where_it_is_told(tmp_path):
+    import os
+
+    from lase_nb.plots import FIGURES_ENV, figures_dir
+
+    repo_figures = {p.name: p.stat().st_mtime_ns for p in figures_dir().glob("*")} \
+        if FIGURES_ENV not in os.environ else None
+    src = _tiny_notebook(tmp_path / "96_fig.ipynb",
+                         "import matplotlib.pyplot as plt\nfrom lase_nb import plots\nfig, ax = plt.subplots()\n"
+                         "print(plots.savefig(fig, 'probe_issue38'))")
+    execute(src, tmp_path / "out.ipynb", figures=tmp_path / "figs")
+    assert (tmp_path / "figs" / "probe_issue38.png").stat().st_size > 0
+    if repo_figures is not None:
+        assert {p.name: p.stat().st_mtime_ns for p in figures_dir().glob("*")} == repo_figures
+
+
+def test_the_kernels_shutdown_interrupt_is_not_logged_as_an_error(tmp_path, capfd):
+    """jupyter_client interrupts every kernel it shuts down; a kernel still finishing a message
+    logs that as an ERROR. The kernels' log drops that line and keeps every other."""
+    src = _tiny_notebook(tmp_path / "95_log.ipynb",
+                         "log = get_ipython().kernel.log\nlog.error('KeyboardInterrupt caught in kernel.')\n"
+                         "log.error('a real kernel error 95')")
+    execute(src, tmp_path / "out.ipynb")
+    err = capfd.readouterr().err
+    assert "a real kernel error 95" in err and "KeyboardInterrupt caught" not in err, err[-2000:]
