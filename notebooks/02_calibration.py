@@ -58,6 +58,8 @@
 backend = "local"  # local | openai | gemini (used by the live steps)
 model = None  # None: the default model of the backend
 base_url = None  # an OpenAI-compatible server, e.g. "http://127.0.0.1:8000/v1"
+concurrency = None  # API backends: calls in flight (default 8; 1 for a one-slot server)
+timeout = None  # API backends: seconds one call may take (default 60)
 traces = "../data/traces/arith-smollm2"  # recorded runs; the chapter reads <traces>/lase-full
 point_traces = "../data/traces/arith-organism-point"  # the pointing organism (v5)'s recorded full chains, set beside it in 2.5; None: skip
 control_traces = "../data/traces/control-level1"  # both models' full chains on the same level-1 problems (2.5); None: skip
@@ -97,7 +99,7 @@ cfg = live_config(backend, model, tau_lp=tau_lp, tau_h=tau_h, seed=seed, top_log
 @functools.cache
 def engine() -> Engine:
     """One engine for the live steps, built on first use; every call goes through the call cache."""
-    return live_engine(backend, model, base_url, max_batch=16)
+    return live_engine(backend, model, base_url, max_batch=16, concurrency=concurrency, timeout=timeout)
 
 
 # %% [markdown]

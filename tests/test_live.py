@@ -33,3 +33,14 @@ def test_no_notebook_builds_its_own_config_or_engine():
         calls = [n for n in ast.walk(ast.parse(nb.read_text())) if isinstance(n, ast.Call)
                  and getattr(n.func, "id", None) == "default_examples"]
         assert all(len(c.args) + len(c.keywords) >= 2 for c in calls), nb.name  # backend and model
+
+
+def test_live_engine_passes_concurrency_and_timeout_to_an_api_backend(tmp_path, monkeypatch):
+    from lase_nb.live import live_engine
+
+    monkeypatch.setenv("LASE_CACHE", str(tmp_path / "c.sqlite"))
+    monkeypatch.delenv("OPENAI_COMPATIBLE_API_KEY", raising=False)
+    engine = live_engine("openai", "m", "http://127.0.0.1:9/v1", concurrency=1, timeout=300)
+    assert (engine.backend.concurrency, engine.backend.timeout) == (1, 300)
+    default = live_engine("openai", "m", "http://127.0.0.1:9/v1")
+    assert (default.backend.concurrency, default.backend.timeout) != (1, 300)
