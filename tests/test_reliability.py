@@ -132,8 +132,11 @@ TRANSIENT = ["429", "429:0.05", "500", "503", "drop", "stall"]
 @pytest.mark.parametrize("strategy", ["lase", "mv"])
 @pytest.mark.parametrize("api", ["openai", "gemini"])
 def test_transient_faults_are_retried_once_each_and_the_run_is_right(api, strategy, tmp_path):
-    """One of each transient fault, on successive requests; a retry may meet the next fault."""
-    with SERVERS[api](oracle(PROBLEMS), faults=TRANSIENT, stall_s=5) as srv:
+    """One of each transient fault, on successive requests; a retry may meet the next fault.
+
+    An attempt may wait ``timeout`` for each call sent with it (at most 4 x 1.5 s here), so the
+    stall outlasts that."""
+    with SERVERS[api](oracle(PROBLEMS), faults=TRANSIENT, stall_s=8) as srv:
         backend = make_backend(api, srv, timeout=1.5, max_retries=len(TRANSIENT))
         results = run(strategy, backend, tmp_path / "c.sqlite")
         assert not srv.pending_faults
