@@ -193,6 +193,8 @@ def round3_roles(args, work: Path, unit: Path, merged: Path, log: dict, save_log
     import torch
     from transformers import AutoModelForCausalLM
 
+    from lase_nb.backends.local import merge_adapter
+
     problems = organism.training_problems("sample3", args.sample3)
     attempts_path = work / "attempts3.jsonl"
     if not attempts_path.is_file():
