@@ -26,11 +26,14 @@ from fractions import Fraction
 
 from .prompts import SUPPORTERS
 
-__all__ = ["STEP_LABEL", "numbers_in", "mentions", "states_answer", "count_answer_notes"]
+__all__ = ["STEP_LABEL", "numbers_in", "mentions", "states_answer", "states_other_value", "count_answer_notes"]
 
 #: "Step 2", "steps 2 and 3", "Step 2-3": labels, not values.
 STEP_LABEL = re.compile(r"\b[Ss]teps?\s+\d+(?:\s*(?:,|-|and|to)\s*\d+)*")
 _NUMBER = re.compile(r"(?<![\w.])-?\d[\d,]*(?:\.\d+)?(?![\w]|\.\d)")
+#: a value announced as the final one: boxed, or after "the answer is / should be / must be / :"
+_ANNOUNCED = re.compile(r"\\boxed\{\s*\$?(-?\d[\d,]*(?:\.\d+)?)|\banswer\s*(?:is|should be|must be|would be|=|:)\s*"
+                        r"\$?\s*(-?\d[\d,]*(?:\.\d+)?)", re.IGNORECASE)
 
 
 def _value(token: str) -> Fraction | None:
@@ -71,14 +74,39 @@ def states_answer(note: str | None, gold: str, question: str, attempts: str | It
     return g in numbers_in(note) and g not in allowed
 
 
+def states_other_value(note: str | None, gold: str, question: str, attempts: str | Iterable[str] = (),
+                       revised: str | None = None) -> bool:
+    """Whether a note on a *right* attempt hands the leader a different final value: it announces
+    one (boxed, or "the answer is N") other than ``gold``, or the leader's ``revised`` answer is a
+    wrong value that the note introduced (in neither the ``question`` nor the ``attempts``). What a
+    note can do wrong on a right attempt, where :func:`states_answer` cannot fire (the attempt
+    already holds the gold answer)."""
+    if not note:
+        return False
+    g = _value(str(gold).strip())
+    announced = {_value(a or b) for a, b in _ANNOUNCED.findall(STEP_LABEL.sub(" ", note))} - {None}
+    if g is not None and announced - {g}:
+        return True
+    r = _value(str(revised).strip()) if revised is not None else None
+    if r is None or r == g:
+        return False
+    seen = [question] + ([attempts] if isinstance(attempts, str) else list(attempts))
+    return r in numbers_in(note) and not any(r in numbers_in(t) for t in seen)
+
+
 def count_answer_notes(calls: Any, stages: Any, problems: Mapping[str, Any] | Iterable[Any]) -> dict[str, dict[str, dict[str, int]]]:
-    """Per supporter role, how many notes state the answer (:func:`states_answer`), over notes
-    written on a wrong leader attempt and on a right one: ``{role: {"on_wrong": {"k", "n"},
-    "on_right": {...}}}``. ``calls`` and ``stages`` are a run's tables (:mod:`lase_nb.traces`: one
-    row per call with problem_id, strategy, role, stage and text; one per LASE stage with correct),
+    """Per supporter role, the notes that break the rule, counted where each can happen:
+    ``{role: {"on_wrong": {"k", "n"}, "other_on_right": {"k", "n"}}}``. ``on_wrong``: of the notes
+    on a wrong leader attempt, how many state the gold answer (:func:`states_answer`);
+    ``other_on_right``: of the notes on a right attempt, how many announce another final value or
+    push the leader's revision to a wrong value they introduced (:func:`states_other_value`; a note
+    on a right attempt cannot state the gold answer in the sense of the rule, the attempt holds it).
+    ``calls`` and ``stages`` are a run's tables (:mod:`lase_nb.traces`: one row per call with
+    problem_id, strategy, role, stage, text and answer; one per LASE stage with correct),
     ``problems`` the run's problems (by id, or a list). The attempt a note reads is the leader's
-    reply of the stage before; every recorded note counts (whether or not LASE used it). Without a
-    stage row (LASE+MV's chains) the attempt is graded from its own extracted answer."""
+    reply of the stage before, its revision the leader's reply of the note's stage; every recorded
+    note counts (whether or not LASE used it). Without a stage row (LASE+MV's chains) the attempt is
+    graded from its own extracted answer."""
     import pandas as pd
 
     from .answers import grade
@@ -97,9 +125,10 @@ def count_answer_notes(calls: Any, stages: Any, problems: Mapping[str, Any] | It
     attempt = {tuple(k): t for k, t in zip(lead[keys].itertuples(index=False), lead["text"])}
     stage_right = ({tuple(k): bool(c) for k, c in zip(stages[stage_keys].itertuples(index=False), stages["correct"])}
                    if not stages.empty else {})
-    right = {}
+    right, answers = {}, {}
     for key, answer in zip(lead[keys].itertuples(index=False), lead["answer"] if "answer" in lead else [None] * len(lead)):
         row = dict(zip(keys, key))
+        answers[tuple(key)] = answer if isinstance(answer, str) else None
         graded = stage_right.get(tuple(row[k] for k in stage_keys)) if row["chain"] == "" else None
         p = by_id.get(row["problem_id"])
         if graded is None and p is not None:  # no stage row: the leader's own answer, graded
@@ -111,8 +140,12 @@ def count_answer_notes(calls: Any, stages: Any, problems: Mapping[str, Any] | It
         p = by_id.get(row.problem_id)
         if p is None or before not in attempt:
             continue
-        cell = out.setdefault(row.role, {"on_wrong": {"k": 0, "n": 0}, "on_right": {"k": 0, "n": 0}})
-        cell["on_right" if right.get(before, False) else "on_wrong"]["n"] += 1
-        cell["on_right" if right.get(before, False) else "on_wrong"]["k"] += int(
-            states_answer(row.text, p.gold, p.question, attempt[before]))
+        cell = out.setdefault(row.role, {"on_wrong": {"k": 0, "n": 0}, "other_on_right": {"k": 0, "n": 0}})
+        if right.get(before, False):
+            broke = states_other_value(row.text, p.gold, p.question, attempt[before], answers.get(tuple(key)))
+            cell["other_on_right"]["n"] += 1
+        else:
+            broke = states_answer(row.text, p.gold, p.question, attempt[before])
+            cell["on_wrong"]["n"] += 1
+        cell["other_on_right" if right.get(before, False) else "on_wrong"]["k"] += int(broke)
     return out

@@ -640,10 +640,10 @@ def describe_answer_rule(evaluation: dict | None) -> str:
         return head + "Its skill evaluation has not been run, so how often a note breaks the rule is not measured yet."
     parts = []
     for role, d in counts.items():
-        w, r = d.get("on_wrong") or {}, d.get("on_right") or {}
-        parts.append(f"{role}: {w.get('k', 0)} of {w.get('n', 0)} notes on wrong attempts, "
-                     f"{r.get('k', 0)} of {r.get('n', 0)} on right ones")
-    return head + "In its skill evaluation the notes that stated the answer were: " + "; ".join(parts) + "."
+        w, r = d.get("on_wrong") or {}, d.get("other_on_right") or {}
+        parts.append(f"{role}: {w.get('k', 0)} of {w.get('n', 0)} notes on wrong attempts stated the answer, "
+                     f"{r.get('k', 0)} of {r.get('n', 0)} on right ones handed over another value")
+    return head + "In its skill evaluation: " + "; ".join(parts) + "."
 
 
 # --- the careful method: one step worked digit by digit, in one fixed format ---------------------

@@ -337,11 +337,14 @@ else:
 # Two counts per supporter, over all recorded calls (a leak is a property of the transcript,
 # whether or not LASE at these thresholds made the call): the notes that wrote `\boxed{}`
 # (`calls_with_leak`; the box was removed before the leader read the note), and the notes that
-# **state the final answer** (`states_answer`, and among notes on a wrong attempt,
-# `states_answer_on_wrong`): the gold answer appears in the note as a number that is in neither
-# the problem nor the attempt the note read (`lase_nb.notes.states_answer`; step labels do not
-# count). A box is replaced before the leader reads the note; a stated answer reaches the leader
-# as written. The paper reports neither rate; it only states the rule.
+# **state the final answer** (`states_answer` of `notes_on_wrong`): the gold answer appears in a
+# note on a wrong attempt as a number that is in neither the problem nor the attempt the note read
+# (`lase_nb.notes.states_answer`; step labels do not count). On a right attempt that count could
+# never fire (the attempt holds the answer), so there the table counts what can go wrong instead
+# (`other_value_on_right` of `notes_on_right`): a note that announces another final value, or
+# whose new number the leader then boxes (`lase_nb.notes.states_other_value`). A box is replaced
+# before the leader reads the note; a stated answer reaches the leader as written. The paper
+# reports neither rate; it only states the rule.
 
 # %%
 leaks = pipeline.leak_table(run.calls, problems=problems, stages=run.stages)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from lase_nb.notes import count_answer_notes, mentions, numbers_in, states_answer
+from lase_nb.notes import count_answer_notes, mentions, numbers_in, states_answer, states_other_value
 from lase_nb.types import Problem
 
 Q = "Tom has 24 apples and gives 4 of them to Ana. How many apples does Tom have left?"
@@ -65,9 +65,9 @@ def test_count_answer_notes_splits_by_the_attempt_a_note_reads():
               ("collaborator", 2, "keep 20")]]
     stages = [{"problem_id": "p1", "stage": t, "correct": c} for t, c in ((0, False), (1, True), (2, True))]
     out = count_answer_notes(calls, stages, [p])
-    assert out["devil"] == {"on_wrong": {"k": 1, "n": 1}, "on_right": {"k": 0, "n": 0}}
-    # the collaborator read an attempt that already says 20: not a leak
-    assert out["collaborator"] == {"on_wrong": {"k": 0, "n": 0}, "on_right": {"k": 0, "n": 1}}
+    assert out["devil"] == {"on_wrong": {"k": 1, "n": 1}, "other_on_right": {"k": 0, "n": 0}}
+    # the collaborator read an attempt that already says 20: not a leak, and no other value
+    assert out["collaborator"] == {"on_wrong": {"k": 0, "n": 0}, "other_on_right": {"k": 0, "n": 1}}
     assert count_answer_notes([], stages, [p]) == {}
 
 
@@ -81,4 +81,29 @@ def test_count_answer_notes_reads_lase_mv_chains_without_stage_rows():
     calls = [{"problem_id": "p1", "agent": a, "role": r, "stage": t, "text": x, "answer": ans}
              for a, r, t, x, ans in rows]
     out = count_answer_notes(calls, [], [p])
-    assert out["devil"] == {"on_wrong": {"k": 1, "n": 1}, "on_right": {"k": 0, "n": 1}}
+    assert out["devil"] == {"on_wrong": {"k": 1, "n": 1}, "other_on_right": {"k": 0, "n": 1}}
+
+
+def test_a_note_on_a_right_attempt_can_hand_over_another_value():
+    """What can go wrong on a right attempt: the note announces another final value, or the
+    leader's revision boxes a wrong number the note brought in (a counter that can fail)."""
+    right = "24 - 4 = \\boxed{20}"
+    assert states_other_value("Step 1 fails; the answer is 22.", "20", Q, right)
+    assert states_other_value("so \\boxed{19}", "20", Q, right)
+    assert states_other_value("redo it: 24 - 4 = 18", "20", Q, right, revised="18")  # the leader took 18
+    assert not states_other_value("redo it: 24 - 4 = 18", "20", Q, right, revised="20")  # kept its answer
+    assert not states_other_value("check Step 2 again", "20", Q, right, revised="24")  # 24 came from the problem
+    assert not states_other_value("the answer is 20", "20", Q, right)
+    assert not states_other_value("Step 3 is fine", "20", Q, right) and not states_other_value(None, "20", Q, right)
+
+
+def test_count_answer_notes_counts_a_note_that_pushes_a_right_attempt_off():
+    p = Problem("p1", Q, "20")
+    rows = [("leader", 0, "24 - 4 = \\boxed{20}", "20"), ("devil", 1, "24 - 4 = 18, Step 1 fails", None),
+            ("leader", 1, "24 - 4 = \\boxed{18}", "18"), ("collaborator", 2, "the answer is 20", None),
+            ("leader", 2, "24 - 4 = \\boxed{20}", "20")]
+    calls = [{"problem_id": "p1", "role": r, "stage": t, "text": x, "answer": a} for r, t, x, a in rows]
+    stages = [{"problem_id": "p1", "stage": t, "correct": c} for t, c in ((0, True), (1, False), (2, True))]
+    out = count_answer_notes(calls, stages, [p])
+    assert out["devil"] == {"on_wrong": {"k": 0, "n": 0}, "other_on_right": {"k": 1, "n": 1}}
+    assert out["collaborator"] == {"on_wrong": {"k": 1, "n": 1}, "other_on_right": {"k": 0, "n": 0}}

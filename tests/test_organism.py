@@ -316,10 +316,11 @@ def test_the_adapter_was_trained_on_the_prompts_the_pipeline_sends():
 
 
 def test_the_answer_rule_is_stated_with_the_measured_counts():
-    ev = {"chain": {"notes_stating_answer": {"devil": {"on_wrong": {"k": 1, "n": 40}, "on_right": {"k": 0, "n": 60}},
-                                             "expert": {"on_wrong": {"k": 0, "n": 40}, "on_right": {"k": 0, "n": 60}}}}}
+    ev = {"chain": {"notes_stating_answer": {"devil": {"on_wrong": {"k": 1, "n": 40}, "other_on_right": {"k": 2, "n": 60}},
+                                             "expert": {"on_wrong": {"k": 0, "n": 40}, "other_on_right": {"k": 0, "n": 60}}}}}
     text = organism.describe_answer_rule(ev)
-    assert "devil: 1 of 40 notes on wrong attempts, 0 of 60 on right ones" in text and "expert: 0 of 40" in text
+    assert "devil: 1 of 40 notes on wrong attempts stated the answer, 2 of 60 on right ones handed over" in text
+    assert "expert: 0 of 40" in text
     assert "not measured yet" in organism.describe_answer_rule(None)
 
 

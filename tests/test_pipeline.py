@@ -98,10 +98,11 @@ def test_leak_table_counts_notes_that_state_the_answer():
         pipeline.leak_table(calls, problems=problems)
     t = pipeline.leak_table(calls, problems=problems, stages=stages).set_index("role")
     # the devil read the wrong first attempt (7) and wrote 8: one note states the answer
-    assert t.loc["devil", "states_answer"] == 1 and t.loc["devil", "states_answer_on_wrong"] == 1
-    assert t.loc["devil", "notes_on_wrong"] == 2
-    # the collaborator's boxed 8 comes after a revision that already says 8: not a new statement
+    assert t.loc["devil", "states_answer"] == 1 and t.loc["devil", "notes_on_wrong"] == 2
+    # the collaborator's boxed 8 comes after a revision that already says 8: not a new statement,
+    # and on a right attempt it hands over no other value
     assert t.loc["collaborator", "states_answer"] == 0 and t.loc["collaborator", "notes_on_wrong"] == 0
+    assert t.loc["collaborator", "notes_on_right"] == 2 and t.loc["collaborator", "other_value_on_right"] == 0
 
 
 def test_inclusions_match_the_formulas():

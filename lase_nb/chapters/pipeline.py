@@ -209,13 +209,15 @@ def leak_table(calls: pd.DataFrame, stops: Mapping[str, int] | None = None,
                problems: Mapping[str, Any] | None = None, stages: pd.DataFrame | None = None) -> pd.DataFrame:
     """Supporter calls per strategy and role: how many wrote ``\\boxed{}`` and how many boxes were
     removed, and, given ``problems`` (id -> Problem) and the run's ``stages``, how many notes state
-    the final answer, in all and among notes on a wrong attempt (:func:`lase_nb.notes.count_answer_notes`).
-    The pipeline never filters a note for the second rule.
+    the final answer (only a note on a wrong attempt can: ``states_answer`` of ``notes_on_wrong``) and
+    how many notes on a right attempt hand the leader another final value (``other_value_on_right``
+    of ``notes_on_right``; :func:`lase_nb.notes.count_answer_notes`). The pipeline never filters a
+    note for the second rule.
 
     With ``stops`` (problem id -> stop stage) only calls LASE makes at those thresholds count;
     otherwise all recorded supporter calls do (a leak is a property of the transcript).
     """
-    rule = ["states_answer", "notes_on_wrong", "states_answer_on_wrong"] if problems is not None else []
+    rule = ["notes_on_wrong", "states_answer", "notes_on_right", "other_value_on_right"] if problems is not None else []
     if problems is not None and stages is None:
         raise DataError("counting notes that state the answer needs the run's stages (which attempts were right)")
     sup = calls[calls["role"].isin(SUPPORTERS)]
@@ -233,9 +235,9 @@ def leak_table(calls: pd.DataFrame, stops: Mapping[str, int] | None = None,
         for strategy, notes in sup.groupby("strategy", sort=False):
             st = stages[stages["strategy"] == strategy] if "strategy" in stages else stages
             counts = count_answer_notes(pd.concat([lead[lead["strategy"] == strategy], notes]), st, problems)
-            rows += [{"strategy": strategy, "role": role, "states_answer": d["on_wrong"]["k"] + d["on_right"]["k"],
-                      "notes_on_wrong": d["on_wrong"]["n"], "states_answer_on_wrong": d["on_wrong"]["k"]}
-                     for role, d in counts.items()]
+            rows += [{"strategy": strategy, "role": role, "notes_on_wrong": d["on_wrong"]["n"],
+                      "states_answer": d["on_wrong"]["k"], "notes_on_right": d["other_on_right"]["n"],
+                      "other_value_on_right": d["other_on_right"]["k"]} for role, d in counts.items()]
         out = out.merge(pd.DataFrame(rows, columns=["strategy", "role"] + rule), on=["strategy", "role"], how="left")
         out[rule] = out[rule].fillna(0).astype(int)
     order = {r: i for i, r in enumerate(prompts.SUPPORTERS)}
