@@ -131,3 +131,30 @@ def test_the_report_script_prints_every_preregistered_section(tmp_path):
     missing = subprocess.run([sys.executable, str(script), "--control", str(tmp_path / "none")], capture_output=True,
                              text=True, check=True).stdout
     assert "## The negative control: not yet recorded (organism, smollm2)" in missing
+
+
+def test_the_report_scripts_primary_numbers_are_the_recordings():
+    """The primary test as report.py prints it, recomputed here from the raw JSONL files of
+    lase-large (each problem's final answer against its stage-0 answer) and scipy's exact
+    binomial test: the printed counts and p are the recordings', not a copy."""
+    import json
+    import subprocess
+    import sys
+
+    from scipy.stats import binomtest
+
+    folder = P.PATH.parent / "arith-organism-point" / "lase-large"
+    read = lambda name: [json.loads(x) for x in (folder / name).read_text().splitlines() if x.strip()]  # noqa: E731
+    final = {r["problem_id"]: bool(r["correct"]) for r in read("problems.jsonl")}
+    alone = {r["problem_id"]: bool(r["correct"]) for r in read("stages.jsonl") if r["stage"] == 0}
+    fixed = sum(final[i] and not alone[i] for i in final)
+    broken = sum(alone[i] and not final[i] for i in final)
+    p = binomtest(min(fixed, broken), fixed + broken, 0.5).pvalue
+    gain = 100 * (sum(final.values()) - sum(alone.values())) / len(final)
+    out = subprocess.run([sys.executable, str(P.PATH.parent / "report.py")], capture_output=True, text=True,
+                         check=True).stdout
+    primary = out.split("## Primary: gated LASE vs the leader alone on lase-large", 1)[1].split("##", 1)[0]
+    assert f"{fixed} vs {broken} discordant, McNemar p = {p:.3g}, n = {len(final)}" in primary
+    assert f"{gain:+.1f} points" in primary
+    if p >= 0.05 or fixed <= broken:  # a claim needs the exact test too
+        assert "**claimed: False**" in primary
