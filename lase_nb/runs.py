@@ -34,7 +34,8 @@ if TYPE_CHECKING:
 __all__ = ["RUN_DIRS", "CONTRASTS", "resolve_data_path", "load_runs", "load_models", "chains_by_model", "control_models", "paired_correct", "model_label",
            "record_command", "check_format", "run_from_results", "problems_from_manifest", "common_ids",
            "comparison_table", "strategy_tables", "display_name", "by_display_name",
-           "REVISION_TEXT", "FOLLOW_UP_ROLES", "FORMAT_TOLERANCE", "baseline_formats", "off_format"]
+           "REVISION_TEXT", "FOLLOW_UP_ROLES", "FORMAT_TOLERANCE", "baseline_formats", "off_format",
+           "FIRST_ROUND", "FIRST_ROUND_LABEL", "sampling_gap", "describe_sampling_gap"]
 
 #: Folder of a strategy name when it differs from the name: "lase" is read from the full-chain run
 #: (LASE at any thresholds is replayed from it); from the strategies' records.
@@ -272,16 +273,38 @@ def problems_from_manifest(manifest: Mapping[str, Any], data_path: str | None = 
     from .datasets import DATASETS, load_dataset
     from .names import resolve
 
+    offset, n = int(manifest.get("offset") or 0), manifest.get("n")
+    drawn = _organism_problem_set(manifest, None if n is None else n + offset)
+    if drawn is not None:
+        return {p.id: p for p in drawn[offset:]}
     try:
         name = resolve(manifest.get("dataset", "arith"), DATASETS, "data set")
-        offset = int(manifest.get("offset") or 0)
-        n = manifest.get("n")
         probs = load_dataset(name, data_path or manifest.get("data_path"), None if n is None else n + offset,
                              manifest.get("seed", 0), levels=manifest.get("levels"),
                              split=manifest.get("split"))[offset:]
     except (LaseError, OSError):
         return {}
     return {p.id: p for p in probs}
+
+
+#: A manifest's ``problem_set``: the organism's held-out lists (:mod:`lase_nb.organism`), which
+#: leave out problems by chain, so ``load_dataset`` alone would not regenerate them.
+PROBLEM_SETS = ("organism-eval", "organism-held-out-r3")
+
+
+def _organism_problem_set(manifest: Mapping[str, Any], n: int | None) -> list[Any] | None:
+    """The problems of a manifest that names one of :data:`PROBLEM_SETS`; None when it names none."""
+    kind = manifest.get("problem_set")
+    if kind is None:
+        return None
+    if kind not in PROBLEM_SETS or n is None:
+        raise DataError(f"problem_set {kind!r} with n={n}: expected one of {', '.join(PROBLEM_SETS)} and a count")
+    from . import organism
+
+    seed = int(manifest.get("seed", 0))
+    if kind == "organism-eval":
+        return organism.eval_problems(n, seed=seed, levels=manifest.get("levels") or (1, 2, 3))
+    return organism.held_out_problems(n, seed=seed)
 
 
 def common_ids(runs: Mapping[str, Run], problem_ids: Sequence[str]) -> np.ndarray:
@@ -408,3 +431,84 @@ def off_format(formats: pd.DataFrame) -> dict[str, str]:
             out[s] = (f"the model was trained for LASE's roles only; its revision rewrites the chain, so none of its "
                       f"{n} {name} follow-ups can be told from a reply in {name}'s own format, but none was trained")
     return out
+
+
+#: The answers a strategy writes before any agent reads another (role, at stage 0): the single
+#: agent's greedy answer, and the independent samples that MV votes over, that open MAD's debate
+#: (its round 1) and that MoA's first layer proposes. All answer the single agent's own prompt
+#: (``lase_nb.strategies``: ``single`` decodes greedily, ``_samples`` at the run's temperature).
+FIRST_ROUND = {"single": "solver", "mv": "sample", "mad": "debater", "moa": "proposer"}
+FIRST_ROUND_LABEL = {"single": "single agent", "mv": "MV's samples", "mad": "MAD's round 1",
+                     "moa": "MoA's first layer"}
+
+
+def sampling_gap(runs: Mapping[str, Run], problems: Mapping[str, Any], n_boot: int = 2000,
+                 seed: int = 0) -> pd.DataFrame:
+    """How often the first answers are right before any agent reads another: the greedy single
+    agent against the sampled first round of MV, MAD and MoA (:data:`FIRST_ROUND`), each answer graded
+    by its own box (strict: no extraction step, which MAD's and MoA's first rounds do not run).
+
+    One row per strategy present (``single`` first): temperature (0 for the single agent, the
+    run's ``temperature`` for the samples), answers, right, accuracy with a Wilson interval (over
+    answers, which cluster by problem), problems; and for each sampled row ``gap``: on the problems
+    it shares with the single agent, the mean over problems of (share of its answers right - the
+    single agent right), with a bootstrap interval over problems (``gap_lo``, ``gap_hi``).
+    ``problems`` maps a problem id to its :class:`lase_nb.types.Problem` (the gold and kind)."""
+    from .answers import answer_or_none, grade
+    from .stats import bootstrap_ci
+
+    per_problem: dict[str, pd.Series] = {}
+    rows = []
+    for s, role in FIRST_ROUND.items():
+        if s not in runs or not len(runs[s].calls):
+            continue
+        calls = runs[s].calls
+        first = calls[(calls["role"] == role) & (calls["stage"] == 0)]
+        first = first[first["problem_id"].astype(str).isin(problems)]
+        if first.empty:
+            continue
+        right = pd.Series([bool(grade(answer_or_none(a), problems[str(p)].gold, problems[str(p)].kind))
+                           for a, p in zip(first["answer"], first["problem_id"])], index=first.index)
+        per_problem[s] = right.groupby(first["problem_id"].astype(str)).mean()
+        k, n = int(right.sum()), len(right)
+        lo, hi = wilson_interval(k, n)
+        temperature = 0.0 if s == "single" else float(runs[s].manifest.get("config", {}).get("temperature", np.nan))
+        rows.append({"strategy": s, "first answers": FIRST_ROUND_LABEL[s], "temperature": temperature,
+                     "answers": n, "right": k, "accuracy": k / n, "acc_lo": lo, "acc_hi": hi,
+                     "problems": int(first["problem_id"].nunique())})
+    out = pd.DataFrame(rows, columns=["strategy", "first answers", "temperature", "answers", "right", "accuracy",
+                                      "acc_lo", "acc_hi", "problems"]).set_index("strategy")
+    out["gap"] = out["gap_lo"] = out["gap_hi"] = np.nan
+    if "single" in per_problem:
+        ref = per_problem["single"]
+        for s, share in per_problem.items():
+            if s == "single":
+                continue
+            ids = share.index.intersection(ref.index)
+            if len(ids):
+                out.loc[s, ["gap", "gap_lo", "gap_hi"]] = bootstrap_ci(
+                    (share.loc[ids] - ref.loc[ids]).to_numpy(float), n_boot=n_boot, seed=seed)
+    return out
+
+
+def describe_sampling_gap(table: pd.DataFrame) -> str:
+    """:func:`sampling_gap` in words: the greedy single agent's first answers against each sampled
+    first round, with the gap and its interval, and what follows for the strategies built on them."""
+    if "single" not in table.index or len(table) < 2:
+        return "No sampled first round to set beside the single agent's greedy answers."
+    s = table.loc["single"]
+    parts = []
+    for _, r in table.drop(index="single").iterrows():
+        gap = "" if np.isnan(r["gap"]) else (f", {100 * r['gap']:+.1f} points [{100 * r['gap_lo']:+.1f}, "
+                                              f"{100 * r['gap_hi']:+.1f}]")
+        parts.append(f"{r['first answers']} {int(r['right'])} of {int(r['answers'])} ({100 * r['accuracy']:.1f}%, "
+                     f"temperature {r['temperature']:g}){gap}")
+    below = [r["first answers"] for _, r in table.drop(index="single").iterrows() if r["gap_hi"] < 0]
+    tail = (f" {', '.join(below)} {'is' if len(below) == 1 else 'are'} detectably less often right (the interval "
+            "lies below zero): a debate or an aggregator built on these answers starts behind the single agent "
+            "before any agent reads another." if below else
+            " No sampled first round is detectably below the single agent here.")
+    return (f"The single agent decodes greedily (temperature 0): {int(s['right'])} of {int(s['answers'])} first "
+            f"answers right ({100 * s['accuracy']:.1f}%). The same prompt, sampled: " + "; ".join(parts)
+            + " (each against the single agent on the same problems, in points, with a 95% bootstrap interval "
+            "over problems)." + tail)

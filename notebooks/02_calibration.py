@@ -195,7 +195,8 @@ cond
 
 # %%
 print(calibration.describe_reliability(tables["p_min"]))
-#
+
+# %% [markdown]
 # **What the paper reported, and why ours differs.** The paper's strong models were right on most
 # answers and unsure on few, and their probability split the two. Ours gives its answer tokens a
 # high probability whether it is right or wrong, so the probability separates them better than
@@ -300,7 +301,7 @@ if control_traces:
 # %% [markdown]
 # A gate that separates right from wrong answers is half of what LASE needs; the other half is
 # supporters that correct what it escalates. Whether they do is each model's *regime*, which
-# chapter 03 defines (section 3.5) and measures.
+# chapter 03 defines (section 3.4) and measures.
 
 # %% [markdown]
 # ## 2.6 Exact entropy vs the top-k estimate (live, small)

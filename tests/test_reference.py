@@ -98,3 +98,13 @@ def test_paper_column_and_beside():
     assert {"accuracy (this run)", "accuracy (paper)", "avg_tokens (this run)"} <= set(b.columns)
     assert b["accuracy (paper)"].iloc[:2].between(0, 1).all()  # fractions, like ours
     assert pd.isna(b["accuracy (paper)"].iloc[2])
+
+
+def test_lase_cost_is_said_as_an_average_over_table_1s_rows():
+    rows = ref.lase_cost_rows()
+    assert len(rows) == 12 and rows.loc[("GPT-4.1-mini", "MATH-500"), "lase_multiplier"] == pytest.approx(1.8)
+    assert rows["lase_multiplier"].mean() == pytest.approx(1.3, abs=0.05)  # the paper's stated average
+    text = ref.describe_lase_cost()
+    assert text.startswith("The paper's LASE at 1.3x the single agent's tokens is an average over the 12 rows")
+    assert "On GPT-4.1-mini and MATH-500, the setting of its threshold sweep, LASE spent 1.8x" in text
+    assert "Llama-3-8B (MATH-500) roughly 4.6x" in text

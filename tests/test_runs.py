@@ -311,3 +311,42 @@ def test_the_organisms_baselines_are_not_comparable_and_the_base_models_are():
     assert not point["comparable"].any() and point.loc["moa", "share"] > 0.9  # the MoA aggregator and layer 2
     assert not runs.baseline_formats(runs.load_runs(root / "arith-organism-tell", ["moa"]))["comparable"].any()
     assert runs.baseline_formats(runs.load_runs(TRACES, ["mad", "moa"]))["comparable"].all()
+
+
+def _first_round_run(strategy: str, role: str, answers: dict[str, list], temperature: float = 0.7) -> SimpleNamespace:
+    rows = [{"problem_id": pid, "role": role, "stage": 0, "answer": a} for pid, ans in answers.items() for a in ans]
+    rows.append({"problem_id": "p1", "role": "extract", "stage": 0, "answer": "5"})  # never graded: strict
+    rows.append({"problem_id": "p1", "role": role, "stage": 1, "answer": "5"})  # after reading others: not round 1
+    return SimpleNamespace(calls=pd.DataFrame(rows), manifest={"config": {"temperature": temperature}})
+
+
+def test_sampling_gap_sets_the_greedy_single_agent_beside_the_sampled_first_rounds():
+    problems = {f"p{i}": SimpleNamespace(gold="5", kind="number") for i in (1, 2)}
+    t = runs.sampling_gap({
+        "single": _first_round_run("single", "solver", {"p1": ["5"], "p2": ["5"]}),
+        "mad": _first_round_run("mad", "debater", {"p1": ["5", "4", None], "p2": ["4", "4", "4"]}),
+        "moa": _first_round_run("moa", "proposer", {"p1": ["5", "5", "5"], "p2": ["5", "5", "4"]}, temperature=1.0),
+    }, problems, n_boot=200)
+    assert t.index.tolist() == ["single", "mad", "moa"]
+    assert t.loc["single", "temperature"] == 0.0 and t.loc["mad", "temperature"] == 0.7 and t.loc["moa", "temperature"] == 1.0
+    assert (t.loc["single", "right"], t.loc["single", "answers"]) == (2, 2)
+    assert (t.loc["mad", "right"], t.loc["mad", "answers"], t.loc["mad", "problems"]) == (1, 6, 2)  # strict, stage 0 only
+    # per problem: mad 1/3 - 1 and 0 - 1, mean -5/6; moa 0 and 2/3 - 1, mean -1/6
+    assert math.isclose(t.loc["mad", "gap"], -5 / 6) and math.isclose(t.loc["moa", "gap"], -1 / 6)
+    assert t.loc["mad", "gap_lo"] <= t.loc["mad", "gap"] <= t.loc["mad", "gap_hi"]
+    assert math.isnan(t.loc["single", "gap"])
+    text = runs.describe_sampling_gap(t)
+    assert text.startswith("The single agent decodes greedily (temperature 0): 2 of 2 first answers right (100.0%).")
+    assert "MAD's round 1 1 of 6 (16.7%, temperature 0.7), -83.3 points [" in text
+
+
+def test_sampling_gap_on_the_embedded_models_recording():
+    """MAD's round 1 and MoA's first layer answer the single agent's prompt at temperature 0.7 and are
+    right far less often than its greedy answer (issue 37: 13.3% against 42.5%)."""
+    recorded = runs.load_runs(TRACES)
+    t = runs.sampling_gap(recorded, runs.problems_from_manifest(recorded["lase-full"].manifest))
+    assert (t.loc["single", "right"], t.loc["single", "answers"]) == (17, 40)
+    assert (t.loc["mad", "right"], t.loc["mad", "answers"]) == (16, 120) == (t.loc["moa", "right"], t.loc["moa", "answers"])
+    assert t.loc["mad", "gap_hi"] < 0 and t.loc["mv", "gap_hi"] < 0
+    assert "are detectably less often right" in runs.describe_sampling_gap(t)
+    assert runs.describe_sampling_gap(t.loc[["single"]]).startswith("No sampled first round")

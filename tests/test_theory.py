@@ -372,3 +372,30 @@ def test_token_bars_label_tokens_and_colour_answer_tokens_as_named(tmp_path):
     r, g, b = mcolors.to_rgb(plots.ANSWER_COLOR)
     assert plots.ANSWER_COLOR_NAME == "orange" and r > g > b
     plt.close(fig)
+
+
+def test_bound_grid_gives_each_setting_its_own_seed_and_keeps_its_labels():
+    settings = [dict(gate_rate=0.3, rho=0.5, delta=0.3, regime="tight")] * 3
+    a = theory.bound_grid(settings, seed=3, n_problems=2000)
+    b = theory.bound_grid(settings, seed=3, n_problems=2000)
+    assert a["seed"].nunique() == 3 and a["seed"].tolist() == theory.setting_seeds(3, 3)  # independent, reproducible
+    assert a["gain"].nunique() == 3 and a.equals(b)  # the same setting, three independent samples
+    assert (a["regime"] == "tight").all()
+    one = theory.selective_gain(gate_rate=0.3, rho=0.5, delta=0.3, n_problems=2000, seed=a["seed"].iloc[1])
+    assert a["gain"].iloc[1] == one.gain
+
+
+def test_a_tight_bound_is_missed_by_chance_about_half_the_time_and_the_text_says_so():
+    """A3 with equality: the expected gain is the bound, so independent settings fall below it about
+    half the time and rarely by more than two standard errors (issue 37, chapter 01 section 1.4)."""
+    from scipy import stats as st
+
+    settings = [dict(gate_rate=q, rho=r, delta=0.1, regime="A3 holds") for q in (0.1, 0.2, 0.3) for r in (0.3, 0.6, 0.9)] * 4
+    grid = theory.bound_grid(settings, seed=0, n_problems=4000)
+    below = int((grid["gain"] < grid["bound"]).sum())
+    assert st.binomtest(below, len(grid), 0.5).pvalue > 0.001, below
+    assert int((grid["gain"] < grid["bound"] - 4 * grid["gain_se"]).sum()) == 0
+    text = theory.describe_bound(grid)
+    assert "where the bound is tight (A3 holds with equality) the measured gain falls below it in about half" in text
+    assert "more than 2 standard errors below in 2.3% of them" in text
+    assert "With 36 settings a tight bound has, by chance alone, about 18 measured gains below it and 0.8 more" in text
