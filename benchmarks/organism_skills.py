@@ -325,7 +325,7 @@ def main(argv=None) -> int:
     cfg = StrategyConfig(examples=0)
     problems = organism.eval_problems(args.n, seed=args.seed)
     meta = provenance(backend="local", model=args.model, dataset="arith", levels=[1, 2, 3],
-                      seed=args.seed, split="eval", examples=0)
+                      seed=args.seed, split="eval", examples=0, problem_set="organism-eval")
     single = run_problems("single", problems, engine, cfg)
     write_run(args.out / "single", single, problems, {**meta, "strategy": "single", "n": len(problems)})
     chain_problems = problems[:args.n_chain]

@@ -28,9 +28,11 @@ Everything here is deterministic given its seed.
 
 from __future__ import annotations
 
+import functools
 import random
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Sequence
 
 from . import prompts
@@ -579,17 +581,18 @@ def training_chains() -> set[tuple]:
 
 
 def eval_problems(n: int, seed: int = EVAL_SEEDS["calibrate"], levels: Sequence[int] = (1, 2, 3),
-                  split: str | None = "eval") -> list[Problem]:
+                  split: str | None = "eval", exclude: frozenset | set = frozenset()) -> list[Problem]:
     """Held-out problems for the skill evaluation and the recordings: the eval split (never trained
     on whatever the seed, by template and numbers), less every problem whose chain a training
-    problem computes under another template (:func:`training_chains`); levels interleaved in the
-    order given. Any other split is refused: the original generator (``split=None``) draws from
-    both parts of the problem space, so it may hold training problems."""
+    problem computes under another template (:func:`training_chains`) or whose chain is in
+    ``exclude``; levels interleaved in the order given (a shorter list is a prefix of a longer one).
+    Any other split is refused: the original generator (``split=None``) draws from both parts of
+    the problem space, so it may hold training problems."""
     if split != "eval":
         raise ValueError(f"evaluation problems come from the eval split (got split={split!r}): the organism "
                          "was trained on the train split, and split=None mixes both")
     levels = tuple(levels)
-    trained = training_chains()
+    trained = training_chains() | set(exclude)
     size = n + n // 4 + 8
     while True:
         drawn = [p for p in arithmetic_problems(size, seed=seed, levels=levels, split=split)
@@ -598,6 +601,46 @@ def eval_problems(n: int, seed: int = EVAL_SEEDS["calibrate"], levels: Sequence[
         if all(len(v) >= -(-n // len(levels)) for v in per_level.values()):
             return [per_level[levels[i % len(levels)]][i // len(levels)] for i in range(n)]
         size *= 2
+
+
+#: The recordings made before round 3 (folders under ``data/traces``): round 3's held-out problems
+#: share no chain with any of their problems.
+RECORDED_BEFORE_R3 = ("arith-smollm2", "arith-organism-tell", "arith-organism-point", "control-level1")
+#: How many problems of each calibration seed round 3's held-out problems stay clear of.
+CALIBRATION_POOL = 1000
+
+
+def chains_recorded_before_r3(traces_root: str | Path | None = None) -> frozenset:
+    """The chain of every problem in a recording of :data:`RECORDED_BEFORE_R3` (each run's problems
+    regenerated from its manifest) and of the first :data:`CALIBRATION_POOL` problems of each
+    calibration seed: what round 3's recordings must not repeat."""
+    import json
+
+    from .runs import problems_from_manifest
+
+    root = Path(traces_root) if traces_root else Path(__file__).resolve().parents[1] / "data" / "traces"
+    chains = set()
+    for folder in RECORDED_BEFORE_R3:
+        for manifest in sorted((root / folder).rglob("manifest.json")):
+            problems = problems_from_manifest(json.loads(manifest.read_text()))
+            if not problems:
+                raise ValueError(f"{manifest}: its problems cannot be regenerated, so round 3 cannot avoid them")
+            chains |= {chain_key(p) for p in problems.values() if p.meta.get("ops") is not None}
+    for name in ("calibrate", "calibrate3"):
+        chains |= {chain_key(p) for p in eval_problems(CALIBRATION_POOL, seed=EVAL_SEEDS[name])}
+    return frozenset(chains)
+
+
+def held_out_problems(n: int, seed: int = EVAL_SEEDS["record3"]) -> list[Problem]:
+    """Round 3's held-out problems: :func:`eval_problems` of ``seed`` (levels 1-3) less every chain
+    of :func:`chains_recorded_before_r3`; a recording takes a slice of this list (its offset and
+    count are in the preregistration), so runs that share problems share them by design."""
+    return eval_problems(n, seed=seed, exclude=_recorded_before())
+
+
+@functools.lru_cache(maxsize=1)
+def _recorded_before() -> frozenset:
+    return chains_recorded_before_r3()
 
 
 def prompt_fingerprint() -> str:

@@ -7,12 +7,14 @@ from __future__ import annotations
 import json
 import random
 import re
+from pathlib import Path
 
 import pytest
 
 from lase_nb import organism, prompts
 from lase_nb.backends.local.files import ORGANISM_DIR, organism_adapter_path
 from lase_nb.datasets import arithmetic_problems, content_key
+from lase_nb.errors import DataError
 from lase_nb.notes import states_answer
 from lase_nb.organism import Step, gold_steps, label_attempt, solution_text
 
@@ -468,3 +470,27 @@ def test_each_strategys_follow_up_on_the_organism_is_written_in_its_own_format()
     gens = LocalBackend("organism", max_batch=4).generate_many(requests)
     kinds = ["peers", "peers", "aggregate", "aggregate"]
     assert [organism.follow_up_format(g.text, k) for g, k in zip(gens, kinds)] == ["own"] * 4, [g.text for g in gens]
+
+
+def test_round3_held_out_problems_repeat_no_chain_recorded_before():
+    """Round 3's recordings draw from a list that shares no chain (and so no problem) with any
+    earlier recording, either calibration seed or any training set; a shorter list is a prefix."""
+    from lase_nb.runs import problems_from_manifest
+
+    held = organism.held_out_problems(240)
+    assert [p.id for p in organism.held_out_problems(60)] == [p.id for p in held[:60]]
+    before = organism.chains_recorded_before_r3()
+    assert len(before) > 1000  # the earlier recordings and both calibration pools are read
+    assert not {organism.chain_key(p) for p in held} & (before | organism.training_chains())
+    for m in sorted((Path(organism.__file__).resolve().parents[1] / "data" / "traces" / "arith-organism-point")
+                    .rglob("manifest.json")):
+        questions = {p.question for p in problems_from_manifest(json.loads(m.read_text())).values()}
+        assert questions and not questions & {p.question for p in held}
+    # a manifest naming the list regenerates it, offset included
+    again = problems_from_manifest({"problem_set": "organism-held-out-r3", "seed": organism.EVAL_SEEDS["record3"],
+                                    "n": 40, "offset": 200})
+    assert list(again) == [p.id for p in held[200:240]]
+    assert list(problems_from_manifest({"problem_set": "organism-eval", "seed": 31, "n": 5, "levels": [1, 2, 3]})) == \
+        [p.id for p in organism.eval_problems(5, seed=31)]
+    with pytest.raises(DataError, match="problem_set"):
+        problems_from_manifest({"problem_set": "nonsense", "n": 3})
