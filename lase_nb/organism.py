@@ -631,6 +631,23 @@ def chains_recorded_before_r3(traces_root: str | Path | None = None) -> frozense
     return frozenset(chains)
 
 
+#: Round 3's held-out recordings, as the preregistration fixes them: each run a slice
+#: ``[offset, offset + n)`` of :func:`held_out_problems` (seed ``record3``); ``levels`` keeps only
+#: those levels of its slice. Runs on the same slice share problems by design (paired tests).
+RECORDINGS_R3: dict[str, dict] = {
+    "lase-full": {"offset": 0, "n": 200, "what": "LASE with every stage forced (replayed at any thresholds)"},
+    "lase-large": {"offset": 200, "n": 600, "what": "gated LASE at the preregistered thresholds (the primary test)"},
+    **{name: {"offset": 0, "n": 120, "what": what} for name, what in (
+        ("single", "the leader alone"), ("mv", "majority vote of 7"), ("mad", "debate, 3 agents x 2 rounds"),
+        ("moa", "Mixture-of-Agents, 2 layers x 3"), ("down", "DOWN at its calibrated threshold"),
+        ("careful", "a labelled reference: the single agent asked to work every step by the careful method"))},
+    "lase-shuffled": {"offset": 0, "n": 60, "what": "LASE with the supporters' order shuffled"},
+    "lase-mv": {"offset": 0, "n": 60, "what": "LASE+MV(5)"},
+    "control": {"offset": 800, "n": 240, "levels": [1],
+                "what": "the negative control: both models' full chains on this slice's level-1 problems"},
+}
+
+
 def held_out_problems(n: int, seed: int = EVAL_SEEDS["record3"]) -> list[Problem]:
     """Round 3's held-out problems: :func:`eval_problems` of ``seed`` (levels 1-3) less every chain
     of :func:`chains_recorded_before_r3`; a recording takes a slice of this list (its offset and

@@ -26,7 +26,7 @@ from .stats import clears_both, holm, paired_test
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["PATH", "SECONDARY", "build", "load", "primary_result", "primary_from_gated_run", "secondary_pairs",
+__all__ = ["PATH", "SECONDARY", "SECONDARY_R3", "build", "build_round3", "describe_calibration", "load", "primary_result", "primary_from_gated_run", "secondary_pairs",
            "secondary_results", "secondary_table", "describe_secondary", "chains_of"]
 
 #: Where the committed preregistration lives.
@@ -90,6 +90,81 @@ def build(chains: Chains, prediction: Mapping[str, Any] | None, *, source: Mappi
                        "confidence bound on the calibration chains (delta on Appendix A.2's definition)",
             **dict(prediction), "met_if": "the held-out gain's point estimate is at least gain_lower_bound"}
     return out
+
+
+#: Round 3's family: the first version's, with the careful single agent (a reference the paper does
+#: not have) and without the comparisons of runs trained off their format (none are, in round 3).
+SECONDARY_R3: list[dict[str, str]] = SECONDARY[:-1] + [
+    {"name": "LASE vs the careful single agent", "a": "lase", "b": "careful", "on": "problems both ran"},
+    SECONDARY[-1]]
+
+
+def build_round3(chains: Chains, prediction: Mapping[str, Any] | None, *, source: Mapping[str, Any],
+                 model_files: Mapping[str, Any], held_out: Mapping[str, Any], budget: float = 1.5,
+                 default: tuple[float, float] = (0.8, 0.5)) -> dict[str, Any]:
+    """The second preregistration (round 3's organism), from calibration ``chains`` only: the
+    adapter it is written for (``model_files``, with its sha256); thresholds chosen on the chains
+    (the inferred defaults unless they escalate no problem or every problem there, else the budget
+    pair); the family of :data:`SECONDARY_R3` less any comparison already degenerate on the
+    calibration chains (the budget pair when it escalates nothing or equals the thresholds); every
+    recording's seed, offset and count (``held_out``); and the calibration numbers, all of them
+    (``calibration_at_thresholds``, read by :func:`describe_calibration`)."""
+    if not model_files.get("adapter_sha256"):
+        raise DataError("a preregistration names the adapter it is written for: model_files needs adapter_sha256")
+    at_default = replay(chains, *default)
+    esc = float((at_default["stop_stage"] > 0).mean())
+    pick = gate_for_budget(chains, budget)
+    if 0 < esc < 1:
+        tau, rule = default, ("the defaults inferred from the paper (Table 5's 0.80 row matches Table 1's 74.2%), "
+                              "kept because they escalate some but not all calibration problems")
+    else:
+        tau, rule = (float(pick["tau_lp"]), float(pick["tau_h"])), (
+            f"the budget pair ({budget}x the leader alone's tokens): the defaults escalate {esc:.0%} of the "
+            "calibration problems, a gate that decides nothing")
+    out = build(chains, prediction, source=source, tau_lp=tau[0], tau_h=tau[1], budget=budget, held_out=held_out)
+    out["version"] = 2
+    out["model_files"] = dict(model_files)
+    out["thresholds"]["rule"] = rule
+    gated = replay(chains, *tau)["correct"].to_numpy(bool)
+    alone = chains.correct[:, 0]
+    out["calibration_at_thresholds"].update(
+        fixed=int((gated & ~alone).sum()), broken=int((~gated & alone).sum()),
+        always_interact=float(chains.correct[:, -1].mean()))
+    family, left_out = [], []
+    for spec in SECONDARY_R3:
+        if spec["a"] == "lase@budget" and (pick["escalation_rate"] == 0 or
+                                           (np.isclose(pick["tau_lp"], tau[0]) and np.isclose(pick["tau_h"], tau[1]))):
+            left_out.append({**spec, "why": f"degenerate on calibration: the budget pair escalates "
+                                            f"{pick['escalation_rate']:.0%} of the problems"
+                                            + (" at the primary thresholds" if pick["escalation_rate"] else "")})
+            continue
+        family.append(spec)
+    out["secondary"]["comparisons"] = family
+    out["secondary"]["left_out"] = left_out
+    return out
+
+
+def describe_calibration(prereg: Mapping[str, Any]) -> str:
+    """What the calibration chains showed, all of it: the leader alone, gated LASE at the
+    preregistered thresholds (its escalations, fixes and breaks), every stage forced, the budget
+    pair and the predicted bound."""
+    c, th, bp = prereg["calibration_at_thresholds"], prereg["thresholds"], prereg["budget_pair"]
+    src = prereg["calibration"]
+    text = (f"On {c['n']} calibration problems (seed {src.get('seed')}, never recorded) the leader alone was right "
+            f"on {100 * c['leader_alone']:.1f}%; gated LASE at {th['tau_lp']:g} / {th['tau_h']:g} escalated "
+            f"{100 * c['escalated']:.0f}% and was right on {100 * c['gated_lase']:.1f}%")
+    if "fixed" in c:
+        text += f" ({c['fixed']} fixed, {c['broken']} broken)"
+    if "always_interact" in c:
+        text += f"; every stage forced, {100 * c['always_interact']:.1f}%"
+    text += (f". The budget pair ({bp['ratio']:g}x the leader's tokens) is {bp['tau_lp']:.2f} / {bp['tau_h']:.2f}, "
+             f"right on {100 * bp['calibration_accuracy']:.1f}% with {100 * bp['calibration_escalation']:.0f}% "
+             "escalated.")
+    pred = prereg.get("prediction")
+    if pred is not None:
+        text += (f" Theorem 3.7's terms at their lower bounds (P(U=1) {pred['p_u1_lcb']:.2f}, rho {pred['rho_lcb']:.2f}, "
+                 f"delta {pred['delta_lcb']:+.2f}) predict a gain of at least {100 * pred['gain_lower_bound']:+.1f} points.")
+    return text
 
 
 def load(path: str | Path = PATH) -> dict[str, Any]:

@@ -158,3 +158,30 @@ def test_the_report_scripts_primary_numbers_are_the_recordings():
     assert f"{gain:+.1f} points" in primary
     if p >= 0.05 or fixed <= broken:  # a claim needs the exact test too
         assert "**claimed: False**" in primary
+
+
+def _round3(chains, **kw):
+    return P.build_round3(chains, None, source={"run": "calibration", "seed": 31},
+                          model_files={"adapter_sha256": "ab" * 32}, held_out={"seed": 32}, **kw)
+
+
+def test_round3_pins_the_adapter_and_says_what_calibration_showed():
+    doc = _round3(model(30, 40, esc_right=10, fix=20, brk=3))
+    assert doc["version"] == 2 and doc["model_files"]["adapter_sha256"] == "ab" * 32
+    assert (doc["thresholds"]["tau_lp"], doc["thresholds"]["tau_h"]) == (0.8, 0.5)  # 40% escalate: kept
+    c = doc["calibration_at_thresholds"]
+    assert (c["fixed"], c["broken"], c["escalated"]) == (20, 3, 0.4)
+    text = P.describe_calibration(doc)
+    assert "escalated 40%" in text and "(20 fixed, 3 broken)" in text and "seed 31" in text
+    assert any(s["b"] == "careful" for s in doc["secondary"]["comparisons"])
+    with pytest.raises(DataError, match="adapter_sha256"):
+        P.build_round3(model(30, 40), None, source={}, model_files={}, held_out={})
+
+
+def test_round3_leaves_out_a_comparison_degenerate_on_calibration():
+    """A budget pair that escalates nothing on calibration can never be claimed: not preregistered."""
+    doc = _round3(model(30, 40, fix=20), budget=1.0)
+    names = [s["name"] for s in doc["secondary"]["comparisons"]]
+    assert "LASE at the budget pair vs the leader alone" not in names
+    assert doc["secondary"]["left_out"][0]["why"].startswith("degenerate on calibration")
+    assert doc["budget_pair"]["calibration_escalation"] == 0
