@@ -31,6 +31,8 @@
 #    strong and weak models.
 # 4. **Answers that never get boxed**: how often the leader's revision has no extractable
 #    answer, and why.
+# 5. **Why no gain here**: the three numbers that explain why LASE gains nothing even on the
+#    organism whose supporters point at the right step (section 6.5, the chapter's last cell).
 #
 # **You need** chapters 02 (the gate) and 03 (the pipeline). No model is called: everything comes
 # from the recorded runs in `traces` (the full-chain LASE run, plus the baselines when present).
@@ -41,10 +43,10 @@
 #
 # **What the paper reported.** Its calibration figure (Figure 3) shows that even strong models'
 # most confident answers are not always right: 85.5% accuracy where the lowest answer-token
-# probability is at least 0.99. Its threshold sweep (Table 5, GPT-4.1-mini on MATH-500) escalated
-# between about a fifth and two fifths of the problems. And on the weaker Llama-3-8B, LASE spent
-# roughly 4.6x the single agent's tokens (Appendix E.2) against about 1.8x on GPT-4.1-mini: a weaker model
-# escalates more and pays more. Section 6.3 plots the sweep's escalation rates beside ours.
+# probability is at least 0.99. On the weaker Llama-3-8B, LASE spent roughly 4.6x the single
+# agent's tokens (Appendix E.2) against about 1.8x on GPT-4.1-mini: a weaker model escalates more
+# and pays more. Section 6.3 sets our costs beside these two; the paper's escalation rates per
+# threshold (its Table 5) are in chapter 05, section 5.4.
 
 # %% tags=["parameters"]
 traces = "../data/traces/arith-smollm2"  # folder of recorded runs; needs <traces>/lase-full
@@ -62,11 +64,11 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from IPython.display import HTML, Markdown, display
 
-from lase_nb import confidence, plots, regimes
+from lase_nb import confidence, plots, preregistration
 from lase_nb.chapters import failures
 from lase_nb.replay import summarize
-from lase_nb.runs import (by_display_name, chains_by_model, comparison_table, control_models, load_models,
-                          load_runs, problems_from_manifest)
+from lase_nb.runs import (by_display_name, chains_by_model, comparison_table, control_models, describe_sampling_gap,
+                          display_name, load_models, load_runs, problems_from_manifest, sampling_gap, strategy_tables)
 
 plots.set_style()
 pd.set_option("display.precision", 3)
@@ -222,15 +224,14 @@ else:
 # ## 6.3 Do weaker models escalate more?
 #
 # The expectation (the paper's, and chapter 01's) is that a weaker model is unsure more often, so
-# the gate sends more problems to the supporters. We test it
-# it two ways: **across problem levels** (1 to 3 arithmetic steps; harder problems make the same
+# the gate sends more problems to the supporters. We test it two ways: **across problem levels** (1 to 3 arithmetic steps; harder problems make the same
 # model relatively weaker) and **across models** (the embedded model against the organism). The
 # default recording has one level, so its figure shows that level alone; the organism's recording,
 # below, mixes three. The cost comes from replaying the gate on the full chains (no model calls).
 
 # %%
 esc, cost = failures.level_view(lase, tau_lp, tau_h)
-paper = failures.paper_escalation(tau_lp)
+paper = failures.paper_escalation(tau_lp, sweep=False)  # the paper's costs; its sweep (Table 5) is chapter 05's
 fig = failures.plot_escalation(esc, cost, paper, tau_lp, tau_h)
 plots.savefig(fig, "failure_escalation")
 plt.show()
@@ -245,10 +246,10 @@ display(Markdown(failures.describe_escalation(esc, cost, paper)))
 # repository; chapter 03). The controlled set (`control_traces`) holds both models' full chains on
 # **the same 80 level-1 problems** of the held-out split, gated at the same thresholds: the
 # embedded model with its two worked examples (without them it rarely boxes an answer), the
-# organism zero-shot; that is the one difference. The first table gives each leader's accuracy,
-# how often the gate escalates it (95% Wilson intervals), and how accurate the leader is on the
-# problems it escalates and on those it keeps; the second sets the two gains and escalation rates
-# side by side, problem by problem, with their tests.
+# organism zero-shot; that is the one difference. The table gives each leader's accuracy, how
+# often the gate escalates it (95% Wilson intervals), and how accurate the leader is on the
+# problems it escalates and on those it keeps. (The two models' gains and regimes on these same
+# problems, with their tests, are chapter 03's table, section 3.4.)
 
 # %%
 models = load_models(by_display_name([traces, point_traces]), ["lase"], require=["lase"])
@@ -260,11 +261,6 @@ else:  # different problems: the rates below are not a controlled comparison
 by_model = failures.escalation_by_model(model_chains, tau_lp, tau_h)
 display(by_model)
 display(Markdown(failures.describe_escalation_by_model(by_model)))
-if control_traces:
-    labels = list(model_chains)
-    same = regimes.compare_gains(*model_chains.values(), tau_lp, tau_h)
-    display(regimes.control_table(same, *labels))
-    display(Markdown(regimes.describe_control(same, *labels)))
 
 # %% [markdown]
 # **Reading the escalation rates.** The paper's expectation, that a weaker model escalates more,
@@ -303,24 +299,28 @@ for label, model_runs in models.items():
     display(Markdown(failures.describe_separation(label, confidence.confidence_frame(model_runs["lase"], stage=0))))
 
 # %% [markdown]
-# **Symmetric debate without a correct seed.** Chapter 01 predicts that debate among agents with no
-# correct seed to amplify can fall below a single agent. When the baseline runs are present, their
-# accuracies (95% Wilson intervals, as in chapter 4; exact McNemar test against the single agent on the same
-# problems):
+# **Debate below the single agent, and why.** When the baseline runs are present, the strategies
+# in which no one or everyone reads (single agent, MV, MAD), gated LASE and LASE through every
+# stage (95% Wilson intervals, as in chapter 4; exact McNemar test against the single agent on the
+# same problems). Then the measured cause of MAD's low accuracy: before any agent reads another,
+# its round-1 agents (and MoA's first layer, and MV's samples) answer the single agent's own prompt
+# *sampled* at a temperature, while the single agent decodes greedily. How often each first answer
+# is right, graded by its own box:
 
 # %%
-present = failures.debate_runs(list(runs))  # no one or everyone reads, and LASE through every stage
-if len(present) > 1:
-    table = comparison_table({n: runs[n].problems for n in present})
-    display(table[["n", "accuracy", "acc_lo", "acc_hi", "accuracy_strict", "avg_tokens", "token_multiplier",
-                   "p_vs_single"]])
+tables = strategy_tables(runs, tau_lp, tau_h)  # "lase": gated, replayed at (tau_lp, tau_h); "lase-full": every stage
+present = failures.debate_runs(list(tables)) + ["lase"]
+if "mad" in tables or "mv" in tables:
+    table = comparison_table({s: tables[s] for s in tables if s in present})
+    config = lase.manifest.get("config", {})
+    display(table.rename(index=lambda s: plots.label(s, config))[
+        ["n", "accuracy", "acc_lo", "acc_hi", "accuracy_strict", "avg_tokens", "token_multiplier", "p_vs_single"]])
+    gap = sampling_gap(runs, problems)
+    display(gap[["first answers", "temperature", "answers", "right", "accuracy", "acc_lo", "acc_hi", "gap", "gap_lo",
+                 "gap_hi"]])
+    display(Markdown(describe_sampling_gap(gap)))
 else:
     print("No baseline runs next to lase-full; record them with `python data/traces/record.py` (or `make traces`).")
-
-# %% [markdown]
-# On this recording **debate falls below the single agent**: MAD's accuracy is far under the
-# single agent's, and the McNemar test says the gap is not chance, at several times the tokens.
-# Chapter 01's prediction for debate with no correct seed to amplify, seen on real transcripts.
 
 # %% [markdown]
 # ## 6.4 Answers that never get boxed
@@ -339,7 +339,9 @@ plt.show()
 unp
 
 # %%
-summarize(pd.concat([r.problems.assign(strategy=n) for n, r in runs.items()]))[
+recorded = lase.manifest.get("config", {})  # the full chain's problems table is gated LASE at its recorded thresholds
+gated = f"LASE, gated as recorded ({recorded.get('tau_lp')} / {recorded.get('tau_h')})"
+summarize(pd.concat([r.problems.assign(strategy=gated if n == "lase-full" else n) for n, r in runs.items()]))[
     ["problems", "accuracy", "accuracy_strict", "unparsed", "cap_hit_rate"]]
 
 # %% [markdown]
@@ -357,6 +359,27 @@ unboxed = outcomes[outcomes["answer_strict"].isna()].sort_values("stage", kind="
 print(f"{len(unboxed)} of {len(outcomes)} revisions box no answer of their own")
 for r in unboxed.head(1).itertuples():
     display(HTML(failures.render_answer(lase, r.problem_id, r.stage, problems.get(r.problem_id), max_chars)))
+
+# %% [markdown]
+# ## 6.5 Why no gain here
+#
+# The embedded model's notes cannot correct it (chapter 03, section 3.4): no gain is expected.
+# The pointing organism is the instructive case: its supporters were trained to do what the paper
+# asks of them, and gated LASE still gains nothing. Three numbers carry the reason, each from
+# its recordings (`failures.why_no_gain`): **the gate separates** (AUROC), **the notes point and
+# keep the rule**, and **fixes against breaks on the preregistered test**; then two short
+# exchanges, one pointer acted on and one not.
+
+# %%
+if point_traces:
+    why = failures.why_no_gain(org_run, org_problems, preregistration.load(),
+                               load_runs(point_traces, ["lase-large"]).get("lase-large"))
+    display(Markdown(failures.describe_why_no_gain(why, display_name(point_traces))))
+    for title, (pid, stage) in why["examples"].items():
+        display(Markdown(f"**{title}** ({pid}, stage {stage}):"))
+        display(HTML(failures.render_exchange(org_run, pid, stage, org_problems.get(pid), 320)))
+else:
+    print("no pointing organism recording (point_traces=None): section 6.5 is skipped")
 
 # %% [markdown]
 # ## Try it yourself
@@ -402,8 +425,10 @@ if interactive:
 #   rate (section 6.3 has the numbers). On the same problems, though, the gate escalates a model
 #   as often as its *doubt* says, not as its weakness does: a weak model with confident errors
 #   escalates less (section 6.3 tests it on both models).
+# - **Debate falls below the single agent** here for a measured reason: its first round is sampled
+#   and far less often right than the greedy single agent, before any agent reads another.
 # - **Unboxed revisions** are the rule for this model, not the exception; the extraction step
 #   recovers their answers, and strict grading reports what happens without it.
-#
-# Taken together this recording is what chapter 03 (section 3.5) calls a **negative control**:
-# the gate behaves, but the supporters cannot correct the leader.
+# - **Why no gain here** (section 6.5): on the pointing organism the gate separates and the notes
+#   point at the right step without stating the answer, but the 135M leader cannot act on the
+#   pointer: fixes and breaks cancel on the preregistered test.

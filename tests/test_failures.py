@@ -417,3 +417,73 @@ def test_escalation_figure_shows_the_paper_band_through_the_bars_and_names_a_lon
              and sorted(round(p.vertices[0, 1], 6) for p in c.get_paths()) == [0.2, 0.4]]
     assert edges, "the band's edges are drawn over the bars"
     plt.close(fig)
+
+
+def _why(**over):
+    base = {"first_answers": 200, "auroc": 0.8, "auroc_lo": 0.74, "auroc_hi": 0.86, "auroc_p": 3e-13, "separates": True,
+            "located": 80, "named": 44, "named_fixed": 6, "named_still_wrong": 38, "notes_on_wrong": 250,
+            "notes_stating": 2, "test": {"n": 600, "b": 27, "c": 31, "diff": -4 / 600, "diff_lo": -0.03,
+                                         "diff_hi": 0.018, "p_value": 0.69, "claimed": False},
+            "test_source": "the held-out gated run", "examples": {}}
+    return {**base, **over}
+
+
+def test_why_no_gain_is_said_step_by_step_and_only_where_each_step_holds():
+    text = failures.describe_why_no_gain(_why(), "the organism")
+    assert "1. **The gate separates**: the AUROC of exp(LP_min) for the leader's wrong first answers is 0.80 [0.74, 0.86]" in text
+    assert "2. **The notes point and keep the rule**: on 80 wrong first answers" in text
+    assert "names that step in 44 (55%); 2 of the 250 notes on wrong attempts state the answer." in text
+    assert "3. **The leader does not act on the pointer**: after a note that names the right step the revision fixes " \
+           "the answer 6 times and stays wrong 38 times." in text
+    assert "gated LASE fixes 27 answers and breaks 31: -0.7 points [-3.0, +1.8], McNemar p = 0.69, not claimed" in text
+    assert "the leader cannot act on the pointer**" in text
+    weak = failures.describe_why_no_gain(_why(separates=False, named=10, notes_stating=40), "x")
+    assert "does not detectably separate" in weak and "seldom point and break the rule" in weak
+    assert "the chain breaks earlier" in weak and "cannot act on the pointer**" not in weak
+    won = failures.describe_why_no_gain(_why(test={**_why()["test"], "claimed": True}), "y")
+    assert "escalation pays" in won
+    assert "preregistered test" not in failures.describe_why_no_gain(_why(test=None), "z")
+
+
+def test_why_no_gain_on_the_pointing_organisms_recordings():
+    """Issue 37's three numbers, from the committed recordings: the gate separates (AUROC), the notes
+    point and keep the rule, and the preregistered test's fixes and breaks cancel."""
+    from pathlib import Path
+
+    from lase_nb import preregistration
+    from lase_nb.runs import load_runs, problems_from_manifest
+
+    folder = Path(__file__).resolve().parents[1] / "data" / "traces" / "arith-organism-point"
+    runs = load_runs(folder, ["lase", "lase-large"])
+    probs = problems_from_manifest(runs["lase"].manifest)
+    w = failures.why_no_gain(runs["lase"], probs, preregistration.load(), runs["lase-large"], n_boot=200)
+    assert w["separates"] and w["auroc_lo"] > 0.5 and w["first_answers"] == 200
+    assert w["located"] >= w["named"] > w["located"] / 2 and w["named_fixed"] < w["named_still_wrong"]
+    assert w["notes_stating"] <= 0.05 * w["notes_on_wrong"]
+    t = w["test"]
+    assert (t["n"], t["b"], t["c"], t["claimed"]) == (600, 27, 31, False)
+    fixed, wrong = w["examples"].values()
+    out = failures.revision_outcomes(runs["lase"], probs).set_index(["problem_id", "stage"])
+    assert out.loc[fixed, "correct"] and not out.loc[wrong, "correct"]
+    assert not failures.why_no_gain(runs["lase"], probs, n_boot=50)["test"]
+
+
+def test_the_paper_sweep_is_left_out_of_chapter_06_when_asked():
+    """Table 5 is shown in chapter 05 only: without the sweep, chapter 06's escalation figure has no
+    band and its sentence no sweep; the cost references stay."""
+    import matplotlib.pyplot as plt
+
+    costs = F.paper_escalation(0.8, sweep=False)
+    assert set(costs) == {"multiplier_gpt41mini", "multiplier_llama3_8b"}
+    assert F.paper_escalation(0.8, sweep=True).items() >= costs.items()
+    cost = pd.DataFrame({"level": [1, "all"], "multiplier": [4.8, 4.8], "lase_tokens": [300.0, 300.0],
+                         "solo_tokens": [100.0, 100.0]})
+    esc = pd.DataFrame({"level": [1, "all"], "accuracy": [0.45, 0.45], "acc_lo": [0.3, 0.3], "acc_hi": [0.6, 0.6],
+                        "escalation_rate": [0.2, 0.2], "esc_lo": [0.1, 0.1], "esc_hi": [0.3, 0.3]})
+    text = F.describe_escalation(esc, cost, costs)
+    assert "threshold sweep" not in text and "(paper: 1.8x on GPT-4.1-mini, 4.6x on Llama-3-8B)" in text
+    fig = F.plot_escalation(esc, cost, costs, 0.8, 0.5)
+    labels = fig.axes[0].get_legend_handles_labels()[1]
+    assert not any("sweep" in lab for lab in labels) and fig.axes[0].patches  # the bars, no band
+    assert any("Llama-3-8B" in lab for lab in fig.axes[1].get_legend_handles_labels()[1])
+    plt.close(fig)

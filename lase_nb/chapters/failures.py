@@ -30,7 +30,7 @@ from .. import reference
 from ..confidence import uncertain_mask
 from ..errors import DataError
 from ..notes import mentions
-from ..stats import pct, wilson_interval
+from ..stats import pct, points, wilson_interval
 from ..strategies import EXTRACT_ROLE, SPECS
 from ..answers import answer_or_none
 from ..transcripts import ANSWERER_ROLES, render_transcript, transcript_entries
@@ -64,6 +64,8 @@ __all__ = [
     "describe_escalation",
     "escalation_by_model",
     "describe_escalation_by_model",
+    "why_no_gain",
+    "describe_why_no_gain",
 ]
 
 #: Words and phrases taken as "this note says the attempt is wrong" (the heuristic of :func:`flags_error`).
@@ -342,22 +344,25 @@ def level_view(run: Any, tau_lp: float, tau_h: float) -> tuple[pd.DataFrame, pd.
     return esc, cost_by_level(chains_from_stages(run.stages), levels, tau_lp, tau_h)
 
 
-def paper_escalation(tau_lp: float | None = None) -> dict[str, float]:
+def paper_escalation(tau_lp: float | None = None, sweep: bool = True) -> dict[str, float]:
     """The paper's reference numbers for escalation and cost (from :mod:`lase_nb.reference`):
 
     ``escalation_rate`` at the sweep row closest to ``tau_lp`` (GPT-4.1-mini, MATH-500, fraction),
     its ``tau_lp``; ``multiplier_gpt41mini`` = LASE / single avg tokens on MATH-500 (Table 1);
     ``multiplier_llama3_8b`` = LASE / single tokens on Llama-3-8B, MATH-500, as the paper states it (4.6x).
+    With ``sweep=False`` only the two multipliers: the threshold sweep (Table 5) is shown in chapter 05
+    alone, and the figure and sentence of this chapter then leave it out.
     """
     sw = reference.THRESHOLD_SWEEP
     i = 2 if tau_lp is None else int((sw["tau_lp"] - tau_lp).abs().idxmin())
     t1 = reference.TABLE1
     m = t1[(t1["model"] == "GPT-4.1-mini") & (t1["dataset"] == "MATH-500")].set_index("method")["avg_tokens"]
+    costs = {"multiplier_gpt41mini": float(m["lase"] / m["single"]), "multiplier_llama3_8b": reference.llama3_multiplier()}
+    if not sweep:
+        return costs
     return {"escalation_rate": float(sw.loc[i, "escalation_rate"]) / 100.0, "tau_lp": float(sw.loc[i, "tau_lp"]),
             "escalation_min": float(sw["escalation_rate"].min()) / 100.0,
-            "escalation_max": float(sw["escalation_rate"].max()) / 100.0,
-            "multiplier_gpt41mini": float(m["lase"] / m["single"]),
-            "multiplier_llama3_8b": reference.llama3_multiplier()}
+            "escalation_max": float(sw["escalation_rate"].max()) / 100.0, **costs}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -566,10 +571,11 @@ def plot_escalation(esc: pd.DataFrame, cost: pd.DataFrame | None, paper: dict[st
         v = esc[col].to_numpy(float)
         ax.bar(x + off, v, w, color=c, label=lab, zorder=2, alpha=0.75,  # the paper's band shows through
                yerr=[v - esc[lo].to_numpy(float), esc[hi].to_numpy(float) - v], capsize=4)
-    pmin, pmax = paper["escalation_min"], paper["escalation_max"]
-    ax.axhspan(pmin, pmax, color="C0", alpha=0.25, zorder=0, lw=0,
-               label="paper: escalation, GPT-4.1-mini, MATH-500 sweep")  # behind the bars
-    ax.hlines([pmin, pmax], -0.5, len(esc) - 0.5, color="C0", ls="--", lw=1.3, zorder=3)  # its edges, over them
+    if "escalation_min" in paper:  # the paper's sweep (Table 5), when asked for
+        pmin, pmax = paper["escalation_min"], paper["escalation_max"]
+        ax.axhspan(pmin, pmax, color="C0", alpha=0.25, zorder=0, lw=0,
+                   label="paper: escalation, GPT-4.1-mini, MATH-500 sweep")  # behind the bars
+        ax.hlines([pmin, pmax], -0.5, len(esc) - 0.5, color="C0", ls="--", lw=1.3, zorder=3)  # its edges, over them
     ax.set_xticks(x, [f"level {lv}" if lv != "all" else "all" for lv in esc["level"]])
     ax.set_xlim(-0.5, len(esc) - 0.5)
     head = "Escalation by difficulty" if only is None else f"Escalation: {only}"
@@ -680,9 +686,9 @@ def describe_escalation(esc: pd.DataFrame, cost: pd.DataFrame, paper: dict[str, 
             out += ("**escalation does not rise with difficulty here** (see the intervals): the gate reads "
                     "confidence, not correctness, so failing more often trips it only if the model is also less "
                     "sure when it fails (chapter 02 measures how far it is). ")
-    out += (f"Over all levels the gate escalates {pct(allrow['escalation_rate'])} of the problems (the paper's "
-            f"threshold sweep on GPT-4.1-mini escalated {pct(paper['escalation_min'])} to "
-            f"{pct(paper['escalation_max'])}), and LASE spends {callrow['multiplier']:.1f}x the solo tokens "
+    swept = (f" (the paper's threshold sweep on GPT-4.1-mini escalated {pct(paper['escalation_min'])} to "
+             f"{pct(paper['escalation_max'])})") if "escalation_min" in paper else ""
+    out += (f"Over all levels the gate escalates {pct(allrow['escalation_rate'])} of the problems{swept}, and LASE spends {callrow['multiplier']:.1f}x the solo tokens "
             f"(paper: {paper['multiplier_gpt41mini']:.1f}x on GPT-4.1-mini, {paper['multiplier_llama3_8b']:.1f}x "
             f"on Llama-3-8B).")
     esc_only = cost.iloc[-1]
@@ -743,3 +749,119 @@ def describe_escalation_by_model(table: pd.DataFrame) -> str:
     caveat = (", but the 95% Wilson intervals overlap, so these samples do not establish the difference" if overlap
               else ", and the 95% Wilson intervals do not overlap")
     return f"The weaker model, {said(weak)}; the stronger, {said(strong)}: {verdict}{caveat}."
+
+
+# ---------------------------------------------------------------------------------------------
+# why no gain here: the three numbers that carry the chapter's ending
+
+
+def why_no_gain(run: Any, problems: Mapping[str, Any], prereg: Mapping[str, Any] | None = None,
+                gated: Any = None, n_boot: int = 1000, seed: int = 0) -> dict[str, Any]:
+    """Why gated LASE gains nothing on a model whose supporters point (the pointing organism), in
+    three measured steps of the mechanism, from its full-chain recording ``run`` (every note
+    recorded, arith problems with a gold chain in ``problems``):
+
+    1. **the gate separates**: the AUROC of ``exp(LP_min)`` for the leader's wrong first answers
+       (:func:`lase_nb.stats.auroc_test`; keys ``auroc``, ``auroc_lo``, ``auroc_hi``, ``auroc_p``,
+       ``separates``, ``first_answers``);
+    2. **the notes point and keep the rule**: of the devil's advocate's notes on a wrong first
+       answer whose first failing step can be located (:func:`lase_nb.organism.departure_step`),
+       those that name that step (:func:`lase_nb.organism.flagged_step`; ``located``, ``named``),
+       and what the revision after such a note did (``named_fixed``, ``named_still_wrong``); of all
+       notes on wrong attempts, those that state the answer (:func:`lase_nb.notes.count_answer_notes`;
+       ``notes_on_wrong``, ``notes_stating``);
+    3. **the leader does not act on the pointer**: fixes against breaks of gated LASE on the
+       preregistered test (``test``: :func:`lase_nb.preregistration.primary_from_gated_run` on
+       ``gated``, the held-out gated run, else :func:`~lase_nb.preregistration.primary_result` on
+       ``run``'s chains; None without a preregistration), with ``test_source``.
+
+    ``examples``: two exchanges to read, ``{title: (problem_id, stage)}``: the shortest in which the
+    devil names the right step and the revision fixes the answer, and the shortest in which it names
+    it and the revision is still wrong."""
+    from ..notes import count_answer_notes
+    from ..organism import departure_step, flagged_step
+    from ..stats import auroc_test
+
+    st0 = run.stages[run.stages["stage"] == 0]
+    answered = st0["answer"].map(answer_or_none).notna().to_numpy()
+    ok = st0["correct"].astype(bool).to_numpy()[answered]
+    t = auroc_test(-st0["p_min"].astype(float).to_numpy()[answered], ok, n_boot=n_boot, seed=seed)
+    out: dict[str, Any] = {"first_answers": int(answered.sum()), "auroc": t["auroc"], "auroc_lo": t["lo"],
+                           "auroc_hi": t["hi"], "auroc_p": t["p_value"], "separates": bool(t["separates"])}
+
+    outcomes = revision_outcomes(run, dict(problems))
+    lead = run.calls[run.calls["role"] == "leader"].drop_duplicates(["problem_id", "stage"]) \
+        .set_index(["problem_id", "stage"])["text"]
+    devil = outcomes[(outcomes["supporter"] == "devil") & ~outcomes["prev_correct"] & outcomes["note"].notna()]
+    named = []
+    for r in devil.itertuples():
+        problem = problems.get(str(r.problem_id))
+        attempt = lead.get((r.problem_id, r.stage - 1))
+        dep = departure_step(problem, attempt) if problem is not None else None
+        if dep is not None:
+            revision = lead.get((r.problem_id, r.stage), "") or ""
+            named.append({"problem_id": r.problem_id, "stage": r.stage, "named": flagged_step(r.note) == dep,
+                          "fixed": bool(r.correct), "length": len(attempt or "") + len(r.note) + len(revision)})
+    named = pd.DataFrame(named, columns=["problem_id", "stage", "named", "fixed", "length"])
+    right = named[named["named"]]
+    out.update(located=len(named), named=len(right), named_fixed=int(right["fixed"].sum()),
+               named_still_wrong=int((~right["fixed"]).sum()))
+    counts = count_answer_notes(run.calls, run.stages, problems)
+    out["notes_on_wrong"] = sum(d["on_wrong"]["n"] for d in counts.values())
+    out["notes_stating"] = sum(d["on_wrong"]["k"] for d in counts.values())
+
+    out["test"], out["test_source"] = None, None
+    if prereg is not None:
+        from ..preregistration import chains_of, primary_from_gated_run, primary_result
+
+        if gated is not None:
+            out["test"], out["test_source"] = primary_from_gated_run(prereg, gated), "the held-out gated run"
+        else:
+            out["test"], out["test_source"] = primary_result(prereg, chains_of(run)), "the full chains"
+
+    out["examples"] = {}
+    for title, rows in (("The devil names the failing step, and the revision fixes it", right[right["fixed"]]),
+                        ("The devil names the failing step, and the revision is still wrong", right[~right["fixed"]])):
+        if len(rows):
+            r = rows.sort_values(["length", "problem_id"], kind="stable").iloc[0]
+            out["examples"][title] = (r["problem_id"], int(r["stage"]))
+    return out
+
+
+def describe_why_no_gain(r: Mapping[str, Any], label: str) -> str:
+    """:func:`why_no_gain` as the chapter's closing paragraph: the three numbers, each said to hold
+    only where it does, and the reading they add up to."""
+    gate = (f"1. **The gate {'separates' if r['separates'] else 'does not detectably separate'}**: the AUROC of "
+            f"exp(LP_min) for the leader's wrong first answers is {r['auroc']:.2f} [{r['auroc_lo']:.2f}, "
+            f"{r['auroc_hi']:.2f}] on its {r['first_answers']} first answers (Mann-Whitney p = {r['auroc_p']:.2g})"
+            + (": its wrong first answers look less sure than its right ones, so the gate sends the problems that "
+               "need the supporters more often than the others." if r["separates"] else "."))
+    share = r["named"] / r["located"] if r["located"] else float("nan")
+    points_right = r["located"] and share >= 0.5
+    notes = (f"2. **The notes {'point' if points_right else 'seldom point'} and "
+             f"{'keep' if r['notes_stating'] <= 0.05 * max(1, r['notes_on_wrong']) else 'break'} the rule**: on "
+             f"{r['located']} wrong first answers whose failing step can be located, the devil's advocate names that "
+             f"step in {r['named']} ({pct(share)}); {r['notes_stating']} of the {r['notes_on_wrong']} notes on wrong "
+             "attempts state the answer.")
+    t = r["test"]
+    acted = (f"after a note that names the right step the revision fixes the answer {r['named_fixed']} times and "
+             f"stays wrong {r['named_still_wrong']} times")
+    if t is None:
+        test = f"3. **The leader {'does not act' if r['named_fixed'] < r['named_still_wrong'] else 'acts'} on the pointer**: {acted}."
+        claimed = False
+    else:
+        claimed = bool(t["claimed"])
+        test = (f"3. **The leader {'does not act' if r['named_fixed'] < r['named_still_wrong'] else 'acts'} on the "
+                f"pointer**: {acted}. On the preregistered test ({r['test_source']}, {t['n']} problems) gated LASE "
+                f"fixes {t['b']} answers and breaks {t['c']}: {points(t['diff'])} points [{points(t['diff_lo'])}, "
+                f"{points(t['diff_hi'])}], McNemar p = {t['p_value']:.2g}, "
+                f"{'claimed' if claimed else 'not claimed (both tests are needed)'}.")
+    if r["separates"] and points_right and not claimed:
+        reading = (f"**So, for {label}: the gate sends the right problems, the supporters point at the right step "
+                   "and keep the rule, and the leader cannot act on the pointer**: the recomputation a pointing "
+                   "note asks for is where a 135M model fails, so fixes and breaks cancel.")
+    elif claimed:
+        reading = f"**For {label} escalation pays**: the preregistered test claims a gain."
+    else:
+        reading = f"**For {label} the chain breaks earlier**: read the step that does not hold above."
+    return "\n".join([f"**Why no gain here** ({label}).", "", gate, notes, test, "", reading])
