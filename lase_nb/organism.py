@@ -881,12 +881,15 @@ def step_split(a: int, op: str, b: int) -> str:
     return split_of(f"step|{a}{op}{b}")
 
 
-def unit_steps(n: int, seed: int, split: str) -> list[Step]:
+def unit_steps(n: int, seed: int, split: str, shapes: str = "random") -> list[Step]:
     """``n`` distinct steps whose :func:`step_split` is ``split``. "eval" steps are the steps of
     eval-split problems of levels 1-3 (the held-out unit test: the kinds and sizes those chains
-    use, in their proportions); "train" steps are drawn at random in the same shapes, a little
-    wider (sums and differences up to two digits each, products of up to 99 by a digit, quotients
-    up to 60 by a digit), so the two sets never meet."""
+    use, in their proportions). "train" steps, with ``shapes="random"`` (round 3's first unit
+    stage), are drawn at random, a little wider (sums and differences up to two digits each,
+    products of up to 99 by a digit, quotients up to 60 by a digit); with ``shapes="problems"``
+    they are the steps of train-split problems of levels 1-3 (the eval steps' kinds in their
+    proportions, one-digit operands included), topped up with random ones. The step split keeps
+    the two sets apart either way."""
     out: list[Step] = []
     seen: set[tuple[int, str, int]] = set()
 
@@ -896,6 +899,14 @@ def unit_steps(n: int, seed: int, split: str) -> list[Step]:
             seen.add(key)
             out.append(s)
 
+    if shapes not in ("random", "problems"):
+        raise ValueError(f"shapes must be 'random' or 'problems', got {shapes!r}")
+    if split == "train" and shapes == "problems":
+        for p in arithmetic_problems(4 * n, seed=seed, levels=(1, 2, 3), split="train"):
+            for s in gold_steps(p):
+                add(s)
+            if len(out) >= n:
+                return out[:n]
     if split == "eval":
         for p in arithmetic_problems(4 * n, seed=seed, levels=(1, 2, 3), split=split):
             for s in gold_steps(p):

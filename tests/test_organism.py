@@ -357,6 +357,11 @@ def test_unit_steps_are_split_so_no_measured_step_was_trained():
     assert len({key(s) for s in train}) == 600 and len({key(s) for s in held}) == 300
     assert not {key(s) for s in train} & {key(s) for s in held}
     assert {s.op for s in held} == {"+", "-", "*", "/"}
+    shaped = organism.unit_steps(600, seed=211, split="train", shapes="problems")
+    assert len({key(s) for s in shaped}) == 600 and not {key(s) for s in shaped} & {key(s) for s in held}
+    assert sum(s.a < 10 for s in shaped) > 30  # one-digit first operands, as the problems' steps have
+    with pytest.raises(ValueError, match="shapes"):
+        organism.unit_steps(5, seed=1, split="train", shapes="nonsense")
 
 
 def test_evaluation_problems_share_no_chain_with_any_training_problem():

@@ -308,6 +308,9 @@ def main(argv=None) -> int:
                     help="round 3 starts from this adapter (v5's, committed at the commit named in the manifest)")
     ap.add_argument("--sample3", type=int, default=TRAINING_SETS["sample3"]["n"],
                     help="round 3: problems its solver is sampled on (three attempts each)")
+    ap.add_argument("--unit-shapes", choices=["random", "problems"], default="random",
+                    help="the unit stage's training steps: random shapes (round 3's first run) or the steps "
+                         "of train-split problems (the held-out steps' kinds in their proportions)")
     ap.add_argument("--unit-keep", type=int, default=120, help="round 3: unit examples mixed into the roles stage")
     ap.add_argument("--toy", action="store_true", help="tiny sizes, output under build/organism-toy")
     args = ap.parse_args(argv)
@@ -343,12 +346,13 @@ def main(argv=None) -> int:
         if not (unit / "adapter_config.json").is_file():
             model = AutoModelForCausalLM.from_pretrained(str(base), local_files_only=True, dtype=torch.float32)
             model = peft.PeftModel.from_pretrained(model, str(args.base_adapter), is_trainable=True)
-            steps = dict(organism.UNIT_STEPS, n=args.unit_pilot or organism.UNIT_STEPS["n"])
+            steps = dict(organism.UNIT_STEPS, n=args.unit_pilot or organism.UNIT_STEPS["n"], shapes=args.unit_shapes)
             ex = organism.unit_examples(organism.unit_steps(**steps))
             ex += organism.solve_examples(organism.training_problems("solve2", args.solve2))
             log["unit"] = train(model, tok, ex, lr=args.lr, batch=args.batch, seed=args.seed + 2,
                                 label="unit skill: the careful method")
             log["unit"]["from"] = "the committed adapter (v5)"
+            log["unit"]["steps"] = steps
             save_fp16(model, unit)
             save_log()
         merged = merge_adapter(unit, work / "unit-merged", base=base)
