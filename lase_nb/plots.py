@@ -120,6 +120,18 @@ def band(ax, x, mean, lo, hi, *, label: str | None = None, color=None, alpha: fl
 Spot = tuple[tuple[float, float], tuple[float, float], str, str]
 
 
+def text_extent(text: Artist) -> Bbox:
+    """A text's display box including the padding of its background box (``bbox=dict(boxstyle=...,
+    pad=...)``), which covers what lies under it: two labels whose texts do not overlap can still
+    hide each other's letters behind their boxes."""
+    ext = text.get_window_extent()
+    patch = text.get_bbox_patch()
+    if patch is None:
+        return ext
+    pad = getattr(patch.get_boxstyle(), "pad", 0.0) * text.get_size() * text.figure.dpi / 72
+    return ext.padded(pad)
+
+
 def touches(artist: Artist, box: Bbox) -> bool:
     """Whether ``artist`` (a line, a collection, a text or a patch) touches the display box ``box``."""
     from matplotlib.collections import Collection
@@ -130,7 +142,7 @@ def touches(artist: Artist, box: Bbox) -> bool:
     if not artist.get_visible():
         return False
     if isinstance(artist, Text):
-        return bool(artist.get_text()) and artist.get_window_extent().overlaps(box)
+        return bool(artist.get_text()) and text_extent(artist).overlaps(box)
     if isinstance(artist, Line2D):
         from matplotlib.cbook import STEP_LOOKUP_MAP
         from matplotlib.path import Path
@@ -172,7 +184,7 @@ def place_label(ax: Axes, text: str, spots: list[Spot], *, avoid: list[Artist] |
         xy, off, ha, va = spot
         ann.xy, ann.xyann = xy, off
         ann.set(ha=ha, va=va)
-        box = ann.get_window_extent().padded(2)
+        box = text_extent(ann).padded(2)
         cost = sum(touches(a, box) for a in avoid if a is not ann)
         cost += 100 * (not (inside.contains(box.x0, box.y0) and inside.contains(box.x1, box.y1)))
         if best_cost is None or cost < best_cost:

@@ -71,7 +71,6 @@ from lase_nb import plots, reference
 from lase_nb.chapters import pareto, sliders
 from lase_nb.replay import chains_from_stages, grid_metrics, operating_point, replay, sweep
 from lase_nb.runs import by_display_name, chains_by_model, common_ids, load_models, load_runs
-from lase_nb import regimes
 
 plots.set_style()
 pd.set_option("display.precision", 3)
@@ -279,11 +278,11 @@ tau_h_beside
 effects
 
 # %% [markdown]
-# **What it shows.** The first condition holds only weakly here: chapter 02 measured an AUROC
-# modestly above chance for both proxies. The second fails outright: over the three supporter
-# stages the leader fixes almost none of its wrong first answers and breaks many of its right
-# ones (`fixed_vs_leader`, `broken_vs_leader`). So every step towards more escalation costs
-# accuracy as well as tokens, and the paper's reading cannot hold on this recording.
+# **What it shows.** Read `fixed_vs_leader` against `broken_vs_leader`: where the supporters'
+# stages break more right first answers than they fix wrong ones, every step towards more
+# escalation costs accuracy as well as tokens, and the paper's reading cannot hold. (The first
+# condition is chapter 02's AUROC. Why the supporters do not fix more, on this model and on the
+# organism whose notes point at the right step: [chapter 06, section 6.5](06_failure_modes.ipynb).)
 #
 # **Caveat.** Five threshold pairs on one small data set. The grey band in the left panel is one
 # problem either way: differences inside it are noise, and a flat line and a gentle slope are hard
@@ -328,11 +327,11 @@ display(Markdown(pareto.describe_split(check, many, budget is None)))
 # The same replay on two recordings of models trained from the same weights: the embedded
 # SmolLM2-135M, and the model organism (the same model with a LoRA adapter trained in this
 # repository to solve, point at a failing step without stating the answer, and revise; chapter
-# 03, 3.6), on problems it never trained on. Each panel is one model's
+# 03's opening), on problems it never trained on. Each panel is one model's
 # threshold grid with its front, its oracle staircase, the leader alone, always-interact and LASE
 # at the chapter's thresholds (the star). **Where the supporters can correct the leader, the front
-# rises above the leader alone; where they cannot, it stays flat or falls.** The regime line under
-# the table is a paired bootstrap of gated LASE against the leader alone on the same problems.
+# rises above the leader alone; where they cannot, it stays flat or falls.** The table's regime
+# column is chapter 03's (section 3.4); why neither model gains is chapter 06's last section.
 
 # %%
 models = load_models(by_display_name([traces, point_traces]), ["lase"], require=["lase"])
@@ -387,8 +386,9 @@ plots.savefig(fig, "pareto_sliders");
 # Solutions are kept apart, in `notebooks/solutions/05_solutions.py` (run it as a script or open it
 # as a notebook); the test suite runs them, so they stay right.
 #
-# **Exercise 05.1.** What is the cheapest threshold pair on the grid that is at least as accurate as
-# the leader alone plus one point, and what does it cost relative to the leader alone?
+# **Exercise 05.1.** On each model of section 5.6, what is the cheapest threshold pair on the grid
+# that is at least as accurate as the leader alone plus one point, and what does it cost relative to
+# the leader alone? On one model there is none: what does that say about its supporters?
 #
 # **Exercise 05.2.** Choosing thresholds on the same problems you report flatters them. Split the
 # problems in two halves 20 times; each time choose the most accurate pair within 1.5x the leader's
@@ -402,8 +402,8 @@ plots.savefig(fig, "pareto_sliders");
 # - A full-chain recording answers "what would LASE have done at these thresholds?" exactly, for
 #   thousands of threshold pairs in well under a second.
 # - The frontier puts the thresholds in their place: between the leader alone and always
-#   interacting, below the oracle gate, beside majority vote and MAD at their own costs. Section
-#   5.2 names this recording's regime (chapter 03, section 3.5, explains it).
+#   interacting, below the oracle gate, beside majority vote and MAD at their own costs. Why it
+#   stays flat here: [chapter 06, section 6.5](06_failure_modes.ipynb).
 # - Whether the thresholds are "a budget knob, not an accuracy knob" depends on the model: it needs
 #   informative confidence and supporters that help. This chapter prints which reading the
 #   recording supports instead of assuming the paper's.

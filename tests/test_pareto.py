@@ -412,3 +412,83 @@ def test_gain_rows_and_figure_use_the_paired_tests():
     fig = P2.plot_gains(rows, zoom=0.05)
     assert len(fig.axes) == 2 and fig.axes[1].get_xlim()[1] < 0.06
     plt.close(fig)
+
+
+# ---- label placement (issue 37, item 6) -------------------------------------------------------------
+
+RECORDED = Path(__file__).resolve().parents[1] / "data" / "traces"
+
+
+def test_contour_label_spots_keep_clear_of_the_marked_points_and_of_each_other():
+    line = np.column_stack([np.linspace(0, 1, 101), np.full(101, 0.5)])  # one level: a horizontal line
+    spots = pareto.contour_label_spots([[line], [line + [0, 0.02]]], marked=[(0.5, 0.5)], extent=(0, 1, 0, 1))
+    assert len(spots) == 2
+    for x, y in spots:
+        assert np.hypot(x - 0.5, y - 0.5) >= 0.12  # off the star
+    assert np.hypot(spots[0][0] - spots[1][0], spots[0][1] - spots[1][1]) >= 0.12  # off each other
+    # nowhere clear: the farthest point of the line, inside the axes
+    (x, y), = pareto.contour_label_spots([[line[45:56]]], marked=[(0.5, 0.5)], extent=(0, 1, 0, 1))
+    assert x in (0.45, 0.55)
+    assert pareto.contour_label_spots([[]], marked=[], extent=(0, 1, 0, 1)) == []
+
+
+def _texts(ax):
+    from lase_nb.plots import text_extent
+
+    return [(t.get_text(), text_extent(t)) for t in ax.texts if t.get_text() and t.get_visible()]
+
+
+def test_escalation_map_writes_no_token_contour_label_on_the_default_star():
+    """The '1.18k tok' label sat on the default star of the embedded model's map."""
+    from lase_nb.plots import touches
+    from lase_nb.replay import chains_from_stages
+
+    c = chains_from_stages(load_runs(RECORDED / "arith-smollm2", ["lase"])["lase"].stages)
+    tl, th = pareto.threshold_axes(c, 41)
+    fig = pareto.plot_escalation(tl, th, grid_metrics(c, tl, th), (0.8, 0.5), reference.THRESHOLD_SWEEP)
+    fig.canvas.draw()
+    ax = fig.axes[0]
+    star, rings = ax.lines[-2], ax.lines[-1]
+    labels = [t for t in ax.texts if t.get_text().endswith("tok")]
+    assert labels
+    assert not [t.get_text() for t in labels if touches(star, t.get_window_extent()) or touches(rings, t.get_window_extent())]
+    plt.close(fig)
+
+
+def test_slider_panels_keep_the_oracle_and_always_interact_names_apart():
+    """'oracle = leader alone' hid the start of 'always interact' in 4 of the 6 panels: the names'
+    background boxes count, and the oracle's long name is placed first."""
+    from lase_nb.chapters import sliders
+    from lase_nb.replay import chains_from_stages
+
+    c = chains_from_stages(load_runs(RECORDED / "arith-smollm2", ["lase"])["lase"].stages)
+    fig = sliders.small_multiples(c)
+    fig.canvas.draw()
+    for ax in fig.axes:
+        names = _texts(ax)
+        clash = [(a, b) for i, (a, ea) in enumerate(names) for b, eb in names[i + 1:] if ea.overlaps(eb)]
+        assert not clash, clash
+    plt.close(fig)
+
+
+def test_always_interact_is_named_beside_its_own_diamond_not_above_the_star():
+    """In the two-model frontier the organism's always-interact name sat above the LASE star."""
+    from lase_nb.runs import by_display_name, chains_by_model, load_models
+
+    models = load_models(by_display_name([RECORDED / "arith-smollm2", RECORDED / "arith-organism-point"]), ["lase"],
+                         require=["lase"])
+    fronts = pareto.frontiers_by_model(chains_by_model(models), 0.8, 0.5, 21)
+    fig = pareto.plot_frontier_by_model(fronts)
+    fig.canvas.draw()
+    for ax, f in zip(fig.axes, fronts.values()):
+        pol = f["policies"].set_index("policy")
+        to_px = ax.transData.transform
+        diamond = to_px((pol.loc["always-interact", "avg_tokens"], pol.loc["always-interact", "accuracy"]))
+        star = to_px((f["default"]["avg_tokens"], f["default"]["accuracy"]))
+        (box,) = [e for t, e in _texts(ax) if t.startswith("always interact")]
+
+        def gap(pt):  # from a marker's centre to the name's box (0 inside it), in pixels
+            return np.hypot(max(box.x0 - pt[0], 0, pt[0] - box.x1), max(box.y0 - pt[1], 0, pt[1] - box.y1))
+
+        assert gap(diamond) < gap(star), (ax.get_title(), box, diamond, star)
+    plt.close(fig)

@@ -399,3 +399,26 @@ def test_a_tight_bound_is_missed_by_chance_about_half_the_time_and_the_text_says
     assert "where the bound is tight (A3 holds with equality) the measured gain falls below it in about half" in text
     assert "more than 2 standard errors below in 2.3% of them" in text
     assert "With 36 settings a tight bound has, by chance alone, about 18 measured gains below it and 0.8 more" in text
+
+
+def test_star_figures_legend_sits_off_every_curve():
+    """Issue 37: in the house style the third panel's legend lay over the gated star's line and its
+    error bars near stage 2."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from lase_nb.plots import set_style, touches
+
+    g = theory.gated_star(n_instances=4000, tau=0.6, seed=0)
+    u = theory.gated_star(n_instances=4000, tau=0.6, gated=False, seed=0)
+    lo = theory.gated_star(n_instances=4000, initial_accuracy=0.2, tau=0.6, seed=0)
+    with matplotlib.rc_context():
+        set_style()  # the chapters' fonts: the legend is as large as on the page
+        fig = theory.plot_star(g, u, 0.6, lo)
+        fig.canvas.draw()
+        ax = fig.axes[2]
+        box = ax.get_legend().get_window_extent()
+        assert not [a for a in ax.lines + ax.collections if touches(a, box)]
+        plt.close(fig)

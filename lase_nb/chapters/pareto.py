@@ -29,7 +29,7 @@ __all__ = [
     "threshold_axes", "front_of", "oracle_frontier", "stage_effects",
     "policy_points", "paper_baselines", "baseline_points", "recorded_gate_check", "paper_sweep_beside",
     "tau_h_beside", "knob_reading", "SplitCheck", "select_and_check", "split_checks",
-    "draw_frontier", "label_points", "plot_frontier", "plot_escalation", "plot_sweep_vs_paper",
+    "draw_frontier", "label_points", "plot_frontier", "contour_label_spots", "plot_escalation", "plot_sweep_vs_paper",
     "plot_split", "describe_frontier", "describe_sweep", "describe_split",
     "frontiers_by_model", "frontier_table", "plot_frontier_by_model", ]
 
@@ -344,8 +344,8 @@ def _label_spots(ax, x: float, y: float, lo: float, hi: float) -> list[Spot]:
     ha, other = ("left", "right") if x < mid else ("right", "left")
     dx = {"left": -4, "center": 0, "right": 4}
     spots: list[Spot] = []
-    for anchor, dy, va in (((x, hi), 7, "bottom"), ((x, lo), -7, "top")):
-        spots += [(anchor, (dx[h], dy), h, va) for h in (ha, other, "center")]
+    for anchor, dy, va in (((x, hi), 7, "bottom"), ((x, lo), -7, "top")):  # centred first: unmistakably this point's
+        spots += [(anchor, (dx[h], dy), h, va) for h in ("center", ha, other)]
     return spots + [((x, y), (12, 0), "left", "center"), ((x, y), (-12, 0), "right", "center")]
 
 
@@ -363,18 +363,18 @@ def label_points(ax, points: pd.DataFrame, oracle: pd.DataFrame) -> None:
     ring too. Call it once the axes' limits and the figure's layout are final."""
     box = dict(boxstyle="round,pad=0.15", fc="white", ec="none", alpha=0.8)
     look = dict(fontsize="small", fontweight="bold", zorder=9, bbox=box)
+    end, solo = oracle.iloc[-1], points[points["strategy"] == "solo"]
+    if len(solo) and np.isclose(end["accuracy"], solo["accuracy"].iloc[0]) \
+            and np.isclose(end["avg_tokens"], solo["avg_tokens"].iloc[0]):  # the largest name first, below the leader
+        r = solo.iloc[0]
+        spots = _label_spots(ax, r["avg_tokens"], r["accuracy"], r["acc_lo"], r["acc_hi"])
+        place_label(ax, "oracle = leader alone\n(no later stage fixes\na wrong answer)",
+                    spots[3:6] + spots[:3] + spots[6:], color=ORACLE_COLOR, **look)
     for _, r in points.iterrows():
         st = style(r["strategy"])
         place_label(ax, f"{st['short']} (n={r['n']})",
                     _label_spots(ax, r["avg_tokens"], r["accuracy"], r["acc_lo"], r["acc_hi"]), color=st["color"],
                     **look)
-    end, solo = oracle.iloc[-1], points[points["strategy"] == "solo"]
-    if len(solo) and np.isclose(end["accuracy"], solo["accuracy"].iloc[0]) \
-            and np.isclose(end["avg_tokens"], solo["avg_tokens"].iloc[0]):
-        r = solo.iloc[0]
-        spots = _label_spots(ax, r["avg_tokens"], r["accuracy"], r["acc_lo"], r["acc_hi"])
-        place_label(ax, "oracle = leader alone\n(no later stage fixes\na wrong answer)",
-                    spots[3:6] + spots[:3] + spots[6:], color=ORACLE_COLOR, **look)
 
 
 def _ylim(ax, *frames: pd.DataFrame) -> None:
@@ -482,6 +482,40 @@ def plot_frontier(grid: pd.DataFrame, policies: pd.DataFrame, oracle: pd.DataFra
     return fig
 
 
+def contour_label_spots(allsegs: Sequence[Sequence[np.ndarray]], marked: Sequence[tuple[float, float]],
+                        extent: Sequence[float], clear: float = 0.12, margin: float = 0.03,
+                        legend: tuple[float, float] = (0.45, 0.8)) -> list[tuple[float, float]]:
+    """Where to write each contour level's label (data coordinates, for ``clabel(manual=...)``): a
+    point of the level's line at least ``clear`` (a fraction of the axes) from every ``marked``
+    point (the default thresholds, the paper's pairs) and from the labels already placed, inside
+    the axes by ``margin`` and out of the legend's upper-left corner (x below ``legend[0]``, y above
+    ``legend[1]``); among those, the one nearest the middle of the line. Where no point is that clear,
+    the point farthest from them. ``allsegs`` is ``ContourSet.allsegs``; ``extent`` (x0, x1, y0, y1)."""
+    x0, x1, y0, y1 = extent
+    taken = [((x - x0) / (x1 - x0), (y - y0) / (y1 - y0)) for x, y in marked]
+    spots = []
+    for segs in allsegs:
+        segs = [np.asarray(sg) for sg in segs if len(sg)]
+        if not segs:
+            continue
+        line = max(segs, key=len)
+        fx, fy = (line[:, 0] - x0) / (x1 - x0), (line[:, 1] - y0) / (y1 - y0)
+        inside = (fx > margin) & (fx < 1 - margin) & (fy > margin) & (fy < 1 - margin) \
+            & ~((fx < legend[0]) & (fy > legend[1]))
+        a = np.asarray(taken, dtype=float).reshape(-1, 2)
+        dist = np.min(np.hypot(fx[:, None] - a[None, :, 0], fy[:, None] - a[None, :, 1]), axis=1) if len(a) \
+            else np.full(len(line), np.inf)
+        ok = inside & (dist >= clear)
+        if ok.any():
+            idx = np.flatnonzero(ok)
+            i = int(idx[np.argmin(np.abs(idx - (len(line) - 1) / 2))])
+        else:
+            i = int(np.argmax(np.where(inside, dist, -np.inf) if inside.any() else dist))
+        spots.append((float(line[i, 0]), float(line[i, 1])))
+        taken.append((fx[i], fy[i]))
+    return spots
+
+
 def plot_escalation(tau_lp: np.ndarray, tau_h: np.ndarray, metrics: dict[str, np.ndarray],
                     default: tuple[float, float], paper_pairs: pd.DataFrame | None = None):
     """Heatmaps over the (tau_lp, tau_h) grid: escalation rate (with token contours) and accuracy."""
@@ -507,7 +541,9 @@ def plot_escalation(tau_lp: np.ndarray, tau_h: np.ndarray, metrics: dict[str, np
             if tok.max() > tok.min():
                 levels = np.unique(np.round(np.quantile(tok, [0.1, 0.3, 0.5, 0.7, 0.9]), -1))
                 cs = ax.contour(tau_lp, tau_h, tok, levels=levels, colors="white", linewidths=1.1)
-                ax.clabel(cs, fmt=lambda v: f"{_kilo(v)} tok", fontsize="small")
+                marked = [default] + ([] if paper_pairs is None else list(zip(paper_pairs["tau_lp"], paper_pairs["tau_h"])))
+                ax.clabel(cs, fmt=lambda v: f"{_kilo(v)} tok", fontsize="small",
+                          manual=contour_label_spots(cs.allsegs, marked, ext))  # off the star and the rings
         ax.plot([default[0]], [default[1]], "*", ms=18, color=CHOSEN_COLOR, mec="black", label="default thresholds")
         if paper_pairs is not None:
             ax.plot(paper_pairs["tau_lp"], paper_pairs["tau_h"], "o", ms=8, mfc="none", mec="cyan", mew=2,

@@ -877,16 +877,19 @@ def plot_star(gated: StarTrace, ungated: StarTrace, tau: float, low: StarTrace |
                 (f"gated star (start {start:.0%})", gated, "o-", "C1")]
     if low is not None:
         policies.append((f"gated star (start {low.belief[:, 0].mean():.0%}, below 1/K)", low, "v-", "C3"))
+    rise, fall = 0.0, 0.0
     for name, trace, style, color in policies:
         change = 100 * (trace.belief - trace.belief[:, :1])
         m, se = _mean_ci(change)
+        rise, fall = max(rise, float(np.max(m + _Z95 * se))), max(fall, float(-np.min(m - _Z95 * se)))
         axes[2].errorbar(stages, m, yerr=_Z95 * se, fmt=style, color=color, lw=2.5, capsize=4, label=name)
     axes[2].axhline(0, color="black", lw=1)
     top = max(1.0, float(np.abs(axes[2].get_ylim()).max()))
     axes[2].set(title="Leader's expected correctness vs stage 0", xlabel="stage (peers read so far, at most)",
                 ylabel="change in mean P(correct), points", ylim=(-top, top))
     axes[2].set_xticks(stages)
-    axes[2].legend(fontsize="small", loc="upper left")
+    # the legend in the half the curves reach least (the axis is symmetric about zero), off every line
+    axes[2].legend(fontsize="small", loc="lower left" if rise >= fall else "upper left")
     fig.tight_layout()
     return fig
 
