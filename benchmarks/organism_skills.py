@@ -281,7 +281,7 @@ def target_table(report: dict, unit: dict | None = None) -> str:
         ("gated LASE vs the leader alone",
          f"{_pct(gd['accuracy'])} vs {_pct(gd['leader_alone'])}: {100 * g.get('diff', float('nan')):+.1f} points "
          f"[{100 * g.get('diff_lo', float('nan')):+.1f}, {100 * g.get('diff_hi', float('nan')):+.1f}], "
-         f"McNemar p = {g.get('p_value', float('nan')):.3g} ({g.get('b')} fixed, {g.get('c')} broken)", "CI > 0 and p < 0.05"),
+         f"McNemar {stats.p_text(g['p_value']) if 'p_value' in g else 'p = n/a'} ({g.get('b')} fixed, {g.get('c')} broken)", "CI > 0 and p < 0.05"),
     ]
     out = ["| stage | measured | target |", "|---|---|---|"]
     out += [f"| {a} | {b} | {c} |" for a, b, c in rows]
