@@ -158,6 +158,12 @@ def test_the_report_scripts_primary_numbers_are_the_recordings():
     assert f"{gain:+.1f} points" in primary
     if p >= 0.05 or fixed <= broken:  # a claim needs the exact test too
         assert "**claimed: False**" in primary
+    # the page that reports it says the same numbers (data/traces/README.md, "What the recordings show")
+    import re
+
+    diff, lo, hi = re.search(r": ([+-]\d+\.\d) points \[([+-]\d+\.\d), ([+-]\d+\.\d)\]", primary).groups()
+    page = (P.PATH.parent / "README.md").read_text()
+    assert f"{float(diff):.1f} [{lo}, {hi}], p = {p:.2f} ({fixed} fixed, {broken} broken)" in page
 
 
 def _round3(chains, **kw):
