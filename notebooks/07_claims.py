@@ -133,7 +133,8 @@ box = claims.paper_inconsistencies()
 box
 
 # %% [markdown]
-# > **For the seminar.** (1) Table 5's escalation rates cannot come from one deterministic gate
+# > **For the seminar.** (1) Table 5's escalation rates (the table itself is in
+# > [chapter 05, section 5.4](05_pareto.ipynb)) cannot come from one deterministic gate
 # > applied to one set of first answers: raising $\tau_{lp}$ can only add escalations. Perhaps each
 # > row is a separate run with sampled first answers; the paper does not say. (2) The default
 # > thresholds are nowhere stated; the chapters use 0.8 / 0.5 because that row matches Table 1.
