@@ -616,16 +616,18 @@ def chains_recorded_before_r3(traces_root: str | Path | None = None) -> frozense
     calibration seed: what round 3's recordings must not repeat."""
     import json
 
-    from .runs import problems_from_manifest
-
     root = Path(traces_root) if traces_root else Path(__file__).resolve().parents[1] / "data" / "traces"
     chains = set()
     for folder in RECORDED_BEFORE_R3:
         for manifest in sorted((root / folder).rglob("manifest.json")):
-            problems = problems_from_manifest(json.loads(manifest.read_text()))
-            if not problems:
-                raise ValueError(f"{manifest}: its problems cannot be regenerated, so round 3 cannot avoid them")
-            chains |= {chain_key(p) for p in problems.values() if p.meta.get("ops") is not None}
+            m = json.loads(manifest.read_text())  # recorded on arithmetic_problems, before any problem_set
+            if m.get("dataset", "arith") != "arith" or m.get("problem_set") or m.get("n") is None:
+                raise ValueError(f"{manifest}: not a run on the arithmetic generator, so round 3 cannot avoid it")
+            offset = int(m.get("offset") or 0)
+            kw = {"levels": m["levels"]} if m.get("levels") else {}
+            problems = arithmetic_problems(int(m["n"]) + offset, seed=int(m.get("seed", 0)), split=m.get("split"),
+                                           **kw)[offset:]
+            chains |= {chain_key(p) for p in problems}
     for name in ("calibrate", "calibrate3"):
         chains |= {chain_key(p) for p in eval_problems(CALIBRATION_POOL, seed=EVAL_SEEDS[name])}
     return frozenset(chains)
