@@ -684,7 +684,11 @@ __all__ = ["ORGANISM", "TRAINING_SETS", "EVAL_SEEDS", "Step", "Label",
            "column", "devil_note", "collaborator_note", "expert_note", "NOTES", "note_flags", "flagged_step",
            "departure_step",
            "revision_text", "solve_examples", "support_examples", "slipped_attempt", "training_problems",
-           "eval_problems", "prompt_fingerprint"]
+           "eval_problems", "prompt_fingerprint", "describe_answer_rule",
+           # round 3: the careful method, its held-out steps and problems, the roles trained on it
+           "UNIT_STEPS", "RECORDED_BEFORE_R3", "RECORDINGS_R3", "chain_key", "training_chains",
+           "chains_recorded_before_r3", "held_out_problems", "careful", "read_careful", "unit_steps",
+           "unit_examples", "round3_examples", "read_revision", "follow_up_format"]
 
 
 

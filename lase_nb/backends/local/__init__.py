@@ -42,7 +42,7 @@ What a :class:`~lase_nb.types.Generation` from this backend means:
 * **Continuous batching** (:mod:`.scheduler`) and **prefix caching** (:mod:`.prefix_store`):
   a batched row, or a prompt that reuses a stored reply, computes the same thing as the call
   alone, up to the last float bits.
-* Speed on two cores (``benchmarks/local_batching.py``, README, Performance): LASE over 64
+* Speed on two cores (``benchmarks/local_batching.py``, benchmarks/README.md): LASE over 64
   default problems at ``max_batch=16``, 67-74 tokens/s batched vs 23 one call at a time
   (2.9-3.1x); peak 2.5-2.8 GiB. With every LASE stage forced (32 problems, 512-token replies)
   the peak is 2.0 GiB (3.3 GiB before rows joined and left the batch cache in place).
