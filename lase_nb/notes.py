@@ -142,10 +142,11 @@ def count_answer_notes(calls: Any, stages: Any, problems: Mapping[str, Any] | It
             continue
         cell = out.setdefault(row.role, {"on_wrong": {"k": 0, "n": 0}, "other_on_right": {"k": 0, "n": 0}})
         if right.get(before, False):
+            where = cell["other_on_right"]
             broke = states_other_value(row.text, p.gold, p.question, attempt[before], answers.get(tuple(key)))
-            cell["other_on_right"]["n"] += 1
         else:
+            where = cell["on_wrong"]
             broke = states_answer(row.text, p.gold, p.question, attempt[before])
-            cell["on_wrong"]["n"] += 1
-        cell["other_on_right" if right.get(before, False) else "on_wrong"]["k"] += int(broke)
+        where["n"] += 1
+        where["k"] += int(broke)
     return out

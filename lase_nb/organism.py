@@ -907,18 +907,13 @@ def unit_steps(n: int, seed: int, split: str, shapes: str = "random") -> list[St
 
     if shapes not in ("random", "problems"):
         raise ValueError(f"shapes must be 'random' or 'problems', got {shapes!r}")
-    if split == "train" and shapes == "problems":
-        for p in arithmetic_problems(4 * n, seed=seed, levels=(1, 2, 3), split="train"):
-            for s in gold_steps(p):
-                add(s)
-            if len(out) >= n:
-                return out[:n]
-    if split == "eval":
+    if split == "eval" or shapes == "problems":
         for p in arithmetic_problems(4 * n, seed=seed, levels=(1, 2, 3), split=split):
             for s in gold_steps(p):
                 add(s)
             if len(out) >= n:
                 return out[:n]
+    if split == "eval":
         raise ValueError(f"only {len(out)} distinct eval steps found for n={n}")
     rng = random.Random(f"unit:{split}:{seed}")
     while len(out) < n:

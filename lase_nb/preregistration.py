@@ -111,13 +111,12 @@ def build_round3(chains: Chains, prediction: Mapping[str, Any] | None, *, source
     (``calibration_at_thresholds``, read by :func:`describe_calibration`)."""
     if not model_files.get("adapter_sha256"):
         raise DataError("a preregistration names the adapter it is written for: model_files needs adapter_sha256")
-    at_default = replay(chains, *default)
-    esc = float((at_default["stop_stage"] > 0).mean())
-    pick = gate_for_budget(chains, budget)
+    esc = float((replay(chains, *default)["stop_stage"] > 0).mean())
     if 0 < esc < 1:
         tau, rule = default, ("the defaults inferred from the paper (Table 5's 0.80 row matches Table 1's 74.2%), "
                               "kept because they escalate some but not all calibration problems")
-    else:
+    else:  # build() chooses the same budget pair again, for its own record
+        pick = gate_for_budget(chains, budget)
         tau, rule = (float(pick["tau_lp"]), float(pick["tau_h"])), (
             f"the budget pair ({budget}x the leader alone's tokens): the defaults escalate {esc:.0%} of the "
             "calibration problems, a gate that decides nothing")
@@ -130,13 +129,14 @@ def build_round3(chains: Chains, prediction: Mapping[str, Any] | None, *, source
     out["calibration_at_thresholds"].update(
         fixed=int((gated & ~alone).sum()), broken=int((~gated & alone).sum()),
         always_interact=float(chains.correct[:, -1].mean()))
+    bp = out["budget_pair"]
     family, left_out = [], []
     for spec in SECONDARY_R3:
-        if spec["a"] == "lase@budget" and (pick["escalation_rate"] == 0 or
-                                           (np.isclose(pick["tau_lp"], tau[0]) and np.isclose(pick["tau_h"], tau[1]))):
+        if spec["a"] == "lase@budget" and (bp["calibration_escalation"] == 0 or
+                                           (np.isclose(bp["tau_lp"], tau[0]) and np.isclose(bp["tau_h"], tau[1]))):
             left_out.append({**spec, "why": f"degenerate on calibration: the budget pair escalates "
-                                            f"{pick['escalation_rate']:.0%} of the problems"
-                                            + (" at the primary thresholds" if pick["escalation_rate"] else "")})
+                                            f"{bp['calibration_escalation']:.0%} of the problems"
+                                            + (" at the primary thresholds" if bp["calibration_escalation"] else "")})
             continue
         family.append(spec)
     out["secondary"]["comparisons"] = family
