@@ -17,12 +17,16 @@ __all__ = ["live_config", "live_engine"]
 
 
 def live_config(backend: str = "local", model: str | None = None, *, tau_lp: float = 0.8, tau_h: float = 0.5,
-                seed: int = 0, max_tokens: int | None = None, **fields: Any) -> StrategyConfig:
+                seed: int = 0, max_tokens: int | None = None, examples: int | None = None,
+                **fields: Any) -> StrategyConfig:
     """The strategy configuration of a live chapter run: the gate's thresholds, the seed, the
-    worked examples the model needs (two for the embedded model, none for the organism and API
-    models), and, when ``max_tokens`` is given, the leader's cap (the supporters' cap no larger).
-    Other :class:`~lase_nb.strategies.StrategyConfig` fields pass through (``full_chain=True``)."""
-    cfg = StrategyConfig(tau_lp=tau_lp, tau_h=tau_h, seed=seed, examples=default_examples(backend, model), **fields)
+    worked examples per prompt (``examples``; None: what the model needs, two for the embedded
+    model, none for the organism and API models; a small model behind an API needs two to box
+    its answers), and, when ``max_tokens`` is given, the leader's cap (the supporters' cap no
+    larger). Other :class:`~lase_nb.strategies.StrategyConfig` fields pass through
+    (``full_chain=True``)."""
+    n_examples = default_examples(backend, model) if examples is None else int(examples)
+    cfg = StrategyConfig(tau_lp=tau_lp, tau_h=tau_h, seed=seed, examples=n_examples, **fields)
     if max_tokens:
         cfg = replace(cfg, max_tokens=max_tokens, supporter_max_tokens=min(max_tokens, cfg.supporter_max_tokens))
     return cfg

@@ -60,6 +60,7 @@ model = None  # None: the default model of the backend
 base_url = None  # an OpenAI-compatible server, e.g. "http://127.0.0.1:8000/v1"
 concurrency = None  # API backends: calls in flight (default 8; 1 for a one-slot server)
 timeout = None  # API backends: seconds one call may take (default 60)
+examples = None  # worked examples per prompt (None: 2 for the embedded model, 0 for API models; 2 helps a small model box its answers)
 traces = "../data/traces/arith-smollm2"  # recorded runs; the chapter reads <traces>/lase-full
 point_traces = "../data/traces/arith-organism-point"  # the pointing organism (v5)'s recorded full chains, set beside it in 2.5; None: skip
 control_traces = "../data/traces/control-level1"  # both models' full chains on the same level-1 problems (2.5); None: skip
@@ -93,7 +94,7 @@ from lase_nb.live import live_config, live_engine
 
 plots.set_style()
 pd.set_option("display.precision", 3)
-cfg = live_config(backend, model, tau_lp=tau_lp, tau_h=tau_h, seed=seed, top_logprobs=top_k)
+cfg = live_config(backend, model, examples=examples, tau_lp=tau_lp, tau_h=tau_h, seed=seed, top_logprobs=top_k)
 
 
 @functools.cache

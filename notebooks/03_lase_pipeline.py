@@ -61,6 +61,7 @@ model = None  # None: the default model of the backend
 base_url = None  # an OpenAI-compatible server, for the openai backend
 concurrency = None  # API backends: calls in flight (default 8; 1 for a one-slot server)
 timeout = None  # API backends: seconds one call may take (default 60)
+examples = None  # worked examples per prompt (None: 2 for the embedded model, 0 for API models; 2 helps a small model box its answers)
 dataset = "arith"  # live runs: arith (generated) or a paper set loaded from data_path
 data_path = None  # file/folder of a paper data set (never shipped)
 n_problems = 4  # live runs: problems to run
@@ -107,7 +108,7 @@ if live:
 
     problem_list = load_dataset(dataset, data_path, n_problems, seed)
     engine = live_engine(backend, model, base_url, concurrency=concurrency, timeout=timeout)
-    cfg = live_config(backend, model, tau_lp=tau_lp, tau_h=tau_h, seed=seed, max_tokens=max_tokens, full_chain=True)
+    cfg = live_config(backend, model, examples=examples, tau_lp=tau_lp, tau_h=tau_h, seed=seed, max_tokens=max_tokens, full_chain=True)
     results = run_problems("lase", problem_list, engine, cfg, progress=False)
     run = run_store.run_from_results(results, problem_list, {
         "backend": engine.backend.name, "model": engine.backend.model, "dataset": dataset, "n": len(problem_list),

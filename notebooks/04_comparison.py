@@ -60,6 +60,7 @@ model = None  # None: the default model of the backend
 base_url = None  # an OpenAI-compatible server, for the openai backend
 concurrency = None  # API backends: calls in flight (default 8; 1 for a one-slot server)
 timeout = None  # API backends: seconds one call may take (default 60)
+examples = None  # worked examples per prompt (None: 2 for the embedded model, 0 for API models; 2 helps a small model box its answers)
 dataset = "arith"  # live runs: arith (generated) or a paper set loaded from data_path
 data_path = None  # file/folder of a paper data set (never shipped)
 n_problems = 4  # live runs: problems per strategy
@@ -130,7 +131,7 @@ if live:
 
     problem_list = load_dataset(dataset, data_path, n_problems, seed)
     engine = live_engine(backend, model, base_url, concurrency=concurrency, timeout=timeout)
-    cfg = live_config(backend, model, tau_lp=tau_lp, tau_h=tau_h, seed=seed, max_tokens=max_tokens)
+    cfg = live_config(backend, model, examples=examples, tau_lp=tau_lp, tau_h=tau_h, seed=seed, max_tokens=max_tokens)
     runs = {}
     for s in names:
         name, c = strategies.SPECS[s].recording(cfg)  # "lase": the full chain it is replayed from

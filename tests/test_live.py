@@ -18,6 +18,15 @@ def test_the_organism_gets_zero_shot_prompts_the_embedded_model_worked_examples(
     assert live_config("openai", "gpt-4.1-mini").examples == 0
 
 
+def test_a_chapter_can_give_an_api_model_worked_examples():
+    """A small model behind an API boxes its answers only with worked examples (issue 38)."""
+    assert live_config("openai", "smollm2", examples=2).examples == 2
+    assert live_config("local", examples=0).examples == 0
+    for nb in ("02_calibration", "03_lase_pipeline", "04_comparison", "A3_live"):
+        src = (NOTEBOOKS / f"{nb}.py").read_text()
+        assert "\nexamples = None" in src and "examples=examples" in src, nb
+
+
 def test_caps_thresholds_and_fields_pass_through():
     cfg = live_config("local", tau_lp=0.9, tau_h=0.3, seed=4, max_tokens=64, full_chain=True)
     assert (cfg.tau_lp, cfg.tau_h, cfg.seed, cfg.full_chain) == (0.9, 0.3, 4, True)
