@@ -189,6 +189,8 @@ def main(argv: list[str] | None = None) -> None:
           flush=True)
     batched.generate([{"role": "user", "content": "Hi"}], GenParams(max_tokens=4))  # warm-up
     batched.clear_prefix_cache()  # both runs start without cached prompt prefixes
+    batched.prefix_stats.update(reused_tokens=0, encoded_tokens=0)  # the warm-up's do not count
+    batched.batch_stats.update(dict.fromkeys(batched.batch_stats, 0))
 
     res_b, wall_b, calls_b = timed_run(batched, problems, cfg, window=args.n)
     tok_b = completion_tokens(res_b)
@@ -197,6 +199,10 @@ def main(argv: list[str] | None = None) -> None:
     print(f"batched (window {args.n}, max_batch {args.max_batch}): {calls_b} calls, {tok_b} tokens "
           f"in {wall_b:.1f} s = {tps_b:.1f} tok/s; prompt tokens from the prefix cache "
           f"{st['reused_tokens']}, encoded {st['encoded_tokens']}", flush=True)
+    bs = batched.batch_stats
+    print(f"  {bs['steps']} decoding steps, {bs['row_steps'] / max(bs['steps'], 1):.1f} rows on average, "
+          f"{1000 * bs['decode_s'] / max(bs['steps'], 1):.0f} ms a step; decoding {bs['decode_s']:.0f} s, "
+          f"prefill {bs['prefill_s']:.0f} s", flush=True)
     acc = sum(r.correct for r in res_b) / len(res_b)
     print(f"accuracy {acc:.2f}; escalated {sum(bool(r.stop_stage) for r in res_b)}", flush=True)
     result = f"RESULT local_batching tps_batched={tps_b:.1f}"
@@ -208,6 +214,9 @@ def main(argv: list[str] | None = None) -> None:
         tps_s = tok_s / wall_s
         print(f"single  (window 1, max_batch 1, the first {len(part)} problems):  {calls_s} calls, {tok_s} "
               f"tokens in {wall_s:.1f} s = {tps_s:.1f} tok/s", flush=True)
+        ss = single.batch_stats
+        print(f"  {ss['steps']} decoding steps, {1000 * ss['decode_s'] / max(ss['steps'], 1):.0f} ms a step; "
+              f"decoding {ss['decode_s']:.0f} s, prefill {ss['prefill_s']:.0f} s", flush=True)
         same = sum(a.answer == b.answer and a.stop_stage == b.stop_stage for a, b in zip(res_b, res_s))
         texts, ncalls = same_calls(res_b, res_s)
         ratio = tps_b / tps_s

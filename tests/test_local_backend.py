@@ -258,6 +258,8 @@ def test_continuous_batching_rows_join_and_leave(backend) -> None:
     out = cb.generate_many(reqs, on_result=lambda i, g: order.append(i))
     # lockstep batches of 2 would hold row 1's place until row 0's 20 tokens are done
     assert sorted(order) == list(range(len(reqs))) and order[-1] == 0
+    # each row's first token comes from its prefill; the short rows decode beside row 0's 19 steps
+    assert cb.batch_stats["steps"] == 19 and cb.batch_stats["row_steps"] == sum(n - 1 for n in lengths)
     lockstep = local.LocalBackend(max_batch=2)
     lockstep._splice = False
     for got in (out, lockstep.generate_many(reqs)):

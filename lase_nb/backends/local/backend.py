@@ -80,6 +80,8 @@ class LocalBackend(Scheduler):
         self._piece_cache: dict[int, str] = {}
         #: prompt tokens taken from the prefix cache vs encoded, over this backend's calls
         self.prefix_stats = {"reused_tokens": 0, "encoded_tokens": 0}
+        #: continuous batching: decoding steps, rows decoded over them, seconds prefilling and decoding
+        self.batch_stats = {"steps": 0, "row_steps": 0, "prefill_s": 0.0, "decode_s": 0.0}
         self._splice = self._probe_cache()
 
     def __repr__(self) -> str:

@@ -24,7 +24,7 @@ find their replies still cached, and long chains of calls overlap with the rest.
 the token choice of :class:`~lase_nb.backends.local.decoding.TokenDecoding` it needs the
 backend's model ``_lm`` (and the names its ``forward`` takes, ``_cache_kw``, ``_keep_kw``),
 ``_loaded`` (the model and its prefix store), ``device``, ``max_batch``, ``_max_positions``,
-``_pad_id`` and ``prefix_stats``.
+``_pad_id``, ``prefix_stats`` and ``batch_stats``.
 """
 
 from __future__ import annotations
@@ -60,6 +60,7 @@ class Scheduler(TokenDecoding):
     _max_positions: int
     _pad_id: int
     prefix_stats: dict[str, int]
+    batch_stats: dict[str, float]
     _lm: Any
     _cache_kw: str
     _keep_kw: str | None
@@ -102,6 +103,7 @@ class Scheduler(TokenDecoding):
                     r.t0 = time.perf_counter()
                     logits, kv = self._prefill(r)
                     tok = self._step([r], logits)[0]
+                    self.batch_stats["prefill_s"] += time.perf_counter() - r.t0
                     if self._finished(r):
                         self._keep_reply(r, kv)
                         done(r)
@@ -110,12 +112,16 @@ class Scheduler(TokenDecoding):
                     del kv  # copied into the batch (or stored): free it before the next prefill
                 if not batch.rows:
                     continue
+                t_step = time.perf_counter()
+                self.batch_stats["steps"] += 1
+                self.batch_stats["row_steps"] += len(batch.rows)
                 step_ids = torch.tensor(batch.next_ids, dtype=torch.long, device=self.device).unsqueeze(1)
                 batch.mask = torch.cat([batch.mask, torch.ones_like(batch.mask[:, :1])], dim=1)
                 logits, batch.cache = self._forward(step_ids, batch.mask, batch.pos, batch.cache)
                 release_free_memory()  # if the step used up the room and the buffers were remade
                 batch.pos = batch.pos + 1
                 batch.next_ids = self._step(batch.rows, logits)
+                self.batch_stats["decode_s"] += time.perf_counter() - t_step
                 keep = [j for j, r in enumerate(batch.rows) if not self._finished(r)]
                 if len(keep) == len(batch.rows):
                     continue
