@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Sequence
 
 from . import prompts
-from .datasets import arithmetic_problems
+from .datasets import arithmetic_problems, load_dataset
 from .notes import states_answer
 from .types import Message, Problem
 
@@ -623,10 +623,9 @@ def chains_recorded_before_r3(traces_root: str | Path | None = None) -> frozense
             m = json.loads(manifest.read_text())  # recorded on arithmetic_problems, before any problem_set
             if m.get("dataset", "arith") != "arith" or m.get("problem_set") or m.get("n") is None:
                 raise ValueError(f"{manifest}: not a run on the arithmetic generator, so round 3 cannot avoid it")
-            offset = int(m.get("offset") or 0)
-            kw = {"levels": m["levels"]} if m.get("levels") else {}
-            problems = arithmetic_problems(int(m["n"]) + offset, seed=int(m.get("seed", 0)), split=m.get("split"),
-                                           **kw)[offset:]
+            offset = int(m.get("offset") or 0)  # the same call as runs.problems_from_manifest makes
+            problems = load_dataset("arith", None, int(m["n"]) + offset, int(m.get("seed", 0)),
+                                    levels=m.get("levels") or None, split=m.get("split"))[offset:]
             chains |= {chain_key(p) for p in problems}
     for name in ("calibrate", "calibrate3"):
         chains |= {chain_key(p) for p in eval_problems(CALIBRATION_POOL, seed=EVAL_SEEDS[name])}

@@ -44,8 +44,10 @@ What a :class:`~lase_nb.types.Generation` from this backend means:
   alone, up to the last float bits.
 * Speed on two cores (``benchmarks/local_batching.py``, benchmarks/README.md): LASE over 64
   default problems at ``max_batch=16``, 67-74 tokens/s batched vs 23 one call at a time
-  (2.9-3.1x); peak 2.5-2.8 GiB. With every LASE stage forced (32 problems, 512-token replies)
-  the peak is 2.0 GiB (3.3 GiB before rows joined and left the batch cache in place).
+  (2.9-3.1x, 2026-11-30, 384-token replies); 27.6 vs 10.4 (2.66x, 2026-12-03, 512-token
+  replies, on a machine whose model step is 1.8x slower; prefill, the same in both settings, is
+  40% of the batched run); peak 2.0-2.8 GiB. With every LASE stage forced (32 problems,
+  512-token replies) the peak is 2.0 GiB (3.3 GiB before rows joined and left the batch cache in place).
   On a machine where other processes keep a core busy, OpenMP's default spin-waiting makes
   torch several times slower; start Python with ``OMP_WAIT_POLICY=PASSIVE`` there (it costs
   ~15% on an idle machine), or pass ``threads=1``.
