@@ -199,9 +199,11 @@ def run_notebooks(names: Sequence[str] | None = None, params: dict[str, Any] | N
     """
     import papermill as pm
 
+    from .runs import absolute_paths
+
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    params = dict(params or {})
+    params = absolute_paths(params or {})  # a folder the caller names is read from the caller's folder, not notebooks/
     times = {}
     for nb in list_notebooks(names):
         declared = pm.inspect_notebook(str(nb))

@@ -17,6 +17,7 @@ it is finished when its ``manifest.json`` exists.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
@@ -35,7 +36,9 @@ __all__ = ["RUN_DIRS", "CONTRASTS", "resolve_data_path", "load_runs", "load_mode
            "record_command", "check_format", "run_from_results", "problems_from_manifest", "common_ids",
            "comparison_table", "strategy_tables", "display_name", "by_display_name",
            "REVISION_TEXT", "FOLLOW_UP_ROLES", "FORMAT_TOLERANCE", "baseline_formats", "off_format",
-           "FIRST_ROUND", "FIRST_ROUND_LABEL", "sampling_gap", "describe_sampling_gap"]
+           "FIRST_ROUND", "FIRST_ROUND_LABEL", "sampling_gap", "describe_sampling_gap",
+           "Study", "AUTO", "COMMITTED", "COMMITTED_STUDIES", "COMMITTED_CONTROL", "PATH_PARAMETERS", "absolute_paths",
+           "study_folder", "study_label", "chapter_studies", "describe_study", "control_studies", "load_studies"]
 
 #: Folder of a strategy name when it differs from the name: "lase" is read from the full-chain run
 #: (LASE at any thresholds is replayed from it); from the strategies' records.
@@ -84,8 +87,16 @@ def load_runs(folder: str | Path, names: Iterable[str] | None = None, require: S
     for name in require:
         if name not in runs:
             path = folder / RUN_DIRS.get(name, name)
-            raise DataError(f"no finished run {path}; record it with `python data/traces/record.py` "
-                            f"(or `lase-nb run --strategy lase --full-chain --out {path}`)")
+            if not folder.is_dir():
+                raise DataError(f"no folder {folder.resolve()} (a relative path is read from the folder you ran "
+                                f"the command in); pass the folder that holds your run folders")
+            if path.is_dir():
+                raise DataError(f"the run {path.resolve()} is unfinished (no manifest.json); rerun the same command "
+                                "to finish it: the call cache resumes it")
+            found = sorted(p.name for p in folder.iterdir() if (p / "manifest.json").exists())
+            raise DataError(f"no run {path.name!r} in {folder.resolve()} (finished runs there: {', '.join(found) or 'none'}); "
+                            f"record it with `lase-nb run --strategy {'lase --full-chain' if name in ('lase', 'lase-full') else name} "
+                            f"--out {path}`")
     return runs
 
 
@@ -512,3 +523,193 @@ def describe_sampling_gap(table: pd.DataFrame) -> str:
             f"answers right ({100 * s['accuracy']:.1f}%). The same prompt, sampled: " + "; ".join(parts)
             + " (each against the single agent on the same problems, in points, with a 95% bootstrap interval "
             "over problems)." + tail)
+
+
+# --------------------------------------------------------------------------------------------
+# studies: labelled folders of run folders, the committed recordings among them
+# --------------------------------------------------------------------------------------------
+
+#: Where the committed recordings live; each subfolder is a study like any user's.
+COMMITTED_DIR = REPO_ROOT / "data" / "traces"
+
+#: The committed studies by name (a folder of :data:`COMMITTED_DIR`); ``-p studies '["arith-organism-point"]'``
+#: or ``"committed"`` (every committed study the chapter shows by default) asks for them by name.
+COMMITTED_STUDIES = ("arith-smollm2", "arith-organism-point", "arith-organism-tell")
+
+#: The committed negative control: two studies of the same problems (``control-level1/<model>``).
+COMMITTED_CONTROL = ("control-level1/smollm2", "control-level1/organism")
+
+#: A recording slot's value meaning "the committed recordings when the reader named none of theirs".
+AUTO = "auto"
+#: A recording slot's value naming the committed recordings.
+COMMITTED = "committed"
+
+#: Parameters that name recordings or data files: ``lase-nb notebooks`` makes their relative paths
+#: absolute from the caller's working folder (papermill runs the chapters from ``notebooks/``).
+PATH_PARAMETERS = ("traces", "studies", "control_traces", "data_path")
+
+
+@dataclass(frozen=True)
+class Study:
+    """A labelled folder of run folders (``lase-full/``, ``mv/``, ...) and whether it is committed."""
+
+    label: str
+    path: Path
+    committed: bool = False
+
+
+def _is_path_word(value: Any) -> bool:
+    return isinstance(value, str) and value not in (AUTO, COMMITTED) and value not in COMMITTED_STUDIES \
+        and not value.startswith(f"{COMMITTED}:")
+
+
+def absolute_paths(params: Mapping[str, Any], cwd: str | Path | None = None) -> dict[str, Any]:
+    """``params`` with each relative path in a :data:`PATH_PARAMETERS` value made absolute from
+    ``cwd`` (default: the working folder): what a user types is read from where they typed it.
+    Keywords (``auto``, ``committed``, a committed study's name), None and absolute paths are kept;
+    in ``studies`` each folder of a list (or of a ``[label, folder]`` pair) is converted."""
+    base = Path(cwd or Path.cwd())
+
+    def fix(v: Any) -> Any:
+        if _is_path_word(v):
+            p = Path(v).expanduser()
+            return str(p if p.is_absolute() else (base / p).resolve())
+        if isinstance(v, (list, tuple)):
+            if len(v) == 2 and isinstance(v[0], str) and isinstance(v[1], str) and not _looks_like_study_list(v):
+                return [v[0], fix(v[1])]
+            return [fix(x) for x in v]
+        if isinstance(v, Mapping):
+            return {k: fix(x) for k, x in v.items()}
+        return v
+
+    return {k: (fix(v) if k in PATH_PARAMETERS else v) for k, v in params.items()}
+
+
+def _looks_like_study_list(v: Sequence[Any]) -> bool:
+    """A 2-item list of folders (``["runs/a", "runs/b"]``) rather than one ``[label, folder]`` pair:
+    both items are paths (contain a separator or exist) or keywords."""
+    return all(isinstance(x, str) and ("/" in x or Path(x).expanduser().exists() or not _is_path_word(x)) for x in v)
+
+
+def study_folder(value: str | Path) -> tuple[Path, bool]:
+    """A study's folder and whether it is a committed recording: a committed study's name
+    (:data:`COMMITTED_STUDIES`, also ``committed:<name>``) or a path (:func:`resolve_data_path`)."""
+    name = str(value)
+    if name.startswith(f"{COMMITTED}:"):
+        name = name.split(":", 1)[1]
+    if name in COMMITTED_STUDIES or name in COMMITTED_CONTROL:
+        return COMMITTED_DIR / name, True
+    p = resolve_data_path(value).resolve()
+    return p, COMMITTED_DIR.resolve() in p.parents
+
+
+def study_label(path: str | Path) -> str:
+    """A study's label: ``study.json``'s ``label`` when the folder has one (``lase-nb record
+    --label``), else the model its full-chain run names (:func:`display_name`), else the folder's name."""
+    import json
+
+    p = Path(path)
+    meta = p / "study.json"
+    if meta.is_file():
+        try:
+            label = json.loads(meta.read_text()).get("label")
+            if label:
+                return str(label)
+        except (OSError, ValueError):
+            pass
+    try:
+        return display_name(p)
+    except DataError:
+        return p.name
+
+
+def chapter_studies(traces: Any, studies: Any = AUTO, committed: Sequence[str] = COMMITTED_STUDIES[:2],
+                    quiet: bool = False) -> list[Study]:
+    """The studies a chapter shows, the reader's first: ``traces`` (a folder, or ``"committed"``:
+    the first of ``committed``), then ``studies`` beside it.
+
+    ``studies``: ``"auto"`` (the default) is the chapter's ``committed`` studies when ``traces``
+    is ``"committed"`` and none when the reader named their own; None or ``[]``: none; else a
+    folder, a committed study's name, ``"committed"`` (all of ``committed``), or a list of these or of
+    ``[label, folder]`` pairs, or a ``{label: folder}`` mapping. Committed studies shown beside
+    the reader's are labelled "(committed)"; equal labels get their folder's name. Prints one
+    line per study (label, folder, model, data set, problems) unless ``quiet``."""
+    own = traces not in (None, AUTO, COMMITTED)
+    first = [(None, traces)] if own else [(None, committed[0])]
+    if studies == AUTO:
+        rest: list[tuple[str | None, Any]] = [] if own else [(None, c) for c in committed[1:]]
+    elif studies is None:
+        rest = []
+    elif isinstance(studies, Mapping):
+        rest = list(studies.items())
+    elif isinstance(studies, (str, Path)):
+        rest = [(None, studies)]
+    else:
+        items = list(studies)
+        if len(items) == 2 and all(isinstance(x, str) for x in items) and not _looks_like_study_list(items):
+            items = [items]  # one [label, folder] pair
+        rest = [(x[0], x[1]) if isinstance(x, (list, tuple)) else (None, x) for x in items]
+    expanded: list[tuple[str | None, Any]] = []
+    for label, v in first + rest:
+        if v == COMMITTED:
+            expanded += [(None, c) for c in committed]
+        elif v not in (None, AUTO):
+            expanded.append((label, v))
+    out: list[Study] = []
+    seen: set[Path] = set()
+    for label, v in expanded:
+        path, is_committed = study_folder(v)
+        if path in seen:
+            continue
+        seen.add(path)
+        out.append(Study(label or study_label(path), path, is_committed))
+    if any(not s.committed for s in out):
+        out = [Study(f"{s.label} (committed)", s.path, True) if s.committed else s for s in out]
+    labels = [s.label for s in out]
+    out = [Study(f"{s.label} ({s.path.name})", s.path, s.committed) if labels.count(s.label) > 1 else s for s in out]
+    if not quiet:
+        for s in out:
+            print(describe_study(s))
+    return out
+
+
+def describe_study(study: Study) -> str:
+    """One line naming a study: its label, folder, and its full-chain run's model, data set and size."""
+    import json
+
+    where = str(study.path.relative_to(REPO_ROOT)) if REPO_ROOT in study.path.parents else str(study.path)
+    path = study.path / RUN_DIRS.get("lase", "lase-full") / "manifest.json"
+    if not path.is_file():
+        return f"study {study.label!r}: {where} (no full-chain run)"
+    m = json.loads(path.read_text())
+    return (f"study {study.label!r}: {where}; {m.get('backend')}:{str(m.get('model')).split(' (')[0]}, "
+            f"{m.get('dataset')}, {m.get('n')} problems{', committed' if study.committed else ''}")
+
+
+def control_studies(control: Any, traces: Any, quiet: bool = False) -> list[Study]:
+    """The studies of a same-problems comparison (chapter 02's and 06's control): ``"auto"`` is
+    the committed control (:data:`COMMITTED_CONTROL`) when ``traces`` is ``"committed"`` and none
+    otherwise; ``"committed"`` the committed control; None none; a folder holding one study per
+    subfolder, or a list of study folders, the reader's own."""
+    own = traces not in (None, AUTO, COMMITTED)
+    if control is None or (control == AUTO and own):
+        return []
+    if control in (AUTO, COMMITTED):
+        return chapter_studies(COMMITTED_CONTROL[0], [COMMITTED_CONTROL[1]], committed=COMMITTED_CONTROL, quiet=quiet)
+    if isinstance(control, (str, Path)):
+        folder = resolve_data_path(control)
+        subs = sorted(p for p in folder.iterdir() if (p / RUN_DIRS.get("lase", "lase-full")).is_dir()) \
+            if folder.is_dir() else []
+        if not subs:
+            raise DataError(f"no study with a lase-full run under {folder.resolve()} (the control needs one "
+                            "subfolder per model, each holding lase-full/)")
+        return chapter_studies(subs[0], [str(s) for s in subs[1:]], quiet=quiet)
+    items = list(control)
+    return chapter_studies(items[0] if not isinstance(items[0], (list, tuple)) else items[0][1], items[1:], quiet=quiet)
+
+
+def load_studies(studies: Sequence[Study], names: Iterable[str] | None = None,
+                 require: Sequence[str] = ()) -> dict[str, dict[str, Run]]:
+    """:func:`load_models` for a list of :class:`Study`: label -> its runs, in order (a later study
+    lacking a required run is skipped with one printed line)."""
+    return load_models({s.label: s.path for s in studies}, names, require)

@@ -7,7 +7,7 @@ import html
 import io
 from typing import Any
 
-__all__ = ["TEXT_CLASS", "NOTE_STYLE", "note_html", "png_bytes"]
+__all__ = ["TEXT_CLASS", "NOTE_STYLE", "note_html", "png_bytes", "live_session"]
 
 #: CSS classes of the HTML widgets (a browser test finds them by these names).
 TEXT_CLASS = "lase-point-text"
@@ -24,3 +24,20 @@ def png_bytes(fig: Any, dpi: float) -> bytes:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=dpi, pil_kwargs={"compress_level": 1})
     return buf.getvalue()
+
+
+def live_session(interactive: bool | None = None) -> bool:
+    """Whether a chapter makes its widgets: ``interactive`` when given; otherwise True only in a
+    kernel a person drives (JupyterLab, Notebook, VS Code), whose execute requests allow input.
+    Papermill and nbconvert (nbclient) never allow it, so an executed chapter holds no widget
+    output without any parameter."""
+    if interactive is not None:
+        return bool(interactive)
+    try:
+        import ipywidgets  # noqa: F401
+        from IPython import get_ipython
+
+        kernel = get_ipython().kernel  # None outside IPython: AttributeError
+    except (AttributeError, ImportError):
+        return False
+    return bool(getattr(kernel, "_allow_stdin", False))
