@@ -144,6 +144,7 @@ class CallRecord:
     h_max: float | None = None
     leaked: int = 0  # boxed answers removed from a supporter's message
     mean_prob: float | None = None  # DOWN's score: mean token probability of the whole response
+    cached_tokens: int | None = None  # prompt tokens the provider billed as cached input (None: not reported)
 
     @property
     def hit_cap(self) -> bool:
@@ -243,7 +244,8 @@ def _record(call: Call, gen: Generation, conf: Confidence | None = None, leaked:
         finish_reason=gen.finish_reason, reads=call.reads, text=gen.text,
         answer=conf.answer if conf else None,
         p_min=None if conf is None or conf.lp_min is None else math.exp(conf.lp_min),
-        h_max=conf.h_max if conf else None, leaked=leaked, mean_prob=mean_token_prob(gen))
+        h_max=conf.h_max if conf else None, leaked=leaked, mean_prob=mean_token_prob(gen),
+        cached_tokens=gen.cached_tokens)
 
 
 def majority_vote(answers: list[str | None], kind: str, scores: list[float | None] | None = None) -> str | None:

@@ -82,6 +82,10 @@ class Generation:
     backend: str = ""
     model: str = ""
     cached: bool = field(default=False, compare=False)
+    #: Prompt tokens the provider billed as cached input (OpenAI-compatible
+    #: ``usage.prompt_tokens_details.cached_tokens``, Gemini ``cached_content_token_count``);
+    #: None where the backend does not report it (the local model; generations cached before it existed).
+    cached_tokens: int | None = None
 
     @property
     def has_logprobs(self) -> bool:

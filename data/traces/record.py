@@ -11,35 +11,35 @@ its stage 0 is the leader alone, which makes it the large paired comparison the 
 Writes one run folder per strategy under ``--out`` (``lase-full`` is LASE with every stage
 recorded, for replay; the baselines run on the first ``--n-baselines`` of the same problems).
 Every call goes through the call cache, so an interrupted recording resumes where it stopped.
-This is the library-level twin of ``lase-nb run`` (see ``lase-nb run --help``), with the extra knobs a fast
-machine needs (device, batch size).
+The runs are planned and written by :mod:`lase_nb.study`, the code of ``lase-nb record`` (see
+``lase-nb record --help``); this script adds what the committed recordings need: the local backend's
+device and batch size, ``lase-large``, the organism's held-out split, thresholds from another run,
+and the baselines on fewer problems than the full chain.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-import time
-from collections import Counter
-from dataclasses import asdict, replace
+from dataclasses import replace
 from pathlib import Path
 
 from lase_nb import preregistration, traces
-from lase_nb.answers import grade
 from lase_nb.backends.local import MARKER, LocalBackend
 from lase_nb.cache import CallCache
 from lase_nb.datasets import load_dataset
 from lase_nb.engine import Engine
-from lase_nb.notes import count_answer_notes
 from lase_nb.organism import EVAL_SEEDS, ORGANISM
-from lase_nb.replay import DOWN_THRESHOLD_RULE, choose_down_threshold, down_threshold_table
-from lase_nb.runner import run_problems
-from lase_nb.strategies import SPECS, StrategyConfig, default_examples, recorded
+from lase_nb.strategies import StrategyConfig, default_examples, recorded
+from lase_nb.errors import LaseError
+from lase_nb.study import (RunPlan, down_calibration_problems, format_plan, plan_runs, plan_table, rates_from_folder,
+                           record_study)
 
 
 def _model_info(backend: LocalBackend) -> dict:
     """What the manifest says about the weights: the merged folder and, for the organism, its adapter."""
+    import json
+
     info = {"path": str(backend.path)}
     marker = Path(backend.path) / MARKER
     if marker.is_file():
@@ -77,13 +77,12 @@ def main() -> int:
     ap.add_argument("--split", choices=["eval"], default=None,
                     help="arith: draw from the eval split (disjoint by content from the organism's training "
                          f"problems); the organism's recordings use --split eval --seed {EVAL_SEEDS['record']}")
+    ap.add_argument("--dry-run", action="store_true", help="print the plan (calls per run, estimated tokens) and stop")
     args = ap.parse_args()
     if args.model == ORGANISM and args.split != "eval":
         ap.error("the organism was trained on the train split; record it on held-out problems: "
                  f"--split eval --seed {EVAL_SEEDS['record']} (the skill evaluation uses {EVAL_SEEDS['calibrate']})")
 
-    backend = LocalBackend(args.model, device=args.device, max_batch=args.max_batch)
-    engine = Engine(backend, CallCache(args.cache))
     base = StrategyConfig(seed=args.seed, examples=default_examples("local", args.model))
     gate = {}
     if args.thresholds_from:
@@ -91,38 +90,39 @@ def main() -> int:
     elif args.tau_lp is not None or args.tau_h is not None:
         base = replace(base, **{k: v for k, v in (("tau_lp", args.tau_lp), ("tau_h", args.tau_h)) if v is not None})
         gate = {"gate": {"tau_lp": base.tau_lp, "tau_h": base.tau_h, "rule": "given on the command line"}}
-    model_info = _model_info(backend)
+    plans = []
     for name in args.strategies:
-        extra = {}
         if name == LARGE:
             strategy, cfg, problems, extra = _large(base, args)
-        else:
-            strategy, cfg = SPECS[name].recording(base)
-            n = args.n_full if cfg.full_chain else args.n_baselines
-            problems = load_dataset("arith", None, n, args.seed, levels=args.levels, split=args.split)
-        t0 = time.perf_counter()
-        if strategy == "down":
-            cfg, extra = _calibrate_down(cfg, engine, args, problems)
-        results = run_problems(strategy, problems, engine, cfg, window=args.window)
-        wall = time.perf_counter() - t0
-        answers = answer_distribution(results)
-        manifest = traces.provenance(
-            command="python data/traces/record.py " + " ".join(sys.argv[1:]),
-            strategy=strategy, run_name=name, backend="local", model=args.model_label or backend.model,
-            device=args.device, max_batch=args.max_batch, dataset="arith", n=len(problems),
-            levels=args.levels, model_files=model_info, seed=args.seed, config=asdict(cfg),
-            engine=asdict(engine.stats), wall_s=round(wall, 1), answers=answers,
-            notes_stating_answer=count_answer_notes(traces.call_rows(results), traces.stage_rows(results), problems),
-            **{**gate, **extra})
-        if args.split:
-            manifest["split"] = args.split
-        traces.write_run(Path(args.out) / name, results, problems, manifest)
-        print(f"{name}: {len(problems)} problems in {wall:.0f} s, "
-              f"accuracy {sum(r.correct for r in results) / len(results):.3f}", flush=True)
-        for role, d in answers.items():
-            print(f"  {role:>13}: {d['n']} answers, most common {d['top'][:3]} "
-                  f"(top share {d['top_share']:.0%})", flush=True)
+            plans.append(RunPlan(name, strategy, cfg, problems, manifest=extra))
+            continue
+        (plan,) = plan_runs([name], base, _problems(args, args.n_full), baseline_problems=_problems(args, args.n_baselines))
+        if plan.strategy == "down":
+            plan.calibration = down_calibration_problems("arith", None, args.n_down_calibration, args.seed,
+                                                         plan.problems, args.levels, args.split)
+        plan.manifest = dict(gate)
+        plans.append(plan)
+    try:
+        rates = rates_from_folder(args.out if Path(args.out, "lase-full", "manifest.json").exists()
+                                  else Path(__file__).parent / "arith-smollm2")
+    except LaseError:  # no recording to take rates from: the plan counts calls only
+        rates = None
+    print(format_plan(plan_table(plans, rates), rates, header=f"recording {args.out}"), flush=True)
+    if args.dry_run:
+        return 0
+    backend = LocalBackend(args.model, device=args.device, max_batch=args.max_batch)
+    engine = Engine(backend, CallCache(args.cache))
+    fields = {"command": "python data/traces/record.py " + " ".join(sys.argv[1:]), "backend": "local",
+              "model": args.model_label or backend.model, "device": args.device, "max_batch": args.max_batch,
+              "dataset": "arith", "levels": args.levels, "model_files": _model_info(backend), "seed": args.seed,
+              "split": args.split}
+    record_study(engine, plans, args.out, fields, rates=rates, window=args.window, show_answers=True)
     return 0
+
+
+def _problems(args, n: int) -> list:
+    """The first ``n`` problems of the recording's seeded list."""
+    return load_dataset("arith", None, n, args.seed, levels=args.levels, split=args.split)
 
 
 #: The run folder of gated LASE at the preregistered thresholds on further problems.
@@ -140,19 +140,6 @@ def _large(base: StrategyConfig, args) -> tuple[str, StrategyConfig, list, dict]
         "tau_lp": cfg.tau_lp, "tau_h": cfg.tau_h, "rule": "preregistered (data/traces/preregistration.json)",
         "preregistration_date": prereg.get("date")},
         "offset": args.n_full}
-
-
-def answer_distribution(results) -> dict:
-    """Per role (the extraction step apart), how many answers and the most common ones: a value
-    that dominates (an example's answer copied) shows here first."""
-    by_role: dict[str, Counter] = {}
-    for r in results:
-        for c in list(r.calls) + list(r.recording_calls):
-            if c.answer is not None:
-                by_role.setdefault(c.role, Counter())[c.answer] += 1
-    return {role: {"n": sum(cnt.values()), "top": cnt.most_common(5),
-                   "top_share": round(cnt.most_common(1)[0][1] / sum(cnt.values()), 4)}
-            for role, cnt in by_role.items()}
 
 
 def _thresholds_from(base: StrategyConfig, args) -> tuple[StrategyConfig, dict]:
@@ -180,26 +167,6 @@ def _thresholds_from(base: StrategyConfig, args) -> tuple[StrategyConfig, dict]:
         "calibration_run": str(args.thresholds_from), "calibration_seed": run.manifest.get("seed"),
         "calibration_n": len(keep), "calibration": {k: float(row[k]) for k in
                                                     ("accuracy", "avg_tokens", "escalation_rate", "leader_tokens")}}}
-
-
-def _calibrate_down(cfg: StrategyConfig, engine: Engine, args, evaluated) -> tuple[StrategyConfig, dict]:
-    """DOWN's threshold by :data:`lase_nb.replay.DOWN_THRESHOLD_RULE`, on problems the
-    evaluated run never sees (another seed, any evaluated question removed)."""
-    seen = {p.question for p in evaluated}
-    pool = load_dataset("arith", None, 3 * args.n_down_calibration, args.seed + 1000, levels=args.levels,
-                        split=args.split)
-    cal = [p for p in pool if p.question not in seen][:args.n_down_calibration]
-    always = run_problems("down", cal, engine, replace(cfg, down_threshold=1.0), window=args.window)
-    first = [grade(r.extra["first_answer"], p.gold, p.kind) for r, p in zip(always, cal)]
-    scores = [r.extra["score"] for r in always]
-    debated = [r.correct for r in always]
-    theta = choose_down_threshold(scores, first, debated)
-    table = down_threshold_table(scores, first, debated)
-    print(f"down: theta {theta:.3f} chosen on {len(cal)} calibration problems", flush=True)
-    return replace(cfg, down_threshold=theta), {"down_threshold": {
-        "theta": theta, "rule": DOWN_THRESHOLD_RULE, "calibration_seed": args.seed + 1000,
-        "calibration_n": len(cal), "calibration_ids": [p.id for p in cal],
-        "table": table.round(4).to_dict(orient="records")}}
 
 
 if __name__ == "__main__":

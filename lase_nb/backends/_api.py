@@ -168,9 +168,11 @@ class APIBackend:
 
     # -- the reply ------------------------------------------------------------------------------
     def _generation(self, text: str, tokens: list[TokenLogprob] | None, prompt_tokens: int,
-                    completion_tokens: int, finish_reason: str, latency: float) -> Generation:
-        """A :class:`Generation` of this backend (entropy estimated from the top-k when tokens came back)."""
+                    completion_tokens: int, finish_reason: str, latency: float,
+                    cached_tokens: int | None = None) -> Generation:
+        """A :class:`Generation` of this backend (entropy estimated from the top-k when tokens came back;
+        ``cached_tokens``: the prompt tokens the provider reports as read from its prompt cache)."""
         return Generation(text=text, tokens=tokens, prompt_tokens=prompt_tokens,
                           completion_tokens=completion_tokens, finish_reason=finish_reason, latency_s=latency,
                           entropy_estimator=ENTROPY_TOPK_RESIDUAL if tokens is not None else ENTROPY_NONE,
-                          backend=self.name, model=self.model)
+                          backend=self.name, model=self.model, cached_tokens=cached_tokens)

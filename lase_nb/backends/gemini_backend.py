@@ -193,13 +193,16 @@ class GeminiBackend(APIBackend):
         prompt_tokens = int(getattr(um, "prompt_token_count", 0) or 0)
         completion_tokens = int(getattr(um, "candidates_token_count", 0) or 0) + int(
             getattr(um, "thoughts_token_count", 0) or 0)
+        cached = getattr(um, "cached_content_token_count", None)
+        cached_tokens = None if cached is None else int(cached)
         cands = getattr(resp, "candidates", None)
         if not cands:
             fb = getattr(resp, "prompt_feedback", None)
             reason = _enum_value(getattr(fb, "block_reason", None)).lower() if fb is not None else ""
             if not reason:
                 raise BackendError(f"{self._where()}: malformed response: no candidates in the reply")
-            return self._generation("", None, prompt_tokens, completion_tokens, f"blocked:{reason}", latency)
+            return self._generation("", None, prompt_tokens, completion_tokens, f"blocked:{reason}", latency,
+                                    cached_tokens)
         cand = cands[0]
         parts = getattr(getattr(cand, "content", None), "parts", None) or []
         text = "".join(p.text for p in parts if getattr(p, "text", None) and not getattr(p, "thought", False))
@@ -219,7 +222,7 @@ class GeminiBackend(APIBackend):
                 tokens.append(TokenLogprob(
                     token=s, logprob=float(c.log_probability or 0.0), offset=o,
                     top=tuple((a.token or "", float(a.log_probability or 0.0)) for a in alts)))
-        return self._generation(text, tokens, prompt_tokens, completion_tokens, finish, latency)
+        return self._generation(text, tokens, prompt_tokens, completion_tokens, finish, latency, cached_tokens)
 
     def _api_key(self) -> str | None:
         return getattr(getattr(self._client, "_api_client", None), "api_key", None)

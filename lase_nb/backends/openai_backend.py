@@ -185,9 +185,11 @@ class OpenAIBackend(APIBackend):
                 for c, o in zip(content, offs)
             ]
         usage = body.get("usage") or {}
+        details = usage.get("prompt_tokens_details") or {}
+        cached = details.get("cached_tokens") if isinstance(details, dict) else None
         return self._generation(text, tokens, int(usage.get("prompt_tokens") or 0),
                                 int(usage.get("completion_tokens") or 0), str(ch.get("finish_reason") or "unknown"),
-                                latency)
+                                latency, None if cached is None else int(cached))
 
     def _api_key(self) -> str | None:
         return getattr(self._client, "api_key", None)
