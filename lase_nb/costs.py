@@ -135,20 +135,23 @@ def estimate_shared_prefix(calls: pd.DataFrame) -> pd.Series:
     """
     if calls.empty:
         return pd.Series(dtype=float, index=calls.index)
-    pt = calls["prompt_tokens"].astype(float)
-    out = pd.Series(0.0, index=calls.index)
+    pt = calls["prompt_tokens"].astype(float).to_numpy()
+    roles = calls["role"].astype(str).to_numpy()
+    stages = calls["stage"].to_numpy() if "stage" in calls else [0] * len(calls)
+    agents = calls["agent"].astype(str).to_numpy() if "agent" in calls else [""] * len(calls)
+    est = [0.0] * len(calls)
     keys = _keys(calls)
-    groups = calls.groupby(keys, sort=False).groups.values() if keys else [calls.index]
-    for idx in groups:
+    positions = (calls.reset_index(drop=True).groupby(keys, sort=False).indices.values() if keys
+                 else [range(len(calls))])
+    for idx in positions:
         solver_prompt: float | None = None
         seen_solver = False
         last_by_agent: dict[tuple[Any, Any], float] = {}
         proposer_stages: set[Any] = set()
-        for i in idx:
-            row = calls.loc[i]
-            role, stage, agent = row["role"], row.get("stage", 0), row.get("agent", "")
+        for i in sorted(idx):
+            role, stage, agent = roles[i], stages[i], agents[i]
             if role == _EXTRACT_ROLE:
-                out[i] = min(last_by_agent.get((agent, stage), 0.0), pt[i])
+                est[i] = min(last_by_agent.get((agent, stage), 0.0), pt[i])
                 if solver_prompt is not None:
                     seen_solver = True
                 continue
@@ -157,13 +160,13 @@ def estimate_shared_prefix(calls: pd.DataFrame) -> pd.Series:
                 if solver_prompt is None:
                     solver_prompt = pt[i]
                 if seen_solver:
-                    out[i] = min(solver_prompt, pt[i])
+                    est[i] = min(solver_prompt, pt[i])
                 seen_solver = True
             elif role == "proposer":
                 if stage in proposer_stages:
-                    out[i] = pt[i]
+                    est[i] = pt[i]
                 proposer_stages.add(stage)
-    return out
+    return pd.Series(est, index=calls.index, dtype=float)
 
 
 def cached_input(calls: pd.DataFrame, min_prefix: int = 0) -> pd.DataFrame:

@@ -205,8 +205,23 @@ def rates_from_runs(runs: Mapping[str, traces.Run], source: str, min_prefix: int
     return Rates(out, source)
 
 
+_RATES: dict[tuple[str, int, float], Rates] = {}
+
+
 def rates_from_folder(folder: str | Path, min_prefix: int = 0) -> Rates:
-    """:func:`rates_from_runs` of a recorded study (its finished run folders), named by its model and data set."""
+    """:func:`rates_from_runs` of a recorded study (its finished run folders), named by its model and
+    data set (kept in memory while its manifests are unchanged)."""
+    from .runs import resolve_data_path
+
+    where = resolve_data_path(folder)
+    stamp = max((p.stat().st_mtime for p in Path(where).glob("*/manifest.json")), default=0.0)
+    key = (str(Path(where).resolve()), min_prefix, stamp)
+    if key not in _RATES:
+        _RATES[key] = _rates_from_folder(folder, min_prefix)
+    return _RATES[key]
+
+
+def _rates_from_folder(folder: str | Path, min_prefix: int) -> Rates:
     from .runs import load_runs
 
     runs = load_runs(folder)
