@@ -300,7 +300,9 @@ def test_calibration_by_model_and_its_sentence():
     gap = C.auroc_gap(frames, n_boot=300)
     assert gap["paired"] and gap["a"] == "sharp" and gap["lo"] > 0 and gap["p_value"] < 0.05
     s = C.describe_calibration_by_model(t.reset_index(), gap)
-    assert "sharp 1.00 [1.00, 1.00]" in s and f"blind {t.loc['blind', 'auroc_p_min']:.2f}" in s
+    assert "sharp: AUROC 1.00 [1.00, 1.00]" in s and f"blind: AUROC {t.loc['blind', 'auroc_p_min']:.2f}" in s
+    assert "sharp: AUROC 1.00 [1.00, 1.00], p < 0.001: better than chance" in s
+    assert "blind: AUROC" in s and "not shown to differ from chance" in s
     assert "sharp's confidence separates right from wrong answers better" in s and "paired" in s
     same = C.auroc_gap({"x": blind, "y": blind.assign(problem_id=lambda f: "z" + f["problem_id"])}, n_boot=300)
     assert not same["paired"] and same["diff"] == 0 and same["p_value"] > 0.05
@@ -329,3 +331,28 @@ def test_frames_by_model_reads_runs_or_stage_tables():
     assert f["correct"].tolist() == [True, False]  # no answer counts as wrong
     with pytest.raises(Exception, match="full-chain"):
         C.frames_by_model({"m": {"single": st}})
+
+
+def test_auroc_sentence_scales_with_the_data():
+    assert C.auroc_sentence(0.63, 0.50, 0.73, 0.054, 30, 50).endswith("not shown to differ from chance")
+    assert C.auroc_sentence(0.80, 0.70, 0.90, 0.001, 30, 50).endswith("better than chance")
+    assert "too few problems to say (3 wrong, 9 right answers)" in C.auroc_sentence(0.9, 0.6, 1.0, 0.01, 3, 9)
+    assert "no AUROC" in C.auroc_sentence(float("nan"), float("nan"), float("nan"), float("nan"), 0, 12)
+
+
+def test_auroc_gap_needs_two_studies():
+    f = _frame_by_p(np.linspace(0.3, 1.0, 20), np.linspace(0.3, 1.0, 20) > 0.6)
+    assert C.auroc_gap({"only": f}) is None
+    assert C.describe_calibration_by_model(C.calibration_by_model({"only": f}, 0.8, 0.5, n_boot=50), None).startswith("**AUROC")
+
+
+def test_describe_answers_and_gate_by_hand():
+    p = np.array([0.99, 0.95, 0.5, 0.3, np.nan])
+    f = _frame_by_p(p, np.array([True, False, True, False, False]))
+    f["answered"] = ~np.isnan(p)
+    s = C.describe_answers(f)
+    assert s.startswith("5 first answers, 40% right") and "1 never boxed" in s
+    g = C.describe_gate(gate_split(f, 0.8, 0.5), 0.8, 0.5)
+    # escalated: 0.5, 0.3, NaN -> 1 of 3 right; accepted: 0.99, 0.95 -> 1 of 2 right; 1 of 3 errors passes
+    assert "escalates 60% of 5 answers" in g and "right 33% of the time, less often than the accepted ones (50%)" in g
+    assert "1 of the 3 wrong answers (33%)" in g

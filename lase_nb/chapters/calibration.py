@@ -27,7 +27,7 @@ import pandas as pd
 from .. import reference
 from ..confidence import confidence_frame, gate_split, topk_entropy, uncertain_mask
 from ..errors import DataError
-from ..stats import NO_ANSWER, auroc_difference, auroc_with_ci, ece, p_text, reliability_table, wilson_interval
+from ..stats import NO_ANSWER, auroc_difference, auroc_test, auroc_with_ci, ece, p_text, reliability_table, wilson_interval
 from ..types import Generation
 
 __all__ = [
@@ -128,7 +128,14 @@ def paper_conditions(frame: pd.DataFrame, level: float = 0.95) -> pd.DataFrame:
     return out
 
 
-def proxy_scores(frame: pd.DataFrame, tau_lp: float, tau_h: float, n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
+#: Bootstrap resamples of every AUROC interval in the chapters (02, 06 and 07 print the same interval).
+AUROC_BOOT = 2000
+
+#: Fewest wrong and fewest right answers for which an AUROC verdict is given; below it, "too few to say".
+MIN_CLASS = 5
+
+
+def proxy_scores(frame: pd.DataFrame, tau_lp: float, tau_h: float, n_boot: int = AUROC_BOOT, seed: int = 0) -> pd.DataFrame:
     """How well each proxy flags errors: AUROC with a bootstrap CI, and ECE.
 
     Rows: exp(LP_min), H_max and the gate U itself (a yes/no score). ``auroc`` is computed on
@@ -153,10 +160,11 @@ def proxy_scores(frame: pd.DataFrame, tau_lp: float, tau_h: float, n_boot: int =
     ]
     rows = []
     for name, s_ans, s_all, prob, ece_of in specs:
-        auc, lo, hi = auroc_with_ci(s_ans, ok_a, n_boot=n_boot, seed=seed, nan="drop")
+        t = auroc_test(s_ans, ok_a, n_boot=n_boot, seed=seed)
         auc_all, _, _ = auroc_with_ci(s_all, ok, n_boot=10, seed=seed, nan="worst")
         rows.append({"proxy": name, "n_answered": len(ans), "errors_answered": int((~ok_a).sum()),
-                     "auroc": auc, "auroc_lo": lo, "auroc_hi": hi, "auroc_with_unanswered": auc_all,
+                     "auroc": t["auroc"], "auroc_lo": t["lo"], "auroc_hi": t["hi"], "p_value": t["p_value"],
+                     "auroc_with_unanswered": auc_all,
                      "ece": ece(prob, ok_a) if prob is not None else np.nan, "ece_of": ece_of})
     return pd.DataFrame(rows)
 
@@ -435,7 +443,7 @@ def frames_by_model(models: Mapping[str, Any], stage: int = 0) -> dict[str, pd.D
 
 
 def calibration_by_model(frames: Mapping[str, pd.DataFrame], tau_lp: float, tau_h: float,
-                         n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
+                         n_boot: int = AUROC_BOOT, seed: int = 0) -> pd.DataFrame:
     """One row per model from :func:`proxy_scores` and :func:`gate_split`: model, n (answers),
     answered, accuracy, escalation_rate (the gate at the thresholds), AUROC for errors with its
     bootstrap CI for exp(LP_min) (``auroc_p_min``, ``_lo``, ``_hi``) and H_max (``auroc_h_max``...),
@@ -450,6 +458,8 @@ def calibration_by_model(frames: Mapping[str, pd.DataFrame], tau_lp: float, tau_
             row.update({f"auroc_{proxy}": s.loc[i, "auroc"], f"auroc_{proxy}_lo": s.loc[i, "auroc_lo"],
                         f"auroc_{proxy}_hi": s.loc[i, "auroc_hi"]})
         row["ece"] = s.loc[0, "ece"]
+        row["p_value"] = s.loc[0, "p_value"]
+        row["errors"] = int(s.loc[0, "errors_answered"])
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -483,10 +493,13 @@ def _auc(r: pd.Series, proxy: str) -> str:
     return f"{r[f'auroc_{proxy}']:.2f} [{r[f'auroc_{proxy}_lo']:.2f}, {r[f'auroc_{proxy}_hi']:.2f}]"
 
 
-def auroc_gap(frames: Mapping[str, pd.DataFrame], n_boot: int = 2000, seed: int = 0) -> dict[str, Any]:
-    """The AUROC of exp(LP_min) for errors of the first two models in ``frames``, compared by a
+def auroc_gap(frames: Mapping[str, pd.DataFrame], n_boot: int = AUROC_BOOT, seed: int = 0) -> dict[str, Any] | None:
+    """The AUROC of exp(LP_min) for errors of the first two studies in ``frames``, compared by a
     bootstrap test of the difference (:func:`lase_nb.stats.auroc_difference`): paired on the
-    problems both answered when they share ids, unpaired otherwise (separate recordings)."""
+    problems both answered when they share them all, unpaired otherwise (separate recordings).
+    None when fewer than two studies are given (nothing to compare)."""
+    if len(frames) < 2:
+        return None
     (na, fa), (nb, fb) = list(frames.items())[:2]
     shared = sorted(set(fa["problem_id"]) & set(fb["problem_id"]))
     paired = len(shared) == len(fa) == len(fb)
@@ -501,8 +514,14 @@ def auroc_gap(frames: Mapping[str, pd.DataFrame], n_boot: int = 2000, seed: int 
 def describe_calibration_by_model(table: pd.DataFrame, gap: Mapping[str, Any] | None = None) -> str:
     """Each model's AUROC, from :func:`calibration_by_model`, and whether they differ by the test
     of :func:`auroc_gap` (not by overlapping intervals)."""
-    each = "; ".join(f"{r['model']} {_auc(r, 'p_min')} (H_max {_auc(r, 'h_max')}, ECE {r['ece']:.2f}, "
-                     f"{int(r['n'])} answers)" for _, r in table.iterrows())
+    def one(r: pd.Series) -> str:
+        if "p_value" not in r:
+            return f"{r['model']} {_auc(r, 'p_min')}"
+        errors = int(r["errors"])
+        return f"{r['model']}: " + auroc_sentence(r["auroc_p_min"], r["auroc_p_min_lo"], r["auroc_p_min_hi"],
+                                                  r["p_value"], errors, int(r["answered"]) - errors)
+
+    each = "; ".join(f"{one(r)} (ECE {r['ece']:.2f}, {int(r['n'])} answers)" for _, r in table.iterrows())
     out = f"**AUROC of exp(LP_min) for errors** (0.5 = no information, 95% bootstrap CI): {each}."
     if gap is None or not np.isfinite(gap["diff"]):
         return out
@@ -533,3 +552,69 @@ def describe_reliability(table: pd.DataFrame) -> str:
     out += (" Accuracy climbs from bin to bin, as Assumption 3.3 asks." if is_monotone(table)
             else " Accuracy does not climb cleanly from bin to bin: Assumption 3.3, read literally, fails here.")
     return out
+
+
+def auroc_sentence(auc: float, lo: float, hi: float, p: float, errors: int, right: int) -> str:
+    """An AUROC for errors with its interval and what it shows: "better than chance" only when the
+    interval lies above 0.5 and the Mann-Whitney p is below 0.05 (both, the claim rule of
+    :func:`lase_nb.stats.auroc_test`); "too few problems to say" with fewer than :data:`MIN_CLASS`
+    wrong or right answers; otherwise "not shown to differ from chance"."""
+    if not np.isfinite(auc):
+        return "no AUROC (every answer is right, or every one wrong)"
+    head = f"AUROC {auc:.2f} [{lo:.2f}, {hi:.2f}]"
+    if min(errors, right) < MIN_CLASS:
+        return f"{head}: too few problems to say ({errors} wrong, {right} right answers)"
+    if lo > 0.5 and p < 0.05:
+        return f"{head}, {p_text(p)}: better than chance"
+    if hi < 0.5 and p < 0.05:
+        return f"{head}, {p_text(p)}: worse than chance (errors look more confident)"
+    return f"{head}, {p_text(p)}: not shown to differ from chance"
+
+
+def describe_answers(frame: pd.DataFrame) -> str:
+    """What the leader's first answers are: how many, how many right (Wilson interval), how many
+    never boxed, and the median exp(LP_min) of right and of wrong boxed answers."""
+    n, ok = len(frame), frame["correct"].to_numpy(bool)
+    lo, hi = wilson_interval(int(ok.sum()), n)
+    ans = frame[frame["answered"].astype(bool)]
+    a_ok = ans["correct"].to_numpy(bool)
+    p = ans["p_min"].to_numpy(float)
+    out = (f"{n} first answers, {ok.mean():.0%} right [{lo:.0%}, {hi:.0%}], "
+           f"{int((~frame['answered'].astype(bool)).sum())} never boxed.")
+    if a_ok.any() and (~a_ok).any():
+        out += (f" Median exp(LP_min): {np.median(p[a_ok]):.3f} on right and {np.median(p[~a_ok]):.3f} on wrong "
+                f"boxed answers; {np.mean(p >= 0.9):.0%} of all boxed answers are at 0.9 or above.")
+    return out
+
+
+def describe_scores(scores: pd.DataFrame) -> str:
+    """:func:`proxy_scores` in words: each proxy's AUROC with its interval and verdict
+    (:func:`auroc_sentence`), and the ECE of exp(LP_min) with which way it errs."""
+    lines = []
+    for _, r in scores.iterrows():
+        right = int(r["n_answered"] - r["errors_answered"])
+        lines.append(f"- **{r['proxy']}**: " + auroc_sentence(r["auroc"], r["auroc_lo"], r["auroc_hi"],
+                                                              r["p_value"], int(r["errors_answered"]), right) + ".")
+    e = scores.iloc[0]["ece"]
+    if np.isfinite(e):
+        lines.append(f"- **ECE of exp(LP_min)**: {e:.2f} (0 = its probabilities match its accuracy bin by bin).")
+    return "\n".join(lines)
+
+
+def describe_gate(split: pd.Series, tau_lp: float, tau_h: float) -> str:
+    """What the gate does at (tau_lp, tau_h), from :func:`lase_nb.confidence.gate_split`: the
+    escalation rate, the accuracy of escalated and accepted answers, and confident errors as a
+    share of all errors."""
+    n = int(split["answers"])
+    esc = split["escalation_rate"]
+    parts = [f"At tau_lp = {tau_lp:g}, tau_h = {tau_h:g} the gate escalates {esc:.0%} of {n} answers"]
+    if np.isfinite(split["accuracy_if_U1"]) and np.isfinite(split["accuracy_if_U0"]):
+        word = ("less often" if split["accuracy_if_U1"] < split["accuracy_if_U0"] else
+                "more often" if split["accuracy_if_U1"] > split["accuracy_if_U0"] else "as often")
+        parts.append(f"the escalated ones are right {split['accuracy_if_U1']:.0%} of the time, {word} than the "
+                     f"accepted ones ({split['accuracy_if_U0']:.0%})")
+    errors, ce = int(split["errors"]), int(split["confident_errors"])
+    if errors:
+        parts.append(f"{ce} of the {errors} wrong answers ({ce / errors:.0%}) pass it as confident errors, which "
+                     "LASE never revisits")
+    return "; ".join(parts) + "."
