@@ -28,14 +28,19 @@ def default_cache_path() -> Path:
     return Path(env) if env else Path.home() / ".cache" / "lase_nb" / "calls.sqlite"
 
 
-def call_key(backend: str, model: str, messages: Sequence[Message], params: GenParams) -> str:
-    """Stable hash of everything that determines a call's result."""
+def call_key(backend: str, model: str, messages: Sequence[Message], params: GenParams,
+             dtype: str | None = None) -> str:
+    """Stable hash of everything that determines a call's result. ``dtype`` (the local backend's
+    number format) enters the key unless it is float32 or None, so float32 keys are those of
+    before it existed and an answer of one format is never served for another."""
     payload = {
         "backend": backend,
         "model": model,
         "messages": [{"role": m["role"], "content": m["content"]} for m in messages],
         "params": params.to_dict(),
     }
+    if dtype not in (None, "float32"):
+        payload["dtype"] = dtype
     blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(blob.encode()).hexdigest()
 

@@ -54,7 +54,8 @@ class Engine:
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def key(self, messages: Sequence[Message], params: GenParams) -> str:
-        return call_key(self.backend.name, self.backend.model, messages, params)
+        return call_key(self.backend.name, self.backend.model, messages, params,
+                        getattr(self.backend, "dtype", None))
 
     def run(self, calls: Sequence[Call]) -> list[Generation]:
         """Results for ``calls`` in order: :meth:`stream` with every call ready at once."""

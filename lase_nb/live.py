@@ -33,16 +33,20 @@ def live_config(backend: str = "local", model: str | None = None, *, tau_lp: flo
 
 
 def live_engine(backend: str = "local", model: str | None = None, base_url: str | None = None,
-                max_batch: int | None = None, concurrency: int | None = None, timeout: float | None = None) -> Any:
+                max_batch: int | None = None, concurrency: int | None = None, timeout: float | None = None,
+                dtype: str | None = None) -> Any:
     """An :class:`~lase_nb.engine.Engine` on the named backend with the default call cache (every
     call durable: a rerun makes no model call). ``max_batch`` applies to the local backend;
     ``concurrency`` (calls in flight) and ``timeout`` (seconds a call may take) to API backends,
-    None keeping their defaults (``lase-nb run --concurrency / --timeout``)."""
+    None keeping their defaults (``lase-nb run --concurrency / --timeout``); ``dtype`` to the local
+    backend (``float32``, ``bfloat16`` or ``auto``; None keeps its default, ``lase-nb run --dtype``)."""
     from .backends import make_backend
     from .cache import CallCache
     from .engine import Engine
 
     extra: dict[str, Any] = {"max_batch": max_batch} if backend == "local" and max_batch else {}
+    if backend == "local" and dtype is not None:
+        extra["dtype"] = str(dtype)
     if backend != "local":
         if concurrency is not None:
             extra["concurrency"] = int(concurrency)

@@ -58,6 +58,8 @@ from __future__ import annotations
 from .backend import LocalBackend
 from .decoding import Row
 from .files import (
+    AUTO_NATIVE_BF16,
+    DTYPES,
     DEFAULT_CACHE_NAME,
     DEFAULT_MODEL,
     GGUF_FILENAME,
@@ -72,6 +74,8 @@ from .files import (
     load_model,
     merge_adapter,
     model_cache_root,
+    native_bf16,
+    resolve_dtype,
     ORGANISM_DIR,
     organism_adapter_path,
     organism_model_dir,
@@ -81,6 +85,7 @@ from .files import (
 from .prefix_store import PREFIX_CACHE_MIB, PrefixStore
 
 __all__ = [
+    "AUTO_NATIVE_BF16", "DTYPES", "native_bf16", "resolve_dtype",
     "DEFAULT_CACHE_NAME", "DEFAULT_MODEL", "GGUF_FILENAME", "GGUF_PACKAGE", "MARKER", "ORGANISM_MODEL",
     "PREFIX_CACHE_MIB", "LoadedModel", "LocalBackend", "PrefixStore", "Row", "convert_gguf",
     "default_gguf_path", "default_model_dir", "is_converted", "load_model", "merge_adapter",

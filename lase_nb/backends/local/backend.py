@@ -14,7 +14,7 @@ from ...errors import ConfigError
 from ...types import Generation, GenParams, Message
 from ..base import ResultHook
 from .decoding import Row, seed
-from .files import DEFAULT_MODEL, load_model, resolve_model_path
+from .files import DEFAULT_MODEL, load_model, resolve_dtype, resolve_model_path
 from .kv_cache import spliceable
 from .scheduler import Scheduler
 
@@ -48,14 +48,16 @@ class LocalBackend(Scheduler):
     ``model`` is ``"smollm2-135m"`` (the embedded default), a local transformers model folder
     with a chat template, or a ``.gguf`` file. ``max_batch`` bounds how many prompts decode
     together; ``threads`` sets torch's CPU threads (default: ``OMP_NUM_THREADS`` when set, else all
-    cores; see :func:`cpu_threads`).
+    cores; see :func:`cpu_threads`). ``dtype`` is the weights' number format: ``float32``,
+    ``bfloat16`` (refused on a CPU without native support) or ``auto`` (see
+    :func:`~lase_nb.backends.local.files.resolve_dtype`); the call cache keys bfloat16 calls apart.
     """
 
     name = "local"
     supports_logprobs = True
 
     def __init__(self, model: str = DEFAULT_MODEL, device: str = "cpu", max_batch: int = 8,
-                 threads: int | None = None) -> None:
+                 threads: int | None = None, dtype: str = "auto", *, emulated_ok: bool = False) -> None:
         if max_batch < 1:
             raise ConfigError(f"max_batch must be >= 1 (got {max_batch})")
         n_threads = cpu_threads(threads)
@@ -65,7 +67,9 @@ class LocalBackend(Scheduler):
         self.model = str(model)
         self.device = device
         self.max_batch = max_batch
-        self._loaded = load_model(resolve_model_path(self.model), device)
+        #: the weights' number format, resolved (``auto`` is never left here)
+        self.dtype = resolve_dtype(dtype, device, emulated_ok=emulated_ok)
+        self._loaded = load_model(resolve_model_path(self.model), device, dtype=self.dtype)
         self.path = self._loaded.path
         self._tok = self._loaded.tokenizer
         self._lm = self._loaded.model
@@ -85,7 +89,8 @@ class LocalBackend(Scheduler):
         self._splice = self._probe_cache()
 
     def __repr__(self) -> str:
-        return f"LocalBackend(model={self.model!r}, path='{self.path}', max_batch={self.max_batch})"
+        return (f"LocalBackend(model={self.model!r}, path='{self.path}', max_batch={self.max_batch}, "
+                f"dtype={self.dtype!r})")
 
     @property
     def vocab_size(self) -> int:

@@ -259,6 +259,58 @@ def prepare(model: str = DEFAULT_MODEL) -> Path:
 
 
 # --------------------------------------------------------------------------------------------
+# the weights' number format
+
+#: Number formats the local backend computes in (``auto`` resolves to one of them).
+DTYPES = ("float32", "bfloat16")
+#: CPU flags of native bfloat16 arithmetic (AVX-512 BF16 dot products, AMX tiles).
+BF16_FLAGS = ("avx512_bf16", "amx_bf16")
+#: What ``auto`` picks on a CPU with native bfloat16. benchmarks/README.md ("bfloat16") has the
+#: measurement it rests on: answers, gate decisions and AUROC of fp32 against bf16 on the same prompts.
+AUTO_NATIVE_BF16 = "float32"
+
+
+def cpu_flags(cpuinfo: str | os.PathLike[str] = "/proc/cpuinfo") -> set[str] | None:
+    """The CPU's feature flags from ``cpuinfo`` (Linux), or None where that file cannot be read."""
+    try:
+        text = Path(cpuinfo).read_text(errors="replace")
+    except OSError:
+        return None
+    for line in text.splitlines():
+        if line.startswith(("flags", "Features")) and ":" in line:
+            return set(line.split(":", 1)[1].split())
+    return None
+
+
+def native_bf16(cpuinfo: str | os.PathLike[str] = "/proc/cpuinfo") -> bool:
+    """Whether this CPU multiplies bfloat16 natively (an ``avx512_bf16`` or ``amx_bf16`` flag)."""
+    flags = cpu_flags(cpuinfo)
+    return bool(flags and flags.intersection(BF16_FLAGS))
+
+
+def resolve_dtype(dtype: str | None = "auto", device: str = "cpu",
+                  cpuinfo: str | os.PathLike[str] = "/proc/cpuinfo", emulated_ok: bool = False) -> str:
+    """The number format to load the weights in: ``float32``, ``bfloat16``, or for ``auto`` (and
+    None) ``AUTO_NATIVE_BF16`` on a CPU with native bfloat16 and float32 elsewhere.
+
+    ``bfloat16`` on a CPU without native support is refused (torch would emulate it, slower than
+    float32) unless ``emulated_ok``, which the dtype-agreement benchmark uses: the numbers are
+    those of bfloat16 either way, only the speed differs."""
+    dtype = "auto" if dtype is None else str(dtype).lower().replace("bf16", "bfloat16").replace("fp32", "float32")
+    if dtype not in DTYPES + ("auto",):
+        raise ConfigError(f"unknown dtype {dtype!r}; use float32, bfloat16 or auto")
+    on_cpu = str(device).startswith("cpu")
+    if dtype == "auto":
+        return AUTO_NATIVE_BF16 if on_cpu and native_bf16(cpuinfo) else "float32"
+    if dtype == "bfloat16" and on_cpu and not emulated_ok and not native_bf16(cpuinfo):
+        raise ConfigError(
+            "--dtype bfloat16: this CPU has no native bfloat16 arithmetic (no avx512_bf16 or amx_bf16 "
+            f"flag in {cpuinfo}), so torch would emulate it, slower than float32; use --dtype float32 "
+            "(or auto, which picks float32 here)")
+    return dtype
+
+
+# --------------------------------------------------------------------------------------------
 # loading, once per process
 
 
@@ -271,29 +323,34 @@ class LoadedModel:
     tokenizer: Any
     device: str
     load_s: float
+    dtype: str = "float32"
     lock: threading.Lock = dataclasses.field(default_factory=threading.Lock)
     #: KV caches of prompt prefixes (system prompt, worked examples, ...) shared by all calls
     prefixes: PrefixStore = dataclasses.field(
         default_factory=lambda: PrefixStore(prefix_store.PREFIX_CACHE_MIB * 2**20))
 
 
-_LOADED: dict[tuple[str, str], LoadedModel] = {}
+_LOADED: dict[tuple[str, str, str], LoadedModel] = {}
 _LOAD_LOCK = threading.Lock()
 
 
-def load_model(path: str | os.PathLike[str], device: str = "cpu", reuse: bool = True) -> LoadedModel:
-    """Load a transformers model folder in float32 (cached per process by path and device)."""
-    key = (str(Path(path).resolve()), str(device))
+def load_model(path: str | os.PathLike[str], device: str = "cpu", reuse: bool = True,
+               dtype: str = "float32") -> LoadedModel:
+    """Load a transformers model folder in ``dtype`` (``float32`` or ``bfloat16``; cached per
+    process by path, device and dtype)."""
+    if dtype not in DTYPES:
+        raise ConfigError(f"unknown dtype {dtype!r}; use one of {', '.join(DTYPES)}")
+    key = (str(Path(path).resolve()), str(device), dtype)
     with _LOAD_LOCK:
         if reuse and key in _LOADED:
             return _LOADED[key]
-        loaded = _load_uncached(Path(path), str(device))
+        loaded = _load_uncached(Path(path), str(device), dtype)
         if reuse:
             _LOADED[key] = loaded
         return loaded
 
 
-def _load_uncached(path: Path, device: str) -> LoadedModel:
+def _load_uncached(path: Path, device: str, dtype: str = "float32") -> LoadedModel:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from transformers.utils import logging as hf_logging
@@ -306,14 +363,14 @@ def _load_uncached(path: Path, device: str) -> LoadedModel:
     hf_logging.disable_progress_bar()  # a one-second load needs no "Loading weights" bar in every `ask`
     try:
         model = AutoModelForCausalLM.from_pretrained(
-            str(path), local_files_only=True, **_dtype_kwarg(torch.float32)
+            str(path), local_files_only=True, **_dtype_kwarg(getattr(torch, dtype))
         )
     finally:
         if shown:
             hf_logging.enable_progress_bar()
     model.to(device)
     model.eval()
-    return LoadedModel(path, model, tokenizer, device, time.perf_counter() - t0)
+    return LoadedModel(path, model, tokenizer, device, time.perf_counter() - t0, dtype)
 
 
 def _dtype_kwarg(dtype: Any) -> dict[str, Any]:
