@@ -12,7 +12,6 @@
 #     name: python3
 # ---
 
-
 # %% [markdown]
 # # 3. The LASE pipeline, one stage at a time
 #

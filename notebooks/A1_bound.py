@@ -12,7 +12,6 @@
 #     name: python3
 # ---
 
-
 # %% [markdown]
 # # A1. The selective-gain bound, measured (appendix to chapter 03)
 #

@@ -12,7 +12,6 @@
 #     name: python3
 # ---
 
-
 # %% [markdown]
 # # A2. The statistics behind the comparisons (appendix to chapter 04)
 #

@@ -12,7 +12,6 @@
 #     name: python3
 # ---
 
-
 # %% [markdown]
 # # A3. LASE live: the loop written from scratch (appendix to chapter 03)
 #

@@ -90,7 +90,9 @@ def test_no_page_says_lase_beats_moa_where_the_moa_follow_ups_are_off_format():
     assert not any(found.values()), found
 
 
-def test_book_hides_papermills_injected_parameters(tmp_path):
+def test_book_hides_the_parameters_cells(tmp_path):
+    """Neither the chapter's parameters cell nor papermill's injected one is on the page: a
+    lecturer shows results, and the values the chapter ran with show in its outputs."""
     nb = nbformat.v4.new_notebook()
     cell = nbformat.v4.new_code_cell("answer = 1  # the chapter's own parameter")
     cell.metadata["tags"] = ["parameters"]
@@ -104,8 +106,8 @@ def test_book_hides_papermills_injected_parameters(tmp_path):
     assert "injected-parameters" in (tmp_path / "out" / "98_params.ipynb").read_text()
     build_book(tmp_path / "out", tmp_path / "book")
     page = (tmp_path / "book" / "98_params.html").read_text()
-    assert "42" in page and "own parameter" in page  # the output of the injected value, the chapter's own cell
-    assert "Injected" not in page and "answer = 6" not in page
+    assert "42" in page  # the output of the injected value
+    assert "own parameter" not in page and "Injected" not in page and "answer = 6" not in page
     assert 'href="A1_bound.html"' in page  # a link to another notebook opens its page in the book
 
 
@@ -295,3 +297,168 @@ def test_the_kernels_shutdown_interrupt_is_not_logged_as_an_error(tmp_path, capf
     execute(src, tmp_path / "out.ipynb")
     err = capfd.readouterr().err
     assert "a real kernel error 95" in err and "KeyboardInterrupt caught" not in err, err[-2000:]
+
+
+# --------------------------------------------------------------------------------------------
+# the chapter budget and the book a lecturer shows
+# --------------------------------------------------------------------------------------------
+
+from lase_nb import notebooks as nbs  # noqa: E402
+
+_PANDAS_TABLE = ('<table border="1" class="dataframe"><thead><tr style="text-align: right;"><th></th><th>a</th>'
+                 '<th>b</th></tr></thead><tbody><tr><th>0</th><td>1</td><td>2</td></tr></tbody></table>')
+
+
+def _executed_notebook(path: Path | None = None, failed: bool = False):
+    """A hand-built executed chapter: a title, a parameters cell, papermill's injected cell, a
+    widget-only cell, an empty cell, a tagged hidden cell, a "more" cell, a markdown table, a pandas
+    table, a figure, a printed sentence; optionally a cell that failed and one that never ran."""
+    md, code = nbformat.v4.new_markdown_cell, nbformat.v4.new_code_cell
+    params = code("interactive = True\ntraces = '../data/traces/arith-smollm2'")
+    params.metadata["tags"] = ["parameters"]
+    injected = code("# Parameters\ninteractive = False\n")
+    injected.metadata["tags"] = ["injected-parameters"]
+    hidden, more = code("panel = build_widgets()"), md("A deep dive, one two three.")
+    hidden.metadata["tags"] = [nbs.BOOK_HIDE]
+    more.metadata["tags"] = [nbs.BOOK_MORE]
+    table = code("df")
+    table.outputs = [nbformat.v4.new_output("execute_result", {"text/html": _PANDAS_TABLE, "text/plain": "df"},
+                                            execution_count=1)]
+    figure = code("fig")
+    figure.outputs = [nbformat.v4.new_output("display_data", {"image/png": "iVBORw0KGgo=", "text/plain": "<Figure>"})]
+    said = code("print(describe())")
+    said.outputs = [nbformat.v4.new_output("stream", name="stdout", text="The gate escalates 12 problems.\n")]
+    cells = [md("# 98 · Budget: a chapter to count\n\nThe first words of [the chapter](A1_bound.ipynb)."),
+             params, injected, code("if interactive:\n    display(panel)"), code(""), md("  "), hidden,
+             md("| a | b | c |\n|---|:-:|---|\n| 1 | 2 | 3 |"), table, figure, said, more]
+    if failed:
+        boom = code("raise ValueError('not enough values to unpack')")
+        boom.outputs = [nbformat.v4.new_output("error", ename="ValueError", evalue="not enough values to unpack",
+                                               traceback=["Traceback (most recent call last)", "SECRET-TRACE"])]
+        cells += [boom, code("print('never ran')")]
+    nb = nbformat.v4.new_notebook(cells=cells)
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    if path is not None:
+        nbformat.write(nb, str(path))
+    return nb
+
+
+def test_words_and_tables_are_counted_as_a_reader_sees_them():
+    assert nbs.count_words("The **gate** reads [two numbers](02_calibration.ipynb): $p$ and 0.8 -- see <b>it</b>.") == 10
+    assert nbs.count_words("<!-- a comment -->") == 0
+    assert nbs.markdown_tables("| a | b | c |\n|---|:-:|---:|\n| 1 | 2 | 3 |\n\ntext | not a table") == [3]
+    assert nbs.html_tables(_PANDAS_TABLE) == [3]  # the index column counts: a reader sees it
+    assert nbs.html_tables('<table><tr><th colspan="4">x</th></tr><tr><td>1</td></tr></table>') == [4]
+
+
+def test_the_budget_counts_what_the_book_shows(tmp_path):
+    _executed_notebook(tmp_path / "98_budget.ipynb")
+    b = nbs.chapter_budget(tmp_path / "98_budget.ipynb")
+    # shown: the title, the markdown table, and three code cells; hidden: parameters, injected,
+    # widget-only, empty (two), book-hide; the book-more cell is counted apart
+    assert (b.chapter, b.markdown_cells, b.code_cells, b.more_cells) == ("98_budget", 2, 3, 1)
+    assert b.cells == 5
+    assert b.words == nbs.count_words("98 · Budget: a chapter to count The first words of the chapter.") + 6
+    assert b.printed_words == 5
+    assert b.table_columns == (3, 3) and b.tables == 2 and b.max_columns == 3
+    assert b.figures == 1
+    assert b.minutes == pytest.approx(nbs.presenting_minutes(b.words + 5, 1, 2, 3))
+    assert b.meets() and b.over() == []
+
+
+def test_the_budget_says_what_is_over():
+    b = nbs.ChapterBudget("99_big", code_cells=30, markdown_cells=15, words=1600, printed_words=0,
+                          table_columns=(3, 7, 10, 2, 2, 2), figures=6)
+    assert b.over() == ["45 cells > 40", "1600 words of markdown > 1500", "6 tables > 5",
+                        "2 tables wider than 6 columns (widest 10)", "6 figures > 5"]
+    assert not b.meets() and b.meets(nbs.Budget(cells=50, words=2000, tables=6, columns=10, figures=6))
+
+
+def test_presenting_minutes_follow_the_stated_rule():
+    m = nbs.presenting_minutes(words=1300, figures=2, tables=3, code_cells=4)
+    assert m == pytest.approx(1300 / nbs.WORDS_PER_MINUTE + 2 * nbs.MINUTES_PER_FIGURE
+                              + 3 * nbs.MINUTES_PER_TABLE + 4 * nbs.MINUTES_PER_CODE_CELL)
+    assert nbs.presenting_minutes(0, 0, 0, 0) == 0
+
+
+def test_the_budget_script_prints_a_row_per_chapter(tmp_path):
+    _executed_notebook(tmp_path / "98_budget.ipynb")
+    script = NOTEBOOKS.parent / "benchmarks" / "chapter_budget.py"
+    done = subprocess.run([sys.executable, str(script), str(tmp_path)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    row = next(line for line in done.stdout.splitlines() if line.startswith("98_budget"))
+    minutes = round(nbs.chapter_budget(tmp_path / "98_budget.ipynb").minutes)
+    assert row.split() == ["98_budget", "5", "18", "5", "2", "3", "1", str(minutes), "yes"]
+    failing = subprocess.run([sys.executable, str(script), str(tmp_path), "--check", "--cells", "4"],
+                             capture_output=True, text=True, timeout=120)
+    assert failing.returncode == 1 and "5 cells > 4" in failing.stdout
+
+
+def test_book_titles_share_one_numbering_and_plurals_agree():
+    assert nbs.book_title("00_quickstart", "00 · Quickstart: one question") == "0. Quickstart: one question"
+    assert nbs.book_title("01_theory", "1. Why debate sometimes helps") == "1. Why debate sometimes helps"
+    assert nbs.book_title("A1_bound", "A1. The selective-gain bound") == "A1. The selective-gain bound"
+    assert nbs.book_title("07_claims", "The paper's claims") == "7. The paper's claims"
+    assert [nbs.plural(n, "figure") for n in (0, 1, 2)] == ["0 figures", "1 figure", "2 figures"]
+
+
+def test_book_page_shows_what_a_lecturer_presents(tmp_path):
+    (tmp_path / "nb").mkdir()
+    _executed_notebook(tmp_path / "nb" / "98_budget.ipynb")
+    index = build_book(tmp_path / "nb", tmp_path / "book").read_text()
+    page = (tmp_path / "book" / "98_budget.html").read_text()
+    body = page[page.index("<body"):]
+    assert "interactive = True" not in body and "Parameters" not in body  # no parameters cell, none injected
+    assert "if interactive" not in body and "build_widgets" not in body  # no widget-only or book-hide code
+    assert "jp-mod-noOutputs" not in body  # no empty code box (every code cell shown has an output)
+    assert ">0. Budget: a chapter to count<" not in body and "98. Budget: a chapter to count" in body
+    assert '<details class="lase-more"><summary>' in body and "A deep dive" in body
+    assert body.index("<details") < body.index("A deep dive") < body.index("</details>")
+    assert "Recordings shown on this page" in body and "data/traces/arith-smollm2" in body  # from its parameters
+    assert "98. Budget: a chapter to count" in index and "(1 figure, 2 tables, about" in index
+    assert "<ol" not in index  # the titles carry the numbers; no second numbering
+
+
+def test_book_marks_a_failed_chapter_and_shows_no_traceback(tmp_path, capsys):
+    (tmp_path / "nb").mkdir()
+    _executed_notebook(tmp_path / "nb" / "98_budget.ipynb", failed=True)
+    index = build_book(tmp_path / "nb", tmp_path / "book").read_text()
+    body = (tmp_path / "book" / "98_budget.html").read_text()
+    body = body[body.index("<body"):]
+    assert "FAILED" in body[:body.index("Budget: a chapter")]  # at the top of the page
+    assert "ValueError: not enough values to unpack" in body
+    assert "SECRET-TRACE" not in body and "Traceback" not in body and "never ran" not in body
+    assert "1 remaining cell did not run" in body
+    assert 'class="failed">FAILED</strong>' in index
+    assert "98_budget: FAILED" in capsys.readouterr().out
+
+
+def test_book_names_the_recordings_the_chapter_read(tmp_path):
+    """An executed chapter remembers each run manifest its kernel opened; its page names the
+    studies: label, model, data set, n and dtype."""
+    study = tmp_path / "mine"
+    for run, n in (("lase-full", 12), ("mv", 6)):
+        (study / run).mkdir(parents=True)
+        (study / run / "manifest.json").write_text(json.dumps(
+            {"model": "my-model", "dataset": "math500", "n": n, "dtype": "bfloat16", "backend": "openai"}))
+    (study / "study.json").write_text(json.dumps({"label": "my study"}))
+    src = _tiny_notebook(tmp_path / "95_reads.ipynb",
+                         "import json, pathlib\n"
+                         f"for run in ('lase-full', 'mv'):\n    json.loads(pathlib.Path({str(study)!r}, run, 'manifest.json').read_text())")
+    (tmp_path / "out").mkdir()
+    execute(src, tmp_path / "out" / "95_reads.ipynb")
+    stored = nbformat.read(str(tmp_path / "out" / "95_reads.ipynb"), as_version=4).metadata["lase_nb"]["recordings"]
+    assert stored == [str(study / "lase-full" / "manifest.json"), str(study / "mv" / "manifest.json")]
+    build_book(tmp_path / "out", tmp_path / "book")
+    page = (tmp_path / "book" / "95_reads.html").read_text()
+    assert "my study" in page and "my-model" in page and "math500" in page and "bfloat16" in page
+    assert "n = 12 (lase-full); n = 6 (mv)" in page
+
+
+@pytest.mark.parametrize("nb", BOOKS, ids=lambda p: p.stem)
+def test_no_notebook_has_an_empty_cell(nb: Path):
+    """A blank line too many after the jupytext header makes an empty first code cell, an empty
+    box above the title in JupyterLab."""
+    cells = jupytext.read(nb.with_suffix(".py")).cells
+    assert cells[0].cell_type == "markdown" and cells[0].source.lstrip().startswith("# "), f"{nb.stem}: title first"
+    assert not [i for i, c in enumerate(cells) if not c.source.strip()], f"{nb.stem}: empty cells"

@@ -1,0 +1,77 @@
+"""The chapter budget: what each executed chapter presents, against the core path's budget.
+
+Reads executed chapters (default ``build/notebooks``, written by ``make notebooks``) and prints per
+chapter the cells the book shows open, the words of their markdown, the words printed as prose,
+the tables shown (with the widest one's columns), the figures shown, an estimate of the minutes a
+lecturer needs (``lase_nb.notebooks.presenting_minutes`` states the rule) and whether the chapter
+meets the budget: at most 40 cells, 1,500 words of markdown, 5 tables of at most 6 columns and
+5 figures per core chapter, 11,000 words of markdown over the core chapters. The appendix is
+listed for information; its pages are read, not presented.
+
+    python benchmarks/chapter_budget.py                    # build/notebooks
+    python benchmarks/chapter_budget.py /tmp/run --check   # exit 1 when a core chapter is over
+    python benchmarks/chapter_budget.py --markdown         # the table as markdown (for the README)
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+from lase_nb.notebooks import APPENDIX_GLOB, BUDGET, CHAPTER_GLOB, REPO, budget_table
+
+COLUMNS = ("chapter", "cells", "words", "printed words", "tables", "max columns", "figures", "minutes")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("executed", nargs="?", default=str(REPO / "build" / "notebooks"),
+                    help="folder of executed chapters (default: build/notebooks)")
+    ap.add_argument("--check", action="store_true", help="exit 1 when a core chapter or the core total is over")
+    ap.add_argument("--markdown", action="store_true", help="print a markdown table")
+    for field in ("cells", "words", "tables", "columns", "figures", "core_words"):
+        ap.add_argument(f"--{field.replace('_', '-')}", type=int, default=getattr(BUDGET, field),
+                        help=f"budget: {field.replace('_', ' ')} (default {getattr(BUDGET, field):,})")
+    args = ap.parse_args(argv)
+    budget = replace(BUDGET, **{f: getattr(args, f) for f in ("cells", "words", "tables", "columns", "figures",
+                                                                "core_words")})
+    folder = Path(args.executed)
+    core, appendix = sorted(folder.glob(CHAPTER_GLOB)), sorted(folder.glob(APPENDIX_GLOB))
+    if not core and not appendix:
+        print(f"no executed chapters in {folder}; run `make notebooks` first")
+        return 1 if args.check else 0
+    rows = budget_table(core, budget)
+    extra = budget_table(appendix, budget)
+    total = {c: sum(r[c] for r in rows) for c in COLUMNS[1:] if c != "max columns"}
+    head = [*COLUMNS, "meets budget"]
+    if args.markdown:
+        print("| " + " | ".join(head) + " |\n|" + "---|" * len(head))
+        for r in rows + extra:
+            meets = ("yes" if r["meets budget"] else f"no: {r['over']}") if r in rows else "(appendix)"
+            print("| " + " | ".join(str(r[c]) for c in COLUMNS) + f" | {meets} |")
+        print(f"| core total | " + " | ".join(str(total.get(c, "")) for c in COLUMNS[1:]) + " | |")
+    else:
+        widths = [max(len(c), 14 if c == "chapter" else 5) for c in COLUMNS]
+        print("  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(COLUMNS, widths)))
+              + "  meets budget")
+        for r in rows + extra:
+            meets = ("yes" if r["meets budget"] else f"no: {r['over']}") if r in rows else "(appendix)"
+            print("  ".join(str(r[c]).rjust(w) if i else str(r[c]).ljust(w)
+                            for i, (c, w) in enumerate(zip(COLUMNS, widths))) + "  " + meets)
+        print("  ".join(str(total.get(c, "")).rjust(w) if i else "core total".ljust(w)
+                        for i, (c, w) in enumerate(zip(COLUMNS, widths))))
+    over_total = total["words"] > budget.core_words
+    print(f"core chapters: {total['words']:,} words of markdown (budget {budget.core_words:,}"
+          f"{', over' if over_total else ''}), about {total['minutes']} minutes; "
+          f"{sum(r['meets budget'] for r in rows)} of {len(rows)} chapters meet the budget")
+    print(f"RESULT core_words={total['words']} core_minutes={total['minutes']} "
+          f"chapters_within={sum(r['meets budget'] for r in rows)}/{len(rows)}")
+    if args.check and (over_total or not all(r["meets budget"] for r in rows)):
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
