@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
             print("| " + " | ".join(str(r[c]) for c in COLUMNS) + f" | {meets} |")
         print(f"| core total | " + " | ".join(str(total.get(c, "")) for c in COLUMNS[1:]) + " | |")
     else:
-        widths = [max(len(c), 14 if c == "chapter" else 5) for c in COLUMNS]
+        widths = [max(len(c), 16 if c == "chapter" else 5) for c in COLUMNS]
         print("  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(COLUMNS, widths)))
               + "  meets budget")
         for r in rows + extra:

@@ -346,12 +346,12 @@ class Budget:
 
 BUDGET = Budget()
 
-#: Presenting speed and the time each shown thing takes, fitted so that the executed chapters of
-#: 2026-12-03 land near a lecturer's measured minutes (see :func:`presenting_minutes`).
-WORDS_PER_MINUTE = 130
-MINUTES_PER_FIGURE = 1.5
-MINUTES_PER_TABLE = 1.0
-MINUTES_PER_CODE_CELL = 0.25
+#: Presenting speed and the time each shown thing takes (:func:`presenting_minutes`), fitted on the
+#: executed chapters of 2026-12-03 against a lecturer's realistic minutes (issue 43).
+WORDS_PER_MINUTE = 150
+PRINTED_WORDS_PER_MINUTE = 400
+MINUTES_PER_FIGURE = 0.1
+MINUTES_PER_TABLE = 0.1
 
 _LINK_TARGET = re.compile(r"\]\([^)]*\)")
 _HTML_TAG = re.compile(r"<[^>]+>")
@@ -441,7 +441,7 @@ class ChapterBudget:
 
     @property
     def minutes(self) -> float:
-        return presenting_minutes(self.words + self.printed_words, self.figures, self.tables, self.code_cells)
+        return presenting_minutes(self.words, self.printed_words, self.figures, self.tables)
 
     def over(self, budget: Budget = BUDGET) -> list[str]:
         """What exceeds ``budget``, in words (empty when the chapter meets it)."""
@@ -458,15 +458,20 @@ class ChapterBudget:
         return not self.over(budget)
 
 
-def presenting_minutes(words: int, figures: int, tables: int, code_cells: int) -> float:
-    """Estimated minutes to present a chapter: its words (markdown and printed prose) read at
-    :data:`WORDS_PER_MINUTE` (130 words a minute, a lecturer's pace), plus
-    :data:`MINUTES_PER_FIGURE` (1.5) per figure and :data:`MINUTES_PER_TABLE` (1) per table to
-    explain, plus :data:`MINUTES_PER_CODE_CELL` (0.25) per code cell shown. The constants were
-    fitted on the executed chapters of 2026-12-03 against a lecturer's realistic minutes
-    (issue 43: 00 8, 01 25, 02 15, 03 22, 04 22, 05 15, 06 18, 07 8)."""
-    return (words / WORDS_PER_MINUTE + MINUTES_PER_FIGURE * figures + MINUTES_PER_TABLE * tables
-            + MINUTES_PER_CODE_CELL * code_cells)
+def presenting_minutes(words: int, printed_words: int = 0, figures: int = 0, tables: int = 0) -> float:
+    """Estimated minutes a lecturer needs to present a chapter.
+
+    The rule: the words of the markdown cells at :data:`WORDS_PER_MINUTE` (150 a minute: said or
+    read out), the words the code prints as prose at :data:`PRINTED_WORDS_PER_MINUTE` (400 a
+    minute: pointed at, skimmed), and :data:`MINUTES_PER_FIGURE` and :data:`MINUTES_PER_TABLE`
+    (0.1 each) for showing each figure and table, whose explanation is already in the words. The
+    constants are a least-squares fit, rounded, on the executed chapters of 2026-12-03 against the
+    minutes a lecturer measured presenting them (issue 43: 00 8, 01 25, 02 15, 03 22, 04 22, 05 15,
+    06 18, 07 8); the fit's error is about 1.2 minutes a chapter, the total within 2 of 133. Code
+    cells took no time of their own in that fit: they are shown while their results are explained.
+    """
+    return (words / WORDS_PER_MINUTE + printed_words / PRINTED_WORDS_PER_MINUTE
+            + MINUTES_PER_FIGURE * figures + MINUTES_PER_TABLE * tables)
 
 
 def chapter_budget(nb: Path | Mapping[str, Any]) -> ChapterBudget:

@@ -68,23 +68,38 @@ def label(strategy: str, config: Mapping[str, Any] | None = None) -> str:
     return spec.label(dict(config or {})) if spec is not None else strategy
 
 
+#: The one font of every figure: DejaVu Sans ships inside matplotlib, so a figure draws the same
+#: glyphs on every machine, whatever fonts the system has (a system font would change the PNG).
+FONT = "DejaVu Sans"
+#: Resolution of exported figures (dots per inch); inline figures are drawn at 100.
+SAVE_DPI = 150
+#: The widest figure a notebook shows legibly (inches; at 100 dpi inline, about a notebook's width).
+MAX_WIDTH_IN = 10.0
+
+
 def set_style(context: str = "notebook", font_scale: float = 1.15) -> None:
-    """Apply the house style: seaborn whitegrid, colour-blind palette, large readable text."""
+    """Apply the house style: seaborn whitegrid, colour-blind palette, large readable text, and the
+    bundled font (:data:`FONT`) for text and formulas, so that figures render alike everywhere."""
     import seaborn as sns
 
     sns.set_theme(
         context=context,
         style="whitegrid",
         palette=PALETTE,
+        font=FONT,
         font_scale=font_scale,
         rc={
             "figure.dpi": 100,
-            "savefig.dpi": 150,
+            "savefig.dpi": SAVE_DPI,
             "savefig.bbox": "tight",
             "axes.titleweight": "bold",
             "axes.titlesize": "large",
             "legend.frameon": True,
             "legend.framealpha": 0.9,
+            "font.sans-serif": [FONT],
+            "mathtext.fontset": "dejavusans",
+            "svg.hashsalt": "lase-nb",
+            "svg.fonttype": "path",
         },
     )
 
@@ -102,10 +117,20 @@ def figures_dir() -> Path:
     return folder
 
 
-def savefig(fig, name: str, *, dpi: int = 150) -> Path:
-    """Write ``fig`` as PNG under :func:`figures_dir` and return the path (``.png`` is added)."""
+#: PNG metadata of exported figures: none. Matplotlib writes its version as ``Software`` by
+#: default, so a figure would change with the library even when every pixel is the same.
+PNG_METADATA: dict[str, Any] = {"Software": None}
+
+
+def savefig(fig, name: str, *, dpi: int = SAVE_DPI) -> Path:
+    """Write ``fig`` as PNG under :func:`figures_dir` and return the path (``.png`` is added).
+
+    The file depends only on what is drawn: a fixed resolution, no metadata (:data:`PNG_METADATA`)
+    and, with :func:`set_style`, the font that ships with matplotlib. Drawing the same figure twice
+    writes the same bytes, so ``git status`` shows a committed figure as changed only when the
+    figure changed (``tests/test_notebooks.py`` checks it on the executed chapters)."""
     path = figures_dir() / (name if name.endswith(".png") else f"{name}.png")
-    fig.savefig(path, dpi=dpi, bbox_inches="tight")
+    fig.savefig(path, dpi=dpi, bbox_inches="tight", format="png", metadata=PNG_METADATA)
     return path
 
 

@@ -260,6 +260,23 @@ def test_notebook_executes(nb: Path, tmp_path, monkeypatch):
         assert inline_images(out) >= 1, f"{nb.name}: figures were saved but none is shown in the notebook"
     assert not [o for o in outputs if WIDGET in o.get("data", {})], f"{nb.name}: widget output with interactive=False"
     assert "Loading weights" not in _text(outputs) and "it/s]" not in _text(outputs)
+    _EXECUTED[nb.stem] = (out, tmp_path / "figures")  # the budget and figure tests below read it
+
+
+#: Each chapter executed once in a session as `make notebooks` runs it (``interactive=False``): its
+#: executed copy and the folder its figures went to. :func:`test_notebook_executes` fills it.
+_EXECUTED: dict[str, tuple[Path, Path]] = {}
+
+
+def _executed(nb: Path, tmp_path_factory) -> tuple[Path, Path]:
+    """The chapter's executed copy and figures folder, executing it when this session has not yet."""
+    if nb.stem not in _EXECUTED:
+        folder = tmp_path_factory.mktemp(nb.stem)
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setenv("LASE_CACHE", str(folder / "cache.sqlite"))
+            execute(nb, folder / nb.name, {"interactive": False}, figures=folder / "figures")
+        _EXECUTED[nb.stem] = (folder / nb.name, folder / "figures")
+    return _EXECUTED[nb.stem]
 
 
 def test_figures_go_under_the_output_folder_unless_asked(tmp_path, monkeypatch):
@@ -362,7 +379,7 @@ def test_the_budget_counts_what_the_book_shows(tmp_path):
     assert b.printed_words == 5
     assert b.table_columns == (3, 3) and b.tables == 2 and b.max_columns == 3
     assert b.figures == 1
-    assert b.minutes == pytest.approx(nbs.presenting_minutes(b.words + 5, 1, 2, 3))
+    assert b.minutes == pytest.approx(nbs.presenting_minutes(b.words, 5, 1, 2))
     assert b.meets() and b.over() == []
 
 
@@ -375,10 +392,11 @@ def test_the_budget_says_what_is_over():
 
 
 def test_presenting_minutes_follow_the_stated_rule():
-    m = nbs.presenting_minutes(words=1300, figures=2, tables=3, code_cells=4)
-    assert m == pytest.approx(1300 / nbs.WORDS_PER_MINUTE + 2 * nbs.MINUTES_PER_FIGURE
-                              + 3 * nbs.MINUTES_PER_TABLE + 4 * nbs.MINUTES_PER_CODE_CELL)
-    assert nbs.presenting_minutes(0, 0, 0, 0) == 0
+    m = nbs.presenting_minutes(words=1500, printed_words=400, figures=2, tables=3)
+    assert m == pytest.approx(1500 / nbs.WORDS_PER_MINUTE + 400 / nbs.PRINTED_WORDS_PER_MINUTE
+                              + 2 * nbs.MINUTES_PER_FIGURE + 3 * nbs.MINUTES_PER_TABLE)
+    assert m == pytest.approx(10 + 1 + 0.5)  # 150 and 400 words a minute, 0.1 min a figure or table
+    assert nbs.presenting_minutes(0) == 0
 
 
 def test_the_budget_script_prints_a_row_per_chapter(tmp_path):
@@ -462,3 +480,56 @@ def test_no_notebook_has_an_empty_cell(nb: Path):
     cells = jupytext.read(nb.with_suffix(".py")).cells
     assert cells[0].cell_type == "markdown" and cells[0].source.lstrip().startswith("# "), f"{nb.stem}: title first"
     assert not [i for i, c in enumerate(cells) if not c.source.strip()], f"{nb.stem}: empty cells"
+
+
+#: Core chapters that do not meet the budget yet (issue 43): their budget test is an expected
+#: failure. Take a chapter off this list once `python benchmarks/chapter_budget.py` says it fits.
+OVER_BUDGET = ("01_theory", "02_calibration", "03_lase_pipeline", "04_comparison", "05_pareto", "06_failure_modes",
+               "07_claims")
+
+
+def _over_budget(nb: Path):
+    if nb.stem in OVER_BUDGET:
+        return pytest.param(nb, marks=pytest.mark.xfail(strict=False, reason=f"{nb.stem} is over the chapter budget "
+                                                        "(issue 43); OVER_BUDGET lists it"))
+    return nb
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("nb", [_over_budget(b) for b in CORE], ids=lambda p: p.stem)
+def test_core_chapter_meets_its_budget(nb: Path, tmp_path_factory):
+    """What a lecturer presents of each core chapter (the book's view of the executed chapter):
+    at most 40 cells, 1,500 words of markdown, 5 tables of at most 6 columns, 5 figures."""
+    from lase_nb.notebooks import chapter_budget
+
+    b = chapter_budget(_executed(nb, tmp_path_factory)[0])
+    assert b.meets(), f"{nb.stem}: {'; '.join(b.over())}: move what does not fit to an appendix or a book-more section"
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(bool(OVER_BUDGET), strict=False, reason="the core chapters are over the budget (issue 43)")
+def test_core_chapters_fit_the_total_words(tmp_path_factory):
+    from lase_nb.notebooks import BUDGET, chapter_budget
+
+    words = {nb.stem: chapter_budget(_executed(nb, tmp_path_factory)[0]).words for nb in CORE}
+    assert sum(words.values()) <= BUDGET.core_words, words
+
+
+DRAWING = [b for b in BOOKS if "savefig(" in b.with_suffix(".py").read_text()]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("nb", DRAWING, ids=lambda p: p.stem)
+def test_executed_chapter_draws_the_committed_figures(nb: Path, tmp_path_factory):
+    """The committed figures are what the code draws: executing a chapter as `make notebooks` does
+    writes each of its figures byte for byte as committed in figures/ (so `git status figures/`
+    stays clean); a difference means the code or the data changed and figures/ was not refreshed."""
+    import hashlib
+
+    figures = NOTEBOOKS.parent / "figures"
+    written = sorted(_executed(nb, tmp_path_factory)[1].glob("*.png"))
+    assert written, f"{nb.stem} wrote no figure"
+    digest = lambda p: hashlib.sha256(p.read_bytes()).hexdigest()  # noqa: E731
+    changed = [p.name for p in written if not (figures / p.name).is_file() or digest(p) != digest(figures / p.name)]
+    assert not changed, (f"{nb.stem} draws {changed} differently from figures/: run `make notebooks` and commit "
+                         "figures/ (or find what made the drawing change)")
