@@ -158,3 +158,17 @@ def test_record_a_small_study_on_the_embedded_model(tmp_path, capsys):
                    "--max-tokens", "96", "--supporter-max-tokens", "64", "--cache", str(tmp_path / "c.sqlite"),
                    "--quiet"])
     assert rc == 0 and "(0 model calls" in capsys.readouterr().out  # a finished study reruns from the cache
+
+
+def test_a_pilot_measures_the_rates_and_its_calls_are_reused(tmp_path, capsys):
+    cache = tmp_path / "c.sqlite"
+    with OpenAIWireServer(oracle(golds())) as srv:
+        rc, stdout, err = record(capsys, srv.base_url, tmp_path / "s", cache, "--strategies", "lase", "mv",
+                                 "--pilot", "1", "--dry-run")
+        assert rc == 0, err
+        assert srv.request_count == 7 + 7  # the first problem of each run
+        assert "a pilot on the first 1 problem of each run" in stdout
+        assert planned(stdout) == (N * 14, True)
+        rc, stdout, err = record(capsys, srv.base_url, tmp_path / "s", cache, "--strategies", "lase", "mv")
+        assert rc == 0, err
+        assert srv.request_count == N * 14  # the pilot's calls were not sent again

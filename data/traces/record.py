@@ -115,7 +115,7 @@ def main() -> int:
     fields = {"command": "python data/traces/record.py " + " ".join(sys.argv[1:]), "backend": "local",
               "model": args.model_label or backend.model, "device": args.device, "max_batch": args.max_batch,
               "dataset": "arith", "levels": args.levels, "model_files": _model_info(backend), "seed": args.seed,
-              "split": args.split}
+              "split": args.split, **({"dtype": backend.dtype} if getattr(backend, "dtype", None) else {})}
     record_study(engine, plans, args.out, fields, rates=rates, window=args.window, show_answers=True)
     return 0
 
