@@ -337,100 +337,6 @@ def cmd_record(args) -> int:
         raise
     import pandas as pd
     calls = pd.concat([traces_calls(results).assign(run=name) for name, results in done.items()], ignore_index=True)
-    print("\ncost, tokens (every call made; cached input estimated where the provider did not report it):")
-    print(cost_table(calls, by="run", used_only=False, min_prefix=min_prefix).round(3).to_string())
-    if price is not None:
-        print(f"\ncost, dollars at {price.label()}:")
-        print(cost_table(calls, price, unit="dollars", by="run", used_only=False).round(6).to_string())
-    print(f"\nwrote {out} ({engine.stats.model_calls} model calls, {engine.stats.cache_hits} from cache)")
-    unboxed, replies = unboxed_replies([r for results in done.values() for r in results])
-    if unboxed and cfg.examples < len(prompts_examples()):
-        print(no_box_hint(unboxed, replies, cfg.examples))
-    return 0
-
-
-def traces_calls(results):
-    """A run's calls table (:func:`lase_nb.traces.call_rows`) from its results."""
-    import pandas as pd
-
-    from .traces import call_rows
-    return pd.DataFrame(call_rows(results))
-
-
-def cmd_record(args) -> int:
-    """A study in the layout every chapter reads: the plan (calls, tokens, dollars) first, then
-    one run folder per strategy through the call cache (:mod:`lase_nb.study`)."""
-    from . import study, traces
-    from .backends import DEFAULT_MODELS
-    from .costs import PRICES_PATH, cost_table, load_prices
-    from .datasets import load_dataset
-    from .strategies import GATED, recorded
-    _canonical_names(args)
-    names = study.study_runs(args.strategies or recorded())
-    cfg = _strategy_config(args)
-    for flag, value, least in (("--n", args.n, 1), ("--window", args.window, 1), ("--pilot", args.pilot, 1),
-                               ("--n-baselines", args.n_baselines, 1), ("--n-down-calibration", args.n_down_calibration, 0)):
-        if value is not None and value < least:
-            raise ConfigError(f"{flag} must be >= {least} (got {value})")
-    problems = load_dataset(args.dataset, args.data_path, args.n, args.seed, levels=args.levels, split=args.split)
-    baselines = problems[:args.n_baselines] if args.n_baselines else None
-    cal = (study.down_calibration_problems(args.dataset, args.data_path, args.n_down_calibration, args.seed,
-                                           baselines or problems, args.levels, args.split) if "down" in names else [])
-    plans = study.plan_runs(names, cfg, problems, baseline_problems=baselines, calibration=cal)
-    model = args.model or DEFAULT_MODELS.get(args.backend, "")
-    prices = load_prices(args.prices)
-    price = prices.get(model)
-    engine, out, created = None, Path(args.out), []
-    if not args.dry_run or args.pilot:
-        engine = _engine(args, cache=False)
-        model = engine.backend.model
-        price = prices.get(model, price)
-        gated = sorted({p.strategy for p in plans} & GATED)
-        if gated and not engine.backend.supports_logprobs:
-            from .errors import LogprobsUnavailable
-            raise LogprobsUnavailable(engine.backend.name, model, f"backend has no logprobs ({', '.join(gated)} gate on them)")
-        created = _missing_dirs(Path(args.out))
-        out = traces.check_writable(args.out)  # before any model call is spent
-        engine.cache = _open_cache(args)
-    min_prefix = price.min_cached_prefix if price is not None else 0
-    if args.pilot:
-        rates = study.pilot_rates(engine, plans, args.pilot, window=args.window, min_prefix=min_prefix)
-    else:
-        try:
-            rates = study.rates_from_folder(args.rates or study.DEFAULT_RATES, min_prefix)
-        except LaseError:
-            if args.rates:
-                raise
-            rates = None
-    label = args.label or model
-    where = f"{args.backend}" + (f", {public_url(args.base_url)}" if args.base_url else "")
-    header = (f"study {label!r}: {model} ({where}) on {args.dataset}, seed {args.seed}, "
-              f"{len(problems)} problems -> {args.out}")
-    table = study.plan_table(plans, rates, price)
-    print(study.format_plan(table, rates, price, header))
-    if price is None:
-        print(f"dollars: no price for {model!r} in {args.prices or PRICES_PATH}; add it to a copy and pass --prices")
-    if args.dry_run:
-        print("dry run: nothing sent" + (" (the pilot's calls are in the cache)" if args.pilot else ""))
-        return 0
-    print(flush=True)
-    fields = {"command": "lase-nb " + " ".join(shlex.quote(a) for a in _public_argv(args.argv or [])),
-              "backend": engine.backend.name, "model": model, "base_url": public_url(args.base_url),
-              "dataset": args.dataset, "data_path": args.data_path, "levels": args.levels, "seed": args.seed,
-              "label": label, "split": args.split,
-              "cache": {"path": str(engine.cache.path), "mode": engine.cache.mode}}
-    dtype = getattr(engine.backend, "dtype", None)
-    if dtype:
-        fields["dtype"] = dtype
-    fields = {k: v for k, v in fields.items() if v is not None or k in ("levels",)}
-    try:
-        done = study.record_study(engine, plans, out, fields, rates=rates, window=args.window,
-                                  progress=not args.quiet, label=label)
-    except BaseException:
-        _remove_if_empty(created)
-        raise
-    import pandas as pd
-    calls = pd.concat([traces_calls(results).assign(run=name) for name, results in done.items()], ignore_index=True)
     print("\ncost, tokens (every call of each run, a call two runs share counted in both; cached input as the "
           "provider reported it, else estimated):")
     print(cost_table(calls, by="run", used_only=False, min_prefix=min_prefix).round(3).to_string())
@@ -482,12 +388,6 @@ def cmd_book(args) -> int:
 
 EXAMPLES_HELP = ("worked examples per prompt, recorded in the manifest (default: 2 for the local "
                  "model, which needs them to box its answers; 0 for API backends, as in the papers)")
-
-
-def recorded_names() -> list[str]:
-    """The run folders ``lase-nb record`` writes by default."""
-    from .strategies import recorded
-    return recorded()
 
 
 def recorded_names() -> list[str]:
@@ -556,44 +456,6 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--cache-mode", default="use", help=CACHE_HELP)
     r.add_argument("--quiet", action="store_true", help="no progress bar")
     r.set_defaults(func=cmd_run)
-
-    rec = sub.add_parser("record", help="record a study (one run folder per strategy, the layout the chapters read); "
-                                        "prints its plan (calls, tokens, dollars) first")
-    _backend_args(rec)
-    rec.add_argument("--out", required=True, help="study folder (one run folder per strategy goes under it)")
-    rec.add_argument("--strategies", nargs="+", default=None,
-                     help=f"run folders to record (default all: {_names(recorded_names())}); lase = lase-full")
-    rec.add_argument("--label", default=None, help="the study's name in tables and legends (default: the model)")
-    rec.add_argument("--dataset", default="arith", help=f"arith (default, generated); {_names(list(DATASETS)[1:])}")
-    rec.add_argument("--data-path", default=None, help="file/folder for the paper's data sets")
-    rec.add_argument("--n", type=int, default=20, help="problems (default 20)")
-    rec.add_argument("--n-baselines", type=int, default=None,
-                     help="run every strategy but lase-full on the first N of the problems only (default: all)")
-    rec.add_argument("--seed", type=int, default=0)
-    rec.add_argument("--levels", type=int, nargs="+", default=None, help="arith only: difficulty levels to mix")
-    rec.add_argument("--split", choices=["train", "eval"], default=None, help="arith only: one part of the problem space")
-    rec.add_argument("--n-down-calibration", type=int, default=20,
-                     help="problems, disjoint from the study's, on which DOWN's threshold is chosen (0: keep 0.8)")
-    rec.add_argument("--tau-lp", type=float, default=d.tau_lp, help="gate: min answer-token probability")
-    rec.add_argument("--tau-h", type=float, default=d.tau_h, help="gate: max answer-token entropy (nats)")
-    rec.add_argument("--examples", type=int, default=None, choices=[0, 1, 2], help=EXAMPLES_HELP)
-    rec.add_argument("--no-extract", action="store_true", help="no answer-extraction step")
-    rec.add_argument("--top-logprobs", type=int, default=d.top_logprobs)
-    rec.add_argument("--max-tokens", type=int, default=d.max_tokens, help="token cap of leader calls")
-    rec.add_argument("--supporter-max-tokens", type=int, default=d.supporter_max_tokens)
-    rec.add_argument("--window", type=int, default=32, help="problems in flight at once")
-    rec.add_argument("--cache", default=None, help="cache file (default $LASE_CACHE or ~/.cache/lase_nb)")
-    rec.add_argument("--cache-mode", default="use", help=CACHE_HELP)
-    rec.add_argument("--prices", default=None, help="price sheet (JSON, dollars per million tokens; default data/prices.json)")
-    rec.add_argument("--pilot", type=int, default=None,
-                     help="estimate tokens from the first K problems of each run on your model (sent, then reused "
-                          "from the cache) instead of the committed recording's rates")
-    rec.add_argument("--rates", default=None, help="a recorded study whose tokens per call make the estimate "
-                                                   "(default data/traces/arith-smollm2)")
-    rec.add_argument("--dry-run", action="store_true", help="print the plan and stop (nothing is sent without --pilot)")
-    rec.add_argument("--quiet", action="store_true", help="no progress bar")
-    rec.set_defaults(func=cmd_record, samples=None, down_final=d.down_final, down_gate=d.down_gate,
-                     rounds=d.rounds, full_chain=False)
 
     rec = sub.add_parser("record", help="record a study (one run folder per strategy, the layout the chapters read); "
                                         "prints its plan (calls, tokens, dollars) first")
