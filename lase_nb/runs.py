@@ -38,7 +38,8 @@ __all__ = ["RUN_DIRS", "CONTRASTS", "resolve_data_path", "load_runs", "load_mode
            "REVISION_TEXT", "FOLLOW_UP_ROLES", "FORMAT_TOLERANCE", "baseline_formats", "off_format",
            "FIRST_ROUND", "FIRST_ROUND_LABEL", "sampling_gap", "describe_sampling_gap",
            "Study", "AUTO", "COMMITTED", "COMMITTED_STUDIES", "COMMITTED_CONTROL", "PATH_PARAMETERS", "absolute_paths",
-           "study_folder", "study_label", "chapter_studies", "describe_study", "control_studies", "load_studies"]
+           "study_folder", "study_label", "chapter_studies", "describe_study", "control_studies", "load_studies",
+           "MIN_DECIDABLE", "MIN_DISCORDANT", "decidable", "gain_words"]
 
 #: Folder of a strategy name when it differs from the name: "lase" is read from the full-chain run
 #: (LASE at any thresholds is replayed from it); from the strategies' records.
@@ -713,3 +714,34 @@ def load_studies(studies: Sequence[Study], names: Iterable[str] | None = None,
     """:func:`load_models` for a list of :class:`Study`: label -> its runs, in order (a later study
     lacking a required run is skipped with one printed line)."""
     return load_models({s.label: s.path for s in studies}, names, require)
+
+
+#: Fewest paired problems on which a chapter decides an accuracy claim; below it, "too few problems to say".
+MIN_DECIDABLE = 20
+#: Fewest discordant problems (right under one, wrong under the other) for which the exact McNemar
+#: test can reach p < 0.05 at all (all six the same way: p = 2 / 2**6 = 0.031).
+MIN_DISCORDANT = 6
+
+
+def decidable(n: int, discordant: float | None = None) -> bool:
+    """Whether an accuracy comparison on ``n`` paired problems can be decided at all: at least
+    :data:`MIN_DECIDABLE` problems and, when known, :data:`MIN_DISCORDANT` discordant ones. Below
+    that a chapter prints "too few problems to say" with the interval, never a verdict."""
+    if n < MIN_DECIDABLE:
+        return False
+    return discordant is None or not np.isfinite(discordant) or discordant >= MIN_DISCORDANT
+
+
+def gain_words(gain: float, lo: float, hi: float, p: float, n: int, discordant: float | None = None,
+               what: str = "the leader alone") -> str:
+    """A paired accuracy gain in words: the gain and its 95% interval in points, the exact p, and
+    "above"/"below" ``what`` only when the interval and the test agree (and :func:`decidable`);
+    "too few problems to say" below that size; otherwise "not shown to differ"."""
+    head = f"{100 * gain:+.1f} points [{100 * lo:+.1f}, {100 * hi:+.1f}], p = {p:.2g}, {n} problems"
+    if not decidable(n, discordant):
+        return f"{head}: too few problems to say"
+    if lo > 0 and p < 0.05:
+        return f"{head}: above {what}"
+    if hi < 0 and p < 0.05:
+        return f"{head}: below {what}"
+    return f"{head}: not shown to differ from {what}"

@@ -32,33 +32,28 @@
 #    are a budget knob, not an accuracy knob"), with the paper's Table 5 printed beside ours.
 # 5. How to **choose thresholds for a token budget honestly**: on one half of the problems,
 #    checked on the other half.
-# 6. How the frontier looks on two models trained from the same weights, one whose supporters
-#    cannot correct it and one whose supporters can (the sliders switch between them).
+# 6. How to set several studies' fronts side by side, and whether any rises above its own leader
+#    alone, read from a paired interval rather than from the picture.
 #
-# **You need** chapter 3 (the LASE pipeline) for what a stage is. By default the chapter reads
-# the traces recorded with the embedded model (SmolLM2-135M-Instruct) on the arithmetic set; point
-# `traces` at your own recording (`lase-nb run --strategy lase --full-chain --out <folder>/lase-full`,
-# plus `--strategy mv` and `--strategy mad` runs beside it) to redo everything for your model.
-#
-# The chapter's logic lives in `lase_nb/chapters/pareto.py` (frontier, sweeps, held-out choice) and
-# `lase_nb/chapters/sliders.py` (the sliders); replay is `lase_nb/replay.py`, and the strategies' colours
-# come from `lase_nb/plots.py`.
+# **You need** chapter 3 (the LASE pipeline) for what a stage is. The chapter reads a study's
+# full-chain recording (`traces`: your study, or the committed recordings; `lase-nb run --strategy
+# lase --full-chain` writes one, with `mv` and `mad` runs beside it for the baselines). Its logic is
+# `lase_nb/chapters/pareto.py` and `lase_nb/chapters/sliders.py`; replay is `lase_nb/replay.py`.
 #
 # **What the paper reported.** Its threshold sweep (Table 5, GPT-4.1-mini on MATH-500): moving
 # $\tau_{lp}$ from 0.5 to 0.95 raised the escalation rate from about a fifth to about two fifths
 # of the problems and the tokens from 1.8k to 3.1k per problem, while accuracy stayed within about
-# a point (74.1% to 75.1%). Its Table 1 puts LASE at 1.3x the single agent's tokens on average,
-# against 7.1x for MV(7) and 15.7x for MAD. Sections 5.2 and 5.4 print these beside ours.
+# a point (74.1% to 75.1%). Section 5.4 prints it beside ours.
 
 # %% tags=["parameters"]
-traces = "../data/traces/arith-smollm2"  # folder with lase-full/ (a --full-chain LASE run), mv/, mad/
-point_traces = "../data/traces/arith-organism-point"  # the pointing organism (v5)'s recorded full chains, shown beside it in 5.6; None: skip
+traces = "committed"  # your study (a folder holding lase-full/, and mv/, mad/ for the baselines); "committed": data/traces/arith-smollm2
+studies = "auto"  # studies beside it in 5.6 (folders or [label, folder] pairs); auto: the committed ones only when traces is committed; None: none
 tau_lp = 0.8  # the default thresholds, marked on every figure (inferred from the paper; chapter 02)
 tau_h = 0.5
 grid_size = 41  # the threshold grid is grid_size x grid_size
 budget = None  # avg tokens per problem for section 5.5; None: the median over the threshold grid
 seed = 0  # the split into halves in section 5.5
-interactive = True  # False under papermill: no widgets are created
+interactive = None  # None: sliders only in a live Jupyter session (never under papermill); True or False forces it
 
 # %%
 import time
@@ -67,16 +62,19 @@ import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 
-from lase_nb import plots, reference
+from lase_nb import plots, reference, widgets
+from lase_nb import runs as run_store
 from lase_nb.chapters import pareto, sliders
 from lase_nb.replay import chains_from_stages, grid_metrics, operating_point, replay, sweep
-from lase_nb.runs import by_display_name, chains_by_model, common_ids, load_models, load_runs
+from lase_nb.runs import chains_by_model, common_ids, load_runs
 
 plots.set_style()
 pd.set_option("display.precision", 3)
+interactive = widgets.live_session(interactive)
+shown = run_store.chapter_studies(traces, studies)  # the reader's study first; one line each
 baseline_names = pareto.paper_baselines()  # the paper's Table 1 baselines (MV, MAD), drawn as points
 
-run = load_runs(traces, ["lase"], require=["lase"])["lase"]  # the lase-full folder
+run = load_runs(shown[0].path, ["lase"], require=["lase"])["lase"]  # the lase-full folder
 chains = chains_from_stages(run.stages)
 n = len(chains.problem_ids)
 m = run.manifest
@@ -92,8 +90,8 @@ print(f"{n} problems x {chains.n_stages} stages, model {m.get('model')} ({m.get(
 # stops at the first stage whose answer is certain (or at the last stage), so its output and cost
 # are read off the recording**, with the one uncertainty rule of `lase_nb.confidence`.
 #
-# First a check that this is not just a story: the recording also logged what the live gate did at
-# the thresholds it ran with. Replay at those thresholds must agree on every problem.
+# A check: the recording also logged what the live gate did at its own thresholds; replay there
+# must agree on every problem.
 
 # %%
 rec = m.get("config", {})
@@ -146,23 +144,26 @@ print(sliders.point_sentence(default, solo_tokens))
 # ## 5.2 The frontier
 #
 # Each dot below is one threshold pair: what LASE would have scored (y) and spent (x, prompt +
-# completion tokens per problem, log scale) on these problems. The black line is the
-# **Pareto front**, the pairs no other pair beats on both axes (it can be a single point). The
-# **red dashed line is the oracle gate**: it knows which answers are right, sends a wrongly answered
-# problem exactly as far as its first right stage, and fixes the cheapest ones first. It is the best
-# any stopping rule on these chains could do at each cost, so no dot can lie above it. The text
-# under the figure splits the distance from LASE to the oracle into what simply not escalating
-# recovers and what a perfect confidence signal would add beyond that.
+# completion tokens per problem, log scale) on these problems. In black, the **Pareto front**: the
+# pairs no other pair beats on both axes (a line, or a single point when no pair beats the cheapest).
+# In red dashes, **the oracle gate**: it knows which answers are right, sends a wrongly answered
+# problem exactly as far as its first right stage, and fixes the cheapest ones first; no stopping
+# rule on these chains can do better at any cost. The text under the figure says which shapes this
+# recording gives and splits the distance from LASE to the oracle.
 #
-# The right panel repeats the grid on the problems that the majority-vote (MV) and MAD runs also
-# answered, so that every point there is measured on the same problems. Error bars are 95% Wilson
-# intervals.
+# A right panel repeats the grid on the problems that the majority-vote (MV) and MAD runs also
+# answered, when the study has them. Error bars are 95% Wilson intervals.
 #
 # **Predict, then run.** As the thresholds let LASE spend more tokens, does accuracy keep rising?
 # Will the default pair (0.8, 0.5) sit on the frontier or inside it? The figure below answers.
 
 # %%
-baseline_runs = load_runs(traces, baseline_names)
+baseline_runs = load_runs(shown[0].path, baseline_names)
+for s in baseline_names:
+    if s not in baseline_runs:
+        print(f"no finished {s} run in {shown[0].path.name}: {s} is not drawn")
+if not baseline_runs:
+    print("no baseline run: the right panel (baselines on their common problems) is dropped")
 shared = common_ids(baseline_runs, chains.problem_ids)
 in_common = np.isin(chains.problem_ids.astype(str), shared)
 baselines = pareto.baseline_points(baseline_runs, shared)
@@ -178,8 +179,8 @@ fig = pareto.plot_frontier(grid, policies, oracle, default, common)
 plots.savefig(fig, "pareto_frontier");
 
 # %% [markdown]
-# The numbers behind the points. `x leader` is the token multiplier against the leader alone on
-# the same problems.
+# The numbers behind the points (`x leader`: tokens against the leader alone on the same problems;
+# tokens count prompt and completion). One problem moves accuracy by one over the number of problems.
 
 # %%
 rows = [policies.assign(problems="all")]
@@ -198,24 +199,6 @@ display(Markdown(pareto.describe_frontier(grid, policies, oracle, default, effec
                                           common["grid"] if common is not None else None)))
 
 # %% [markdown]
-# **What the paper reported.** The paper draws no frontier; it reports a threshold sweep (section
-# 5.4 below) and one operating point per method. Below, from `lase_nb.reference`: its average
-# token multipliers against the single agent over all data sets, and its Table-1 points for the
-# model and data set of its threshold sweep (accuracy in %, tokens per problem).
-
-# %%
-sweep_setting = (reference.THRESHOLD_SWEEP.attrs["model"], reference.THRESHOLD_SWEEP.attrs["dataset"])
-paper_points = reference.TABLE1.set_index(["model", "dataset"]).loc[sweep_setting].reset_index()
-display(reference.TOKEN_MULTIPLIERS)
-paper_points
-
-# %% [markdown]
-# **Caveats.** The tokens count prompt and completion (the paper does not say which it counts).
-# One problem moves accuracy by one over the number of problems, and the baselines ran on fewer
-# problems than the full chain: read the error bars before reading the ranking. The oracle is not
-# a method, it is a bound: it needs the gold answer.
-
-# %% [markdown]
 # ## 5.3 Where LASE escalates
 #
 # The escalation rate is the share of problems the gate sends past the leader. The left map shows
@@ -228,25 +211,12 @@ fig = pareto.plot_escalation(tl, th, metrics, (tau_lp, tau_h), reference.THRESHO
 plots.savefig(fig, "pareto_escalation");
 
 # %% [markdown]
-# **What it shows.** Both thresholds cut the same cloud of first-answer confidences, most of it
-# just below certainty, so the escalation rate climbs steeply once $\tau_{lp}$ passes into that
-# cloud (or $\tau_h$ falls into it), and the token contours follow the escalation rate, because
-# escalation is what costs. Accuracy falls where escalation rises: on this recording the
-# supporters break more right answers than they fix.
-#
-# **Caveat.** Where the map is flat the gate is not choosing anything: the thresholds lie outside
-# the range of the recorded confidences. A better-calibrated or larger model spreads its
-# confidences and gives the thresholds more to do (chapter 2 measures this).
-
-# %% [markdown]
 # ## 5.4 The paper's threshold sweep beside ours
 #
-# The paper swept $\tau_{lp}$ at a fixed $\tau_h$ (Table 5; its model and data set are printed
-# below) and read it as **"the thresholds are a budget knob, not an accuracy knob"**: from the
-# first to the last row tokens and escalation rose while accuracy barely moved (the exact numbers
-# are given at the top of the chapter and in the reading below). We replay the same five pairs on
-# our recording; the paper's columns come from `lase_nb.reference` (accuracy and escalation as
-# fractions here).
+# The paper swept $\tau_{lp}$ at a fixed $\tau_h$ (Table 5) and read it as **"the thresholds are
+# a budget knob, not an accuracy knob"**. We replay the same five pairs on our recording. **Does accuracy stay put while tokens rise?** The
+# verdict is decided on the paired test of the accuracy change from the first pair to the last: the
+# reading is reproduced only when the interval lies within 5 points either way.
 
 # %%
 t5 = pareto.paper_sweep_beside(chains)
@@ -254,19 +224,7 @@ print(f"paper: {t5.attrs['model']}, {t5.attrs['dataset']}; this run: {m.get('mod
 t5
 
 # %%
-fig = pareto.plot_sweep_vs_paper(t5, n=n)
-plots.savefig(fig, "pareto_sweep_vs_paper");
-
-# %%
-display(Markdown(pareto.describe_sweep(t5, grid, n)))
-
-# %% [markdown]
-# The paper also varied $\tau_h$ with $\tau_{lp}$ fixed (its $\tau_{lp}$ is not restated in our
-# notes; ours is the `tau_lp` parameter):
-
-# %%
-tau_h_beside = pareto.tau_h_beside(chains, tau_lp)
-tau_h_beside
+display(Markdown(pareto.describe_sweep(t5, grid, n, pareto.sweep_test(chains, seed=seed))))
 
 # %% [markdown]
 # **Why the readings can differ.** The paper's reading needs two things. First, confidence that
@@ -278,28 +236,24 @@ tau_h_beside
 effects
 
 # %% [markdown]
-# **What it shows.** Read `fixed_vs_leader` against `broken_vs_leader`: where the supporters'
+# **How to read it.** Read `fixed_vs_leader` against `broken_vs_leader`: where the supporters'
 # stages break more right first answers than they fix wrong ones, every step towards more
-# escalation costs accuracy as well as tokens, and the paper's reading cannot hold. (The first
-# condition is chapter 02's AUROC. Why the supporters do not fix more, on this model and on the
-# organism whose notes point at the right step: [chapter 06, section 6.5](06_failure_modes.ipynb).)
-#
-# **Caveat.** Five threshold pairs on one small data set. The grey band in the left panel is one
-# problem either way: differences inside it are noise, and a flat line and a gentle slope are hard
-# to tell apart. The paper's sweep covered all of MATH-500, with a far stronger model.
+# escalation costs accuracy as well as tokens, and the paper's reading cannot hold. The first
+# condition is chapter 02's AUROC; why supporters fail to fix is chapter 06's subject.
 
 # %% [markdown]
 # ## 5.5 Choosing thresholds for a budget, honestly
 #
 # A practitioner has a budget (tokens per problem) and wants the most accurate thresholds within
-# it. Picking them on the same problems one reports on flatters the choice. So we split the
-# problems into two random halves (`replay.split_halves`), pick the best pair within the budget on
-# half A (`replay.choose_thresholds`), and replay that pair on half B.
+# it. Picking them on the problems one reports on flatters the choice, so we split the problems
+# into two random halves, pick the best pair within the budget on half A
+# (`replay.choose_thresholds`), and replay it on half B; 200 splits give the spread of that choice.
 
 # %%
 budget_tokens = float(np.median(grid["avg_tokens"])) if budget is None else float(budget)
 check = pareto.select_and_check(chains, tl, th, budget_tokens, seed=seed)
 many = pareto.split_checks(chains, tl, th, budget_tokens, seeds=range(seed, seed + 200))
+display(Markdown(pareto.describe_split(check, many, budget is None)))
 pd.DataFrame({
     "half A (chosen here)": [check.n_a, check.acc_a, check.tokens_a, np.nan],
     "half B (held out)": [check.n_b, check.acc_b, check.tokens_b, check.esc_b],
@@ -308,65 +262,51 @@ pd.DataFrame({
     "half B, always interact": [check.n_b, check.full_b, np.nan, np.nan],
 }, index=["problems", "accuracy", "avg tokens", "escalation rate"]).T
 
-# %%
-fig = pareto.plot_split(chains, tl, th, check, many)
-plots.savefig(fig, "pareto_split");
-
-# %%
-display(Markdown(pareto.describe_split(check, many, budget is None)))
-
 # %% [markdown]
-# **Caveat.** The spread between splits is the honest error bar of a threshold choice made on
-# this many problems: when it is several points, the selection mostly chases noise. Report the
-# held-out number, and with a new model record enough problems for the halves to agree. The
-# budget holds on average per problem, not for every problem.
-
 # %% [markdown]
-# ## 5.6 Two models, one code path
+# ## 5.6 Studies side by side
 #
-# The same replay on two recordings of models trained from the same weights: the embedded
-# SmolLM2-135M, and the model organism (the same model with a LoRA adapter trained in this
-# repository to solve, point at a failing step without stating the answer, and revise; chapter
-# 03's opening), on problems it never trained on. Each panel is one model's
-# threshold grid with its front, its oracle staircase, the leader alone, always-interact and LASE
-# at the chapter's thresholds (the star). **Where the supporters can correct the leader, the front
-# rises above the leader alone; where they cannot, it stays flat or falls.** The table's regime
-# column is chapter 03's (section 3.4); why neither model gains is chapter 06's last section.
+# The same replay on every study in `studies` (chapter 03 introduces the committed ones). Each
+# panel is one study's threshold grid with its front, its oracle staircase, the leader alone,
+# always-interact and LASE at the chapter's thresholds (the star). **Where the supporters can
+# correct the leader, the front rises above the leader alone; where they cannot, it stays flat or
+# falls.** The table's regime column is chapter 03's (section 3.4).
 
 # %%
-models = load_models(by_display_name([traces, point_traces]), ["lase"], require=["lase"])
+models = run_store.load_studies(shown, ["lase"], require=["lase"])
 by_model = chains_by_model(models)
 fronts = pareto.frontiers_by_model(by_model, tau_lp, tau_h, grid_size)
-fig = pareto.plot_frontier_by_model(fronts)
-plots.savefig(fig, "pareto_two_models");
+if len(fronts) > 1:
+    fig = pareto.plot_frontier_by_model(fronts)
+    plots.savefig(fig, "pareto_two_models")
+else:
+    print("one study: its frontier is the figure of section 5.2 (pass studies to add more)")
 
 # %%
 pareto.frontier_table(fronts)  # each model's regime: chapter 03, section 3.4
 
 # %% [markdown]
-# **The gain itself, with its uncertainty.** A front that rises a point or two above the leader is
-# hard to read on an accuracy axis from 0 to 100%. The figure below draws each model's gain over its
-# own leader on the same problems, gated LASE and always-interact, with the paired bootstrap 95%
-# interval (the problems resampled jointly) and the exact McNemar p: on the full scale, then zoomed
-# to a few points, where you can see whether an interval crosses zero.
+# **Does any front rise above its own leader alone?** A gain of a point or two is hard to read on
+# an accuracy axis from 0 to 100%. The figure draws each study's gain over its own leader on the
+# same problems, gated LASE and always-interact, with the paired bootstrap 95% interval and the
+# exact McNemar p; the lines under it give the verdict.
 
 # %%
 gains = pareto.gain_rows(by_model, tau_lp, tau_h, seed=seed)
 fig = pareto.plot_gains(gains)
-plots.savefig(fig, "pareto_gains");
+plots.savefig(fig, "pareto_gains")
+display(Markdown(pareto.describe_gains(gains)))
 
 # %% [markdown]
 # ## 5.7 Try it yourself
 #
 # In a live Jupyter session the sliders below move the star on the frontier (the buttons above
-# them switch between the two models' recordings, keeping the thresholds): every movement
-# replays the recording at the new thresholds (no model call) and updates the figure, the table
-# row and the sentence under it, which starts with "Operating point unchanged" when the move
-# crossed no recorded confidence (every problem stops where it did). Under papermill
-# (`interactive = False`) no widget is made; the same function, `operating_point`, gave
-# the default point above.
+# them switch between the studies, keeping the thresholds): every movement replays the recording
+# at the new thresholds (no model call) and updates the figure, the table row and the sentence
+# under it, which starts with "Operating point unchanged" when the move crossed no recorded
+# confidence. The same function, `operating_point`, gave the default point above.
 
-# %%
+# %% tags=["book-hide"]
 if interactive:
     # the first model's chains are this chapter's (a live run when live=True), whose grid is drawn above
     controls = sliders.threshold_sliders({**by_model, next(iter(by_model)): chains}, tau_lp, tau_h, grid=grid)
@@ -383,18 +323,17 @@ plots.savefig(fig, "pareto_sliders");
 # %% [markdown]
 # ## Exercises
 #
-# Solutions are kept apart, in `notebooks/solutions/05_solutions.py` (run it as a script or open it
-# as a notebook); the test suite runs them, so they stay right.
+# Solutions: `notebooks/solutions/05_solutions.py` (run by the tests).
 #
-# **Exercise 05.1.** On each model of section 5.6, what is the cheapest threshold pair on the grid
+# **Exercise 05.1.** On each study of section 5.6, what is the cheapest threshold pair on the grid
 # that is at least as accurate as the leader alone plus one point, and what does it cost relative to
-# the leader alone? On one model there is none: what does that say about its supporters?
+# the leader alone? If a study has none, what does that say about its supporters?
 #
 # **Exercise 05.2.** Choosing thresholds on the same problems you report flatters them. Split the
-# problems in two halves 20 times; each time choose the most accurate pair within 1.5x the leader's
-# tokens on half A and score it on half B. What is the median optimism (accuracy on A minus
-# accuracy on B)? It is negative on some splits: why? Compare the *gains* over the leader alone on
-# each half instead, which removes how hard each half happens to be.
+# problems in two halves 20 times; each time choose the most accurate pair within section 5.5's
+# budget (the median over the grid) on half A and score it on half B. What is the median optimism
+# (accuracy on A minus accuracy on B)? It is negative on some splits: why? Compare the *gains*
+# over the leader alone on each half instead, which removes how hard each half happens to be.
 
 # %% [markdown]
 # ## Summary
@@ -402,9 +341,8 @@ plots.savefig(fig, "pareto_sliders");
 # - A full-chain recording answers "what would LASE have done at these thresholds?" exactly, for
 #   thousands of threshold pairs in well under a second.
 # - The frontier puts the thresholds in their place: between the leader alone and always
-#   interacting, below the oracle gate, beside majority vote and MAD at their own costs. Why it
-#   stays flat here: [chapter 06, section 6.5](06_failure_modes.ipynb).
+#   interacting, below the oracle gate, beside majority vote and MAD at their own costs.
 # - Whether the thresholds are "a budget knob, not an accuracy knob" depends on the model: it needs
-#   informative confidence and supporters that help. This chapter prints which reading the
-#   recording supports instead of assuming the paper's.
+#   informative confidence and supporters that help. The chapter prints which reading the
+#   recording supports, or that it has too few problems to say, instead of assuming the paper's.
 # - Choose thresholds on some problems and report on others.

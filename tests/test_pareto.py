@@ -354,6 +354,10 @@ def test_describe_functions_follow_the_chains():
     assert f"{len(grid):,} pairs" in text and "(strict" in text
     sweep_text = pareto.describe_sweep(pareto.paper_sweep_beside(c), grid, len(c.problem_ids))
     assert "accuracy 74.1% -> 75.1%" in sweep_text  # the paper's Table 5, first row to last
+    small = c.subset(np.arange(len(c.problem_ids)) < 12)
+    small_text = pareto.describe_sweep(pareto.paper_sweep_beside(small), sweep(small, tl, th), 12,
+                                       pareto.sweep_test(small))
+    assert "reproduces" not in small_text.replace("whether this run reproduces", "")
     one = hand_chains()
     g1 = sweep(one, [0.0, 1.0], [0.0, 2.0])
     t1 = pareto.describe_frontier(g1, pareto.policy_points(one), pareto.oracle_frontier(one),
@@ -492,3 +496,30 @@ def test_always_interact_is_named_beside_its_own_diamond_not_above_the_star():
 
         assert gap(diamond) < gap(star), (ax.get_title(), box, diamond, star)
     plt.close(fig)
+
+
+@pytest.mark.parametrize("diffs, verdict", [
+    ((0.0, -0.03, 0.03, 1.0), "reproduces"),  # flat, and shown flat
+    ((0.0, -0.25, 0.25, 1.0), "Too few problems to say"),  # 12 problems: flat in the point, not shown
+    ((-0.2, -0.3, -0.1, 0.001), "lowers accuracy"),
+])
+def test_sweep_verdict_scales_with_the_data(diffs, verdict):
+    d, lo, hi, p = diffs
+    reading = pareto.knob_reading([0.5, 0.5], [100, 200], [0.1, 0.5], n=12, ordered=True)
+    text = pareto.sweep_verdict(reading, {"diff": d, "diff_lo": lo, "diff_hi": hi, "p_value": p, "n": 12})
+    assert verdict in text
+
+
+def test_describe_gains_scales_with_the_data():
+    rows = pd.DataFrame([
+        {"model": "big", "policy": "gated", "n": 200, "gain": 0.05, "lo": 0.02, "hi": 0.08, "p_value": 0.001,
+         "fixed": 12, "broken": 2},
+        {"model": "flat", "policy": "gated", "n": 200, "gain": 0.01, "lo": -0.025, "hi": 0.045, "p_value": 0.6,
+         "fixed": 10, "broken": 8},
+        {"model": "small", "policy": "gated", "n": 12, "gain": 0.083, "lo": 0.0, "hi": 0.25, "p_value": 1.0,
+         "fixed": 1, "broken": 0},
+    ])
+    text = pareto.describe_gains(rows)
+    assert "**big**, gated: +5.0 points [+2.0, +8.0], p = 0.001, 200 problems: above the leader alone" in text
+    assert "**flat**, gated: +1.0 points [-2.5, +4.5]" in text and "not shown to differ" in text
+    assert "**small**, gated: +8.3 points [+0.0, +25.0], p = 1, 12 problems: too few problems to say" in text

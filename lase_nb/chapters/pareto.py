@@ -22,7 +22,7 @@ from ..replay import Chains, fixed_policies, operating_point, oracle_stops, pare
 from ..errors import DataError
 from ..plots import CHOSEN_COLOR, FRONT_COLOR, ORACLE_COLOR, Spot, place_label, style
 from ..replay import choose_thresholds, split_halves
-from ..stats import pct, wilson_interval
+from ..stats import clears_both, paired_test, pct, wilson_interval
 from ..traces import Run
 
 __all__ = [
@@ -178,6 +178,17 @@ def paper_sweep_beside(chains: Chains) -> pd.DataFrame:
     return out
 
 
+def sweep_test(chains: Chains, seed: int = 0) -> dict:
+    """The accuracy change from the paper's first Table-5 pair to its last, on these chains:
+    :func:`lase_nb.stats.paired_test` of the last pair's grades against the first's (same problems)."""
+    from ..replay import replay
+
+    ref = reference.THRESHOLD_SWEEP
+    first = replay(chains, float(ref["tau_lp"].iloc[0]), float(ref["tau_h"].iloc[0]))["correct"].to_numpy(bool)
+    last = replay(chains, float(ref["tau_lp"].iloc[-1]), float(ref["tau_h"].iloc[-1]))["correct"].to_numpy(bool)
+    return paired_test(last, first, seed=seed)
+
+
 def tau_h_beside(chains: Chains, tau_lp: float) -> pd.DataFrame:
     """Our accuracy, tokens and escalation at the paper's tau_h values (tau_lp held at ``tau_lp``),
     beside the paper's accuracies (the paper does not restate their tau_lp)."""
@@ -225,7 +236,9 @@ def knob_reading(acc: Sequence[float], tokens: Sequence[float], esc: Sequence[fl
         what = "the thresholds hardly change anything"
     elif abs(change) <= tol:
         verdict = "budget knob"
-        what = "the thresholds move the budget, not the accuracy"
+        what = ("the thresholds move the budget, not the accuracy" if tol <= 0.02 + 1e-12 else
+                f"accuracy moved by at most one problem, but one problem is {100 / n:.0f} points here: too few "
+                "problems to tell a flat line from a slope")
     elif change < 0:
         verdict = "accuracy falls"
         what = "escalating more costs tokens AND accuracy"
@@ -696,8 +709,33 @@ _VERDICT = {"budget knob": "**This run reproduces the paper's reading**",
             "accuracy rises": "**This run does not reproduce the paper's reading: here more escalation buys accuracy**"}
 
 
-def describe_sweep(beside: pd.DataFrame, grid: pd.DataFrame, n: int) -> str:
-    """The paper's Table 5 reading and ours (at its five pairs, and over the whole grid), in its own order."""
+#: How far the accuracy change across the paper's sweep may reach, either way, for "accuracy stays put"
+#: to be shown (the margin of chapter 07's "matters little").
+FLAT_MARGIN = 0.05
+
+
+def sweep_verdict(reading: "KnobReading", test: dict | None) -> str:
+    """Whether this run reproduces the paper's reading of its sweep, decided on the paired test of
+    the accuracy change (:func:`sweep_test`): "budget knob" needs the change's interval within
+    :data:`FLAT_MARGIN` either way; a fall or a rise needs the exact test and the interval to clear
+    (:func:`lase_nb.stats.clears_both`). Otherwise "too few problems to say", with the interval."""
+    if reading.verdict == "inert" or test is None:
+        return _VERDICT[reading.verdict]
+    ci = (f"accuracy change {100 * test['diff']:+.1f} points [{100 * test['diff_lo']:+.1f}, "
+          f"{100 * test['diff_hi']:+.1f}], exact McNemar p = {test['p_value']:.2g}, {test['n']} problems")
+    if clears_both(test):
+        return f"{_VERDICT['accuracy rises']} ({ci})"
+    if clears_both(test, above=False):
+        return f"{_VERDICT['accuracy falls']} ({ci})"
+    if test["diff_lo"] > -FLAT_MARGIN and test["diff_hi"] < FLAT_MARGIN:
+        return f"{_VERDICT['budget knob']} ({ci})"
+    return (f"**Too few problems to say** whether this run reproduces the paper's reading ({ci}: the interval "
+            f"allows a change of more than {100 * FLAT_MARGIN:.0f} points, and no change at all)")
+
+
+def describe_sweep(beside: pd.DataFrame, grid: pd.DataFrame, n: int, test: dict | None = None) -> str:
+    """The paper's Table 5 reading and ours (at its five pairs, and over the whole grid), in its own
+    order; the verdict from :func:`sweep_verdict` on ``test`` (:func:`sweep_test`)."""
     ref = reference.as_fraction(reference.THRESHOLD_SWEEP)
     paper = knob_reading(ref["accuracy"], ref["avg_tokens"], ref["escalation_rate"],
                          reference.DATASET_SIZES[ref.attrs["dataset"]], who="The paper", ordered=True)
@@ -705,7 +743,7 @@ def describe_sweep(beside: pd.DataFrame, grid: pd.DataFrame, n: int) -> str:
                         beside["escalation_rate (this run)"], n, who="This run", ordered=True)
     whole = knob_reading(grid["accuracy"], grid["avg_tokens"], grid["escalation_rate"], n,
                          who="This run, over the whole grid")
-    return (f"- {paper.sentence}\n- {ours.sentence}\n- {whole.sentence}\n\n{_VERDICT[ours.verdict]} (on the paper's "
+    return (f"- {paper.sentence}\n- {ours.sentence}\n- {whole.sentence}\n\n{sweep_verdict(ours, test)} (on the paper's "
             f"five threshold pairs, tau_lp from {ref['tau_lp'].iloc[0]:g} to {ref['tau_lp'].iloc[-1]:g}; over the "
             f"whole grid the reading is '{whole.verdict}').")
 
@@ -853,3 +891,18 @@ def plot_gains(rows: pd.DataFrame, zoom: float = 0.08):
     fig.supxlabel("accuracy minus the leader alone's (points)")
     fig.tight_layout()
     return fig
+
+
+def describe_gains(rows: pd.DataFrame) -> str:
+    """:func:`gain_rows` in words, one line per study and policy (:func:`lase_nb.runs.gain_words`):
+    whether its front rises above its own leader alone is read from the interval and the exact test,
+    and with too few problems the line says so."""
+    from ..runs import gain_words
+
+    lines = []
+    for _, r in rows.iterrows():
+        disc = r["fixed"] + r["broken"] if np.isfinite(r.get("fixed", np.nan)) else None
+        lines.append(f"- **{r['model']}**, {r['policy']}: " + gain_words(r["gain"], r["lo"], r["hi"], r["p_value"],
+                                                                         int(r["n"]), disc) + ".")
+    return "Gain over the leader alone on the same problems (paired bootstrap 95% interval, exact McNemar p):\n\n" \
+        + "\n".join(lines)
