@@ -418,11 +418,13 @@ def plot_batch(dist: pd.DataFrame, per_stage: pd.DataFrame):
     return fig
 
 def plot_inclusions(summary: pd.DataFrame, labels: Mapping[str, str] | None = None):
-    """Mean and max inclusions counted per problem, against each topology's formula bound."""
+    """Mean and max inclusions counted per problem, against each topology's formula bound; the
+    formula is written on its line (``T n(n-1) = 1*3*2 = 6``), and a note under the axis says how a
+    strategy's label (MAD(3x2): agents x rounds) maps onto the formula's factors."""
     import matplotlib.pyplot as plt
 
     labels = labels or {}
-    fig, ax = plt.subplots(figsize=(max(8.0, 1.6 * len(summary) + 4), 4.5))
+    fig, ax = plt.subplots(figsize=(min(10.0, max(7.5, 1.8 * len(summary) + 4)), 5.0))
     x = np.arange(len(summary))
     ax.bar(x - 0.2, summary["mean_counted"], 0.4, color="C0", label="counted, mean per problem")
     ax.bar(x + 0.2, summary["max_counted"], 0.4, color="C1", label="counted, max over problems")
@@ -432,11 +434,23 @@ def plot_inclusions(summary: pd.DataFrame, labels: Mapping[str, str] | None = No
     if have.any():
         ax.hlines(star[have], x[have] - 0.45, x[have] + 0.45, color="k", lw=2, ls="--", zorder=3,
                   label="star bound 2kT (leader-peer only)")
+    top = 1.45 * max(1.0, float(np.nanmax(summary[["bound", "max_counted"]].to_numpy(float))))
+    for xi, (formula, bound) in enumerate(zip(summary["formula"], summary["bound"])):
+        if np.isfinite(bound):
+            text = str(formula) if str(formula).rstrip().endswith(f"{bound:g}") else f"{formula} = {bound:g}"
+            ax.annotate(text, (xi, bound), xytext=(0, 5), textcoords="offset points", ha="center", va="bottom",
+                        fontsize=10, bbox=dict(boxstyle="round,pad=0.2", fc="white", ec="0.7", alpha=0.9), zorder=4)
     ax.set(xticks=x, xticklabels=[labels.get(s, s) for s in summary["strategy"]], xlim=(-0.6, len(x) - 0.4),
-           ylim=(0, 1.45 * max(1.0, float(np.nanmax(summary[["bound", "max_counted"]].to_numpy(float))))),
-           ylabel="context inclusions per problem", title="Who reads whom, counted from the transcripts")
+           ylim=(0, top), ylabel="context inclusions per problem", title="Who reads whom, counted from the transcripts")
     ax.legend(fontsize=10, loc="upper left", ncol=2)
+    notes = []
+    if "mad" in set(summary["strategy"]):
+        notes.append("MAD(n x r): n agents, r rounds; round 1 reads no one, so T = r - 1 (each agent reads n - 1)")
+    if {"lase", "lase-full"} & set(summary["strategy"]):
+        notes.append("LASE: k = 1 peer per stage, T stages; relays are notes a supporter reads from an earlier one")
     fig.tight_layout()
+    if notes:
+        fig.text(0.01, 0.0, "\n".join(notes), ha="left", va="top", fontsize=9.5, color="0.25", wrap=True)
     return fig
 
 
