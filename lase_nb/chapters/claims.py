@@ -271,34 +271,68 @@ def paper_inconsistencies() -> pd.DataFrame:
 
 
 #: The colour of each verdict in :func:`plot_claims`.
-VERDICT_COLORS = {"reproduced": "#009E73", "refuted": "#D55E00", "not shown": "#999999"}
+VERDICT_COLORS = {"reproduced": "#009E73", "refuted": "#D55E00", "not shown": "#999999", "too few problems": "#CCCCCC"}
+
+
+#: Half-width of the band of an "about equal" claim (the shuffled-order claim), in accuracy.
+EQUAL_BAND = 0.05
 
 
 def plot_claims(table: pd.DataFrame):
-    """The accuracy claims of :func:`claims_by_model` as a forest plot: per model and claim, our
-    difference (points) with its paired bootstrap 95% interval, coloured by verdict, beside the
-    zero line and the non-inferiority margin. Cost and calibration claims are in the table."""
+    """The accuracy claims of :func:`claims_by_model` as a forest plot: per model (a bold header) and
+    claim, our difference (points) with its paired bootstrap 95% interval, coloured by verdict,
+    beside the zero line and, on the rows that use them, the band a claim is judged against: the
+    non-inferiority margin (-3 points) of a "matches or beats" claim and the +-5-point band of an
+    "about equal" claim. Cost and calibration claims are in the table."""
     import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
+    from matplotlib.transforms import blended_transform_factory
 
     long = table.attrs["why"]
     rows = long[long["kind"].notna()] if "kind" in long else long.iloc[:0]
     if rows.empty:
         raise DataError("no accuracy claim was tested: record at least a single agent and LASE")
-    fig, ax = plt.subplots(figsize=(11, 1.3 + 0.42 * len(rows)))
-    y = np.arange(len(rows))[::-1]
-    for yi, r in zip(y, rows.itertuples()):
+    models = list(dict.fromkeys(rows["model"]))
+    # one row per claim, a gap and a header line above each model's rows, top to bottom
+    pos, y, headers = [], 0.0, {}
+    for m in models:
+        headers[m] = y
+        y -= 1
+        for _ in range(int((rows["model"] == m).sum())):
+            pos.append(y)
+            y -= 1
+        y -= 0.4
+    order = [i for m in models for i in np.flatnonzero(rows["model"].to_numpy() == m)]
+    rows = rows.iloc[order]
+    pos = np.array(pos)
+    fig, ax = plt.subplots(figsize=(10, 1.4 + 0.36 * (len(rows) + 1.4 * len(models))))
+    for yi, r in zip(pos, rows.itertuples()):
+        if r.kind == "about equal":
+            ax.fill_between([-100 * EQUAL_BAND, 100 * EQUAL_BAND], yi - 0.42, yi + 0.42, color="#56B4E9", alpha=0.25,
+                            lw=0, zorder=0)
+        elif r.kind == "no worse":
+            ax.plot([-100 * MARGIN] * 2, [yi - 0.42, yi + 0.42], color="0.35", lw=1.5, ls=":", zorder=1)
         c = VERDICT_COLORS[r.verdict]
-        ax.plot([100 * r.diff_lo, 100 * r.diff_hi], [yi, yi], color=c, lw=2.5)
-        ax.plot(100 * r.diff, yi, "o", color=c, mec="black", ms=7)
-    ax.axvline(0, color="0.3", lw=1)
-    ax.axvline(-100 * MARGIN, color="0.5", lw=1, ls=":")
-    ax.set_yticks(y, [f"{r.model}: {r.claim.split(' (')[0]} (n={int(r.n)})" for r in rows.itertuples()], fontsize=9)
-    ax.set_xlabel("our difference, first strategy minus second (points; paired bootstrap 95% interval)")
+        ax.plot([100 * r.diff_lo, 100 * r.diff_hi], [yi, yi], color=c, lw=2.5, zorder=2)
+        ax.plot(100 * r.diff, yi, "o", color=c, mec="black", ms=7, zorder=3)
+    ax.axvline(0, color="0.3", lw=1, zorder=1)
+    ax.set_yticks(pos, [f"{r.claim.split(' (')[0]} (n={int(r.n)})" for r in rows.itertuples()], fontsize=9.5)
+    ax.set_ylim(pos.min() - 0.7, max(headers.values()) + 0.7)
+    ax.grid(axis="y", visible=False)
+    left = blended_transform_factory(ax.transAxes, ax.transData)
+    for m, yh in headers.items():
+        ax.text(-0.02, yh, m, transform=left, ha="right", va="center", fontweight="bold", fontsize=10.5)
+        ax.axhline(yh + 0.5, color="0.85", lw=0.8, zorder=0)
+    ax.set_xlabel("first strategy minus second (points; paired bootstrap 95% interval)")
     handles = [plt.Line2D([], [], color=c, lw=2.5, marker="o", mec="black", label=v)
                for v, c in VERDICT_COLORS.items() if v in set(rows["verdict"])]
-    handles.append(plt.Line2D([], [], color="0.5", ls=":", label=f"non-inferiority margin (-{100 * MARGIN:.0f} points)"))
-    fig.legend(handles=handles, loc="lower center", ncol=len(handles), fontsize=9, frameon=False)  # under, not on, the intervals
+    if (rows["kind"] == "no worse").any():
+        handles.append(plt.Line2D([], [], color="0.35", ls=":", lw=1.5,
+                                  label=f"non-inferiority margin (-{100 * MARGIN:.0f} points)"))
+    if (rows["kind"] == "about equal").any():
+        handles.append(Patch(color="#56B4E9", alpha=0.25, label=f"about equal: +-{100 * EQUAL_BAND:.0f} points"))
     fig.suptitle("The paper's accuracy claims on our models, with each verdict", x=0.01, ha="left",
-                 fontweight="bold")  # left-aligned over the whole figure: the long claim labels push the axes right
-    fig.tight_layout(rect=(0, 0.04, 1, 1))
+                 fontweight="bold")  # left-aligned over the whole figure: the claim labels push the axes right
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
+    fig.legend(handles=handles, loc="lower center", ncol=min(len(handles), 3), fontsize=9.5, frameon=False)
     return fig
