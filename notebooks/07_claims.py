@@ -36,21 +36,25 @@
 #   not the strategy. This is not a verdict.
 # - **not testable offline**: the claim is about the paper's own models and data sets.
 #
+# - **too few problems**: the study is too small for the test to decide at all (fewer than 20
+#   paired problems, or fewer than 6 that the two strategies grade differently); the interval is
+#   still printed.
+# - **not recorded**: the study has no run of a strategy the claim needs (the reason names it).
+#
 # Each row is one test; across the table we make many, so expect about one in twenty
-# "reproduced" or "refuted" verdicts on a true null by chance (chapter 04 adjusts the organism's
-# preregistered family of tests with Holm's method). Our models are small and our data set is
-# arithmetic: a verdict says what happens *here*, which is the point of a reproduction, not
-# whether the paper is right about GPT-4.1-mini on MATH-500.
+# "reproduced" or "refuted" verdicts on a true null by chance ([appendix A2](A2_statistics.ipynb)
+# adjusts the organism's preregistered family of tests with Holm's method). A verdict says what
+# happens *in the study*, which is the point of a reproduction, not whether the paper is right
+# about GPT-4.1-mini on MATH-500.
 #
 # **You need** chapters 02-05 (the tests are the ones they use). No model is called.
 
 # %% tags=["parameters"]
-traces = "../data/traces/arith-smollm2"  # the embedded model's recorded runs
-point_traces = "../data/traces/arith-organism-point"  # the pointing organism (v5)'s recorded runs; None: skip
-tell_traces = "../data/traces/arith-organism-tell"  # the telling organism (v4), a labelled contrast; None: skip
+traces = "committed"  # your study (a folder of run folders: lase-full/, single/, mv/, ...); "committed": data/traces/arith-smollm2
+studies = "auto"  # studies beside it, one column each (folders or [label, folder] pairs); auto: the committed ones only when traces is committed; None: none
 tau_lp = 0.8  # gate threshold on exp(LP_min) (LASE is replayed at it)
 tau_h = 0.5  # gate threshold on H_max (nats)
-interactive = True  # False under papermill: no widgets are created
+interactive = None  # this chapter makes no widgets
 
 # %%
 import pandas as pd
@@ -63,28 +67,24 @@ from lase_nb.chapters import claims
 
 plots.set_style()
 pd.set_option("display.max_colwidth", 90)
-models = run_store.load_models(run_store.by_display_name([traces, point_traces, tell_traces]), strategies.compared(),
-                               require=["lase"])
+shown = run_store.chapter_studies(traces, studies, committed=run_store.COMMITTED_STUDIES)
+models = run_store.load_studies(shown, strategies.compared(), require=["lase"])
 for label, rs in models.items():
     print(f"{label}: {run_store.model_label(rs['lase'])}, runs {', '.join(rs)}")
 
 # %% [markdown]
 # ## 7.1 One table
 #
-# **Predict, then run.** The embedded model is a 135M model that answers about half of its
-# arithmetic right; the pointing organism (v5) and the telling organism (v4) are the same model trained here
-# (chapter 03 introduces them).
-# Before you run the next cell: which of the paper's claims do you expect to be *reproduced* on
-# each? Which *refuted*? Write down a guess for the calibration claim and for "LASE is more
-# accurate than the single agent".
+# **Predict, then run.** Before you run the next cell: which of the paper's claims do you expect
+# to be *reproduced* on each study (chapter 03 introduces the committed ones)? Which *refuted*?
+# Write down a guess for the calibration claim and for "LASE is more accurate than the single
+# agent".
 
 # %%
 tables = {m: run_store.strategy_tables(rs, tau_lp, tau_h) for m, rs in models.items()}
 off = {m: run_store.off_format(run_store.baseline_formats(rs)) for m, rs in models.items()}  # chapter 04, section 4.4
 table = claims.claims_by_model(tables, {m: rs["lase"] for m, rs in models.items()}, off)
-display(table)
-counts = claims.verdict_counts(table)
-counts
+table[["paper"] + [c for c in table.columns if c.endswith(": verdict")]]
 
 # %%
 display(Markdown(claims.describe_verdicts(table)))
@@ -93,33 +93,32 @@ plots.savefig(fig, "claims_forest");
 
 # %% [markdown]
 # **The test that was fixed first.** "LASE is more accurate than the single agent" is the claim the
-# project preregistered for the organism (`data/traces/preregistration.json`: thresholds, tests and
-# the predicted bound fixed on calibration problems before any held-out recording), on a separate,
-# larger recording, `lase-large`: gated LASE on 600 further held-out problems, its stage 0 being the
-# leader alone.
+# project preregistered for the committed pointing organism (`data/traces/preregistration.json`:
+# thresholds, tests and the predicted bound fixed before any held-out recording), on a separate,
+# larger recording, `lase-large`: gated LASE on further held-out problems, its stage 0 being the
+# leader alone. It runs only when that committed study is shown.
 
 # %%
 from lase_nb import preregistration
 
-large = run_store.load_runs(point_traces, ["lase-large"]).get("lase-large") if point_traces else None
+large = next((run_store.load_runs(s.path, ["lase-large"]).get("lase-large") for s in shown
+              if s.committed and s.path.name == "arith-organism-point"), None)
 if large is not None:
     prereg = preregistration.load()
     display(Markdown(claims.describe_primary(preregistration.primary_from_gated_run(prereg, large), prereg)))
 else:
-    print("no lase-large recording here: the preregistered primary test is not run")
+    print("the committed pointing organism is not among the studies: the preregistered primary test is skipped")
 
 # %% [markdown]
-# **Reading it.** Expect most rows to be *not shown*: with one or two hundred paired problems, a
-# difference of a few points is within chance, and the paper's own margins (Table 1: LASE 74.2%
-# against the single agent's 73.0% on MATH-500; exercise 07.1) are of that size. What comes out
-# clearly is what has a large effect, in either direction. A cost claim has no sampling test here:
-# the token ratio is measured on the same problems, and a small model that escalates often pastes
-# long contexts into every supporter's prompt.
+# **Reading it.** How many paired problems does a difference of a few points need before a test
+# can see it? The paper's own margins are of that size (Table 1: LASE 74.2% against the single
+# agent's 73.0% on MATH-500; exercise 07.1). A cost claim has no sampling test here: the token
+# ratio is measured on chapter 04's common problems (the same number chapter 04 prints).
 #
-# The reason for each verdict, per model:
+# The reason for each verdict, per study:
 
 # %%
-table.attrs["why"][["claim", "model", "verdict", "why"]]
+table.attrs["why"][["claim", "model", "ours", "verdict", "why"]]
 
 # %% [markdown]
 # ## 7.2 What the paper itself contradicts
@@ -147,8 +146,7 @@ box
 # %% [markdown]
 # ## Exercises
 #
-# Solutions are kept apart, in `notebooks/solutions/07_solutions.py` (run it as a script or open it
-# as a notebook); the test suite runs them, so they stay right.
+# Solutions: `notebooks/solutions/07_solutions.py` (run by the tests).
 #
 # **Exercise 07.1.** The paper's Table 1 gives LASE 74.2% and the single agent 73.0% on the 500
 # MATH-500 problems. Without the paired answers we cannot run McNemar's test, but we can bound it:
@@ -161,10 +159,10 @@ box
 # %% [markdown]
 # ## Summary
 #
-# - One table holds the paper's claims, its numbers, ours on each model with intervals, and a
-#   verdict from a test fixed before the data: most claims are *not shown* here, a few large
-#   effects are clear either way, and claims about the paper's models are not testable offline.
-# - "Not shown" is an honest answer with an interval, not a failure to reproduce.
+# - One table holds the paper's claims, its numbers, ours on each study with intervals, and a
+#   verdict from a test fixed before the data (the counts above say how many were decided);
+#   claims about the paper's models are not testable offline.
+# - "Not shown" and "too few problems" are honest answers with an interval, not failures to reproduce.
 # - The paper has inconsistencies of its own (Table 5's escalation rates, Eq. 7's units, the
 #   unstated defaults, two definitions of $\delta$) that a reader should notice before relying on
 #   its numbers.

@@ -26,11 +26,15 @@ def test_better_needs_both_tests():
     t = _test(6, 1, 60, 33)
     assert t["p_value"] > 0.05
     assert claims.accuracy_verdict(t) == "not shown"
+    # 12 problems, or 80 with only 3 changed answers: the exact test cannot clear at all
+    assert claims.accuracy_verdict(_test(5, 0, 4, 3)) == "too few problems"
+    assert claims.accuracy_verdict(_test(3, 0, 40, 37)) == "too few problems"
 
 
 def test_no_worse_is_non_inferiority():
     assert claims.accuracy_verdict(_test(3, 3, 150, 44), "no worse") == "reproduced"  # tight interval around 0
     assert claims.accuracy_verdict(_test(1, 5, 20, 4), "no worse") == "not shown"  # wide interval
+    assert claims.accuracy_verdict(_test(1, 5, 6, 0), "no worse") == "too few problems"  # 12 problems
     assert claims.accuracy_verdict(_test(1, 25, 50, 24), "no worse") == "refuted"
 
 

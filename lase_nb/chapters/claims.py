@@ -30,7 +30,7 @@ from .. import reference
 from ..confidence import confidence_frame
 from ..errors import DataError
 from ..stats import auroc_test, clears_both, paired_test
-from ..runs import paired_correct
+from ..runs import decidable, paired_correct
 
 __all__ = ["MARGIN", "VERDICTS", "claims_by_model", "accuracy_verdict", "paper_inconsistencies",
            "verdict_counts", "describe_verdicts", "describe_primary", "calibration_claim", "plot_claims",
@@ -38,7 +38,8 @@ __all__ = ["MARGIN", "VERDICTS", "claims_by_model", "accuracy_verdict", "paper_i
 
 #: Non-inferiority margin of "matches or beats", in accuracy (3 points, chapter 04's headline test).
 MARGIN = 0.03
-VERDICTS = ("reproduced", "refuted", "not shown", "not testable here", "not testable offline")
+VERDICTS = ("reproduced", "refuted", "not shown", "too few problems", "not recorded", "not testable here",
+            "not testable offline")
 COST_CLAIM = "LASE costs under half of MV(7)'s tokens (average multiples over the data sets)"
 MAD_CLAIM = "MAD is the most expensive of single, MV, MAD and LASE (Table 1)"
 NOT_OFFLINE = ("needs the paper's models (GPT-4.1-mini, Gemini-2.0-Flash, Llama-3-8B) and data sets; "
@@ -48,7 +49,12 @@ NOT_OFFLINE = ("needs the paper's models (GPT-4.1-mini, Gemini-2.0-Flash, Llama-
 def accuracy_verdict(test: Mapping[str, float], kind: str = "better") -> str:
     """The verdict of a :func:`lase_nb.stats.paired_test` (a minus b) for a claim that a is
     ``"better"`` than b, ``"no worse"`` (within :data:`MARGIN`), or ``"about equal"`` (within 5 points
-    either way, the shuffled-order claim)."""
+    either way, the shuffled-order claim). Below the size at which the test can decide
+    (:func:`lase_nb.runs.decidable`: too few problems, or too few discordant ones), "too few problems"."""
+    if kind not in ("better", "no worse", "about equal"):
+        raise ValueError(f"kind must be better, no worse or about equal, got {kind!r}")
+    if "b" in test and not decidable(int(test["n"]), test["b"] + test["c"] if kind == "better" else None):
+        return "too few problems"  # an equivalence claim rests on its interval: few discordant problems are its evidence
     if kind == "better":
         if clears_both(test):
             return "reproduced"
@@ -68,7 +74,7 @@ def _tokens(tables: Mapping[str, pd.DataFrame], s: str) -> float:
     return float(tables[s]["total_tokens"].mean())
 
 
-def calibration_claim(frame: pd.DataFrame, n_boot: int = 2000, seed: int = 0) -> dict[str, Any]:
+def calibration_claim(frame: pd.DataFrame, n_boot: int = 2000, seed: int = 0) -> dict[str, Any]:  # AUROC_BOOT
     """Assumption 3.3 on the leader's first answers (answered ones): :func:`lase_nb.stats.auroc_test`
     of ``-exp(LP_min)`` for errors, with the verdict: reproduced where it separates, refuted where the
     interval is below 0.5 with p < 0.05, else not shown."""
@@ -99,8 +105,10 @@ def _model_rows(label: str, tables: Mapping[str, pd.DataFrame], run: Any,
             return
         pair = paired_correct(tables, a, b)
         if pair is None:
-            rows.append({"claim": claim, "model": label, "ours": "not recorded", "verdict": "not shown",
-                         "why": f"no {a} or {b} run for this model"})
+            missing = [x for x in (a, b) if x not in tables]
+            why = (f"no {' or '.join(missing)} run in this study" if missing else
+                   f"the {a} and {b} runs share no problem")
+            rows.append({"claim": claim, "model": label, "ours": "not recorded", "verdict": "not recorded", "why": why})
             return
         t = paired_test(*pair, n_boot=2000, seed=0)
         verdict = accuracy_verdict(t, kind)
@@ -108,6 +116,7 @@ def _model_rows(label: str, tables: Mapping[str, pd.DataFrame], run: Any,
                f"the interval's lower end is above -{100 * MARGIN:.0f} pts" if kind == "no worse"
                else "the interval lies within 5 pts",
                "refuted": "both tests clear the other way",
+               "too few problems": f"{t['n']} problems, {t['b'] + t['c']} discordant: too few for the test to decide",
                "not shown": "the tests cannot tell the difference from chance"}[verdict]
         rows.append({"claim": claim, "model": label, "ours": _fmt_test(t), "verdict": verdict, "why": why,
                      "kind": kind, **{k: t[k] for k in ("n", "diff", "diff_lo", "diff_hi", "p_value")}})
@@ -118,25 +127,30 @@ def _model_rows(label: str, tables: Mapping[str, pd.DataFrame], run: Any,
     tested("LASE beats Mixture-of-Agents (Section 4.4)", "lase", "moa", "better")
     tested("LASE+MV beats MV(7) (Table 2)", "lase-mv", "mv", "better")
     tested("The supporters' order matters little (Section 4.5)", "lase-shuffled", "lase", "about equal")
-    if {"lase", "mv", "single"} <= set(tables):
-        r_lase, r_mv = _tokens(tables, "lase") / _tokens(tables, "single"), _tokens(tables, "mv") / _tokens(tables, "single")
+    from .comparison import main_comparison
+
+    ratio = main_comparison(tables)["token_multiplier"]  # the same table, and ratios, as chapter 04's
+    if {"lase", "mv", "single"} <= set(ratio.index):
+        r_lase, r_mv = ratio["lase"], ratio["mv"]
         rows.append({"claim": COST_CLAIM,
                      "model": label, "ours": f"{r_lase:.1f}x vs {r_mv:.1f}x",
                      "verdict": "reproduced" if r_lase < 0.5 * r_mv else "refuted",
-                     "why": "measured token ratio (reproduced when below half of MV's)"})
+                     "why": "measured token ratio on chapter 04's common problems (reproduced when below half of MV's)"})
     else:
-        rows.append({"claim": COST_CLAIM, "model": label, "ours": "not recorded", "verdict": "not shown",
-                     "why": "no MV run for this model"})
-    if {"mad", "mv", "single", "lase"} <= set(tables):
-        costs = {s: _tokens(tables, s) for s in ("single", "mv", "mad", "lase")}
+        missing = [s for s in ("lase", "mv", "single") if s not in ratio.index]
+        rows.append({"claim": COST_CLAIM, "model": label, "ours": "not recorded", "verdict": "not recorded",
+                     "why": f"no {' or '.join(missing)} run in this study's main comparison"})
+    if {"mad", "mv", "single", "lase"} <= set(ratio.index):
+        costs = {s: float(ratio[s]) for s in ("single", "mv", "mad", "lase")}
         top = max(costs, key=costs.get)
         rows.append({"claim": MAD_CLAIM, "model": label,
-                     "ours": f"most expensive: {top} ({costs[top] / costs['single']:.1f}x single)",
+                     "ours": f"most expensive: {top} ({costs[top]:.1f}x single)",
                      "verdict": "reproduced" if top == "mad" else "refuted", "why": "measured tokens"})
     else:
-        rows.append({"claim": MAD_CLAIM, "model": label, "ours": "not recorded", "verdict": "not shown",
-                     "why": "no MV or MAD run for this model"})
-    cal = calibration_claim(confidence_frame(run, stage=0))
+        missing = [s for s in ("mad", "mv", "single", "lase") if s not in ratio.index]
+        rows.append({"claim": MAD_CLAIM, "model": label, "ours": "not recorded", "verdict": "not recorded",
+                     "why": f"no {' or '.join(missing)} run in this study's main comparison"})
+    cal = calibration_claim(confidence_frame(run, stage=0))  # chapter 02's interval (AUROC_BOOT resamples)
     rows.append({"claim": "Low answer-token confidence goes with errors (Assumption 3.3, Figure 3)", "model": label,
                  "ours": f"AUROC {cal['auroc']:.2f} [{cal['lo']:.2f}, {cal['hi']:.2f}], p = {cal['p_value']:.3g}, "
                          f"n = {cal['n']}",
@@ -204,7 +218,7 @@ def describe_verdicts(table: pd.DataFrame) -> str:
             parts.append(f"{v}: " + ("; ".join(names) if names else "none"))
         shown = int(rows["verdict"].isin(["reproduced", "refuted"]).sum())
         missing = int((rows["ours"] == "not recorded").sum())
-        note = f"; {missing} not recorded for this model yet" if missing else ""
+        note = f"; {missing} not recorded in this study" if missing else ""
         here = rows[rows["verdict"] == "not testable here"]
         if len(here):
             parts.append("not testable here (not a verdict): " + "; ".join(

@@ -306,6 +306,13 @@ def split_by_coverage(tables: Mapping[str, pd.DataFrame], ratio: float = 0.8) ->
     return [s for s in tables if counts[s] >= cut], [s for s in tables if counts[s] < cut]
 
 
+def main_comparison(tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
+    """The one comparison table of a study (chapters 04 and 07 print its token ratios): every
+    strategy of :func:`split_by_coverage`'s main group on the problems all of them answered."""
+    main, _ = split_by_coverage(tables)
+    return comparison_table({s: tables[s] for s in main})
+
+
 #: The columns of :func:`comparison_display` shown for a run of :func:`short_tables`.
 SHORT_COLUMNS = ["method", "accuracy % [95% CI]", "strict accuracy %", "avg tokens (prompt+completion)",
                  "x single (prompt+completion)", "McNemar p vs single", "McNemar p vs MV"]
