@@ -172,3 +172,24 @@ def test_a_pilot_measures_the_rates_and_its_calls_are_reused(tmp_path, capsys):
         rc, stdout, err = record(capsys, srv.base_url, tmp_path / "s", cache, "--strategies", "lase", "mv")
         assert rc == 0, err
         assert srv.request_count == N * 14  # the pilot's calls were not sent again
+
+
+def test_the_progress_bar_counts_model_calls_against_the_calls_still_expected():
+    """Calls answered from the cache leave the total (they cost no time), and a finished problem
+    trades its expected calls for those it made: the bar's total is always the model calls made
+    plus those still expected, so tqdm's rate and ETA are those of model calls."""
+    from lase_nb.study import _Bar
+    from lase_nb.types import Generation
+
+    def gen(cached: bool) -> Generation:
+        return Generation("x", None, 1, 1, "stop", 0.0, "none", cached=cached)
+
+    bar = _Bar(expected=20, enabled=True)
+    for cached in (True, True, False, False, False):
+        bar.answer(gen(cached))
+    assert (bar.bar.n, bar.bar.total) == (3, 18)
+    bar.finished(expected_calls=7, made_calls=5)  # a gated problem stopped early: 2 calls fewer than expected
+    assert bar.bar.total == 16
+    bar.finished(expected_calls=1, made_calls=3)  # one that needed two extraction steps
+    assert bar.bar.total == 18
+    bar.close()
