@@ -273,9 +273,14 @@ def test_plot_escalation_draws_a_single_level_once():
                         "escalation_rate": [0.2, 0.2], "esc_lo": [0.1, 0.1], "esc_hi": [0.3, 0.3]})
     cost = pd.DataFrame({"level": [1, "all"], "multiplier": [4.8, 4.8], "lase_tokens": [300.0, 300.0],
                          "solo_tokens": [100.0, 100.0]})
-    fig = plot_escalation(esc, cost, paper, 0.8, 0.5)
-    assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["level 1"]
-    assert [t.get_text() for t in fig.axes[1].get_xticklabels()] == ["level 1"]
+    fig = plot_escalation(esc, cost, paper, 0.8, 0.5, model="base")
+    # one level: its bars once, named by what they measure, not a "by level" axis of one level
+    assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["solo accuracy", "escalation\nrate P(U=1)"]
+    assert [t.get_text() for t in fig.axes[1].get_xticklabels()] == ["this run"]
+    assert "only level 1 occurs" in fig._suptitle.get_text() and fig._suptitle.get_text().startswith("base: ")
+    from lase_nb.plots import style
+    bars = [b for c in fig.axes[1].containers for b in c.patches]
+    assert bars and all(matplotlib.colors.same_color(b.get_facecolor()[:3], style("lase")["color"]) for b in bars)
     plt.close(fig)
 
 
@@ -409,7 +414,7 @@ def test_escalation_figure_shows_the_paper_band_through_the_bars_and_names_a_lon
                          "solo_tokens": [100.0, 100.0]})
     fig = F.plot_escalation(esc, cost, paper, 0.8, 0.5)
     ax = fig.axes[0]
-    assert all("only level 1 occurs" in a.get_title() for a in fig.axes[:2])
+    assert "only level 1 occurs" in fig._suptitle.get_text()
     bars = [b for c in ax.containers if hasattr(c, "patches") for b in c.patches]
     band = next(p for p in ax.patches if p.get_label().startswith("paper"))
     assert bars and all(b.get_alpha() < 1 and b.get_zorder() > band.get_zorder() for b in bars)

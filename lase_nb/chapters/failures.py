@@ -549,53 +549,72 @@ def plot_revision_outcomes(outcomes: pd.DataFrame):
 
 
 def plot_escalation(esc: pd.DataFrame, cost: pd.DataFrame | None, paper: dict[str, float], tau_lp: float,
-                    tau_h: float):
-    """Left: solo accuracy and escalation rate per level (Wilson CIs) against the paper's escalation
-    rate (a band behind translucent bars, its edges drawn over them). Right: LASE / solo token
-    multiplier per level against the paper's two models. With one level, its bars and the "all" bars
-    would be the same problems twice: only the level is drawn, and the titles say it is the only one."""
+                    tau_h: float, model: str | None = None):
+    """Left: solo accuracy (the leader alone's colour) and escalation rate (LASE's colour) per level,
+    with Wilson CIs, against the paper's escalation rate when asked for (a band behind translucent
+    bars, its edges drawn over them). Right: LASE / solo token multiplier per level (LASE's colour)
+    against the paper's two models (black dashed, grey dotted). With one level there is nothing to
+    compare across levels: its bars are drawn once, named by what they measure, and the title says
+    it is the only level. ``model`` names the recording in the title (a figure per model)."""
     import matplotlib.pyplot as plt
 
+    from ..plots import style
+
+    solo_c, lase_c = style("solo")["color"], style("lase")["color"]
     only = None
     if (esc["level"] != "all").sum() == 1:
         esc = esc[esc["level"] != "all"]
         cost = cost[cost["level"] != "all"] if cost is not None else None
         only = f"only level {esc['level'].iloc[0]} occurs"
     ncol = 2 if cost is not None else 1
-    fig, axes = plt.subplots(1, ncol, figsize=(7 * ncol, 5.4), squeeze=False)
+    fig, axes = plt.subplots(1, ncol, figsize=(10.0 if ncol == 2 else 6.0, 4.9), squeeze=False,
+                             gridspec_kw={"width_ratios": [1.2, 1]} if ncol == 2 else None)
     ax = axes[0, 0]
-    x = np.arange(len(esc))
-    w = 0.38
-    for off, col, lo, hi, lab, c in ((-w / 2, "accuracy", "acc_lo", "acc_hi", "solo accuracy", "C2"),
-                                     (w / 2, "escalation_rate", "esc_lo", "esc_hi", "escalation rate P(U=1)", "C1")):
+    quantities = (("accuracy", "acc_lo", "acc_hi", "solo accuracy", solo_c),
+                  ("escalation_rate", "esc_lo", "esc_hi", "escalation rate P(U=1)", lase_c))
+    if only is None:
+        x, w = np.arange(len(esc)), 0.38
+        places = [(x - w / 2, w), (x + w / 2, w)]
+        ticks = (x, [f"level {lv}" if lv != "all" else "all" for lv in esc["level"]])
+    else:
+        places, w = [(np.array([0.0]), 0.6), (np.array([1.0]), 0.6)], 0.6
+        ticks = ([0, 1], ["solo accuracy", "escalation\nrate P(U=1)"])
+    for (where, width), (col, lo, hi, lab, c) in zip(places, quantities):
         v = esc[col].to_numpy(float)
-        ax.bar(x + off, v, w, color=c, label=lab, zorder=2, alpha=0.75,  # the paper's band shows through
+        ax.bar(where, v, width, color=c, label=lab, zorder=2, alpha=0.8,  # the paper's band shows through
                yerr=[v - esc[lo].to_numpy(float), esc[hi].to_numpy(float) - v], capsize=4)
+    right = len(ticks[0]) - 0.5
     if "escalation_min" in paper:  # the paper's sweep (Table 5), when asked for
         pmin, pmax = paper["escalation_min"], paper["escalation_max"]
-        ax.axhspan(pmin, pmax, color="C0", alpha=0.25, zorder=0, lw=0,
+        ax.axhspan(pmin, pmax, color="0.6", alpha=0.25, zorder=0, lw=0,
                    label="paper: escalation, GPT-4.1-mini, MATH-500 sweep")  # behind the bars
-        ax.hlines([pmin, pmax], -0.5, len(esc) - 0.5, color="C0", ls="--", lw=1.3, zorder=3)  # its edges, over them
-    ax.set_xticks(x, [f"level {lv}" if lv != "all" else "all" for lv in esc["level"]])
-    ax.set_xlim(-0.5, len(esc) - 0.5)
-    head = "Escalation by difficulty" if only is None else f"Escalation: {only}"
-    ax.set(ylim=(0, 1.05), ylabel="share of problems", title=f"{head} (tau_lp={tau_lp:g}, tau_h={tau_h:g})")
-    ax.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=2)
+        ax.hlines([pmin, pmax], -0.5, right, color="0.35", ls="--", lw=1.3, zorder=3)  # its edges, over them
+    ax.set_xticks(*ticks)
+    ax.set_xlim(-0.5, right)
+    ax.set_ylim(0, 1.05)
+    ax.set_ylabel("share of problems")
+    ax.set_title("Solo accuracy and escalation" + (", by level" if only is None else ""), fontsize="medium")
+    if only is None or "escalation_min" in paper:
+        ax.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=2 if only is None else 1)
     if cost is not None:
         ax = axes[0, 1]
         x = np.arange(len(cost))
-        ax.bar(x, cost["multiplier"], color="C4", label="this run: LASE / solo tokens")
+        ax.bar(x, cost["multiplier"], 0.6, color=lase_c, label="this run: LASE / solo tokens")
         for i, v in enumerate(cost["multiplier"]):
-            ax.text(i, v, f"{v:.1f}x", ha="center", va="bottom")
-        ax.axhline(paper["multiplier_gpt41mini"], color="C0", ls="--",
+            ax.text(i, v, f"{v:.1f}x", ha="center", va="bottom", fontsize="small")
+        ax.axhline(paper["multiplier_gpt41mini"], color="k", ls="--", lw=1.5,
                    label=f"paper, GPT-4.1-mini: {paper['multiplier_gpt41mini']:.1f}x")
-        ax.axhline(paper["multiplier_llama3_8b"], color="C3", ls="--",
+        ax.axhline(paper["multiplier_llama3_8b"], color="0.45", ls=":", lw=2,
                    label=f"paper, Llama-3-8B: {paper['multiplier_llama3_8b']:.1f}x")
-        ax.set_xticks(x, [f"level {lv}" if lv != "all" else "all" for lv in cost["level"]])
-        ax.set(ylabel="token multiplier (prompt + completion)",
-               title="What escalation costs" + ("" if only is None else f": {only}"))
-        ax.set_ylim(0, max(float(cost["multiplier"].max()), paper["multiplier_llama3_8b"]) * 1.15)
-        ax.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=2)
+        ax.set_xticks(x, [f"level {lv}" if lv != "all" else "all" for lv in cost["level"]] if only is None
+                      else ["this run"])
+        ax.set_xlim(-0.6, len(x) - 0.4)
+        ax.set_ylabel("token multiplier, LASE / solo")
+        ax.set_title("What escalation costs", fontsize="medium")
+        ax.set_ylim(0, max(float(cost["multiplier"].max()), paper["multiplier_llama3_8b"]) * 1.18)
+        ax.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=1)
+    what = f"{model}: escalation and its cost" if model else "Escalation and its cost"
+    fig.suptitle(f"{what} (tau_lp = {tau_lp:g}, tau_h = {tau_h:g}{'; ' + only if only else ''})", fontweight="bold")
     fig.tight_layout()
     return fig
 
