@@ -22,9 +22,11 @@ $(STAMP): pyproject.toml
 	PYTHONWARNINGS=ignore::UserWarning $(PY) -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
-# the fast tier: everything not marked `slow` (a few minutes)
+# the fast tier: everything not marked `slow`, on every core (pytest-xdist; TEST_WORKERS=0 runs
+# it in one process)
+TEST_WORKERS ?= auto
 test: $(STAMP)
-	$(PY) -m pytest -m "not slow"
+	$(PY) -m pytest -m "not slow" -n $(TEST_WORKERS)
 
 # the slow tier: strategies on the embedded model, replay vs live, every notebook under papermill,
 # chapter 03 live, the browser test of the sliders

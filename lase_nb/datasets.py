@@ -51,6 +51,7 @@ LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 #: Names accepted by :func:`load_dataset`, with a one-line description each.
 DATASETS: dict[str, str] = {
     "arith": "generated arithmetic word problems (default: one-step; levels 1-3 = 1-3 steps); offline default, owned by this project",
+    "arith_noop": "the generated problems with one irrelevant quantity added to the text (GSM-Symbolic's NoOp idea); owned by this project",
     "math500": "MATH-500 (JSONL: problem, solution, answer, unique_id); free-form math answers",
     "math_lv5": "MATH test set, Level 5 only (directory of per-problem JSON files, or JSONL); 1,324 problems",
     "gsm8k": "GSM8K test (JSONL: question, answer ending in '#### N')",
@@ -61,7 +62,7 @@ DATASETS: dict[str, str] = {
 }
 
 #: The sets that are loaded from a user-supplied path (never committed to this repository).
-PAPER_SETS: tuple[str, ...] = tuple(k for k in DATASETS if k != "arith")
+PAPER_SETS: tuple[str, ...] = tuple(k for k in DATASETS if k not in ("arith", "arith_noop"))
 
 #: Hub locations used only when ``datasets`` is importable and ``LASE_ALLOW_HUB=1``.
 _HUB: dict[str, tuple[str, str | None, str]] = {
@@ -432,6 +433,72 @@ def arithmetic_problems(n: int, seed: int = 0, levels: Sequence[int] = DEFAULT_L
                   **({"split": split} if split else {})},
         ))
     return out
+
+
+#: Irrelevant clauses (a quantity the question does not use), each a sentence about the problem's
+#: people and things with one number ``{x}``. The first half is the train split's phrasings, the
+#: second half the eval split's, so that a model trained on one never reads the other's wording.
+NOOP_CLAUSES: tuple[tuple[str, str], ...] = (
+    ("friend_keeps", "{c.friend} has {x} {c.item} too, but keeps all of them."),
+    ("last_year", "Last year {c.name} had {x} {c.item}, but those are long gone."),
+    ("age", "{c.name} is {x} years old."),
+    ("thing_length", "The {c.thing} on the table is {x} centimetres long."),
+    ("cousins", "{c.name} has {x} cousins who live in another town."),
+    ("street", "{c.friend} lives {x} streets away."),
+    ("classmates", "There are {x} other children in {c.poss} class, but none of them take part."),
+    ("shop_age", "The shop where this happens opened {x} years ago."),
+    ("not_bought", "A {c.thing2} would cost ${x}, but {c.p} does not buy one."),
+    ("pages", "That morning {c.friend} read {x} pages of a book."),
+    ("weight", "{c.poss_cap} bag weighs {x} kilograms."),
+    ("bus_stops", "On the way home the bus passes {x} stops."),
+)
+
+
+def _noop_clauses(split: str | None) -> tuple[tuple[str, str], ...]:
+    half = len(NOOP_CLAUSES) // 2
+    return NOOP_CLAUSES[:half] if split == "train" else NOOP_CLAUSES[half:]
+
+
+def noop_problems(n: int, seed: int = 0, levels: Sequence[int] = DEFAULT_LEVELS,
+                  split: str | None = None) -> list[Problem]:
+    """The problems of :func:`arithmetic_problems` (same arguments, same chains) with one irrelevant
+    clause each, put before the question: a quantity the answer does not use, as in
+    GSM-Symbolic's NoOp variant and GSM-IC. Its number is not one of the chain's numbers nor the
+    answer. ``meta`` adds ``noop`` (the clause's name and number) and ``plain_question`` (the text
+    without it: the same problem for a model that reads it right). The clause's phrasing comes
+    from the split's half of :data:`NOOP_CLAUSES` (the eval half when ``split`` is None)."""
+    out = []
+    for p in arithmetic_problems(n, seed=seed, levels=levels, split=split):
+        rng = random.Random(f"noop:{seed}:{p.id}")
+        name, clause = rng.choice(_noop_clauses(split))
+        used = {int(p.meta["start"]), int(p.gold)} | {int(v) for _, v in p.meta["ops"]}
+        x = rng.choice([v for v in range(3, 16) if v not in used])
+        c = _clause_ctx(p.question, random.Random(f"noop-ctx:{seed}:{p.id}"))
+        sentences = re.split(r"(?<=[.!?])\s+", p.question)
+        where = max(1, len(sentences) - 1)  # before the question
+        text = " ".join(sentences[:where] + [clause.format(c=c, x=x)] + sentences[where:])
+        out.append(Problem(id=p.id.replace("arith-", "arith-noop-", 1), question=text, gold=p.gold,
+                           kind=p.kind, meta={**p.meta, "dataset": "arith_noop",
+                                              "noop": {"clause": name, "value": x},
+                                              "plain_question": p.question}))
+    return out
+
+
+def _clause_ctx(text: str, rng: random.Random) -> _Ctx:
+    """Names and things for an irrelevant clause: the problem's own person (the first named), its
+    items when it names some, and another person as the friend."""
+    c = _Ctx(rng)
+    found = sorted((m.start(), person) for person in _PEOPLE if (m := re.search(rf"\b{person[0]}\b", text)))
+    if found:
+        c.name, c.p, c.poss = found[0][1]
+        c.P = c.p.capitalize()
+        others = [person[0] for _, person in found[1:]] or [n for n, _, _ in _PEOPLE if n != c.name]
+        c.friend = others[0] if len(found) > 1 else rng.choice(others)
+    items = [i for i in _ITEMS if re.search(rf"\b{i}\b", text)]
+    if items:
+        c.item = items[0]
+    c.poss_cap = c.poss.capitalize()
+    return c
 
 
 # ---------------------------------------------------------------------------------------------
@@ -940,6 +1007,12 @@ def load_dataset(name: str = "arith", path: "str | os.PathLike[str] | None" = No
                               "(pass n and seed instead)")
         return arithmetic_problems(50 if n is None else n, seed=seed,
                                    levels=DEFAULT_LEVELS if levels is None else levels, split=split)
+    if name == "arith_noop":
+        if path is not None:
+            raise ConfigError("the 'arith-noop' data set is generated; it takes no data path "
+                              "(pass n and seed instead)")
+        return noop_problems(50 if n is None else n, seed=seed,
+                             levels=DEFAULT_LEVELS if levels is None else levels, split=split)
     if levels is not None:
         raise ConfigError(f"levels apply to the generated 'arith' set only, not to {name!r}")
     if split is not None:

@@ -500,7 +500,7 @@ def test_truthfulqa_mc_json_malformed(tmp_path):
 
 # ----------------------------------------------------------------------------- registry
 def test_registry_names_and_errors(tmp_path):
-    assert set(D.DATASETS) == {"arith", "math500", "math_lv5", "gsm8k", "gsm_symbolic",
+    assert set(D.DATASETS) == {"arith", "arith_noop", "math500", "math_lv5", "gsm8k", "gsm_symbolic",
                                "mmlu_pro", "gpqa", "truthfulqa"}
     assert all(isinstance(v, str) and v for v in D.DATASETS.values())
     with pytest.raises(ConfigError) as e:
