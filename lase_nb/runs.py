@@ -739,7 +739,8 @@ def gain_words(gain: float, lo: float, hi: float, p: float, n: int, discordant: 
     "too few problems to say" below that size; otherwise "not shown to differ"."""
     head = f"{100 * gain:+.1f} points [{100 * lo:+.1f}, {100 * hi:+.1f}], p = {p:.2g}, {n} problems"
     if not decidable(n, discordant):
-        return f"{head}: too few problems to say"
+        differ = f" ({int(discordant)} of {n} answers differ)" if discordant is not None and n >= MIN_DECIDABLE else ""
+        return f"{head}: too few problems to say{differ}"
     if lo > 0 and p < 0.05:
         return f"{head}: above {what}"
     if hi < 0 and p < 0.05:

@@ -31,19 +31,15 @@
 #    single agent.
 # 3. How to compare at **equal compute**: majority vote over the first k of the recorded samples
 #    against LASE at thresholds that spend no more.
-# 4. Which of the paper's claims hold with the embedded model, which do not, and why.
-# 5. The same comparison on a second model trained from the same weights, the model organism,
-#    whose supporters point at the failing step: both models side by side, and the paper's headline (LASE
-#    above the single agent at about its cost, near MV(7) at a fraction of MV's tokens) tested on it.
+# 4. Why debate can start behind the single agent before any agent reads another.
+# 5. How to set several studies side by side, and test the paper's headline (LASE above the
+#    single agent at about its cost, near MV(7) at a fraction of MV's tokens) on one.
 #
-# **You need** chapters 1 and 3. By default the chapter reads recorded runs of the embedded model
-# (SmolLM2-135M) on the project's arithmetic problems; LASE itself is replayed from its full-chain
-# recording at the chosen thresholds (no model call). With `live=True` every strategy is run (through
-# the call cache) on `n_problems` problems with the backend you choose.
-#
-# The chapter's logic lives in `lase_nb/chapters/comparison.py`; the comparison table is
-# `lase_nb.runs.comparison_table` (chapter 6 uses the same one), replay is `lase_nb/replay.py`,
-# and every strategy keeps one colour and marker from `lase_nb/plots.py`.
+# **You need** chapters 1 and 3. The chapter reads a study's recorded runs (`traces`: your study,
+# or the committed recordings); LASE itself is replayed from its full-chain recording at the chosen
+# thresholds (no model call). With `live=True` every strategy is run (through the call cache) on
+# `n_problems` problems with the backend you choose. Its logic is `lase_nb/chapters/comparison.py`;
+# the comparison table is `lase_nb.runs.comparison_table`, the one every chapter uses.
 #
 # **The papers' numbers**, the reference column of this chapter. LASE's Table 1 (six data sets,
 # Gemini-2.0-Flash and GPT-4.1-mini) has LASE the most accurate or tied on every row, while
@@ -64,17 +60,17 @@ examples = None  # worked examples per prompt (None: 2 for the embedded model, 0
 dataset = "arith"  # live runs: arith (generated) or a paper set loaded from data_path
 data_path = None  # file/folder of a paper data set (never shipped)
 n_problems = 4  # live runs: problems per strategy
-traces = "../data/traces/arith-smollm2"  # recorded runs, read unless live
-point_traces = "../data/traces/arith-organism-point"  # the pointing organism (v5)'s runs, beside it in 4.4; None: skip
-tell_traces = "../data/traces/arith-organism-tell"  # the telling organism (v4), a labelled contrast in 4.4; None: skip
+traces = "committed"  # your study (a folder of run folders: lase-full/, single/, mv/, ...), read unless live; "committed": data/traces/arith-smollm2
+studies = "auto"  # studies beside it in 4.4 (folders or [label, folder] pairs); auto: the committed ones only when traces is committed; None: none
 live = False  # True: run every strategy now (cached) instead of reading the traces
 tau_lp = 0.8  # LASE gate: exp(LP_min) below this is uncertain
 tau_h = 0.5  # LASE gate: H_max (nats) above this is uncertain
 paper_model = "GPT-4.1-mini"  # the row of the paper Table 1 shown beside ours
 paper_dataset = "GSM-Symbolic"  # closest paper set to grade-school arithmetic
+headline_study = None  # label of the study the paper's headline is tested on in 4.3; None: the second study shown, else the first
 max_tokens = None  # live runs: answer token limit (None: library default)
 seed = 0
-interactive = True  # False under papermill: no widgets
+interactive = None  # None: sliders only in a live Jupyter session (never under papermill); True or False forces it
 
 # %%
 from dataclasses import asdict
@@ -84,7 +80,7 @@ import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 
-from lase_nb import plots, reference, runs as run_store, strategies
+from lase_nb import plots, reference, runs as run_store, strategies, widgets
 from lase_nb.runs import comparison_table
 from lase_nb.replay import chains_from_stages, outcomes_at, replay, sweep
 from lase_nb.chapters import comparison
@@ -96,6 +92,8 @@ pd.set_option("display.precision", 3)
 pd.set_option("display.max_colwidth", 140)
 pd.set_option("display.width", 200)
 names = strategies.compared()  # every strategy's record (lase_nb.strategies.SPECS), in display order
+interactive = widgets.live_session(interactive)
+shown = run_store.chapter_studies(traces, studies, committed=run_store.COMMITTED_STUDIES)
 
 # %% [markdown]
 # ## 4.0 The runs, and what each strategy does
@@ -141,14 +139,14 @@ if live:
     missing = []
     print(f"live: {engine.stats.model_calls} model calls, {engine.stats.cache_hits} answered from the cache")
 else:
-    runs = run_store.load_runs(traces, names, require=["lase"])
+    runs = run_store.load_runs(shown[0].path, names, require=["lase"])
     missing = [s for s in names if s not in runs]
 configs = {s: r.manifest.get("config", {}) for s, r in runs.items()}
 problems = {p.id: p for p in problem_list} if live else run_store.problems_from_manifest(runs["lase"].manifest, data_path)
 kind = next(iter(problems.values())).kind if problems else "number"
-display(comparison.run_overview(runs))
-print("calls per problem:", ", ".join(f"{s} {comparison.calls_per_problem(r.calls):.1f}"
-                                      for s, r in runs.items() if s != "lase"))
+print("problems and calls per problem:", ", ".join(f"{s} {r.problems['problem_id'].nunique()} x "
+                                                    f"{comparison.calls_per_problem(r.calls):.1f}"
+                                                    for s, r in runs.items() if s != "lase"))
 if missing:
     print("not recorded (left out of the comparison):", ", ".join(missing))
 if "down" in runs and isinstance(runs["down"].manifest.get("down_threshold"), dict):
@@ -213,9 +211,9 @@ for s in ("mv", "mad"):
 if "mad" in runs:
     pid = runs["mad"].problems["problem_id"].iloc[0]
     one = graded(runs["mad"].calls[runs["mad"].calls["problem_id"] == pid])
-    display(one[["stage", "agent", "reads", "answer", "p_min"]].assign(
-        round=lambda t: t["stage"] + 1).set_index(["round", "agent"]).drop(columns="stage"))
-    print(f"{pid}: MAD's answer is the vote over round 2: {votes(one[one['stage'] == one['stage'].max()])[pid]}")
+    for r in one.itertuples():
+        print(f"{pid} round {r.stage + 1}, {r.agent} (reads {list(r.reads) or 'nobody'}): {answer_or_none(r.answer)}")
+    print(f"MAD's answer is the vote over round 2: {votes(one[one['stage'] == one['stage'].max()])[pid]}")
 
 # %% [markdown]
 # ## 4.1 One table, the same problems
@@ -243,15 +241,14 @@ replayed = {"lase": lase_now, "lase-full": outcomes_at(chains, chains.n_stages -
 tables = {s: replayed[s] if s in replayed else runs[s].problems
           for s in comparison.STRATEGY_ORDER if s in replayed or s in runs}
 main, short = comparison.split_by_coverage(tables)  # a run on far fewer problems gets its own table below
-table = comparison_table({s: tables[s] for s in main})
+table = comparison.main_comparison(tables)  # chapter 07 reads its token ratios from the same table
 paper = comparison.paper_reference(paper_model, paper_dataset)
 labels = {s: plots.label(s, configs.get(s, configs.get("lase"))) for s in table.index}
-shown = comparison.comparison_display(table, paper, configs)
-display(shown[["method", "accuracy % [95% CI]", "strict accuracy %", "paper accuracy %", "escalated %", "vs single: +wins/-losses",
-               "McNemar p vs single", "McNemar p vs MV"]])
-shown[["method", "avg tokens (completion)", "avg tokens (prompt+completion)", "total tokens (prompt+completion)",
-       "x single (completion)", "x single (prompt+completion)", "paper avg tokens", "paper multiplier",
-       "paper multiplier, all datasets"]]
+shown_table = comparison.comparison_display(table, paper, configs)
+display(shown_table[["method", "accuracy % [95% CI]", "strict accuracy %", "paper accuracy %", "vs single: +wins/-losses",
+               "McNemar p vs single"]])
+shown_table[["method", "avg tokens (completion)", "avg tokens (prompt+completion)", "x single (prompt+completion)",
+       "paper multiplier", "paper multiplier, all datasets"]]
 
 # %% [markdown]
 # A strategy recorded on far fewer problems than the others (if any) is compared on its own
@@ -260,8 +257,10 @@ shown[["method", "avg tokens (completion)", "avg tokens (prompt+completion)", "t
 # %%
 short_tables = comparison.short_tables(tables, short)
 for s, t in short_tables.items():
-    print(f"{labels.get(s, s)}: compared on the {int(t['n'].iloc[0])} problems it shares with the single agent, MV and LASE")
-    display(comparison.comparison_display(t, paper, configs)[comparison.SHORT_COLUMNS])
+    print(f"{labels.get(s, s)}: on the {int(t['n'].iloc[0])} problems it shares with the single agent, MV and LASE")
+    print(comparison.comparison_display(t, paper, configs)[comparison.SHORT_COLUMNS].to_string(index=False))
+if not short_tables:
+    print("every strategy was recorded on about as many problems as the others")
 
 # %% [markdown]
 # The paper columns are **the paper's numbers**: the Table 1 row chosen by the parameters
@@ -272,27 +271,23 @@ for s, t in short_tables.items():
 # %%
 print(f"paper columns: {paper.attrs['row']} (Table 1), from {paper.attrs['source']}")
 display(Markdown(comparison.describe_mad_cost(table)))
-paper[["paper, other settings"]].dropna()
 
 # %%
 fig = comparison.plot_accuracy_vs_tokens(table, paper, labels=labels)
 plots.savefig(fig, "comparison_accuracy_tokens")
 plt.show()
 
+# %%
+display(Markdown(comparison.describe_comparison(tables, table, configs, seed=seed)))
+
 # %% [markdown]
-# **What it shows.** On the embedded 135M model nothing here reproduces the paper's picture (section 4.4 has the organism). No strategy
-# is clearly more accurate than the single agent: the intervals are wide and the McNemar tests
-# find no difference for MV, LASE or DOWN. Every multi-call strategy costs several times the
-# single agent's tokens, LASE included, because each escalation pastes long contexts into the
-# prompts. Debate and mixture-of-agents fall well below one agent, for a reason measured before
-# any agent reads another: **MAD's round-1 agents and MoA's first layer answer the single agent's
-# own prompt sampled at a temperature, while the single agent decodes greedily**. How often each
-# first answer is right, graded by its own box (`runs.sampling_gap`):
+# **Why debate can start behind.** MAD's round-1 agents, MoA's first layer and MV's samples answer
+# the single agent's own prompt *sampled* at a temperature, while the single agent decodes
+# greedily. How often each first answer is right, graded by its own box (`runs.sampling_gap`),
+# before any agent reads another:
 
 # %%
 gap = run_store.sampling_gap(runs, problems)
-display(gap[["first answers", "temperature", "answers", "right", "accuracy", "acc_lo", "acc_hi", "gap", "gap_lo",
-             "gap_hi"]])
 display(Markdown(run_store.describe_sampling_gap(gap)))
 
 # %% [markdown]
@@ -318,7 +313,9 @@ if "mv" in runs:
 grid = sweep(chains.subset(np.isin(chains.problem_ids, ids)),
                       [0.0, 0.3, 0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95, 0.99, 1.0], [0.1, 0.25, 0.5, 1.0, 2.0, np.inf])
 matched = comparison.compute_matched(mv_k, grid) if mv_k is not None else pd.DataFrame()
-matched
+if mv_k is None:
+    print("no mv run: the equal-compute comparison is skipped")
+matched[[c for c in ("k", "mv_accuracy", "budget", "lase_accuracy", "lase_tokens", "lase_escalation") if c in matched]]
 
 # %%
 fig = comparison.plot_accuracy_vs_tokens(table, None, mv=mv_k, grid=grid, labels=labels)
@@ -329,97 +326,41 @@ plt.show()
 # %%
 if len(matched):
     display(Markdown(comparison.describe_matched(matched, mv_k, grid)))
-reference.paper_column(reference.LASE_MV)
 
 # %% [markdown]
-# ## 4.3 Which of the paper's claims hold here
+# Which of the paper's claims these numbers reproduce, by a rule fixed beforehand, is
+# [chapter 07](07_claims.ipynb)'s table; why escalation buys no gain is [chapter 06](06_failure_modes.ipynb)'s.
 #
-# Each row states a claim, the paper's number for it, ours, and whether our difference has the
-# paper's sign. The McNemar p-value says whether ours could be chance. A direction is not a
-# verdict: chapter 07 tests every claim on both models with a rule fixed beforehand (both the exact
-# test and the paired interval must clear) and says which are reproduced, refuted or not shown.
-
-# %%
-claims = pd.concat([comparison.claims_table(table, paper)]
-                   + [comparison.claims_table(t, paper, about=[s]) for s, t in short_tables.items()], ignore_index=True)
-print(f"{int(claims['holds here'].sum())} of {len(claims)} claims hold in direction here")
-claims
-
-# %% [markdown]
-# Why the claims that need debate to help fail here: the table below asks, for the problems LASE
-# escalated and the leader got wrong, whether a right answer was anywhere to be amplified (in the
-# full chain's later stages, in LASE's output, among MV's independent samples).
-
-# %%
-stop = lase_now["stop_stage"].to_numpy()
-samples = comparison.mv_sample_rows(runs["mv"].calls, runs["mv"].problems, kind) if "mv" in runs else None
-seeds = comparison.seed_table(chains, stop, samples)
-sure0 = ~uncertain_mask(chains.p_min[:, 0], chains.h_max[:, 0], tau_lp, tau_h)
-print(f"confident first answers (U = 0): {int(sure0.sum())}, of which wrong: {int((sure0 & ~chains.correct[:, 0]).sum())}")
-seeds
-
-# %% [markdown]
-# **What it shows.** The claims that hold here are those a weak model satisfies by failing at
-# debate (MAD is the worst of the four, MoA falls behind LASE) or by a tie (LASE level with MV,
-# shuffled order no different). The claims that need escalation to pay fail: LASE is not above
-# the single agent, it does not cost a fraction of MV's tokens, and LASE+MV is not above MV. With a
-# few dozen paired problems few differences are beyond chance; read the McNemar column. The seed
-# table shows where a right answer was to be had. Why escalation buys no gain, on this model and on
-# the organism whose supporters point at the right step: [chapter 06, section 6.5](06_failure_modes.ipynb).
-
-# %% [markdown]
-# **What the paper reported.** Table 1 in full (accuracy %, the paper's numbers), with LASE's
-# margin over the best of the other three methods on each row:
-
-# %%
-t1 = reference.table1_wide("accuracy")
-t1["LASE - best other (pp)"] = (t1["lase"] - t1[["single", "mv", "mad"]].max(axis=1)).round(1)
-t1
-
-# %% [markdown]
-# LASE leads or ties on every row, by at most 2.5 points, and MAD spends the most tokens on every
-# row: the paper's gains are small in accuracy and large in cost.
-
-# %% [markdown]
-# ## 4.4 Two models, one code path
+# ## 4.3 Studies side by side
 #
-# Everything above is the embedded SmolLM2-135M. Below, the same tables and figure for the **model
-# organism**: the same 135M model with a LoRA adapter trained in this repository to solve, to point
-# at a failing step without stating the answer (the paper's rule), and to revise, recorded on
-# problems it never trained on (the eval split, seed 22, levels 1-3); and for the **telling organism
-# (v4)**, the previous adapter, whose supporters often state the answer (chapter 03, section 3.5): a
-# labelled contrast, on other problems. A model whose baselines are not recorded yet shows the
-# runs it has (the leader alone is stage 0 of its full chains). Both sections read recordings
-# (also when `live=True`); each model is compared on the problems all its main runs share; the
-# intervals and McNemar tests are as in 4.1.
+# The same comparison for every study in `studies` (chapter 03 introduces the committed ones),
+# each on the problems all its main runs share; a study without baselines shows the runs it has
+# (the leader alone is stage 0 of its full chains). This section reads recordings, also when
+# `live=True`.
 
 # %%
-models = run_store.load_models(run_store.by_display_name([traces, point_traces, tell_traces]), names,
-                               require=["lase"])
+models = run_store.load_studies(shown, names, require=["lase"])
 tables_by_model = {m: run_store.strategy_tables(r, tau_lp, tau_h) for m, r in models.items()}
 chains_by_model = run_store.chains_by_model(models)
 both = comparison.comparison_by_model(tables_by_model)
 configs_by_model = {m: {s: r.manifest.get("config", {}) for s, r in rs.items()} for m, rs in models.items()}
 display(comparison.comparison_display_by_model(both, configs_by_model)[
-    ["model", "method", "accuracy % [95% CI]", "strict accuracy %", "escalated %", "avg tokens (prompt+completion)",
-     "x single (prompt+completion)", "vs single: +wins/-losses", "McNemar p vs single", "McNemar p vs MV"]])
+    ["model", "method", "accuracy % [95% CI]", "x single (prompt+completion)", "vs single: +wins/-losses",
+     "McNemar p vs single"]])
 for m, short_runs in both.attrs["short"].items():  # as in 4.1: on their own problems, beside single, MV, LASE
-    for s, t in comparison.short_tables(tables_by_model[m], short_runs).items():
-        print(f"{m}, {plots.label(s, configs_by_model[m].get(s))}: on the {int(t['n'].iloc[0])} problems it shares "
-              "with the single agent, MV and LASE")
-        display(comparison.comparison_display(t, None, configs_by_model[m])[comparison.SHORT_COLUMNS])
-fig = comparison.plot_accuracy_vs_tokens_by_model(both, labels=labels)
-plots.savefig(fig, "comparison_two_models")
-plt.show()
+    for s in short_runs:
+        print(f"{m}, {plots.label(s, configs_by_model[m].get(s))}: recorded on far fewer problems, left out here")
+if len(models) > 1:
+    fig = comparison.plot_accuracy_vs_tokens_by_model(both, labels=labels)
+    plots.savefig(fig, "comparison_two_models")
+    plt.show()
 
 # %% [markdown]
-# **Are the baselines answering in their own format?** The organisms were trained for LASE's roles
-# only (solve, the three supporters, the revision). A strategy's follow-up (MAD's second round,
-# MoA's second layer and aggregator, DOWN's refinements) then gets the one habit the model has for
-# "read other replies and answer again": LASE's revision ("Step 1 again: ... so I change it and
-# carry it on"). Counted per model (`runs.baseline_formats`), a row marked not comparable measures
-# the training, not the strategy: read **LASE against MoA, MAD or DOWN on the organisms as not
-# comparable**, not as a result for LASE.
+# **Are the baselines answering in their own format?** A model trained for LASE's roles only (the
+# committed organisms) answers a strategy's follow-up (MAD's second round, MoA's aggregator, DOWN's
+# refinements) with the one habit it has for "read other replies and answer again": LASE's
+# revision. Counted per study (`runs.baseline_formats`), a baseline marked not comparable measures
+# the training, not the strategy: read LASE against it as **not comparable**, not as a result.
 
 # %%
 for m, rs in models.items():
@@ -429,11 +370,11 @@ for m, rs in models.items():
                                      or "every baseline answers in its own format")))
 
 # %% [markdown]
-# ### The paper's headline, tested on the organism
+# ### The paper's headline, tested on a study
 #
 # The paper's headline is LASE at little more than the single agent's tokens against 7.1x for
-# MV(7), at equal or better accuracy (what its average multiplier is made of is printed with the
-# test). We test it on the organism in four parts: gated LASE beats the leader alone
+# MV(7), at equal or better accuracy. We test it on one study (`headline_study`; by default the
+# second shown, the committed pointing organism when nothing else is named) in four parts: gated LASE beats the leader alone
 # (the paired bootstrap interval of the gain lies above zero), at no more than 1.5x its tokens
 # (prompt + completion), no more than 3 points below MV(7), at no more than a third of MV's
 # tokens. Two operating points:
@@ -448,28 +389,22 @@ for m, rs in models.items():
 # and note, then the revision's prompt), so 1.5x leaves room to escalate only a few problems.
 
 # %%
-ORG = run_store.display_name(point_traces) if point_traces else None
-if ORG in models:
-    org = models[ORG]
-    aim = comparison.aim_check(chains_by_model[ORG], org["mv"].problems if "mv" in org else None,
-                               tau_lp, tau_h, seed=seed)
-    display(comparison.aim_display(aim).T)
-    display(Markdown(reference.describe_lase_cost()))
-else:
-    print("no organism recording: the headline test is skipped")
+ORG = headline_study or list(models)[min(1, len(models) - 1)]
+org = models[ORG]
+print(f"the headline test on {ORG}")
+aim = comparison.aim_check(chains_by_model[ORG], org["mv"].problems if "mv" in org else None, tau_lp, tau_h, seed=seed)
+comparison.aim_display(aim).T
 
 # %% [markdown]
-# Each p-value above is read alone. The organism's secondary comparisons were fixed beforehand as
-# one family and adjusted with Holm's method: [appendix A2](A2_statistics.ipynb) runs that family,
-# with the sign tests and the bootstrap behind every interval of this chapter.
+# Each p-value above is read alone; [appendix A2](A2_statistics.ipynb) runs the organism's
+# preregistered family with Holm's method.
 
 # %% [markdown]
 # ## Try it yourself
 #
-# In a live Jupyter session, move LASE's thresholds and watch its row of the comparison move
-# (replayed; under papermill `interactive` is False).
+# In a live Jupyter session, move LASE's thresholds and watch its row of the comparison move (replayed).
 
-# %%
+# %% tags=["book-hide"]
 if interactive:
     import ipywidgets as widgets
 
@@ -484,8 +419,7 @@ if interactive:
 # %% [markdown]
 # ## Exercises
 #
-# Solutions are kept apart, in `notebooks/solutions/04_solutions.py` (run it as a script or open it
-# as a notebook); the test suite runs them, so they stay right.
+# Solutions: `notebooks/solutions/04_solutions.py` (run by the tests).
 #
 # **Exercise 04.1.** The table tests seven strategies against the single agent. With seven tests at
 # alpha = 0.05, how likely is at least one false alarm if no strategy differs (tests taken as
@@ -510,7 +444,6 @@ if interactive:
 # - Majority vote and MAD end in the same vote; MAD's difference is one round in which every
 #   agent reads the others (section 4.0 writes both out over the recorded calls).
 # - With strong models the paper found LASE about as accurate as voting at a fraction of the
-#   tokens. With the embedded 135M model no strategy beats the single agent, debate falls below
-#   it (its first round is sampled, the single agent greedy), and LASE's escalations cost tokens
-#   without buying accuracy. Section 4.3 lists which claims held in your run;
-#   [chapter 06, section 6.5](06_failure_modes.ipynb) says why no gain, here and on the organism.
+#   tokens; section 4.1 prints, for your study, which strategy differs from the single agent and
+#   at what cost, or that it has too few problems to say. A debate whose first round is sampled
+#   can start behind a greedy single agent before any agent reads another.

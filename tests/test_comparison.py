@@ -299,3 +299,20 @@ def test_describe_mad_cost_sets_ours_beside_the_papers_ratio():
     text = comparison.describe_mad_cost(t)
     assert "1.6x MV's tokens here, 2.2x in the paper (15.7x vs 7.1x" in text
     assert comparison.describe_mad_cost(t.drop(index="mad")) == ""
+
+
+def test_describe_comparison_scales_with_the_data():
+    import numpy as np
+    import pandas as pd
+
+    from lase_nb.chapters import comparison as C
+
+    def t(ok):
+        return pd.DataFrame({"problem_id": [f"p{i}" for i in range(len(ok))], "correct": ok,
+                             "total_tokens": 100.0, "completion_tokens": 50.0})
+
+    small = {"single": t(np.array([True, False] * 6)), "lase": t(np.array([True] * 12))}
+    text = C.describe_comparison(small, C.main_comparison(small))
+    assert "12 problems: too few problems to say" in text and "1.0x its tokens" in text
+    big = {"single": t(np.array([True, False] * 40)), "lase": t(np.array([True] * 80))}
+    assert "above the single agent" in C.describe_comparison(big, C.main_comparison(big))

@@ -31,7 +31,7 @@ from ..answers import grade
 from ..errors import DataError
 from ..plots import Spot, label, place_label, style
 from ..replay import choose_thresholds, gate_for_budget, split_halves
-from ..runs import comparison_table
+from ..runs import comparison_table, paired_correct
 from ..stats import paired_test, pct, points
 from ..strategies import EXTRACT_ROLE, SPECS, StrategyConfig, majority_vote
 
@@ -705,3 +705,29 @@ def describe_mad_cost(table: pd.DataFrame) -> str:
             f"second-round prompt holds two other answers: {ours:.1f}x MV's tokens here, {paper:.1f}x in the paper "
             f"({mult['mad']:g}x vs {mult['mv']:g}x the single agent). The ratio grows with the length of the "
             f"answers each agent reads.")
+
+
+def describe_comparison(tables: Mapping[str, pd.DataFrame], table: pd.DataFrame,
+                        configs: Mapping[str, Any] | None = None, seed: int = 0) -> str:
+    """What the comparison shows, one line per strategy of ``table`` (:func:`main_comparison`) against
+    the single agent on the problems both ran: the paired accuracy difference with its interval and
+    exact p in words (:func:`lase_nb.runs.gain_words`: above, below, not shown, or too few problems
+    to say), and its token multiple (prompt + completion) from ``table``."""
+    from ..runs import gain_words
+    from ..stats import paired_test
+
+    if "single" not in table.index:
+        return "No single-agent run (or stage 0 of a full chain) to compare with."
+    lines = []
+    for s in table.index:
+        if s == "single":
+            continue
+        pair = paired_correct(tables, s, "single")
+        if pair is None:
+            continue
+        t = paired_test(*pair, seed=seed)
+        lines.append(f"- **{label(s, (configs or {}).get(s))}**: " +
+                     gain_words(t["diff"], t["diff_lo"], t["diff_hi"], t["p_value"], t["n"], t["b"] + t["c"],
+                                what="the single agent") +
+                     f"; {table.loc[s, 'token_multiplier']:.1f}x its tokens.")
+    return "Each strategy against the single agent (paired, on the problems both ran):\n\n" + "\n".join(lines)
