@@ -1,6 +1,7 @@
 """LASE's ceiling with our leaders: their revision after a perfect supporter's note (no training).
 
     python benchmarks/ceiling.py [--recordings organism smollm2] [--max-batch 16] [--threads N]
+    python benchmarks/ceiling.py --recordings --noop 120   # section 2: errors within reach
 
 For every first answer of a full-chain LASE recording whose chain is known, a note written by code
 (:mod:`lase_nb.ceiling`: variants a, b, c on wrong answers; all clear and two false alarms on right
@@ -8,6 +9,12 @@ ones) goes through the leader's real revision call. Every call goes through the 
 (``$LASE_CACHE``), so an interrupted run resumes; the rows go to ``data/ceiling/<name>.jsonl``
 (one per note) with ``data/ceiling/<name>.json`` (what was run), which chapter 06 reads.
 Last lines: the ceiling table, the right-answer table and the stop rule.
+
+``--noop N``: problems never recorded, each with one irrelevant quantity in its text
+(``arith_noop``, eval split: held out from the organism's training by chain, and by the clause's
+phrasing from any later training), and their plain twins. Per model: first answers on both (the
+twins measure how reliably the leader computes those chains' arithmetic in its quick form), the
+first errors by kind, then the perfect notes on the NoOp first answers (``data/ceiling/noop-<model>``).
 """
 
 from __future__ import annotations
@@ -24,7 +31,6 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import pandas as pd  # noqa: E402
-from tqdm import tqdm  # noqa: E402
 
 from lase_nb import ceiling  # noqa: E402
 from lase_nb.backends.local import LocalBackend  # noqa: E402
@@ -33,6 +39,11 @@ from lase_nb.engine import Engine  # noqa: E402
 from lase_nb.runs import problems_from_manifest  # noqa: E402
 from lase_nb.strategies import StrategyConfig  # noqa: E402
 from lase_nb.traces import load_run  # noqa: E402
+
+#: The NoOp study: model -> (levels, worked examples). The embedded model sets up one step only
+#: (levels 2-3 are 0-3% right), so it meets level 1; the organism levels 1-3, as it was trained.
+NOOP = {"organism": ((1, 2, 3), 0), "smollm2": ((1,), 2)}
+NOOP_SEED = 42
 
 #: The recordings measured: name -> (full-chain LASE run, the local model that made it).
 RECORDINGS = {
@@ -44,9 +55,9 @@ RECORDINGS = {
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--recordings", nargs="*", default=list(RECORDINGS), choices=list(RECORDINGS))
+    ap.add_argument("--noop", type=int, default=0, help="section 2: this many NoOp problems per model")
     ap.add_argument("--max-batch", type=int, default=16)
     ap.add_argument("--threads", type=int, default=None)
-    ap.add_argument("--chunk", type=int, default=64, help="notes sent together (the progress bar's step)")
     ap.add_argument("--out", type=Path, default=ROOT / "data" / "ceiling")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
@@ -61,10 +72,7 @@ def main() -> int:
         engine = Engine(LocalBackend(model, max_batch=args.max_batch, threads=args.threads), cache)
         label = run.manifest.get("model", model)
         t0 = time.perf_counter()
-        parts = []
-        for i in tqdm(range(0, len(cases), args.chunk), desc=f"{name}: notes", unit="chunk"):
-            parts.append(ceiling.send(engine, cases[i:i + args.chunk], cfg.params(), cfg.examples, label))
-        rows = pd.concat(parts, ignore_index=True)
+        rows = ceiling.send(engine, cases, cfg.params(), cfg.examples, label, progress=True)
         rows.to_json(args.out / f"{name}.jsonl", orient="records", lines=True, force_ascii=False)
         (args.out / f"{name}.json").write_text(json.dumps({
             "recording": folder, "model": label, "backend_model": model, "dtype": engine.backend.dtype,
@@ -73,6 +81,8 @@ def main() -> int:
             "seconds": round(time.perf_counter() - t0, 1), "stop_rule": ceiling.STOP_RULE,
             "command": "python benchmarks/ceiling.py " + " ".join(sys.argv[1:])}, indent=1) + "\n")
         frames.append(rows)
+    if args.noop:
+        frames += noop_study(args, cache)
     rows = pd.concat(frames, ignore_index=True)
     with pd.option_context("display.width", 200, "display.max_columns", 20):
         print(ceiling.kinds_table(rows).to_string())
@@ -80,6 +90,41 @@ def main() -> int:
         print(ceiling.right_table(rows).to_string(index=False))
         print(ceiling.stop_rule(rows).to_string(index=False))
     return 0
+
+
+def noop_study(args, cache: CallCache) -> list[pd.DataFrame]:
+    """Section 2: first answers on NoOp problems and their plain twins, then perfect notes."""
+    from lase_nb.datasets import noop_problems
+    from lase_nb.stats import paired_test
+
+    frames = []
+    for name, (levels, examples) in NOOP.items():
+        model = RECORDINGS[name][1]
+        cfg = StrategyConfig(examples=examples)
+        noop = noop_problems(args.noop, seed=NOOP_SEED, levels=levels, split="eval")
+        plain = [type(p)(p.id.replace("-noop", ""), p.meta["plain_question"], p.gold, p.kind,
+                         meta={k: v for k, v in p.meta.items() if k not in ("noop", "plain_question")})
+                 for p in noop]
+        engine = Engine(LocalBackend(model, max_batch=args.max_batch, threads=args.threads), cache)
+        t0 = time.perf_counter()
+        first_plain = ceiling.first_answers(engine, plain, cfg.params(), examples)
+        first_noop = ceiling.first_answers(engine, noop, cfg.params(), examples)
+        cases, seen = ceiling.cases_from_run(first_noop)
+        rows = ceiling.send(engine, cases, cfg.params(), examples, f"{name} (NoOp)", progress=True)
+        right_steps, steps = ceiling.step_accuracy(first_plain)
+        test = paired_test([c for *_, c in first_noop], [c for *_, c in first_plain])
+        summary = {"model": model, "levels": list(levels), "examples": examples, "n": len(noop),
+                   "seed": NOOP_SEED, "split": "eval",
+                   "plain accuracy": test["acc_b"], "noop accuracy": test["acc_a"],
+                   "noop - plain": [test["diff"], test["diff_lo"], test["diff_hi"], test["p_value"]],
+                   "plain quick-form steps right": [right_steps, steps],
+                   "noop first attempts": dict(seen), "notes": len(cases),
+                   "model_calls": engine.stats.model_calls, "seconds": round(time.perf_counter() - t0, 1)}
+        print(json.dumps({name: summary}, indent=1, default=float))
+        rows.to_json(args.out / f"noop-{name}.jsonl", orient="records", lines=True, force_ascii=False)
+        (args.out / f"noop-{name}.json").write_text(json.dumps(summary, indent=1, default=float) + "\n")
+        frames.append(rows)
+    return frames
 
 
 if __name__ == "__main__":

@@ -39,13 +39,14 @@ from .answers import extract_answer, grade
 from .engine import Call, Engine
 from .notes import states_answer
 from .organism import Label, first_fault, gold_steps, label_attempt
+from .organism import _expected as expected_steps
 from .prompts import revise_messages, solver_messages
 from .stats import wilson_interval
 from .types import Problem
 
 __all__ = [
     "KINDS", "VARIANTS", "RIGHT_VARIANTS", "STOP_RULE", "Case", "error_kind", "perfect_note", "clear_note",
-    "false_alarm_note", "obeys_rule", "cases_from_run", "first_attempts", "first_answers", "send", "outcome", "ceiling_table", "right_table",
+    "false_alarm_note", "obeys_rule", "cases_from_run", "first_attempts", "first_answers", "step_accuracy", "send", "outcome", "ceiling_table", "right_table",
     "stop_rule", "kinds_table",
 ]
 
@@ -219,12 +220,46 @@ def first_answers(engine: Engine, problems: Sequence[Problem], params: Any, exam
     return out
 
 
-def send(engine: Engine, cases: Sequence[Case], params: Any, examples: int, model: str) -> pd.DataFrame:
+def step_accuracy(attempts: Iterable[tuple[Problem, str, str | None, bool]]) -> tuple[int, int]:
+    """(right results, steps) over the written steps whose numbers and operation are the ones the
+    problem asks for at that point (given the attempt's own earlier results): how reliably the
+    model computes the arithmetic it sets up, in its own quick one-line form."""
+    right = total = 0
+    for problem, text, _, _ in attempts:
+        label = label_attempt(problem, text)
+        if not label.steps:
+            continue
+        for got, want in zip(label.steps, expected_steps(problem, label)):
+            if (got.a, got.op, got.b) == (want.a, want.op, want.b) and want.c >= 0:
+                total += 1
+                right += got.c == want.c
+    return right, total
+
+
+def send(engine: Engine, cases: Sequence[Case], params: Any, examples: int, model: str,
+         progress: bool = False) -> pd.DataFrame:
     """Each note through the leader's real revision call (as LASE's devil stage sends it: the
-    solver prompt, the recorded attempt, the note as a critique); one row per note."""
+    solver prompt, the recorded attempt, the note as a critique); one row per note. All calls go
+    to the engine at once, so the local backend keeps its batch full."""
+    from tqdm import tqdm
+
     calls = [Call("leader", 1, revise_messages(c.problem, c.attempt, "devil", c.note, examples=examples),
                   params, reads=("devil",)) for c in cases]
-    gens = engine.run(calls)
+    gens: list[Any] = [None] * len(calls)
+    todo = list(enumerate(calls))
+    bar = tqdm(total=len(calls), desc=f"{model}: notes", unit="call", disable=not progress)
+
+    def more() -> list[tuple[int, Call]]:
+        out = list(todo)
+        todo.clear()
+        return out
+
+    def done(i: int, gen: Any) -> None:
+        gens[i] = gen
+        bar.update()
+
+    engine.stream(more, done)
+    bar.close()
     rows = []
     for c, g in zip(cases, gens):
         result, answer = outcome(c.first_correct, c.first_answer, g.text, c.problem.gold, c.problem.kind)

@@ -88,8 +88,12 @@ def batches(encoded, batch: int, seed: int, max_tokens: int = 2048) -> list[list
     return out
 
 
-def train(model, tok, examples, *, lr: float, batch: int, seed: int, label: str) -> dict:
-    """One epoch of AdamW with a short warm-up and linear decay; returns the loss curve and speed."""
+def train(model, tok, examples, *, lr: float, batch: int, seed: int, label: str, dtype: str = "float32") -> dict:
+    """One epoch of AdamW with a short warm-up and linear decay; returns the loss curve and speed.
+    ``dtype`` bfloat16 runs the forward pass under CPU autocast (the weights and the optimiser stay
+    float32)."""
+    import contextlib
+
     import torch
     from tqdm import tqdm
 
@@ -114,7 +118,8 @@ def train(model, tok, examples, *, lr: float, batch: int, seed: int, label: str)
             ids[row, :len(x)] = torch.tensor(x)
             labels[row, :len(y)] = torch.tensor(y)
             mask[row, :len(x)] = 1
-        loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
+        with (torch.autocast("cpu", dtype=torch.bfloat16) if dtype == "bfloat16" else contextlib.nullcontext()):
+            loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
         loss.backward()
         torch.nn.utils.clip_grad_norm_(params, 1.0)
         opt.step()
@@ -128,7 +133,7 @@ def train(model, tok, examples, *, lr: float, batch: int, seed: int, label: str)
         bar.set_postfix(loss=f"{float(loss):.3f}", tok_s=f"{tokens / (time.perf_counter() - t0):.0f}")
     model.eval()
     secs = time.perf_counter() - t0
-    return {"examples": len(examples), "steps": len(plan), "tokens": tokens, "seconds": round(secs, 1),
+    return {"examples": len(examples), "steps": len(plan), "tokens": tokens, "seconds": round(secs, 1), "dtype": dtype,
             "tokens_per_s": round(tokens / secs, 1), "loss_curve": curve}
 
 
@@ -221,7 +226,7 @@ def round3_roles(args, work: Path, unit: Path, merged: Path, log: dict, save_log
         model = AutoModelForCausalLM.from_pretrained(str(base), local_files_only=True, dtype=torch.float32)
         model = peft.PeftModel.from_pretrained(model, str(unit), is_trainable=True)
         log["roles"] = train(model, tok, [e for _, e in tagged], lr=args.lr, batch=args.batch, seed=args.seed + 4,
-                             label="round 3: every strategy's roles")
+                             label="round 3: every strategy's roles", dtype=args.dtype)
         log["roles"]["examples_by_role"] = counts
         save_fp16(model, final)
         save_log()
@@ -313,7 +318,12 @@ def main(argv=None) -> int:
                          "of train-split problems (the held-out steps' kinds in their proportions)")
     ap.add_argument("--unit-keep", type=int, default=120, help="round 3: unit examples mixed into the roles stage")
     ap.add_argument("--toy", action="store_true", help="tiny sizes, output under build/organism-toy")
+    ap.add_argument("--dtype", default="auto", choices=("auto", "float32", "bfloat16"),
+                    help="the forward pass's number format while training (bfloat16: CPU autocast; auto: as the "
+                         "local backend decides, see benchmarks/README.md)")
     args = ap.parse_args(argv)
+    from lase_nb.backends.local import resolve_dtype
+    args.dtype = resolve_dtype(args.dtype)
     if args.toy:
         args.solve, args.sample, args.solve2, args.slipped, args.max_attempts = 24, 16, 8, 6, 16
         args.sample3, args.unit_keep, args.unit_pilot = 6, 4, args.unit_pilot and 12
@@ -350,7 +360,7 @@ def main(argv=None) -> int:
             ex = organism.unit_examples(organism.unit_steps(**steps))
             ex += organism.solve_examples(organism.training_problems("solve2", args.solve2))
             log["unit"] = train(model, tok, ex, lr=args.lr, batch=args.batch, seed=args.seed + 2,
-                                label="unit skill: the careful method")
+                                label="unit skill: the careful method", dtype=args.dtype)
             log["unit"]["from"] = "the committed adapter (v5)"
             log["unit"]["steps"] = steps
             save_fp16(model, unit)
@@ -366,7 +376,7 @@ def main(argv=None) -> int:
         model = AutoModelForCausalLM.from_pretrained(str(base), local_files_only=True, dtype=torch.float32)
         model = peft.get_peft_model(model, peft.LoraConfig(task_type="CAUSAL_LM", **LORA))
         ex = organism.solve_examples(organism.training_problems("solve", args.solve))
-        log["stage1"] = train(model, tok, ex, lr=args.lr, batch=args.batch, seed=args.seed, label="stage 1: solve")
+        log["stage1"] = train(model, tok, ex, lr=args.lr, batch=args.batch, seed=args.seed, label="stage 1: solve", dtype=args.dtype)
         model.save_pretrained(str(stage1))
         save_log()
 
@@ -404,7 +414,7 @@ def main(argv=None) -> int:
         model = AutoModelForCausalLM.from_pretrained(str(base), local_files_only=True, dtype=torch.float32)
         model = peft.PeftModel.from_pretrained(model, str(stage1), is_trainable=True)
         log["stage2"] = train(model, tok, ex, lr=args.lr, batch=args.batch, seed=args.seed + 1,
-                              label="stage 2: review and revise")
+                              label="stage 2: review and revise", dtype=args.dtype)
         log["stage2"]["attempts"] = {"sampled": len(chosen), "slipped": min(args.slipped, sum(1 for _, t in slipped if t))}
         save_fp16(model, final)
         save_log()
