@@ -860,36 +860,49 @@ def gain_rows(chains_by_model: Mapping[str, Chains], tau_lp: float, tau_h: float
 def plot_gains(rows: pd.DataFrame, zoom: float = 0.08):
     """Each model's gains over its leader alone (:func:`gain_rows`), points with their paired 95%
     intervals: on the full scale (left) and zoomed to +-``zoom`` (right), where a gain of a few points
-    and whether its interval crosses zero can be read. An arrow marks an interval that leaves the zoom."""
+    and whether its interval crosses zero can be read; each row's numbers are written above its
+    interval in the zoomed panel. Gated LASE is LASE's star on a solid line, always-interact a white
+    diamond on a dashed line (two policies in two oranges need more than their colour). An arrow
+    marks an interval that leaves the zoom."""
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 2, figsize=(13, 1.8 + 0.6 * len(rows)), sharey=True,
-                             gridspec_kw={"width_ratios": [1, 1.3]})
-    y = np.arange(len(rows))[::-1]
-    colors = {p: c for p, c in zip(rows["policy"].unique(), (CHOSEN_COLOR, "#D55E00"))}
+    looks = {}
+    for p in rows["policy"].unique():
+        gated = not str(p).startswith("always")
+        st = style("lase" if gated else "always-interact")
+        looks[p] = dict(color=st["color"], marker="*" if gated else "D", ms=15 if gated else 9,
+                        mfc=st["color"] if gated else "white", ls="-" if gated else "--")
+    fig, axes = plt.subplots(1, 2, figsize=(10, 2.2 + 0.85 * len(rows)), sharey=True, layout="constrained",
+                             gridspec_kw={"width_ratios": [1, 2.1]})
+    y = np.arange(len(rows))[::-1].astype(float)
     for ax, lim in zip(axes, (1.0, zoom)):
         ax.axvline(0, color="0.3", lw=1)
         for yi, r in zip(y, rows.itertuples()):
+            lk = looks[r.policy]
             lo, hi = max(r.lo, -lim), min(r.hi, lim)
-            ax.plot([lo, hi], [yi, yi], color=colors[r.policy], lw=2.5)
+            ax.plot([lo, hi], [yi, yi], color=lk["color"], lw=2.5, ls=lk["ls"])
             if -lim <= r.gain <= lim:
-                ax.plot(r.gain, yi, "o", color=colors[r.policy], ms=8, mec="black")
+                ax.plot(r.gain, yi, lk["marker"], color=lk["color"], ms=lk["ms"], mfc=lk["mfc"], mec="black", mew=1.2)
             for end, edge, mark in ((r.lo, -lim, "<"), (r.hi, lim, ">")):
                 if (end < edge if mark == "<" else end > edge):
-                    ax.plot(edge, yi, mark, color=colors[r.policy], ms=9)
+                    ax.plot(edge, yi, mark, color=lk["color"], ms=10, mec="black", mew=0.8)
         ax.set_xlim(-lim * 1.05, lim * 1.05)
         ax.xaxis.set_major_formatter(plt.FuncFormatter(lambda v, _: f"{100 * v:+.0f}"))
-    axes[0].set_yticks(y, [f"{r.model}: {r.policy} (n={r.n})" for r in rows.itertuples()])
-    axes[0].set_title("full scale")
-    axes[1].set_title(f"zoomed to +-{100 * zoom:.0f} points")
+    axes[0].set_ylim(y.min() - 0.6, y.max() + 0.75)
+    axes[0].set_yticks(y, [f"{r.model}\n{r.policy} (n={r.n})" for r in rows.itertuples()], fontsize=10.5)
+    axes[0].set_title("full scale", fontsize="medium")
+    axes[1].set_title(f"zoomed to +-{100 * zoom:.0f} points", fontsize="medium")
+    axes[0].set_xlabel("gain (points)")
+    axes[1].set_xlabel("gain over the leader alone (points)")
     for yi, r in zip(y, rows.itertuples()):
         axes[1].annotate(f"{100 * r.gain:+.1f} [{100 * r.lo:+.1f}, {100 * r.hi:+.1f}], p = {r.p_value:.2g}",
-                         (zoom * 1.05, yi), xytext=(6, 0), textcoords="offset points", va="center", fontsize=9,
-                         annotation_clip=False)
+                         (0, yi), xytext=(0, 9), textcoords="offset points", ha="center", va="bottom", fontsize=10.5,
+                         bbox=dict(boxstyle="round,pad=0.15", fc="white", ec="none", alpha=0.8))
+    handles = [plt.Line2D([], [], color=lk["color"], ls=lk["ls"], lw=2.5, marker=lk["marker"], ms=lk["ms"] * 0.8,
+                          mfc=lk["mfc"], mec="black", label=p) for p, lk in looks.items()]
+    fig.legend(handles=handles, loc="outside lower center", ncol=len(handles), frameon=False, fontsize=10.5)
     fig.suptitle("Gain over the leader alone on the same problems\n(paired bootstrap 95% intervals, exact McNemar p)",
-                 fontweight="bold")
-    fig.supxlabel("accuracy minus the leader alone's (points)")
-    fig.tight_layout()
+                 fontweight="bold", fontsize="medium")
     return fig
 
 
