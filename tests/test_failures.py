@@ -256,11 +256,15 @@ def test_describe_escalation_with_one_level_and_with_several():
     assert "one difficulty level" in text and "from 45% at level 1 to" not in text
     assert "escalates 20% of the problems" in text and "2.0x the solo tokens" in text
     two = pd.DataFrame({"level": [1, 2, "all"], "accuracy": [0.9, 0.5, 0.7], "escalation_rate": [0.1, 0.4, 0.25]})
-    assert "escalation rises as the model gets relatively weaker" in describe_escalation(two, cost, paper)
+    assert "escalation rises level by level" in describe_escalation(two, cost, paper)
     bump = pd.DataFrame({"level": [1, 2, 3, "all"], "accuracy": [0.9, 0.7, 0.6, 0.7],
                          "escalation_rate": [0.1, 0.46, 0.36, 0.3]})
     text = describe_escalation(bump, cost, paper)
-    assert "higher on the harder levels than on level 1" in text and "level 2 escalates most (46%" in text
+    assert "does not rise steadily with difficulty" in text and "level 2 46%, level 3 36%" in text
+    # the organism's recording: level 2 below level 1, level 3 above (issue 43: never "higher on the harder levels")
+    dip = bump.assign(escalation_rate=[0.54, 0.42, 0.6, 0.52])
+    text = describe_escalation(dip, cost, paper)
+    assert "harder levels" not in text and "does not rise steadily" in text and "level 2 42%" in text
     flat = bump.assign(escalation_rate=[0.3, 0.2, 0.1, 0.2])
     assert "does not rise with difficulty here" in describe_escalation(flat, cost, paper)
 
@@ -492,3 +496,13 @@ def test_the_paper_sweep_is_left_out_of_chapter_06_when_asked():
     assert not any("sweep" in lab for lab in labels) and fig.axes[0].patches  # the bars, no band
     assert any("Llama-3-8B" in lab for lab in fig.axes[1].get_legend_handles_labels()[1])
     plt.close(fig)
+
+
+def test_describe_unparsed_by_hand():
+    from lase_nb.chapters.failures import describe_unparsed
+    t = pd.DataFrame({"stage": [0, 1, 2], "answers": [10, 10, 10], "unparsed": [1, 6, 4], "unparsed_rate": [0.1, 0.6, 0.4],
+                      "truncated": [0, 1, 0], "looped": [0, 5, 3], "stopped": [1, 0, 1], "extracted": [1, 6, 3]})
+    text = describe_unparsed(t)
+    assert text.startswith("First answers: 1 of 10 (10%) box no answer.")
+    assert "Revisions: 10 of 20 (50%) box none of their own (8 looped, 1 truncated, 1 stopped)" in text
+    assert "recovers an answer for 9 of them" in text

@@ -255,7 +255,7 @@ def appendix_h_cases(run: Any, problems: Mapping[str, Any]) -> pd.DataFrame:
     return out.sort_values(["kind", "fixed_earlier"], ascending=[False, False], kind="stable").reset_index(drop=True)
 
 
-def describe_separation(label: str, frame: pd.DataFrame, n_boot: int = 1000, seed: int = 0) -> str:
+def describe_separation(label: str, frame: pd.DataFrame, n_boot: int = 2000, seed: int = 0) -> str:
     """One sentence on how well ``exp(LP_min)`` tells a model's wrong first answers from its right ones
     (AUROC for errors with its bootstrap interval, answered rows; median confidence of each), and what
     that means for escalation with difficulty."""
@@ -694,13 +694,12 @@ def describe_escalation(esc: pd.DataFrame, cost: pd.DataFrame, paper: dict[str, 
         out = (f"**What it shows.** Solo accuracy goes from {pct(lv['accuracy'].iloc[0])} at level "
                f"{lv['level'].iloc[0]} to {pct(lv['accuracy'].iloc[-1])} at level {lv['level'].iloc[-1]}, and the "
                f"escalation rate from {pct(e[0])} to {pct(e[-1])}: ")
-        top = lv.iloc[int(np.argmax(e))]
+        each = ", ".join(f"level {r['level']} {pct(r['escalation_rate'])}" for _, r in lv.iterrows())
         if rises:
-            out += "**escalation rises as the model gets relatively weaker**, as the paper argues. "
+            out += f"**escalation rises level by level** ({each}; see the intervals), as the paper argues. "
         elif e[-1] > e[0]:
-            out += (f"**escalation is higher on the harder levels than on level {lv['level'].iloc[0]}**, though not "
-                    f"steadily: level {top['level']} escalates most ({pct(top['escalation_rate'])}; see the "
-                    "intervals). ")
+            out += (f"**escalation does not rise steadily with difficulty** ({each}): the last level escalates more "
+                    f"than the first, but not every harder level more than the one before it (see the intervals). ")
         else:
             out += ("**escalation does not rise with difficulty here** (see the intervals): the gate reads "
                     "confidence, not correctness, so failing more often trips it only if the model is also less "
@@ -775,7 +774,7 @@ def describe_escalation_by_model(table: pd.DataFrame) -> str:
 
 
 def why_no_gain(run: Any, problems: Mapping[str, Any], prereg: Mapping[str, Any] | None = None,
-                gated: Any = None, n_boot: int = 1000, seed: int = 0) -> dict[str, Any]:
+                gated: Any = None, n_boot: int = 2000, seed: int = 0) -> dict[str, Any]:
     """Why gated LASE gains nothing on a model whose supporters point (the pointing organism), in
     three measured steps of the mechanism, from its full-chain recording ``run`` (every note
     recorded, arith problems with a gold chain in ``problems``):
@@ -884,3 +883,19 @@ def describe_why_no_gain(r: Mapping[str, Any], label: str) -> str:
     else:
         reading = f"**For {label} the chain breaks earlier**: read the step that does not hold above."
     return "\n".join([f"**Why no gain here** ({label}).", "", gate, notes, test, "", reading])
+
+
+def describe_unparsed(table: pd.DataFrame) -> str:
+    """:func:`unparsed_by_stage` in words: the share of the leader's answers without a box of their
+    own at stage 0 and after the supporters, how those ended, and how many the extraction step saved."""
+    if table.empty:
+        return "No leader answers to count."
+    first, later = table.iloc[0], table.iloc[1:]
+    out = f"First answers: {int(first['unparsed'])} of {int(first['answers'])} ({pct(first['unparsed_rate'])}) box no answer."
+    if len(later):
+        k, n = int(later["unparsed"].sum()), int(later["answers"].sum())
+        how = ", ".join(f"{int(later[c].sum())} {c}" for c in ("looped", "truncated", "stopped") if later[c].sum())
+        out += (f" Revisions: {k} of {n} ({pct(k / n if n else np.nan)}) box none of their own"
+                + (f" ({how})" if how else "") + f"; the extraction step recovers an answer for "
+                f"{int(later['extracted'].sum())} of them, which strict grading counts wrong.")
+    return out
