@@ -145,18 +145,19 @@ def test_dry_run_of_the_embedded_model_needs_no_model(tmp_path, capsys):
 
 @pytest.mark.slow
 def test_record_a_small_study_on_the_embedded_model(tmp_path, capsys):
+    """One problem, LASE's full chain and the single agent (its call is the chain's first, from the cache)."""
     out = tmp_path / "local"
-    rc = cli.main(["record", "--out", str(out), "--n", "2", "--strategies", "lase", "single", "--threads", "2",
-                   "--max-tokens", "96", "--supporter-max-tokens", "64", "--cache", str(tmp_path / "c.sqlite"),
-                   "--quiet"])
+    argv = ["record", "--out", str(out), "--n", "1", "--strategies", "lase", "single", "--threads", "2",
+            "--max-tokens", "64", "--supporter-max-tokens", "48", "--cache", str(tmp_path / "c.sqlite"), "--quiet"]
+    rc = cli.main(argv)
     stdout = capsys.readouterr().out
     assert rc == 0, stdout
     runs = load_runs(out, ["lase", "single"], require=["lase", "single"])
-    assert len(runs["lase"].problems) == 2 and len(runs["lase"].stages) == 2 * 4
-    assert runs["lase"].manifest["backend"] == "local"
-    rc = cli.main(["record", "--out", str(out), "--n", "2", "--strategies", "lase", "single", "--threads", "2",
-                   "--max-tokens", "96", "--supporter-max-tokens", "64", "--cache", str(tmp_path / "c.sqlite"),
-                   "--quiet"])
+    assert len(runs["lase"].problems) == 1 and len(runs["lase"].stages) == 4
+    assert runs["lase"].manifest["backend"] == "local" and runs["single"].manifest["n"] == 1
+    assert re.search(r"^calls: 8 ", stdout, re.M)  # 7 for the chain, 1 for the single agent
+    assert runs["single"].calls["cached"].all()  # the chain's stage 0 is the single agent's call
+    rc = cli.main(argv)
     assert rc == 0 and "(0 model calls" in capsys.readouterr().out  # a finished study reruns from the cache
 
 
