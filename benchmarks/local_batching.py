@@ -159,6 +159,8 @@ def main(argv: list[str] | None = None) -> None:
                     help="leader tokens per call; supporters get min(this, 80)")
     ap.add_argument("--max-batch", type=int, default=16, help="rows decoded together in the batched run")
     ap.add_argument("--threads", type=int, default=None, help="torch threads (default: all cores)")
+    ap.add_argument("--dtype", default="float32", choices=("auto", "float32", "bfloat16"),
+                    help="the weights' number format (bfloat16 runs emulated on a CPU without native support)")
     ap.add_argument("--full-chain", action="store_true", help="force every LASE stage (default: thresholds)")
     ap.add_argument("--llama-server", action="store_true",
                     help="also run the workload against a llama.cpp server on the same GGUF")
@@ -181,8 +183,8 @@ def main(argv: list[str] | None = None) -> None:
                          supporter_max_tokens=min(StrategyConfig().supporter_max_tokens, args.max_tokens))
     problems = arithmetic_problems(args.n)
     t0 = time.perf_counter()
-    batched = LocalBackend(max_batch=args.max_batch, threads=args.threads)
-    single = LocalBackend(max_batch=1, threads=args.threads)  # shares the loaded weights
+    batched = LocalBackend(max_batch=args.max_batch, threads=args.threads, dtype=args.dtype, emulated_ok=True)
+    single = LocalBackend(max_batch=1, threads=args.threads, dtype=args.dtype, emulated_ok=True)  # shares the weights
     print(f"model loaded in {time.perf_counter() - t0:.1f} s; {args.n} problems, LASE "
           f"{'full chain' if args.full_chain else f'tau_lp={cfg.tau_lp} tau_h={cfg.tau_h}'}, "
           f"max_tokens={cfg.max_tokens}, supporters {cfg.supporter_max_tokens}, cores {os.cpu_count()}",

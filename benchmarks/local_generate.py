@@ -40,6 +40,8 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=2, help="runs per setting; the best is kept")
     ap.add_argument("--threads", type=int, default=None, help="torch threads (default: all cores)")
     ap.add_argument("--fresh-cache", action="store_true", help="time a conversion into a temp cache")
+    ap.add_argument("--dtype", default="float32", choices=("auto", "float32", "bfloat16"),
+                    help="the weights' number format (bfloat16 runs emulated on a CPU without native support)")
     args = ap.parse_args()
 
     t0 = time.perf_counter()
@@ -68,7 +70,8 @@ def main() -> None:
     load_warm_s = time.perf_counter() - t0
     print(f"cached load again (modeling code imported, files in page cache): {load_warm_s:.2f} s")
 
-    backend = local.LocalBackend(str(folder), max_batch=8, threads=args.threads)
+    backend = local.LocalBackend(str(folder), max_batch=8, threads=args.threads, dtype=args.dtype, emulated_ok=True)
+    print(f"dtype: {backend.dtype} (native bfloat16 on this CPU: {local.native_bf16()})")
     print(f"torch threads: {torch.get_num_threads()}  (cores: {os.cpu_count()})")
     params = GenParams(max_tokens=args.tokens, temperature=0.0)
     reqs = [(m, params) for m in prompts()]
@@ -91,7 +94,7 @@ def main() -> None:
     del loaded
     if tmp is not None:
         tmp.cleanup()
-    print(f"RESULT local_generate load_s={load_s:.2f} load_warm_s={load_warm_s:.2f} "
+    print(f"RESULT local_generate dtype={backend.dtype} load_s={load_s:.2f} load_warm_s={load_warm_s:.2f} "
           f"convert_s={convert_s:.1f} import_s={import_s:.1f} "
           f"tps_single={tps_single:.1f} tps_batch8={tps_batch:.1f} ratio={ratio:.2f}")
 

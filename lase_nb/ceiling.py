@@ -47,7 +47,7 @@ from .types import Problem
 __all__ = [
     "KINDS", "VARIANTS", "RIGHT_VARIANTS", "STOP_RULE", "Case", "error_kind", "perfect_note", "clear_note",
     "false_alarm_note", "obeys_rule", "cases_from_run", "first_attempts", "first_answers", "step_accuracy", "send", "outcome", "ceiling_table", "right_table",
-    "stop_rule", "kinds_table",
+    "stop_rule", "kinds_table", "load_rows", "rescore", "summary", "verdict",
 ]
 
 #: Kinds of first error, in the words a note of variant ``b`` uses.
@@ -263,7 +263,8 @@ def send(engine: Engine, cases: Sequence[Case], params: Any, examples: int, mode
     rows = []
     for c, g in zip(cases, gens):
         result, answer = outcome(c.first_correct, c.first_answer, g.text, c.problem.gold, c.problem.kind)
-        rows.append({"model": model, "problem_id": c.problem.id, "level": (c.problem.meta or {}).get("level"),
+        rows.append({"model": model, "problem_id": c.problem.id, "gold": c.problem.gold,
+                     "level": (c.problem.meta or {}).get("level"),
                      "first_correct": c.first_correct, "first_answer": c.first_answer, "kind": c.kind,
                      "variant": c.variant, "step": c.step, "note": c.note, "revision": g.text,
                      "answer": answer, "outcome": result, "completion_tokens": g.completion_tokens})
@@ -274,8 +275,9 @@ def outcome(first_correct: bool, first_answer: str | None, revised_text: str, go
             ) -> tuple[str, str | None]:
     """What the revision did, and its answer: ``fixed`` / ``kept`` / ``changed`` (to another wrong
     answer) on a wrong attempt, ``kept`` / ``broken`` on a right one, ``unboxed`` when the
-    revision boxes no answer."""
-    found = extract_answer(revised_text, kind)
+    revision gives no answer. An answer stated in words ("The answer is 8") counts, as LASE's
+    answer-extraction step would recover it (:func:`lase_nb.answers.extract_answer`, ``stated``)."""
+    found = extract_answer(revised_text, kind, stated=True)
     if found is None:
         return "unboxed", None
     answer = found.text
@@ -348,3 +350,74 @@ def kinds_table(rows: pd.DataFrame) -> pd.DataFrame:
     """The first errors by kind, per model (one count per wrong first answer)."""
     wrong = rows[~rows["first_correct"].astype(bool)].drop_duplicates(["model", "problem_id"])
     return wrong.groupby(["model", "kind"]).size().unstack(fill_value=0)
+
+
+def load_rows(folder: Any, names: Sequence[str] | None = None) -> pd.DataFrame:
+    """The notes' rows written by ``benchmarks/ceiling.py`` (every ``*.jsonl`` of ``folder``, or
+    those named), one frame; an empty frame when there are none."""
+    from pathlib import Path
+
+    files = sorted(Path(folder).glob("*.jsonl")) if names is None else [Path(folder) / f"{n}.jsonl" for n in names]
+    frames = [pd.read_json(f, lines=True, dtype={"answer": str, "first_answer": str}) for f in files if f.is_file()]
+    if not frames:
+        return pd.DataFrame()
+    rows = pd.concat(frames, ignore_index=True)
+    return rescore(rows)
+
+
+def rescore(rows: pd.DataFrame, gold: Mapping[str, str] | None = None) -> pd.DataFrame:
+    """The rows' ``outcome`` and ``answer`` computed again from their revision texts by
+    :func:`outcome` (so a recording is scored by today's rule); ``gold`` by problem id, else the
+    rows' own ``gold`` column."""
+    rows = rows.copy()
+    golds = rows["problem_id"].map(gold) if gold is not None else rows["gold"]
+    scored = [outcome(bool(fc), None if fa is None or fa != fa else str(fa), rev, str(g))
+              for fc, fa, rev, g in zip(rows["first_correct"], rows["first_answer"], rows["revision"], golds)]
+    rows["outcome"] = [o for o, _ in scored]
+    rows["answer"] = [a for _, a in scored]
+    return rows
+
+
+def summary(rows: pd.DataFrame) -> pd.DataFrame:
+    """One line per model and kind of first error: how many wrong first answers, and how many each
+    variant's perfect note fixed (``k/n``); a last line per model for the right first answers:
+    how many each false alarm broke (``alarm a``, ``alarm b``), and how many the all-clear kept."""
+    out = []
+    for model, m in rows.groupby("model", sort=False):
+        wrong = m[~m["first_correct"].astype(bool)]
+        for kind, g in wrong.groupby("kind", sort=False):
+            line = {"model": model, "first error": kind, "n": int(g["problem_id"].nunique())}
+            for v in VARIANTS:
+                x = g[g["variant"] == v]
+                line[f"fixed by {v}"] = f"{int((x['outcome'] == 'fixed').sum())}/{len(x)}"
+            out.append(line)
+        right = m[m["first_correct"].astype(bool)]
+        if len(right):
+            line = {"model": model, "first error": "none (right)", "n": int(right["problem_id"].nunique())}
+            for v, name in zip(VARIANTS, ("clear", "alarm-a", "alarm-b")):
+                x = right[right["variant"] == name]
+                k = int((x["outcome"] == "kept").sum()) if name == "clear" else int((x["outcome"] != "kept").sum())
+                line[f"fixed by {v}"] = f"{'kept' if name == 'clear' else 'broken'} {k}/{len(x)}"
+            out.append(line)
+    return pd.DataFrame(out)
+
+
+def verdict(rows: pd.DataFrame, rule: Mapping[str, Any] = STOP_RULE) -> str:
+    """The stop rule's outcome in words, from the rows: which model and kind of error meet it, or
+    that none does (then no supporter is worth training for these leaders)."""
+    table = stop_rule(rows, rule)
+    if table.empty:
+        return "No notes were sent, so the stop rule cannot be read."
+    met = table[table["meets rule"]]
+    head = (f"Stop rule (fixed before any note was sent): a note of variant a or b fixes at least "
+            f"{rule['fix']:.0%} of a kind's wrong first answers, and the same variant's false alarm "
+            f"breaks at most {rule['break_']:.0%} of right ones. ")
+    best = table.sort_values("fixed", ascending=False).iloc[0]
+    if met.empty:
+        return head + (f"No model and kind meets it: the best fix rate is {best['fixed']:.0%} "
+                       f"({best['model']}, {best['kind']}, variant {best['variant']}, {best['wrong']} wrong "
+                       f"first answers), with {best['broken after alarm']:.0%} of right answers broken (or left "
+                       f"without an answer) by that variant's false alarm.")
+    parts = [f"{r['model']}, {r['kind']}, variant {r['variant']} ({r['fixed']:.0%} fixed of {r['wrong']}, "
+             f"{r['broken after alarm']:.0%} broken)" for _, r in met.iterrows()]
+    return head + "Met by: " + "; ".join(parts) + "."

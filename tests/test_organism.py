@@ -507,3 +507,16 @@ def test_round3_held_out_problems_repeat_no_chain_recorded_before():
         [p.id for p in organism.eval_problems(5, seed=31)]
     with pytest.raises(DataError, match="problem_set"):
         problems_from_manifest({"problem_set": "nonsense", "n": 3})
+
+
+def test_manifest_names_the_shipped_adapters_full_sha256():
+    """The manifest's top-level ``adapter_sha256`` is the committed adapter file's (rounds that
+    were not shipped keep theirs under ``variants_tried``)."""
+    import hashlib
+    import json
+
+    from lase_nb.backends.local.files import ORGANISM_DIR
+
+    manifest = json.loads((ORGANISM_DIR / "manifest.json").read_text())
+    digest = hashlib.sha256((ORGANISM_DIR / "adapter_model.safetensors").read_bytes()).hexdigest()
+    assert manifest["adapter_sha256"] == digest
