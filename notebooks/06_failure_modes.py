@@ -307,7 +307,7 @@ if point is not None:
         display(Markdown(f"**{title}** ({pid}, stage {stage}):"))
         display(HTML(failures.render_exchange(org_run, pid, stage, org_problems.get(pid), 320)))
 else:
-    print("the committed pointing organism is not among the studies: section 6.5 is skipped")
+    print("section 6.5 reads the committed preregistered study, which is not shown here: skipped")
 
 # %% [markdown]
 # ## 6.x Why no gain here: the ceiling under a perfect note

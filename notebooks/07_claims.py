@@ -107,7 +107,7 @@ if large is not None:
     prereg = preregistration.load()
     display(Markdown(claims.describe_primary(preregistration.primary_from_gated_run(prereg, large), prereg)))
 else:
-    print("the committed pointing organism is not among the studies: the preregistered primary test is skipped")
+    print("the preregistered primary test reads the committed preregistered study, which is not shown here: skipped")
 
 # %% [markdown]
 # **Reading it.** How many paired problems does a difference of a few points need before a test
