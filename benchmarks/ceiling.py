@@ -56,6 +56,9 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--recordings", nargs="*", default=list(RECORDINGS), choices=list(RECORDINGS))
     ap.add_argument("--noop", type=int, default=0, help="section 2: this many NoOp problems per model")
+    ap.add_argument("--pilot", type=Path, default=None,
+                    help="also the organism's recording through this merged model folder (the revision pilot, "
+                         "data/organism/revision_pilot.py), written as organism-pilot")
     ap.add_argument("--max-batch", type=int, default=16)
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--out", type=Path, default=ROOT / "data" / "ceiling")
@@ -63,14 +66,16 @@ def main() -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     cache = CallCache()
     frames = []
-    for name in args.recordings:
-        folder, model = RECORDINGS[name]
+    todo = [(name, *RECORDINGS[name]) for name in args.recordings]
+    if args.pilot is not None:
+        todo.append(("organism-pilot", RECORDINGS["organism"][0], str(args.pilot)))
+    for name, folder, model in todo:
         run = load_run(ROOT / folder)
         cfg = StrategyConfig(**{k: (tuple(v) if isinstance(v, list) else v)
                                 for k, v in run.manifest["config"].items()})
         cases, seen = ceiling.cases_from_run(ceiling.first_attempts(run, problems_from_manifest(run.manifest)))
         engine = Engine(LocalBackend(model, max_batch=args.max_batch, threads=args.threads), cache)
-        label = run.manifest.get("model", model)
+        label = run.manifest.get("model", model) if name != "organism-pilot" else "organism + revision pilot"
         t0 = time.perf_counter()
         rows = ceiling.send(engine, cases, cfg.params(), cfg.examples, label, progress=True)
         rows.to_json(args.out / f"{name}.jsonl", orient="records", lines=True, force_ascii=False)

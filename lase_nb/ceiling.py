@@ -31,6 +31,7 @@ from __future__ import annotations
 import random
 from collections import Counter
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 import pandas as pd
@@ -45,7 +46,7 @@ from .stats import wilson_interval
 from .types import Problem
 
 __all__ = [
-    "KINDS", "VARIANTS", "RIGHT_VARIANTS", "STOP_RULE", "Case", "error_kind", "perfect_note", "clear_note",
+    "CEILING_DIR", "KINDS", "VARIANTS", "RIGHT_VARIANTS", "STOP_RULE", "Case", "error_kind", "perfect_note", "clear_note",
     "false_alarm_note", "obeys_rule", "cases_from_run", "first_attempts", "first_answers", "step_accuracy", "send", "outcome", "ceiling_table", "right_table",
     "stop_rule", "kinds_table", "load_rows", "rescore", "summary", "verdict",
 ]
@@ -58,6 +59,8 @@ KINDS = {
     "carry": "it does not start from the result of the step before it",
     "missing": "the solution stops before this step",
 }
+#: Where ``benchmarks/ceiling.py`` writes the committed measurement (chapter 06 reads it).
+CEILING_DIR = Path(__file__).resolve().parents[1] / "data" / "ceiling"
 #: Note variants on a wrong first answer.
 VARIANTS = ("a", "b", "c")
 #: Notes on a right first answer: all clear, and false alarms worded as variants a and b.
@@ -352,11 +355,12 @@ def kinds_table(rows: pd.DataFrame) -> pd.DataFrame:
     return wrong.groupby(["model", "kind"]).size().unstack(fill_value=0)
 
 
-def load_rows(folder: Any, names: Sequence[str] | None = None) -> pd.DataFrame:
-    """The notes' rows written by ``benchmarks/ceiling.py`` (every ``*.jsonl`` of ``folder``, or
-    those named), one frame; an empty frame when there are none."""
+def load_rows(folder: Any = None, names: Sequence[str] | None = None) -> pd.DataFrame:
+    """The notes' rows written by ``benchmarks/ceiling.py`` (every ``*.jsonl`` of ``folder``,
+    default :data:`CEILING_DIR`, or those named), one frame; an empty frame when there are none."""
     from pathlib import Path
 
+    folder = CEILING_DIR if folder is None else folder
     files = sorted(Path(folder).glob("*.jsonl")) if names is None else [Path(folder) / f"{n}.jsonl" for n in names]
     frames = [pd.read_json(f, lines=True, dtype={"answer": str, "first_answer": str}) for f in files if f.is_file()]
     if not frames:
@@ -379,25 +383,27 @@ def rescore(rows: pd.DataFrame, gold: Mapping[str, str] | None = None) -> pd.Dat
 
 
 def summary(rows: pd.DataFrame) -> pd.DataFrame:
-    """One line per model and kind of first error: how many wrong first answers, and how many each
-    variant's perfect note fixed (``k/n``); a last line per model for the right first answers:
-    how many each false alarm broke (``alarm a``, ``alarm b``), and how many the all-clear kept."""
+    """One line per model and kind of first error: how many wrong first answers, and how many the
+    perfect note of each variant fixed; then one line per model for its right first answers: how
+    many the false alarm worded as (a) and as (b) broke (or left without an answer), and how many
+    the all-clear note kept (in column (c))."""
     out = []
     for model, m in rows.groupby("model", sort=False):
         wrong = m[~m["first_correct"].astype(bool)]
         for kind, g in wrong.groupby("kind", sort=False):
-            line = {"model": model, "first error": kind, "n": int(g["problem_id"].nunique())}
+            line = {"model": model, "first answer": f"wrong: {kind}", "n": int(g["problem_id"].nunique())}
             for v in VARIANTS:
                 x = g[g["variant"] == v]
-                line[f"fixed by {v}"] = f"{int((x['outcome'] == 'fixed').sum())}/{len(x)}"
+                line[f"note ({v})"] = f"fixed {int((x['outcome'] == 'fixed').sum())}/{len(x)}"
             out.append(line)
         right = m[m["first_correct"].astype(bool)]
         if len(right):
-            line = {"model": model, "first error": "none (right)", "n": int(right["problem_id"].nunique())}
-            for v, name in zip(VARIANTS, ("clear", "alarm-a", "alarm-b")):
+            line = {"model": model, "first answer": "right", "n": int(right["problem_id"].nunique())}
+            for col, name in (("note (a)", "alarm-a"), ("note (b)", "alarm-b")):
                 x = right[right["variant"] == name]
-                k = int((x["outcome"] == "kept").sum()) if name == "clear" else int((x["outcome"] != "kept").sum())
-                line[f"fixed by {v}"] = f"{'kept' if name == 'clear' else 'broken'} {k}/{len(x)}"
+                line[col] = f"alarm broke {int((x['outcome'] != 'kept').sum())}/{len(x)}"
+            x = right[right["variant"] == "clear"]
+            line["note (c)"] = f"all clear kept {int((x['outcome'] == 'kept').sum())}/{len(x)}"
             out.append(line)
     return pd.DataFrame(out)
 
