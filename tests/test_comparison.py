@@ -237,6 +237,16 @@ def test_comparison_by_model_stacks_the_one_model_tables(two):
     panels = [a for a in fig.axes if a.get_title()]
     assert [a.get_title() for a in panels] == [f"{m} ({int(one['n'].iloc[0])} problems)" for m in ("base", "again")]
     assert panels[0].get_xlim() == panels[1].get_xlim()
+    assert fig.get_size_inches()[0] <= 10  # legible at a notebook's width
+    plt.close(fig)
+    # a baseline that is not comparable on one model is drawn hollow there, and the figure says so
+    fig = comparison.plot_accuracy_vs_tokens_by_model(t, not_comparable={"again": {"mad"}})
+    faces = {ax.get_title().split()[0]: [matplotlib.colors.to_hex(c.lines[0].get_markerfacecolor())
+                                         for c in ax.containers] for ax in fig.axes if ax.get_title()}
+    mad = list(t[t["model"] == "base"]["strategy"]).index("mad")
+    assert faces["again"][mad] == "#ffffff" and faces["base"][mad] != "#ffffff"
+    assert sum(f == "#ffffff" for fs in faces.values() for f in fs) == 1
+    assert any("not comparable" in x.get_text() for ax in fig.axes for x in ax.texts)
     plt.close(fig)
 
 

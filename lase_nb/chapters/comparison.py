@@ -370,11 +370,15 @@ def _beside(x: float, y: float, lo: float, hi: float) -> list[Spot]:
 
 def _draw_accuracy_tokens(ax, table: pd.DataFrame, mv: pd.DataFrame | None = None,
                           grid: pd.DataFrame | None = None, labels: Mapping[str, str] | None = None,
-                          mv_temperature: float | None = None) -> tuple[np.ndarray, float, list[Note]]:
+                          mv_temperature: float | None = None,
+                          hollow: Iterable[str] = ()) -> tuple[np.ndarray, float, list[Note]]:
     """One accuracy-vs-tokens panel: the strategies of ``table`` at their token counts (never moved)
-    with Wilson intervals, and the MV(k) and LASE-grid curves when given. Returns every x drawn, the
-    highest accuracy % (for limits) and the labels to place once the layout is final."""
+    with Wilson intervals, and the MV(k) and LASE-grid curves when given. The strategies of
+    ``hollow`` (runs that are not comparable) are drawn as hollow markers on dotted intervals.
+    Returns every x drawn, the highest accuracy % (for limits) and the labels to place once the
+    layout is final."""
     labels = labels or {}
+    hollow = set(hollow)
     notes: list[Note] = []
     if mv is not None and len(mv):
         temp = StrategyConfig().temperature if mv_temperature is None else mv_temperature
@@ -388,8 +392,10 @@ def _draw_accuracy_tokens(ax, table: pd.DataFrame, mv: pd.DataFrame | None = Non
             notes.append((text, [((x, y), (0, -8), "center", "top"), ((x, y), (6, -6), "left", "top"),
                                  ((x, y), (0, 8), "center", "bottom"), ((x, y), (8, 0), "left", "center"),
                                  ((x, y), (-8, 0), "right", "center")], dict(fontsize=10, color=mc)))
-    if grid is not None and len(grid):
-        ax.plot(grid["avg_tokens"], 100 * grid["accuracy"], "o", color=style("lase")["color"], alpha=0.25, ms=6,
+    if grid is not None and len(grid):  # many threshold pairs land on the same point: each drawn once
+        pts = np.unique(np.round(np.c_[grid["avg_tokens"].to_numpy(float), 100 * grid["accuracy"].to_numpy(float)], 6),
+                        axis=0)
+        ax.plot(pts[:, 0], pts[:, 1], "o", color=style("lase")["color"], mfc="none", mew=1.5, ms=7,
                 label="LASE at other thresholds")
     x_all, y_all = table["avg_tokens"].to_numpy(float), 100 * table["accuracy"].to_numpy(float)
     lo_all, hi_all = 100 * table["acc_lo"].to_numpy(float), 100 * table["acc_hi"].to_numpy(float)
@@ -398,9 +404,12 @@ def _draw_accuracy_tokens(ax, table: pd.DataFrame, mv: pd.DataFrame | None = Non
     rank = {i: k for g in groups for k, i in enumerate(g)}
     for i, s in enumerate(table.index):  # each at its own token count; a later marker of a group smaller, on top
         st, y = style(s), y_all[i]
-        ax.errorbar(x_all[i], y, yerr=[[y - lo_all[i]], [hi_all[i] - y]], fmt=st["marker"],
-                    ms=_size(s) * 0.62 ** rank[i], capsize=4, color=st["color"], mec="k", label="_nolegend_",
-                    alpha=0.9, zorder=3 + rank[i])
+        off = {"mfc": "white", "mec": st["color"], "mew": 1.8} if s in hollow else {"mec": "k"}
+        bars = ax.errorbar(x_all[i], y, yerr=[[y - lo_all[i]], [hi_all[i] - y]], fmt=st["marker"],
+                           ms=_size(s) * 0.62 ** rank[i], capsize=4, color=st["color"], label="_nolegend_",
+                           alpha=0.9, zorder=3 + rank[i], **off)
+        if s in hollow:
+            bars[2][0].set_linestyle(":")
         ax.plot([], [], st["marker"], ms=_size(s), color=st["color"], mec="k", alpha=0.9, label=names[i])  # legend
     box = dict(boxstyle="round,pad=0.2", fc="white", ec="0.7", alpha=0.9)
     for g in (g for g in groups if len(g) > 1):
@@ -436,13 +445,16 @@ def plot_accuracy_vs_tokens(table: pd.DataFrame, paper: pd.DataFrame | None = No
 
     labels = labels or {}
     panels = 2 if paper is not None else 1
-    fig, axes = plt.subplots(1, panels, figsize=(17 if panels > 1 else 11, 6), squeeze=False,
+    fig, axes = plt.subplots(1, panels, figsize=(17, 6) if panels > 1 else (10, 7.2), squeeze=False,
                              gridspec_kw={"width_ratios": [2.2, 1]} if panels > 1 else None)
     ax = axes[0, 0]
     xs, top, notes = _draw_accuracy_tokens(ax, table, mv, grid, labels, mv_temperature)
     ax.set(xlabel="average tokens per problem (prompt + completion, log scale)", ylabel="accuracy %",
            title="This run (bars: 95% Wilson intervals)", **_limits(xs, top))
-    ax.legend(fontsize=10, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    if panels > 1:
+        ax.legend(fontsize=10, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    else:  # under the axes, which keep the figure's whole width
+        ax.legend(fontsize=10, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=3, frameon=False)
     if paper is not None:
         ax2 = axes[0, 1]
         ax2.axis("off")
@@ -553,32 +565,62 @@ def comparison_display_by_model(table: pd.DataFrame,
     return out[["model"] + [c for c in out.columns if c != "model"]]
 
 
-def plot_accuracy_vs_tokens_by_model(table: pd.DataFrame, labels: Mapping[str, str] | None = None):
+def plot_accuracy_vs_tokens_by_model(table: pd.DataFrame, labels: Mapping[str, str] | None = None,
+                                     not_comparable: Mapping[str, Iterable[str]] | None = None):
     """Accuracy % against average tokens, one panel per model of :func:`comparison_by_model` on shared
-    axes, drawn as :func:`plot_accuracy_vs_tokens` draws its panel (95% Wilson intervals)."""
+    axes (two panels a row, 10 inches wide), drawn as :func:`plot_accuracy_vs_tokens` draws its panel
+    (95% Wilson intervals). ``not_comparable`` maps a model to the strategies whose runs are not
+    comparable on it (e.g. :func:`lase_nb.runs.off_format` of its runs: baselines whose follow-ups
+    the model was never trained for): they are drawn hollow on dotted intervals, and the panel says so."""
+    import math
+
     import matplotlib.pyplot as plt
 
+    not_comparable = {m: set(v) for m, v in (not_comparable or {}).items()}
     groups = list(table.groupby("model", sort=False))
-    fig, axes = plt.subplots(1, len(groups), figsize=(8 * len(groups) + 3, 6), squeeze=False, sharey=True)
+    ncols = 1 if len(groups) == 1 else 2
+    nrows = math.ceil(len(groups) / ncols)
+    spare = nrows * ncols > len(groups)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(10, 4.3 * nrows + (0 if spare else 1.3)), squeeze=False,
+                             sharex=True, sharey=True, layout="constrained")
+    flat = list(axes.ravel())
     xs, tops = [], []
     notes: list[list[Note]] = []
-    for ax, (name, g) in zip(axes[0], groups):
-        x, top, n = _draw_accuracy_tokens(ax, g.set_index("strategy"), labels=labels)
+    for ax, (name, g) in zip(flat, groups):
+        off = not_comparable.get(name, set()) & set(g["strategy"])
+        x, top, n = _draw_accuracy_tokens(ax, g.set_index("strategy"), labels=labels, hollow=off)
         xs.append(x)
         tops.append(top)
         notes.append(n)
-        ax.set(title=f"{name} ({int(g['n'].iloc[0])} problems)", xlabel="average tokens per problem (log scale)")
-    for ax in axes[0]:
+        ax.set_title(f"{name} ({int(g['n'].iloc[0])} problems)", fontsize="medium")
+        if off:
+            names = ", ".join(labels.get(s, label(s)) if labels else label(s) for s in g["strategy"] if s in off)
+            ax.text(0.98, 0.97, f"hollow: not comparable here\n({names})", transform=ax.transAxes, ha="right",
+                    va="top", fontsize=9, color="0.3", bbox=dict(boxstyle="round,pad=0.25", fc="white", ec="0.7"))
+    for ax in flat[:len(groups)]:
         ax.set(**_limits(np.concatenate(xs), max(tops)))
-    axes[0, 0].set_ylabel("accuracy %")
+    for row in axes:
+        row[0].set_ylabel("accuracy %")
+    for ax in flat[len(groups):]:
+        ax.axis("off")
+    for ax in flat[len(groups) - ncols:len(groups)]:
+        ax.set_xlabel("average tokens per problem (log scale)")
+        ax.xaxis.set_tick_params(labelbottom=True)
     handles: dict[str, Any] = {}
-    for ax in axes[0]:
+    for ax in flat[:len(groups)]:
         for h, lab in zip(*ax.get_legend_handles_labels()):
             handles.setdefault(lab, h)
-    axes[0, -1].legend(list(handles.values()), list(handles), fontsize=10, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    if any(not_comparable.get(name, set()) & set(g["strategy"]) for name, g in groups):
+        handles["hollow, dotted: not comparable on\nthat model (off its training)"] = plt.Line2D(
+            [], [], marker="o", ls=":", color="0.4", mfc="white", mew=1.8, ms=9)
+    if spare:
+        flat[-1].legend(list(handles.values()), list(handles), fontsize=10, loc="center", frameon=False)
+    else:
+        fig.legend(list(handles.values()), list(handles), fontsize=10, loc="outside lower center", ncol=3,
+                   frameon=False)
     fig.suptitle("Every strategy, by model (bars: 95% Wilson intervals)", fontweight="bold")
-    fig.tight_layout()
-    for ax, panel_notes in zip(axes[0], notes):  # now that the layout is final
+    fig.canvas.draw()  # the layout is final: the labels can be placed
+    for ax, panel_notes in zip(flat, notes):
         for text, spots, kw in panel_notes:
             place_label(ax, text, spots, **kw)
     return fig
