@@ -34,6 +34,9 @@ def _backend_args(p: argparse.ArgumentParser) -> None:
                    help="API backends: retries per call on 429/5xx, timeouts, dropped connections (default 4)")
     p.add_argument("--threads", type=int, default=None,
                    help="local backend: CPU threads (default: $OMP_NUM_THREADS when set, else every core)")
+    p.add_argument("--dtype", default=None, choices=("auto", "float32", "bfloat16"),
+                   help="local backend: the weights' number format (default auto: float32 unless the CPU "
+                        "multiplies bfloat16 natively and benchmarks/README.md's agreement table allows it)")
 
 
 def _canonical_names(args) -> None:
@@ -67,8 +70,18 @@ def _engine(args, cache: bool = True):
         if args.threads < 1:
             raise ConfigError(f"--threads must be a positive number of CPU threads (got {args.threads})")
         extra["threads"] = args.threads
+    if getattr(args, "dtype", None) is not None:
+        if args.backend != "local":
+            raise ConfigError("--dtype applies to --backend local (an API server picks its own number format)")
+        extra["dtype"] = args.dtype
     backend = make_backend(args.backend, args.model, args.base_url, concurrency=args.concurrency, **extra)
     return Engine(backend, _open_cache(args) if cache else None)
+
+
+def _dtype_field(backend) -> dict:
+    """``{"dtype": ...}`` for a manifest when the backend computes in a chosen number format."""
+    dtype = getattr(backend, "dtype", None)
+    return {"dtype": dtype} if dtype else {}
 
 
 def _open_cache(args):
@@ -203,7 +216,7 @@ def cmd_run(args) -> int:
     manifest = traces.provenance(
         command="lase-nb " + " ".join(shlex.quote(a) for a in _public_argv(args.argv or [])),
         strategy=args.strategy, backend=engine.backend.name, model=engine.backend.model,
-        base_url=public_url(args.base_url), dataset=args.dataset,
+        base_url=public_url(args.base_url), **_dtype_field(engine.backend), dataset=args.dataset,
         data_path=args.data_path, n=len(problems), seed=args.seed, levels=args.levels,
         **({"split": args.split} if args.split else {}), config=asdict(cfg),
         cache={"path": str(engine.cache.path), "mode": engine.cache.mode}, engine=asdict(engine.stats))
