@@ -55,6 +55,10 @@ def resolve_data_path(path: str | Path) -> Path:
     ``../data/traces/arith-smollm2`` point) or from its root. A chapter therefore finds its data
     whether papermill runs it from ``notebooks/``, from the repository root or from elsewhere.
     Returns ``path`` unchanged when none exists (the caller's error names it)."""
+    if str(path) == COMMITTED:  # the keyword of a recording slot: the first committed study
+        return COMMITTED_DIR / COMMITTED_STUDIES[0]
+    if str(path) in COMMITTED_STUDIES or str(path) in COMMITTED_CONTROL:
+        return COMMITTED_DIR / str(path)
     p = Path(path).expanduser()
     if p.is_absolute() or p.exists():
         return p

@@ -50,8 +50,8 @@ kind = "number"  # number | math | choice
 top_logprobs = 5
 tau_lp = 0.8  # the gate's thresholds: exp(LP_min) below tau_lp, or H_max above tau_h (nats), is "unsure"
 tau_h = 0.5
-traces = "../data/traces/arith-smollm2"  # recorded answers of the embedded model, for the confidently wrong example
-interactive = True  # False under papermill in CI
+traces = "committed"  # recorded answers (a folder holding lase-full/) for the confidently wrong example; "committed": data/traces/arith-smollm2
+interactive = None  # None: widgets only in a live Jupyter session (never under papermill); True or False forces it
 
 # %%
 import math
@@ -60,7 +60,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from lase_nb import plots
+from lase_nb import plots, widgets
 from lase_nb.confidence import answer_token_indices, confidence_frame, is_uncertain, measure, uncertain_mask
 from lase_nb.engine import Call
 from lase_nb.live import live_engine
@@ -69,6 +69,7 @@ from lase_nb.strategies import default_examples
 from lase_nb.types import GenParams, Problem
 
 plots.set_style()
+interactive = widgets.live_session(interactive)
 engine = live_engine(backend, model, base_url, concurrency=concurrency, timeout=timeout)  # the backend, with the call cache
 problem = Problem("quickstart", question, gold="", kind=kind)
 

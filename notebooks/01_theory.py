@@ -69,17 +69,18 @@ delta = 0.3  # section 4: accuracy rise given a seed
 n_runs = 2000  # independent simulated debates per setting
 n_problems = 20000  # simulated problems in sections 3 and 4
 seed = 0  # every simulation derives its random numbers from this
-interactive = True  # False under papermill: no widgets are created
+interactive = None  # None: sliders only in a live Jupyter session (never under papermill); True or False forces it
 
 # %%
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from lase_nb import plots
+from lase_nb import plots, widgets
 from lase_nb.chapters import theory
 
 plots.set_style()
+interactive = widgets.live_session(interactive)
 pd.set_option("display.precision", 4)
 accuracies = sorted({round(a, 2) for a in (initial_accuracy - 0.2, initial_accuracy, initial_accuracy + 0.2)
                      if 1 / n_options < a < 1})
@@ -451,7 +452,7 @@ print(f"gated star (section 1.3): {star_gated.inclusions().mean():.2f} inclusion
 # of section 1.1 with another starting accuracy or group size. (Under papermill `interactive` is
 # False and no widget is made.) Notice that whatever you choose, the left panel stays flat.
 
-# %%
+# %% tags=["book-hide"]
 if interactive:
     import ipywidgets as widgets
 

@@ -64,16 +64,15 @@ examples = None  # worked examples per prompt (None: 2 for the embedded model, 0
 dataset = "arith"  # live runs: arith (generated) or a paper set loaded from data_path
 data_path = None  # file/folder of a paper data set (never shipped)
 n_problems = 4  # live runs: problems to run
-traces = "../data/traces/arith-smollm2"  # recorded runs, read unless live
-point_traces = "../data/traces/arith-organism-point"  # the pointing organism (v5)'s recorded full chains (3.4, 3.5); None: skip
-control_traces = "../data/traces/control-level1"  # both models' full chains on the same level-1 problems (3.4); None: skip
-tell_traces = "../data/traces/arith-organism-tell"  # the telling organism (v4), set beside it in 3.4 and 3.5; None: skip
+traces = "committed"  # your study (a folder holding lase-full/), read unless live; "committed": data/traces/arith-smollm2
+studies = "auto"  # studies beside it in 3.4 and 3.5 (folders or [label, folder] pairs); auto: the committed ones only when traces is committed; None: none
+control_traces = "auto"  # two studies of the same problems (a folder of study folders), compared in 3.4; None: skip
 live = False  # True: run LASE now (full chain, cached) instead of reading the traces
 tau_lp = 0.8  # gate: exp(LP_min) below this is uncertain
 tau_h = 0.5  # gate: H_max (nats) above this is uncertain
 max_tokens = None  # live runs: leader token limit (None: library default)
 seed = 0
-interactive = True  # False under papermill: no widgets
+interactive = None  # None: sliders only in a live Jupyter session (never under papermill); True or False forces it
 
 # %%
 from dataclasses import asdict
@@ -83,7 +82,7 @@ import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 
-from lase_nb import plots, prompts, runs as run_store
+from lase_nb import plots, prompts, runs as run_store, widgets
 from lase_nb import regimes, transcripts
 from lase_nb.chapters import correct_seeds, pipeline
 from lase_nb.replay import chains_from_stages, replay
@@ -91,6 +90,8 @@ from lase_nb.replay import chains_from_stages, replay
 plots.set_style()
 pd.set_option("display.precision", 3)
 pd.set_option("display.max_colwidth", 120)
+interactive = widgets.live_session(interactive)
+shown = run_store.chapter_studies(traces, studies, committed=run_store.COMMITTED_STUDIES)
 
 # %% [markdown]
 # ## 3.0 The data: recorded full chains, or a live run
@@ -115,7 +116,7 @@ if live:
     problems = {p.id: p for p in problem_list}
     print(f"live run: {engine.stats.model_calls} model calls, {engine.stats.cache_hits} from the cache")
 else:
-    runs = run_store.load_runs(traces, ["lase", "mad"], require=["lase"])  # older recordings get the new columns
+    runs = run_store.load_runs(shown[0].path, ["lase", "mad"], require=["lase"])  # older recordings get the new columns
     run = runs["lase"]
     problems = run_store.problems_from_manifest(run.manifest, data_path)
 chains = chains_from_stages(run.stages)
@@ -278,8 +279,7 @@ display(Markdown(pipeline.describe_batch(chains, tau_lp, tau_h)))
 # regime do you expect for each?
 
 # %%
-both = run_store.load_models(run_store.by_display_name([traces, point_traces, tell_traces]), ["lase"],
-                             require=["lase"])
+both = run_store.load_studies(shown, ["lase"], require=["lase"])
 model_chains = run_store.chains_by_model(both)
 display(regimes.regime_table(model_chains, tau_lp, tau_h, seed=seed))
 display(Markdown(regimes.describe_regime(regimes.gain_regime(model_chains[next(iter(model_chains))], tau_lp, tau_h,
@@ -293,8 +293,11 @@ display(Markdown(regimes.describe_regime(regimes.gain_regime(model_chains[next(i
 # answer, the organism zero-shot) the difference of the two gains is tested problem by problem:
 
 # %%
-if control_traces:
-    control_chains = run_store.chains_by_model(run_store.control_models(control_traces))
+control = run_store.control_studies(control_traces, traces)
+if not control:
+    print("no control (control_traces is None, or you named your own traces): skipped")
+else:
+    control_chains = run_store.chains_by_model(run_store.load_studies(control, ["lase"], require=["lase"]))
     labels = list(control_chains)
     same = regimes.compare_gains(*control_chains.values(), tau_lp, tau_h, seed=seed)
     display(regimes.control_table(same, *labels))
@@ -309,7 +312,7 @@ if control_traces:
 # 06 ends with why, on the whole, they do not add up to a gain.
 
 # %%
-org = run_store.display_name(point_traces) if point_traces else None
+org = shown[1].label if len(shown) > 1 else None  # the first study beside yours (the pointing organism by default)
 if org in both:
     o_run, o_chains = both[org]["lase"], model_chains[org]
     o_problems = run_store.problems_from_manifest(o_run.manifest)
@@ -329,7 +332,7 @@ if org in both:
             o_run.calls, o_pid, stop_stage=o_change["stop"], tau_lp=tau_lp, tau_h=tau_h, gold=o_problems[o_pid].gold,
             kind=kind), max_chars=900)))
 else:
-    print("no pointing organism recording: its walk-through is skipped")
+    print("no study beside yours (studies): the second walk-through is skipped")
 
 # %% [markdown]
 # ## 3.5 Supporters that give the answer away
@@ -363,8 +366,7 @@ leaks
 # attempts that state the answer.
 
 # %%
-rule_runs = {label: run_store.load_runs(folder, ["lase"])["lase"]
-             for label, folder in run_store.by_display_name([tell_traces, point_traces]).items()}
+rule_runs = {s.label: run_store.load_runs(s.path, ["lase"])["lase"] for s in shown[1:]}  # the studies beside yours
 if rule_runs:
     rule_problems = {label: run_store.problems_from_manifest(r.manifest) for label, r in rule_runs.items()}
     by_rule = pipeline.telling_vs_pointing(rule_runs, rule_problems, tau_lp, tau_h)
@@ -374,7 +376,7 @@ if rule_runs:
         f"stated the answer; {int(r.broken)} broken; {r.stating_share:.0%} of its notes on wrong attempts state the answer."
         for label, r in by_rule.iterrows())))
 else:
-    print("neither organism recording is here: the comparison is skipped")
+    print("no study beside yours (studies): the comparison is skipped")
 
 # %% [markdown]
 # Read the two rows together: a gain whose fixes are mostly *told* is the supporters solving the
@@ -419,9 +421,9 @@ plt.show()
 # ## Try it yourself
 #
 # In a live Jupyter session, move the thresholds and watch the stop-stage distribution and the
-# cost change, replayed from the same recording (under papermill `interactive` is False).
+# cost change, replayed from the same recording.
 
-# %%
+# %% tags=["book-hide"]
 if interactive:
     import ipywidgets as widgets
 

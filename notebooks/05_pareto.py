@@ -263,7 +263,6 @@ pd.DataFrame({
 }, index=["problems", "accuracy", "avg tokens", "escalation rate"]).T
 
 # %% [markdown]
-# %% [markdown]
 # ## 5.6 Studies side by side
 #
 # The same replay on every study in `studies` (chapter 03 introduces the committed ones). Each

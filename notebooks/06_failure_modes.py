@@ -31,7 +31,8 @@
 #    chapter answers in print, with intervals.
 # 4. **Answers that never get boxed**: how often the leader's revision has no extractable answer.
 # 5. **Why no gain**: on the committed pointing organism, three numbers that explain why LASE gains
-#    nothing although its supporters point at the right step (section 6.5).
+#    nothing although its supporters point at the right step (section 6.5), and the ceiling under a
+#    perfect note: what the leader makes of a note that names its error exactly (section 6.6).
 #
 # **You need** chapters 02 (the gate) and 03 (the pipeline). No model is called: everything comes
 # from a study's full-chain recording (`traces`: your study, or the committed recordings). The
@@ -58,7 +59,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from IPython.display import HTML, Markdown, display
 
-from lase_nb import confidence, plots, preregistration, widgets
+from lase_nb import ceiling, confidence, plots, preregistration, widgets
 from lase_nb import runs as run_store
 from lase_nb.chapters import failures
 from lase_nb.replay import summarize
@@ -310,10 +311,33 @@ else:
     print("section 6.5 reads the committed preregistered study, which is not shown here: skipped")
 
 # %% [markdown]
-# ## 6.x Why no gain here: the ceiling under a perfect note
+# ## 6.6 Why no gain here: the ceiling under a perfect note
+#
+# The paper's Appendix H names a failure it calls *execution failure post-critique*: a supporter
+# finds the flaw, the leader accepts the critique, and still cannot rebuild the right path,
+# because the fix lies beyond what the base model can execute. **How much could a perfect
+# supporter get out of our leaders?** For every first answer of a committed full-chain recording
+# whose chain is known, code writes the note a perfect supporter would write by the paper's rule,
+# never stating the final answer: (a) the first failing step; (b) that step and the kind of error
+# (a misread quantity, the wrong operation, an arithmetic slip, a value not carried, a missing
+# step); (c) also that step's right value when it is not the last step. Variant (c) is a stronger
+# supporter than the paper's prompts ask for. A right first answer gets "every step checks out",
+# or a false alarm on a random step. Each note goes through the leader's real revision call (the
+# LASE revision prompt, the recorded attempt, one call): `lase_nb/ceiling.py`, run by
+# `benchmarks/ceiling.py` into `data/ceiling/`.
+#
+# No supporter that keeps the rule can point better than notes (a) and (b), so these counts bound
+# what LASE can gain with these leaders. The stop rule was written before any note was sent:
+# train supporters only for a kind of error whose (a) or (b) note fixes at least 60% of the wrong
+# first answers while the same variant's false alarm breaks at most 5% of right ones.
 
-# %% [markdown]
-# (filled by the ceiling study)
+# %%
+if any(s.committed for s in shown):
+    ceiling_rows = ceiling.load_rows()
+    display(ceiling.summary(ceiling_rows))
+    print(ceiling.verdict(ceiling_rows))
+else:
+    print("the ceiling was measured on the committed models only: section 6.6 is skipped for your study")
 
 # %% [markdown]
 # ## Try it yourself
@@ -358,3 +382,5 @@ if interactive:
 #   prints the answer for your studies, with intervals).
 # - **Unboxed revisions** are counted, with what the extraction step recovers (section 6.4).
 # - Why debate can start behind the single agent is chapter 04's section 4.1.
+# - **The ceiling under a perfect note** bounds what any supporter that keeps the rule can gain with
+#   these leaders: section 6.6 prints what each leader did with such notes and the stop rule's outcome.

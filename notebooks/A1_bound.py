@@ -28,13 +28,13 @@
 # intervals) and `lase_nb/preregistration.py` (the prediction fixed before the held-out data).
 
 # %% tags=["parameters"]
-traces = "../data/traces/arith-smollm2"  # the embedded model's recorded full chains
-point_traces = "../data/traces/arith-organism-point"  # the pointing organism (v5)'s recorded full chains; None: skip
+traces = "committed"  # your study (a folder holding lase-full/); "committed": data/traces/arith-smollm2
+studies = "auto"  # studies beside it (folders or [label, folder] pairs); auto: the committed ones only when traces is committed; None: none
 data_path = None  # file/folder of a paper data set (never shipped), if the recording used one
 tau_lp = 0.8  # gate: exp(LP_min) below this is uncertain
 tau_h = 0.5  # gate: H_max (nats) above this is uncertain
 seed = 0  # bootstrap seed
-interactive = True  # False under papermill (this appendix has no widgets)
+interactive = None  # this appendix makes no widgets
 
 # %%
 import pandas as pd
@@ -47,7 +47,7 @@ from lase_nb.replay import chains_from_stages
 
 pd.set_option("display.precision", 3)
 pd.set_option("display.max_colwidth", 120)
-models = run_store.load_models(run_store.by_display_name([traces, point_traces]), ["lase"], require=["lase"])
+models = run_store.load_studies(run_store.chapter_studies(traces, studies), ["lase"], require=["lase"])
 print(", ".join(f"{label}: {run_store.model_label(rs['lase'])}" for label, rs in models.items()))
 
 # %% [markdown]

@@ -29,7 +29,7 @@ point_traces = "../data/traces/arith-organism-point"  # the pointing organism (v
 control_traces = "../data/traces/control-level1"  # both models on the same level-1 problems (the last comparison); None: skip
 tau_lp = 0.8  # gate thresholds (the preregistered ones)
 tau_h = 0.5
-interactive = True  # False under papermill (this appendix has no widgets)
+interactive = None  # this appendix makes no widgets
 
 # %%
 from IPython.display import Markdown, display

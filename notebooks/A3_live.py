@@ -33,13 +33,13 @@ base_url = None  # an OpenAI-compatible server, for the openai backend
 concurrency = None  # API backends: calls in flight (default 8; 1 for a one-slot server)
 timeout = None  # API backends: seconds one call may take (default 60)
 examples = None  # worked examples per prompt (None: 2 for the embedded model, 0 for API models; 2 helps a small model box its answers)
-traces = "../data/traces/arith-smollm2"  # the recording whose walk-through problem is run again
+traces = "committed"  # the recording whose walk-through problem is run again; "committed": data/traces/arith-smollm2
 tau_lp = 0.8  # gate: exp(LP_min) below this is uncertain
 tau_h = 0.5  # gate: H_max (nats) above this is uncertain
 seed = 0
 run_episode = True  # False: skip the live calls (the page then only shows the code)
 episode_max_tokens = 64  # token cap of each call of the episode (the agreement holds at any cap)
-interactive = True  # False under papermill (this appendix has no widgets)
+interactive = None  # this appendix makes no widgets
 
 # %%
 from lase_nb import prompts
