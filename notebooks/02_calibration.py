@@ -137,7 +137,8 @@ plt.show()
 # %%
 tables = {p: calibration.reliability(frame, p, tau=t) for p, t in (("p_min", tau_lp), ("h_max", tau_h))}
 print(calibration.describe_reliability(tables["p_min"]))
-pd.concat(tables, names=["proxy"]).droplevel(1)[["bin", "count", "n_correct", "accuracy", "ci_lo", "ci_hi"]]
+pd.concat(tables, names=["proxy"]).reset_index(level=0).assign(bin=lambda t: t["proxy"] + " " + t["bin"]) \
+    .set_index("bin")[["count", "n_correct", "accuracy", "ci_lo", "ci_hi"]]
 
 # %% [markdown]
 # **Reliability bins, by hand.** A reliability table is a histogram with a second count: cut the
@@ -165,7 +166,7 @@ print(f"by hand: {len(counts)} bins, counts {counts}, right {n_right}: the libra
 # %%
 cond = calibration.paper_conditions(frame)
 print(reference.CALIBRATION.attrs["source"])
-cond
+cond.set_index("condition")[["n", "accuracy", "ci_lo", "ci_hi", "paper_accuracy"]]
 
 # %% [markdown]
 # ## 2.3 AUROC and ECE: how well does each proxy flag errors?
@@ -184,7 +185,7 @@ cond
 # %%
 scores = calibration.proxy_scores(frame, tau_lp, tau_h, seed=seed)
 display(Markdown(calibration.describe_scores(scores)))
-scores[["proxy", "n_answered", "errors_answered", "auroc", "auroc_lo", "auroc_hi"]]
+scores.set_index("proxy")[["n_answered", "errors_answered", "auroc", "auroc_lo", "auroc_hi"]]
 
 # %% [markdown]
 # **AUROC, by hand.** Take every pair of one wrong and one right answer; count the pairs in which
@@ -229,7 +230,7 @@ if len(frames) > 1:
 else:
     print("one study: no panels to set side by side (pass studies to add more)")
 display(Markdown(calibration.describe_calibration_by_model(by_model, calibration.auroc_gap(frames, seed=seed))))
-by_model[["model", "n", "accuracy", "escalation_rate", "auroc_p_min", "ece"]]
+by_model.set_index("model")[["n", "accuracy", "escalation_rate", "auroc_p_min", "ece"]]
 
 # %% [markdown]
 # **On the same problems.** A control (`control_traces`) is two studies of the same problems (the
@@ -271,7 +272,7 @@ summary = calibration.entropy_summary(tokens[tokens["is_answer"]], tau_h)
 print(f"{len(gens)} responses, {int((tokens['k'] == top_k).sum())} generated tokens, "
       f"{int(((tokens['k'] == top_k) & tokens['is_answer']).sum())} of them answer tokens; "
       f"model calls {engine().stats.model_calls}, from cache {engine().stats.cache_hits}")
-summary
+summary.set_index("k")[["tokens", "mean_abs_error", "max_abs_error", "mean_covered", "gate_flips"]]
 
 # %%
 if tokens["exact"].notna().any():

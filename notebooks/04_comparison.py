@@ -245,10 +245,11 @@ table = comparison.main_comparison(tables)  # chapter 07 reads its token ratios 
 paper = comparison.paper_reference(paper_model, paper_dataset)
 labels = {s: plots.label(s, configs.get(s, configs.get("lase"))) for s in table.index}
 shown_table = comparison.comparison_display(table, paper, configs)
-display(shown_table[["method", "accuracy % [95% CI]", "strict accuracy %", "paper accuracy %", "vs single: +wins/-losses",
-               "McNemar p vs single"]])
-shown_table[["method", "avg tokens (completion)", "avg tokens (prompt+completion)", "x single (prompt+completion)",
-       "paper multiplier", "paper multiplier, all datasets"]]
+shown_table = shown_table.set_index("method")
+display(shown_table[["accuracy % [95% CI]", "strict accuracy %", "paper accuracy %", "vs single: +wins/-losses",
+                     "McNemar p vs single"]])
+shown_table[["avg tokens (completion)", "avg tokens (prompt+completion)", "x single (prompt+completion)",
+             "paper multiplier", "paper multiplier, all datasets"]]
 
 # %% [markdown]
 # A strategy recorded on far fewer problems than the others (if any) is compared on its own
@@ -315,7 +316,7 @@ grid = sweep(chains.subset(np.isin(chains.problem_ids, ids)),
 matched = comparison.compute_matched(mv_k, grid) if mv_k is not None else pd.DataFrame()
 if mv_k is None:
     print("no mv run: the equal-compute comparison is skipped")
-matched[[c for c in ("k", "mv_accuracy", "budget", "lase_accuracy", "lase_tokens", "lase_escalation") if c in matched]]
+matched.set_index("k")[["mv_accuracy", "budget", "lase_accuracy", "lase_tokens", "lase_escalation"]] if len(matched) else matched
 
 # %%
 fig = comparison.plot_accuracy_vs_tokens(table, None, mv=mv_k, grid=grid, labels=labels)
@@ -344,9 +345,8 @@ tables_by_model = {m: run_store.strategy_tables(r, tau_lp, tau_h) for m, r in mo
 chains_by_model = run_store.chains_by_model(models)
 both = comparison.comparison_by_model(tables_by_model)
 configs_by_model = {m: {s: r.manifest.get("config", {}) for s, r in rs.items()} for m, rs in models.items()}
-display(comparison.comparison_display_by_model(both, configs_by_model)[
-    ["model", "method", "accuracy % [95% CI]", "x single (prompt+completion)", "vs single: +wins/-losses",
-     "McNemar p vs single"]])
+display(comparison.comparison_display_by_model(both, configs_by_model).set_index(["model", "method"])[
+    ["accuracy % [95% CI]", "x single (prompt+completion)", "vs single: +wins/-losses", "McNemar p vs single"]])
 for m, short_runs in both.attrs["short"].items():  # as in 4.1: on their own problems, beside single, MV, LASE
     for s in short_runs:
         print(f"{m}, {plots.label(s, configs_by_model[m].get(s))}: recorded on far fewer problems, left out here")

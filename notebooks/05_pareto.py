@@ -190,8 +190,8 @@ if common is not None:
 points = pd.concat(rows, ignore_index=True)
 solo_by = points[points["policy"] == "solo"].set_index("problems")["avg_tokens"]
 points["x leader"] = points["avg_tokens"] / points["problems"].map(solo_by)
-points[["problems", "policy", "n", "accuracy", "acc_lo", "acc_hi", "accuracy_strict", "avg_tokens", "x leader",
-        "escalation_rate"]]
+points.assign(point=points["policy"] + " (" + points["problems"] + ", n=" + points["n"].astype(str) + ")") \
+    .set_index("point")[["accuracy", "acc_lo", "acc_hi", "avg_tokens", "x leader"]]
 
 # %%
 effects = pareto.stage_effects(chains)
@@ -221,7 +221,8 @@ plots.savefig(fig, "pareto_escalation");
 # %%
 t5 = pareto.paper_sweep_beside(chains)
 print(f"paper: {t5.attrs['model']}, {t5.attrs['dataset']}; this run: {m.get('model')}, {m.get('dataset')}, {n} problems")
-t5
+t5.set_index("tau_lp")[["accuracy (this run)", "avg_tokens (this run)", "escalation_rate (this run)", "accuracy (paper)",
+                        "avg_tokens (paper)"]]
 
 # %%
 display(Markdown(pareto.describe_sweep(t5, grid, n, pareto.sweep_test(chains, seed=seed))))
@@ -233,7 +234,7 @@ display(Markdown(pareto.describe_sweep(t5, grid, n, pareto.sweep_test(chains, se
 # escalation spends more tokens and also moves accuracy. The recording measures both:
 
 # %%
-effects
+effects.set_index("stage")[["accuracy", "no_answer", "fixed_vs_leader", "broken_vs_leader", "avg_tokens"]]
 
 # %% [markdown]
 # **How to read it.** Read `fixed_vs_leader` against `broken_vs_leader`: where the supporters'
@@ -269,7 +270,7 @@ pd.DataFrame({
 # panel is one study's threshold grid with its front, its oracle staircase, the leader alone,
 # always-interact and LASE at the chapter's thresholds (the star). **Where the supporters can
 # correct the leader, the front rises above the leader alone; where they cannot, it stays flat or
-# falls.** The table's regime column is chapter 03's (section 3.4).
+# falls.** Chapter 03 (section 3.4) names each study's regime.
 
 # %%
 models = run_store.load_studies(shown, ["lase"], require=["lase"])
@@ -282,7 +283,8 @@ else:
     print("one study: its frontier is the figure of section 5.2 (pass studies to add more)")
 
 # %%
-pareto.frontier_table(fronts)  # each model's regime: chapter 03, section 3.4
+pareto.frontier_table(fronts).set_index("model")[["n", "leader_accuracy", "lase_accuracy", "always_accuracy",
+                                                   "oracle_accuracy"]]
 
 # %% [markdown]
 # **Does any front rise above its own leader alone?** A gain of a point or two is hard to read on

@@ -98,7 +98,7 @@ plots.savefig(fig, "failure_confident_errors")
 plt.show()
 print(f"{int(split['confident_errors'])} of {int(split['errors'])} wrong first answers pass the gate; escalating them anyway, "
       f"some later stage is right on {int(ce['later_right'].sum())} and the last stage on {int(ce['final_correct'].sum())}")
-ce.head(5)
+ce.set_index("problem_id")[["answer", "p_min", "h_max", "later_right", "final_correct"]].head(5)
 
 # %% [markdown]
 # **How to read the figure.** Both axes measure the distance from certainty on a log scale, so the
@@ -162,14 +162,15 @@ outcomes = failures.revision_outcomes(lase, problems)
 fig = failures.plot_revision_outcomes(outcomes)
 plots.savefig(fig, "failure_revisions")
 plt.show()
-failures.outcome_counts(outcomes).pivot_table(index=["before", "stage", "supporter"], columns="outcome",
-                                              values="count", aggfunc="sum", fill_value=0).astype(int).iloc[:, :6]
+coarse = outcomes["outcome"].map(lambda o: "broken" if o.startswith("broke") else o if o in ("fixed", "kept right")
+                                else "still wrong")  # the seven outcomes of failures.revision_outcomes, in four
+pd.crosstab(outcomes["stage"], coarse)
 
 # %%
 fails = failures.execution_failures(outcomes).sort_values(
     ["note_has_gold", "revision_has_gold", "stage"], ascending=[False, False, True], kind="stable")
 display(Markdown(failures.describe_revisions(outcomes, fails)))
-fails[["problem_id", "stage", "note_has_gold", "revision_has_gold", "prev_answer", "answer"]].head(5)
+fails.set_index("problem_id")[["stage", "note_has_gold", "revision_has_gold", "answer"]].head(5)
 
 # %% [markdown]
 # Transcript excerpts (the notes are shown as the supporter wrote them; any boxed answer in them
@@ -246,8 +247,7 @@ else:
     print("no control: comparing each study's own recording, which are not the same problems")
     model_chains = chains_by_model(models)
 by_model = failures.escalation_by_model(model_chains, tau_lp, tau_h)
-display(by_model[["model", "n", "leader_accuracy", "escalation_rate", "acc_escalated", "acc_kept"]]
-        if "model" in by_model else by_model.iloc[:, :6])
+display(by_model.set_index("model")[["n", "leader_accuracy", "escalation_rate", "acc_escalated", "acc_kept"]])
 display(Markdown(failures.describe_escalation_by_model(by_model)))
 for label, model_runs in list(models.items())[1:]:  # each study beside yours, by level
     o_esc, o_cost = failures.level_view(model_runs["lase"], tau_lp, tau_h)
