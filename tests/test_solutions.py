@@ -37,3 +37,22 @@ def test_each_exercise_in_the_chapter_has_its_solution(path: Path):
     asked = {line.split("**")[1].split()[1].rstrip(".") for line in chapter.splitlines()
              if line.startswith("# **Exercise ")}
     assert asked == solved, f"asked {sorted(asked)}, solved {sorted(solved)}"
+
+
+#: Solutions whose answers are read from a study (``$LASE_SOLUTION_TRACES``): each must answer
+#: differently on another study, or its exercise is degenerate on the data (issue 43: 05.2 was).
+VARYING = ("02", "05", "06")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("chapter", VARYING)
+def test_solution_answer_varies_with_its_study(chapter: str, tmp_path: Path):
+    path = NOTEBOOKS / "solutions" / f"{chapter}_solutions.py"
+    outs = []
+    for traces in ("data/traces/arith-smollm2", "data/traces/arith-organism-point"):
+        env = {**os.environ, "MPLBACKEND": "Agg", "LASE_FIGURES_DIR": str(tmp_path), "LASE_SOLUTION_TRACES": traces}
+        done = subprocess.run([sys.executable, str(path)], cwd=tmp_path, env=env, capture_output=True, text=True,
+                              timeout=300)
+        assert done.returncode == 0, done.stderr[-2000:]
+        outs.append(done.stdout)
+    assert outs[0] != outs[1], f"{path.name}: the same answer on two studies"

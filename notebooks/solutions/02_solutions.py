@@ -5,12 +5,15 @@
 # (`data/traces/arith-smollm2/lase-full`, stage 0).
 
 # %%
+import os
+
 from lase_nb import stats
 from lase_nb.chapters import calibration
 from lase_nb.confidence import confidence_frame, gate_split
 from lase_nb.runs import load_runs
 
-first = confidence_frame(load_runs("data/traces/arith-smollm2", ["lase"])["lase"], stage=0)
+TRACES = os.environ.get("LASE_SOLUTION_TRACES", "data/traces/arith-smollm2")  # the study the answers are read from
+first = confidence_frame(load_runs(TRACES, ["lase"])["lase"], stage=0)
 ok = first["correct"].to_numpy(bool)
 p_min, h_max = first["p_min"].to_numpy(float), first["h_max"].to_numpy(float)
 

@@ -6,20 +6,20 @@
 # (`data/traces/arith-organism-point`).
 
 # %%
-from fractions import Fraction
+import os
 
+from lase_nb.chapters import failures
 from lase_nb.confidence import confidence_frame, gate_split
-from lase_nb.notes import numbers_in
-from lase_nb.prompts import WORKED_EXAMPLES
 from lase_nb.runs import display_name, load_runs, problems_from_manifest
 
-FOLDERS = ("data/traces/arith-smollm2", "data/traces/arith-organism-point")
+FOLDERS = (os.environ.get("LASE_SOLUTION_TRACES", "data/traces/arith-smollm2"), "data/traces/arith-organism-point")
 runs = {display_name(f): load_runs(f, ["lase"])["lase"] for f in FOLDERS}
 firsts = {name: confidence_frame(run, stage=0) for name, run in runs.items()}
 
 # %% [markdown]
-# **Exercise 06.1.** What share of each model's wrong first answers is *very* confident
-# (`exp(LP_min)` at least 0.99)? No threshold on `exp(LP_min)` below 0.99 can send those to a supporter.
+# **Exercise 06.1.** Confident errors: what share of each study's wrong first answers is *very*
+# confident (`exp(LP_min)` at least 0.99)? No threshold on `exp(LP_min)` below 0.99 can send those
+# to a supporter.
 
 # %%
 for name, f in firsts.items():
@@ -29,50 +29,20 @@ for name, f in firsts.items():
     assert very <= gate_split(f, 0.99, float("inf"))["errors"]
 
 # %% [markdown]
-# **Exercise 06.2.** Read the rows: what are the most common wrong first answers of each model, and
-# what does the most common one suggest (a copied example, a number from the question, an off-by-one)?
-#
-# Each wrong answer is put in the first kind it fits: the answer of a worked example the prompt
-# showed (a copy), a number written in the question, one away from the gold answer, or none of
-# these (an arithmetic slip or a wrong operation).
+# **Exercise 06.2.** Failure after a critique: from section 6.2's revision outcomes, at which
+# stage does the leader most often turn a right answer wrong ("broken"), and what share of the
+# broken revisions box no answer of their own (section 6.4)?
 
 # %%
-examples = {v for _, answer in WORKED_EXAMPLES["number"] for v in numbers_in(answer.split("boxed")[-1])}
-
-
-def kind_of(answer, problem) -> str:
-    value = next(iter(numbers_in(str(answer))), None)
-    if value is None:
-        return "not a number"
-    if value in examples:
-        return "a worked example's answer"
-    if value in numbers_in(problem.question):
-        return "a number from the question"
-    if abs(value - Fraction(str(problem.gold))) == 1:
-        return "off by one"
-    return "another number"
-
-
-MEANS = {"a worked example's answer": "it copies an example", "a number from the question": "it repeats a number it read",
-         "off by one": "its arithmetic slips by one, a carry or a borrow",
-         "another number": "a slip elsewhere or a wrong operation", "not a number": "no number at all"}
-
-for name, f in firsts.items():
-    problems = problems_from_manifest(runs[name].manifest)
-    wrong = f[~f["correct"].astype(bool) & f["answered"].astype(bool)]
-    wrong = wrong.assign(kind=[kind_of(a, problems[p]) for a, p in zip(wrong["answer"], wrong["problem_id"])])
-    top = wrong["answer"].value_counts().head(5)
-    common = wrong[wrong["answer"] == top.index[0]]["kind"].value_counts()
-    counts = wrong["kind"].value_counts()
-    print(f"{name}: the most common wrong answers {({k: int(v) for k, v in top.items()})} (of {len(wrong)})")
-    print(f"  the most common, {top.index[0]}, on {top.iloc[0]} problems: "
-          + ", ".join(f"{k} {v}" for k, v in common.items()))
-    print("  all its wrong answers: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
-    copied = int(counts.get("a worked example's answer", 0))
-    print(f"  reading: {top.index[0]} is "
-          + ("one mistake repeated" if len(common) == 1 else f"no single mistake: its {top.iloc[0]} cases are "
-             f"{len(common)} kinds of error that happen to land on the same value")
-          + (f"; the worked examples' answers appear {copied} times, so the model does not copy them. "
-             if runs[name].manifest["config"].get("examples") else "; it is shown no worked example to copy. ")
-          + "; ".join(f"{v} of {len(wrong)} are {k} ({MEANS[k]})" for k, v in counts.head(2).items()) + ".")
-    assert counts.sum() == len(wrong) and top.sum() <= len(wrong)
+for name, run in runs.items():
+    outcomes = failures.revision_outcomes(run, problems_from_manifest(run.manifest))
+    broken = outcomes[outcomes["outcome"].str.startswith("broke")]
+    by_stage = broken.groupby("stage").size().reindex(sorted(outcomes["stage"].unique()), fill_value=0)
+    unboxed = int(broken["answer_strict"].isna().sum())
+    if broken.empty:
+        print(f"{name}: no revision breaks a right answer")
+        continue
+    worst = int(by_stage.idxmax())
+    print(f"{name}: {len(broken)} broken revisions, by stage { {int(k): int(v) for k, v in by_stage.items()} }: most at stage {worst}; "
+          f"{unboxed} of {len(broken)} ({unboxed / len(broken):.0%}) box no answer of their own")
+    assert by_stage.sum() == len(broken) and unboxed <= len(broken)
