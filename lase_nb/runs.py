@@ -39,7 +39,8 @@ __all__ = ["RUN_DIRS", "CONTRASTS", "resolve_data_path", "load_runs", "load_mode
            "FIRST_ROUND", "FIRST_ROUND_LABEL", "sampling_gap", "describe_sampling_gap",
            "Study", "AUTO", "COMMITTED", "COMMITTED_STUDIES", "COMMITTED_CONTROL", "PATH_PARAMETERS", "absolute_paths",
            "study_folder", "study_label", "chapter_studies", "describe_study", "control_studies", "load_studies",
-           "MIN_DECIDABLE", "MIN_DISCORDANT", "decidable", "gain_words"]
+           "MIN_DECIDABLE", "MIN_DISCORDANT", "decidable", "gain_words",
+           "split_by_coverage", "main_comparison"]
 
 #: Folder of a strategy name when it differs from the name: "lase" is read from the full-chain run
 #: (LASE at any thresholds is replayed from it); from the strategies' records.
@@ -750,3 +751,22 @@ def gain_words(gain: float, lo: float, hi: float, p: float, n: int, discordant: 
     if hi < 0 and p < 0.05:
         return f"{head}: below {what}"
     return f"{head}: not shown to differ from {what}"
+
+
+def split_by_coverage(tables: Mapping[str, pd.DataFrame], ratio: float = 0.8) -> tuple[list[str], list[str]]:
+    """Strategies with about as many problems as the typical run (``main``) and those recorded on far fewer.
+
+    A strategy is short when its problem count is below ``ratio`` times the median count; comparing
+    everything on the common ids would otherwise shrink the whole table to the shortest run.
+    """
+    counts = {s: int(t["problem_id"].nunique()) for s, t in tables.items()}
+    cut = ratio * float(np.median(list(counts.values())))
+    return [s for s in tables if counts[s] >= cut], [s for s in tables if counts[s] < cut]
+
+
+def main_comparison(tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
+    """The one comparison table of a study (chapters 04 and 07 print its token ratios): every
+    strategy of :func:`split_by_coverage`'s main group on the problems all of them answered
+    (:func:`comparison_table`)."""
+    main, _ = split_by_coverage(tables)
+    return comparison_table({s: tables[s] for s in main})

@@ -30,7 +30,7 @@ from .. import reference
 from ..confidence import confidence_frame
 from ..errors import DataError
 from ..stats import auroc_test, clears_both, paired_test
-from ..runs import decidable, paired_correct
+from ..runs import decidable, main_comparison, paired_correct
 
 __all__ = ["MARGIN", "VERDICTS", "claims_by_model", "accuracy_verdict", "paper_inconsistencies",
            "verdict_counts", "describe_verdicts", "describe_primary", "calibration_claim", "plot_claims",
@@ -127,8 +127,6 @@ def _model_rows(label: str, tables: Mapping[str, pd.DataFrame], run: Any,
     tested("LASE beats Mixture-of-Agents (Section 4.4)", "lase", "moa", "better")
     tested("LASE+MV beats MV(7) (Table 2)", "lase-mv", "mv", "better")
     tested("The supporters' order matters little (Section 4.5)", "lase-shuffled", "lase", "about equal")
-    from .comparison import main_comparison
-
     ratio = main_comparison(tables)["token_multiplier"]  # the same table, and ratios, as chapter 04's
     if {"lase", "mv", "single"} <= set(ratio.index):
         r_lase, r_mv = ratio["lase"], ratio["mv"]

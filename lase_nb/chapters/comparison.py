@@ -31,7 +31,7 @@ from ..answers import grade
 from ..errors import DataError
 from ..plots import Spot, label, place_label, style
 from ..replay import choose_thresholds, gate_for_budget, split_halves
-from ..runs import comparison_table, paired_correct
+from ..runs import comparison_table, main_comparison, paired_correct, split_by_coverage  # noqa: F401 (re-exported)
 from ..stats import paired_test, pct, points
 from ..strategies import EXTRACT_ROLE, SPECS, StrategyConfig, majority_vote
 
@@ -294,24 +294,6 @@ def claims_table(table: pd.DataFrame, paper: pd.DataFrame, about: Iterable[str] 
             f"{sh['mean'] - sh['original']:+.1f} pp", f"{d:+.1f} pp", bool(abs(d) <= 5.0))
     out = pd.DataFrame(rows, columns=["claim", "paper", "this run", "holds here", "McNemar p", "about", "n"])
     return out if about is None else out[out["about"].isin(set(about))].reset_index(drop=True)
-
-def split_by_coverage(tables: Mapping[str, pd.DataFrame], ratio: float = 0.8) -> tuple[list[str], list[str]]:
-    """Strategies with about as many problems as the typical run (``main``) and those recorded on far fewer.
-
-    A strategy is short when its problem count is below ``ratio`` times the median count; comparing
-    everything on the common ids would otherwise shrink the whole table to the shortest run.
-    """
-    counts = {s: int(t["problem_id"].nunique()) for s, t in tables.items()}
-    cut = ratio * float(np.median(list(counts.values())))
-    return [s for s in tables if counts[s] >= cut], [s for s in tables if counts[s] < cut]
-
-
-def main_comparison(tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
-    """The one comparison table of a study (chapters 04 and 07 print its token ratios): every
-    strategy of :func:`split_by_coverage`'s main group on the problems all of them answered."""
-    main, _ = split_by_coverage(tables)
-    return comparison_table({s: tables[s] for s in main})
-
 
 #: The columns of :func:`comparison_display` shown for a run of :func:`short_tables`.
 SHORT_COLUMNS = ["method", "accuracy % [95% CI]", "strict accuracy %", "avg tokens (prompt+completion)",
