@@ -40,6 +40,9 @@ from lase_nb.runs import problems_from_manifest  # noqa: E402
 from lase_nb.strategies import StrategyConfig  # noqa: E402
 from lase_nb.traces import load_run  # noqa: E402
 
+#: How each measurement is named in the tables.
+LABELS = {"organism": "organism v5", "smollm2": "SmolLM2-135M", "organism-pilot": "v5 + revision pilot"}
+
 #: The NoOp study: model -> (levels, worked examples). The embedded model sets up one step only
 #: (levels 2-3 are 0-3% right), so it meets level 1; the organism levels 1-3, as it was trained.
 NOOP = {"organism": ((1, 2, 3), 0), "smollm2": ((1,), 2)}
@@ -56,6 +59,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--recordings", nargs="*", default=list(RECORDINGS), choices=list(RECORDINGS))
     ap.add_argument("--noop", type=int, default=0, help="section 2: this many NoOp problems per model")
+    ap.add_argument("--readme", action="store_true", help="only rewrite the README's table from data/ceiling")
     ap.add_argument("--pilot", type=Path, default=None,
                     help="also the organism's recording through this merged model folder (the revision pilot, "
                          "data/organism/revision_pilot.py), written as organism-pilot")
@@ -64,6 +68,9 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=ROOT / "data" / "ceiling")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
+    if args.readme:
+        write_readme(ceiling.load_rows(args.out))
+        return 0
     cache = CallCache()
     frames = []
     todo = [(name, *RECORDINGS[name]) for name in args.recordings]
@@ -75,7 +82,7 @@ def main() -> int:
                                 for k, v in run.manifest["config"].items()})
         cases, seen = ceiling.cases_from_run(ceiling.first_attempts(run, problems_from_manifest(run.manifest)))
         engine = Engine(LocalBackend(model, max_batch=args.max_batch, threads=args.threads), cache)
-        label = run.manifest.get("model", model) if name != "organism-pilot" else "organism + revision pilot"
+        label = LABELS[name]
         t0 = time.perf_counter()
         rows = ceiling.send(engine, cases, cfg.params(), cfg.examples, label, progress=True)
         rows.to_json(args.out / f"{name}.jsonl", orient="records", lines=True, force_ascii=False)
@@ -94,7 +101,20 @@ def main() -> int:
         print(ceiling.ceiling_table(rows).to_string(index=False))
         print(ceiling.right_table(rows).to_string(index=False))
         print(ceiling.stop_rule(rows).to_string(index=False))
+    write_readme(ceiling.load_rows(args.out))
     return 0
+
+
+def write_readme(rows: pd.DataFrame, readme: Path = ROOT / "README.md") -> None:
+    """Print the summary table and the stop rule's verdict, and write them between the README's
+    ``ceiling`` markers (a test holds the README to the committed rows)."""
+    table, verdict = ceiling.markdown(ceiling.summary(rows)), ceiling.verdict(rows)
+    print(table, verdict, sep="\n\n")
+    text = readme.read_text()
+    start, end = "<!-- ceiling:start -->", "<!-- ceiling:end -->"
+    if start in text and end in text:
+        head, rest = text.split(start, 1)
+        readme.write_text(f"{head}{start}\n{table}\n\n{verdict}\n{end}{rest.split(end, 1)[1]}")
 
 
 def noop_study(args, cache: CallCache) -> list[pd.DataFrame]:
@@ -115,7 +135,7 @@ def noop_study(args, cache: CallCache) -> list[pd.DataFrame]:
         first_plain = ceiling.first_answers(engine, plain, cfg.params(), examples)
         first_noop = ceiling.first_answers(engine, noop, cfg.params(), examples)
         cases, seen = ceiling.cases_from_run(first_noop)
-        rows = ceiling.send(engine, cases, cfg.params(), examples, f"{name} (NoOp)", progress=True)
+        rows = ceiling.send(engine, cases, cfg.params(), examples, f"{LABELS[name]}, NoOp", progress=True)
         right_steps, steps = ceiling.step_accuracy(first_plain)
         test = paired_test([c for *_, c in first_noop], [c for *_, c in first_plain])
         summary = {"model": model, "levels": list(levels), "examples": examples, "n": len(noop),

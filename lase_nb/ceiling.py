@@ -48,7 +48,7 @@ from .types import Problem
 __all__ = [
     "CEILING_DIR", "KINDS", "VARIANTS", "RIGHT_VARIANTS", "STOP_RULE", "Case", "error_kind", "perfect_note", "clear_note",
     "false_alarm_note", "obeys_rule", "cases_from_run", "first_attempts", "first_answers", "step_accuracy", "send", "outcome", "ceiling_table", "right_table",
-    "stop_rule", "kinds_table", "load_rows", "rescore", "summary", "verdict",
+    "stop_rule", "kinds_table", "load_rows", "rescore", "summary", "markdown", "verdict",
 ]
 
 #: Kinds of first error, in the words a note of variant ``b`` uses.
@@ -59,6 +59,8 @@ KINDS = {
     "carry": "it does not start from the result of the step before it",
     "missing": "the solution stops before this step",
 }
+#: The verdict quotes the best fix rate among kinds with at least this many wrong first answers.
+MIN_KIND = 10
 #: Where ``benchmarks/ceiling.py`` writes the committed measurement (chapter 06 reads it).
 CEILING_DIR = Path(__file__).resolve().parents[1] / "data" / "ceiling"
 #: Note variants on a wrong first answer.
@@ -408,6 +410,14 @@ def summary(rows: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
+def markdown(table: pd.DataFrame) -> str:
+    """A table as a Markdown pipe table (the README's copy of :func:`summary`)."""
+    head = "| " + " | ".join(map(str, table.columns)) + " |"
+    rule = "|" + "---|" * len(table.columns)
+    body = ["| " + " | ".join(str(v) for v in row) + " |" for row in table.itertuples(index=False)]
+    return "\n".join([head, rule, *body])
+
+
 def verdict(rows: pd.DataFrame, rule: Mapping[str, Any] = STOP_RULE) -> str:
     """The stop rule's outcome in words, from the rows: which model and kind of error meet it, or
     that none does (then no supporter is worth training for these leaders)."""
@@ -418,9 +428,11 @@ def verdict(rows: pd.DataFrame, rule: Mapping[str, Any] = STOP_RULE) -> str:
     head = (f"Stop rule (fixed before any note was sent): a note of variant a or b fixes at least "
             f"{rule['fix']:.0%} of a kind's wrong first answers, and the same variant's false alarm "
             f"breaks at most {rule['break_']:.0%} of right ones. ")
-    best = table.sort_values("fixed", ascending=False).iloc[0]
+    sized = table[table["wrong"] >= MIN_KIND]
+    pool, among = (sized, f" among kinds with at least {MIN_KIND} wrong first answers") if len(sized) else (table, "")
+    best = pool.sort_values("fixed", ascending=False).iloc[0]
     if met.empty:
-        return head + (f"No model and kind meets it: the best fix rate is {best['fixed']:.0%} "
+        return head + (f"No model and kind meets it: the best fix rate{among} is {best['fixed']:.0%} "
                        f"({best['model']}, {best['kind']}, variant {best['variant']}, {best['wrong']} wrong "
                        f"first answers), with {best['broken after alarm']:.0%} of right answers broken (or left "
                        f"without an answer) by that variant's false alarm.")

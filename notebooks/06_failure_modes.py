@@ -252,8 +252,7 @@ display(Markdown(failures.describe_escalation_by_model(by_model)))
 for label, model_runs in list(models.items())[1:]:  # each study beside yours, by level
     o_esc, o_cost = failures.level_view(model_runs["lase"], tau_lp, tau_h)
     if o_esc["level"].nunique() > 2:
-        fig = failures.plot_escalation(o_esc, o_cost, paper, tau_lp, tau_h)
-        fig.axes[0].set_title(f"{label}: " + fig.axes[0].get_title())
+        fig = failures.plot_escalation(o_esc, o_cost, paper, tau_lp, tau_h, model=label)
         plots.savefig(fig, "failure_escalation_by_level")
         plt.show()
     display(Markdown(f"**{label}**: " + failures.describe_escalation(o_esc, o_cost, paper)))

@@ -145,3 +145,19 @@ def test_summary_and_verdict_read_the_rows():
     assert "Met by: m, slip, variant a (100% fixed of 2, 0% broken)" in ceiling.verdict(rows)
     rows.loc[rows["variant"] == "a", "outcome"] = "kept"
     assert "No model and kind meets it" in ceiling.verdict(rows)
+
+
+def test_the_readme_and_chapter_06_print_the_committed_ceiling():
+    """The README's ceiling table and stop-rule sentence are what the committed rows give; the
+    chapter prints them from the same functions."""
+    from pathlib import Path
+
+    rows = ceiling.load_rows()
+    if rows.empty:
+        pytest.skip("no committed ceiling measurement")
+    root = Path(__file__).resolve().parents[1]
+    readme = (root / "README.md").read_text()
+    assert ceiling.markdown(ceiling.summary(rows)) in readme
+    assert ceiling.verdict(rows) in readme.replace("\n", " ")
+    chapter = (root / "notebooks" / "06_failure_modes.py").read_text()
+    assert "ceiling.summary(ceiling_rows)" in chapter and "ceiling.verdict(ceiling_rows)" in chapter
