@@ -436,6 +436,14 @@ def verdict(rows: pd.DataFrame, rule: Mapping[str, Any] = STOP_RULE) -> str:
                        f"({best['model']}, {best['kind']}, variant {best['variant']}, {best['wrong']} wrong "
                        f"first answers), with {best['broken after alarm']:.0%} of right answers broken (or left "
                        f"without an answer) by that variant's false alarm.")
-    parts = [f"{r['model']}, {r['kind']}, variant {r['variant']} ({r['fixed']:.0%} fixed of {r['wrong']}, "
-             f"{r['broken after alarm']:.0%} broken)" for _, r in met.iterrows()]
-    return head + "Met by: " + "; ".join(parts) + "."
+    def named(frame: pd.DataFrame) -> str:
+        return "; ".join(f"{r['model']}, {r['kind']}, variant {r['variant']} ({r['fixed']:.0%} fixed of {r['wrong']}, "
+                         f"{r['broken after alarm']:.0%} broken)" for _, r in frame.iterrows())
+
+    decided = met[met["wrong"] >= MIN_KIND]
+    if decided.empty:
+        return head + (f"No kind with at least {MIN_KIND} wrong first answers meets it (the best such fix rate is "
+                       f"{best['fixed']:.0%}: {best['model']}, {best['kind']}, variant {best['variant']}, "
+                       f"{best['wrong']} wrong first answers); met only where too few answers decide nothing: "
+                       f"{named(met)}.")
+    return head + "Met by: " + named(decided) + "."

@@ -136,13 +136,15 @@ def test_noop_problems_keep_the_chain_and_add_one_unused_quantity():
 def test_summary_and_verdict_read_the_rows():
     rows = pd.DataFrame(
         [{"model": "m", "problem_id": f"w{i}", "first_correct": False, "kind": "slip", "variant": v,
-          "outcome": o} for i in range(2) for v, o in (("a", "fixed"), ("b", "kept"), ("c", "fixed"))]
+          "outcome": o} for i in range(10) for v, o in (("a", "fixed"), ("b", "kept"), ("c", "fixed"))]
         + [{"model": "m", "problem_id": f"r{i}", "first_correct": True, "kind": "right", "variant": v,
             "outcome": "kept"} for i in range(3) for v in ceiling.RIGHT_VARIANTS])
     table = ceiling.summary(rows).set_index("first answer")
-    assert table.loc["wrong: slip", ["n", "note (a)", "note (b)"]].tolist() == [2, "fixed 2/2", "fixed 0/2"]
+    assert table.loc["wrong: slip", ["n", "note (a)", "note (b)"]].tolist() == [10, "fixed 10/10", "fixed 0/10"]
     assert table.loc["right", "note (a)"] == "alarm broke 0/3" and table.loc["right", "note (c)"] == "all clear kept 3/3"
-    assert "Met by: m, slip, variant a (100% fixed of 2, 0% broken)" in ceiling.verdict(rows)
+    assert "Met by: m, slip, variant a (100% fixed of 10, 0% broken)" in ceiling.verdict(rows)
+    few = rows[~rows["problem_id"].isin([f"w{i}" for i in range(2, 10)])]  # two wrong answers decide nothing
+    assert "met only where too few answers decide nothing: m, slip, variant a" in ceiling.verdict(few)
     rows.loc[rows["variant"] == "a", "outcome"] = "kept"
     assert "No model and kind meets it" in ceiling.verdict(rows)
 
