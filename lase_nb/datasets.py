@@ -991,8 +991,8 @@ def load_dataset(name: str = "arith", path: "str | os.PathLike[str] | None" = No
     from ``path``; when ``n`` is smaller than the set, a deterministic subset of ``n`` problems
     chosen with ``seed`` is returned in file order (MMLU-Pro: stratified by category); when it is
     larger, the whole set. ``seed`` also fixes the option shuffles of GPQA and TruthfulQA.
-    ``levels`` (``arith`` only) picks the difficulty levels to interleave (default
-    :data:`DEFAULT_LEVELS`); ``split`` (``arith`` only) draws from one part of the problem space
+    ``levels`` (``arith`` and ``arith_noop`` only) picks the difficulty levels to interleave (default
+    :data:`DEFAULT_LEVELS`); ``split`` (the same) draws from one part of the problem space
     (see :func:`arithmetic_problems`).
     Without ``path``, the hub is used only if the ``datasets`` package is installed and the
     environment sets ``LASE_ALLOW_HUB=1``.
@@ -1001,18 +1001,13 @@ def load_dataset(name: str = "arith", path: "str | os.PathLike[str] | None" = No
         raise ConfigError(f"unknown data set {name!r}; valid names: {', '.join(DATASETS)}")
     if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n <= 0):
         raise ConfigError(f"n must be a positive integer or None, got {n!r}")
-    if name == "arith":
+    if name in ("arith", "arith_noop"):
         if path is not None:
-            raise ConfigError("the 'arith' data set is generated; it takes no data path "
+            raise ConfigError(f"the '{name.replace('_', '-')}' data set is generated; it takes no data path "
                               "(pass n and seed instead)")
-        return arithmetic_problems(50 if n is None else n, seed=seed,
-                                   levels=DEFAULT_LEVELS if levels is None else levels, split=split)
-    if name == "arith_noop":
-        if path is not None:
-            raise ConfigError("the 'arith-noop' data set is generated; it takes no data path "
-                              "(pass n and seed instead)")
-        return noop_problems(50 if n is None else n, seed=seed,
-                             levels=DEFAULT_LEVELS if levels is None else levels, split=split)
+        generate = arithmetic_problems if name == "arith" else noop_problems
+        return generate(50 if n is None else n, seed=seed,
+                        levels=DEFAULT_LEVELS if levels is None else levels, split=split)
     if levels is not None:
         raise ConfigError(f"levels apply to the generated 'arith' set only, not to {name!r}")
     if split is not None:
