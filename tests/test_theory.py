@@ -244,6 +244,19 @@ def test_bound_description_names_its_tolerance_and_counts_violations():
     assert "1 clearly below" in text
 
 
+def test_describe_corollary_counts_the_rows():
+    import pandas as pd
+    table = pd.DataFrame({"gate_rate": [0.1, 0.5, 0.9], "cheaper": [True, True, False],
+                          "gain_holds": [True, True, False], "a2_holds": [True, False, False],
+                          "gain": [0.02, 0.04, 0.05], "bound": [0.01, 0.05, 0.10],
+                          "acc_lase": [0.7, 0.8, 0.9], "acc_always": [0.85, 0.85, 0.85]})
+    text = theory.describe_corollary(table)
+    assert "Of 3 gate rates: LASE is cheaper than always interacting at 2" in text
+    assert "keeps the bound (within the table's standard errors) at 2, falls clearly short at 1 (gate rates 0.9)" in text
+    assert "lies below the bound at all at 2; A2 holds (tau + delta <= 1) at 1" in text
+    assert "more accurate policy at 2 of 3" in text
+
+
 # -- 5. topology cost ---------------------------------------------------------------------------
 
 

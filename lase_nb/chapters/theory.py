@@ -731,6 +731,24 @@ def corollary_39(gate_rates: list[float] | np.ndarray, rho: float = 0.5, delta: 
     return pd.DataFrame(rows)
 
 
+def describe_corollary(table: pd.DataFrame) -> str:
+    """What a :func:`corollary_39` table says, counted from its rows: at how many gate rates LASE
+    is cheaper than always interacting, keeps the gain (``gain_holds``), meets A2 (``a2_holds``),
+    how many measured gains lie below their bound at all, and at how many rates always interacting
+    is the more accurate policy (a comparison the corollary does not make)."""
+    n = len(table)
+    count = lambda col: int(table[col].sum())  # noqa: E731
+    below = int((table["gain"] < table["bound"]).sum())
+    fails = table.loc[~table["gain_holds"].astype(bool), "gate_rate"]
+    where = f" (gate rates {', '.join(f'{q:g}' for q in fails)})" if len(fails) else ""
+    more = int((table["acc_always"] > table["acc_lase"]).sum())
+    return (f"Of {n} gate rates: LASE is cheaper than always interacting at {count('cheaper')}; its gain keeps the "
+            f"bound (within the table's standard errors) at {count('gain_holds')}, falls clearly short at "
+            f"{n - count('gain_holds')}{where}, and lies below the bound at all at {below}; A2 holds "
+            f"(tau + delta <= 1) at {count('a2_holds')}. Always interacting is the more accurate policy at {more} "
+            f"of {n}: Corollary 3.9 claims the gain for less cost, not more accuracy.")
+
+
 def describe_bound(grid: pd.DataFrame, z: float = 4.0, z_chance: float = 2.0) -> str:
     """Per regime of the bound grid: settings above the bound, within ``z`` standard errors below
     it, and clearly below it; the sentence names the tolerance it applies. It then says what the
