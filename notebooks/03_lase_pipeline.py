@@ -18,41 +18,27 @@
 # LASE gives one model four roles. A **leader** answers alone; only while its answer-token
 # confidence says it is unsure does it call, one at a time, a **devil's advocate**, a
 # **collaborator** and a **senior expert**, and revise after each. This chapter opens real
-# transcripts of that pipeline, follows one problem from the leader's first answer to the stage
-# where LASE stops, then a whole batch, and sorts each model into a **regime**.
+# transcripts, follows one problem to the stage where LASE stops, then a whole batch, and sorts
+# each model into a **regime**.
 #
-# **Two kinds of model.** The embedded SmolLM2-135M is the default model: weak, real, and unable to
-# correct itself. Beside it the project trained **model organisms**: the same 135M model with a LoRA
-# adapter (`data/organism/`) taught, on problems disjoint from every evaluated one, to solve one
-# step per line and, as a supporter, to find the leader's errors. The **pointing organism (v5)**
-# keeps the paper's rule: its notes check each step by its inverse operation and name the step that
-# fails, never its value. The **telling organism (v4)**, an earlier adapter, often writes the right
-# value into its note, the answer included, which the paper's prompts forbid (section 3.5 shows
-# why that matters). Both were trained for LASE's roles only. Every later chapter uses these names;
-# `data/organism/README.md` has the recipes.
+# **Two kinds of model.** The embedded SmolLM2-135M is the default: weak, real, and unable to
+# correct itself. Beside it, **model organisms**: the same model with a LoRA adapter
+# (`data/organism/`) trained, on problems disjoint from every evaluated one, to solve one step per
+# line and, as a supporter, to find the leader's errors. The **pointing organism (v5)** keeps the
+# paper's rule: its notes name the step that fails, never its value. The **telling organism (v4)**,
+# an earlier adapter, often writes the right value into its note, which the paper's prompts forbid
+# (section 3.5). Every later chapter uses these names; `data/organism/README.md` has the recipes.
 #
-# **What you will learn**
+# **What you will learn**: what each role is told (3.1); how the gate reads a real chain and where
+# LASE stops (3.2); how often LASE escalates and what it costs and changes on a batch (3.3); the
+# three regimes and each model's (3.4); why supporters must not give answers, and how many context
+# inclusions LASE makes (3.5, 3.6).
 #
-# 1. What each role is told and sees (the prompts, exactly as the code sends them) and how often a
-#    call runs out of tokens.
-# 2. How the gate works on a real chain: $\exp(\mathrm{LP}_{\min})$ and $H_{\max}$ after every
-#    stage, the thresholds, and where LASE stops.
-# 3. How often LASE escalates, where it stops, what it costs and what it changes, on a batch.
-# 4. The three **regimes** (corrective, neutral, destructive), defined once here, and which one each
-#    model is in; the organism's supporters point at the right step and its leader mostly fails to
-#    act on the pointer.
-# 5. Why supporters must not give answers (telling vs pointing), and how many cross-agent context
-#    inclusions LASE makes, counted from the transcripts.
-#
-# **You need** chapter 1 (the gate $U$, the star topology); chapter 2 helps. By default the chapter
-# reads **recorded full chains** (every stage of every chain recorded once, so any thresholds can
-# be replayed with no model call). With `live=True` it runs LASE itself on `n_problems` problems,
-# e.g. `papermill 03_lase_pipeline.ipynb out.ipynb -p live True -p backend openai -p model gpt-4.1-mini`.
-#
-# **Deep dives**: [appendix A1](A1_bound.ipynb) measures Theorem 3.7's terms ($P(U=1)$, $\rho$,
-# $\delta$, A3) and the preregistered prediction; [appendix A3](A3_live.ipynb) writes one LASE
-# episode from scratch and runs it live. The logic lives in `lase_nb/chapters/pipeline.py`,
-# transcripts in `lase_nb/transcripts.py`, regimes in `lase_nb/regimes.py`.
+# **You need** chapter 1 (the gate $U$, the star). The chapter reads **recorded full chains**
+# (every stage recorded once, so any thresholds replay with no model call); `live=True` runs
+# LASE itself, e.g. `-p live True -p backend openai -p model gpt-4.1-mini`. Deep dives:
+# [appendix A1](A1_bound.ipynb) (Theorem 3.7's terms) and [A3](A3_live.ipynb) (one episode from
+# scratch, live). Code: `lase_nb/chapters/pipeline.py`, `lase_nb/transcripts.py`, `lase_nb/regimes.py`.
 
 # %% tags=["parameters"]
 backend = "local"  # local | openai | gemini (live runs only)
@@ -96,9 +82,8 @@ shown = run_store.chapter_studies(traces, studies, committed=run_store.COMMITTED
 # %% [markdown]
 # ## 3.0 The data: recorded full chains, or a live run
 #
-# Either way we end up with the same three tables: one row per problem, per call and per stage.
-# The run is a **full chain**: every stage was run whatever the gate said, and the calls past
-# LASE's stop are kept apart (`used == False`), so that any thresholds can be replayed.
+# Either way: one table row per problem, per call and per stage. In a **full chain** every stage
+# ran whatever the gate said; calls past LASE's stop are kept apart (`used == False`) for replay.
 
 # %%
 if live:
@@ -129,41 +114,35 @@ print(f"{run.manifest.get('backend')}:{run.manifest.get('model')} on {run.manife
 # ## 3.1 Four roles, one model
 #
 # All four roles are the same model with different instructions. **The supporters never give the
-# answer**: the paper's prompts (Appendix D) tell them "Do NOT give the final answer" and "Do NOT
-# provide your own answer"; they critique, hint and explain. A note that hands over the answer
-# would let the leader copy it, and the leader's confidence would then measure the copy rather
-# than its own reasoning. Two checks keep the rule visible: a supporter's `\boxed{}` is removed
-# before the leader reads the note (replaced by a placeholder, and counted), and a note that
-# states the final answer in words is **counted, never filtered** (section 3.5): what a
-# supporter writes is what the leader reads, so the model must obey the rule it is shown.
-#
-# Our instructions are in our own words. The table sets each one, exactly as the code sends it
-# (`lase_nb.prompts`), beside the paper's intent for that role, and names where we differ: the
-# answer-extraction step and the worked examples are ours, not the paper's.
+# answer**: the paper's prompts (Appendix D) say "Do NOT give the final answer"; they critique,
+# hint and explain. A note that hands over the answer lets the leader copy it, and its confidence
+# then measures the copy. A supporter's `\boxed{}` is replaced by a placeholder before the leader
+# reads the note (and counted); a note stating the answer in words is **counted, never filtered**
+# (3.5). The table sets each instruction, as the code sends it (`lase_nb.prompts`), beside the
+# paper's intent; the answer-extraction step and the worked examples are ours.
 
 # %%
 pipeline.prompt_table()
 
 # %% [markdown]
-# **Token caps and the extraction step.** A response cut off at its token cap usually has no
-# boxed answer. When a leader's response has none, the pipeline asks once for the final answer
-# alone (the extraction step, its own call, counted in the tokens) and the gate reads that
-# answer's tokens; *strict* grading ignores what the step supplied. Per role, over every
-# recorded call (look at the `hit_cap` column, and at the `extract` row: how often a revision
-# boxes no answer of its own):
+# **Token caps and the extraction step.** When a leader's response boxes no answer (often one cut
+# off at its token cap), the pipeline asks once for the final answer alone (its own call, counted
+# in the tokens) and the gate reads that answer's tokens; *strict* grading ignores what it supplied.
 
-# %%
+# %% [markdown] tags=["book-more"]
+# Per role, over every recorded call: `hit_cap` counts responses cut off at the cap; the
+# `extract` row, how often a revision boxes no answer of its own.
+
+# %% tags=["book-more"]
 caps = pipeline.role_calls(run.calls)
 caps
-
 
 # %% [markdown]
 # ## 3.2 One problem, stage by stage
 #
-# We pick the problem to walk through **by rule, not by hand** (`pipeline.pick_walkthrough`): one
-# where a supporter's note leads the leader to change its answer within the stages LASE runs at the
-# chosen thresholds, preferably from wrong to right, else from right to wrong, else any change;
-# failing that, any escalated problem.
+# The problem is picked **by rule** (`pipeline.pick_walkthrough`): one where a note leads the
+# leader to change its answer within the stages LASE runs, preferably wrong to right, else right
+# to wrong, else any change; failing that, any escalated problem.
 
 # %%
 pid = pipeline.pick_walkthrough(chains, tau_lp, tau_h)
@@ -174,7 +153,7 @@ stop = int(np.flatnonzero(walk["lase"].to_numpy() == "stops here")[0])
 gold = problem.gold if problem else str(run.problems.set_index("problem_id").loc[pid, "gold"])
 print(f"problem {pid}:", problem.prompt_text() if problem else "(question text unavailable)")
 print(f"gold answer: {gold}")
-walk
+walk.set_index("stage")[["supporter", "answer", "p_min", "h_max", "lase"]]
 
 # %%
 fig = pipeline.plot_stage_walk(walk, tau_lp, tau_h, title=f"Problem {pid}: the leader after each stage")
@@ -185,112 +164,77 @@ plt.show()
 display(Markdown(pipeline.describe_walk(walk, change)))
 
 # %% [markdown]
-# The transcript behind the figure. Each call shows what it read, its token count, and for the
-# leader the boxed answer, its confidence and the gate's verdict. Supporters' boxed answers, if
-# any, are marked `⟦LEAK ...⟧`: the leader saw `[answer withheld]` in their place. Calls after
-# LASE's stop were recorded only so that other thresholds can be replayed. Long texts are clipped.
-# Then, for contrast, the typical escalated chain: the one whose revisions most often box no
-# answer of their own (the first such by problem id, `pipeline.pick_unboxed`), the typical failure
-# of a small model (texts clipped harder).
+# The transcript behind the figure, up to the stage whose note changed the answer: what each call
+# read, and for the leader its answer, confidence and the gate's verdict (texts clipped). A supporter's boxed answer would show
+# as `⟦LEAK ...⟧`; the leader saw `[answer withheld]`. Then the count of this model's typical
+# failure: revisions that box no answer of their own (`pipeline.pick_unboxed`).
 
 # %%
 entries = transcripts.transcript_entries(run.calls, pid, stop_stage=stop, tau_lp=tau_lp, tau_h=tau_h, gold=gold,
                                          kind=kind)
-display(Markdown(transcripts.render_transcript(entries, max_chars=600)))
+upto = change["stage"] if change["stage"] is not None else stop  # the stage whose note changed the answer
+display(Markdown(transcripts.render_transcript([e for e in entries if e["stage"] <= upto], max_chars=220)))
+if upto < stop:
+    print(f"(stages {upto + 1}-{stop}, to LASE's stop, are in the stage table above)")
 
 typical = pipeline.pick_unboxed(chains, tau_lp, tau_h)
 if typical is None:
     print("nothing escalates at these thresholds")
-elif typical == pid:
-    print("the walkthrough above is already the typical escalated chain")
 else:
-    t_gold = problems[typical].gold if typical in problems else None
-    t_stop = int(replay(chains, tau_lp, tau_h).set_index("problem_id").loc[typical, "stop_stage"])
-    print(f"problem {typical}:", problems[typical].prompt_text() if typical in problems else "", f"(gold {t_gold})")
-    display(Markdown(transcripts.render_transcript(transcripts.transcript_entries(
-        run.calls, typical, stop_stage=t_stop, tau_lp=tau_lp, tau_h=tau_h, gold=t_gold, kind=kind), max_chars=250)))
     n_unboxed = int(pipeline.unboxed_revisions(chains)[list(chains.problem_ids).index(typical)])
-    print(f"{n_unboxed} of its {chains.n_stages - 1} revisions box no answer of their own")
+    print(f"typical escalated chain, problem {typical}: {n_unboxed} of its {chains.n_stages - 1} revisions box no "
+          "answer of their own")
 
 # %% [markdown]
-# [Appendix A3](A3_live.ipynb) shows the exact messages each role received in this chain, writes
-# the loop from scratch in a dozen lines and runs it live on the problem above, beside the package.
+# [Appendix A3](A3_live.ipynb) shows the exact messages of this chain and runs the loop live.
 
 # %% [markdown]
 # ## 3.3 The batch: where LASE stops, what it costs, what it changes
 #
-# Replaying the gate on every recorded chain gives LASE's behaviour on the whole batch at the
-# chosen thresholds, with no model call.
-#
-# **Predict, then run.** At 0.8 / 0.5, what share of the problems will LASE escalate, at which
-# stage will the escalated ones stop, and will escalating raise or lower this model's accuracy?
-# The next cell replays the gate on every chain and answers.
+# Replaying the gate on every chain gives LASE's behaviour on the batch, with no model call.
+# **Predict, then run.** At 0.8 / 0.5, what share will LASE escalate, where will it stop, and will
+# escalating raise or lower this model's accuracy? Left: where LASE stops; right: per stage, the
+# share reached, boxed and right, and the median confidence.
 
 # %%
 dist = pipeline.stop_distribution(chains, tau_lp, tau_h)
 per_stage = pipeline.stage_confidence(chains, tau_lp, tau_h)
 lase = replay(chains, tau_lp, tau_h)
-display(dist)
-display(per_stage)
-
-# %%
 fig = pipeline.plot_batch(dist, per_stage)
 plots.savefig(fig, "pipeline_batch")
 plt.show()
-
-# %% [markdown]
-# **What the gate reads after escalation.** When a revision boxes no answer, the extraction step
-# asks for the answer alone and the gate reads *that* call's answer tokens (the recording keeps
-# which call, `gate_call`, for every stage):
-
-# %%
-pipeline.gate_reads(chains)
-
-# %% [markdown]
-# The gate reads the leader's own box on its first answers, and on almost every revision the
-# extraction step's: after escalation it mostly gates on how sure the model is when asked for the
-# answer alone, not on its revision.
-
-# %%
-display(pipeline.outcome_flips(chains, tau_lp, tau_h))
 display(Markdown(pipeline.describe_batch(chains, tau_lp, tau_h)))
 
-# %% [markdown]
-# **What it shows.** At the default thresholds (0.8 / 0.5, inferred from the paper, which states no
-# defaults) the gate escalates a minority of this model's problems, and the revisions do not pay
-# for themselves: they rescue almost nothing and now and then talk the leader out of a right
-# answer, so LASE ends no better than the leader alone at several times its tokens, and forcing
-# every stage is far worse. Section 3.4 gives this a name. (The paper's own escalation rates per
-# threshold, its Table 5, are in chapter 05, section 5.4.)
+# %% [markdown] tags=["book-more"]
+# The tables behind the figure, what the gate reads after escalation (a revision that boxes no
+# answer is gated on the extraction call's tokens, `gate_call`: `read_reply` against
+# `read_extraction`), and the outcome of each problem, first answer to LASE's.
+
+# %% tags=["book-more"]
+display(dist, per_stage, pipeline.gate_reads(chains), pipeline.outcome_flips(chains, tau_lp, tau_h))
 
 # %% [markdown]
 # ## 3.4 Three regimes, and where each model sits
 #
-# One recording of full chains answers two questions, each by a paired test against the leader
-# alone on the same problems: does **gated LASE** gain, and does **always-interact** (every stage
-# forced) lose? Chapter 01's theory names the outcomes, and the rest of the collection uses the names:
-#
-# - **corrective**: gated LASE gains by both the exact McNemar test and the paired bootstrap
-#   interval: the supporters hand the leader a correct seed often enough, and it uses it;
-# - **destructive**: always-interact loses by both tests: reading notes makes the leader worse;
-# - **neutral**: neither clears: escalation fixes and breaks about as many answers.
-#
-# **Predict, then run.** The organisms were trained to review; the embedded model was not. Which
-# regime do you expect for each?
+# One recording answers two questions, each by a paired test against the leader alone on the same
+# problems: does **gated LASE** gain, and does **always-interact** (every stage forced) lose? The
+# answers name the regime, printed under the table with its rule; the rest of the collection uses
+# these names. **Predict, then run.** The organisms were trained to review; the embedded model was
+# not. Which regime do you expect for each?
 
 # %%
 both = run_store.load_studies(shown, ["lase"], require=["lase"])
 model_chains = run_store.chains_by_model(both)
-display(regimes.regime_table(model_chains, tau_lp, tau_h, seed=seed))
+display(regimes.regime_table(model_chains, tau_lp, tau_h, seed=seed)[
+    ["regime", "leader alone %", "gated LASE %", "gain, points [95% CI]", "always-interact %"]])
 display(Markdown(regimes.describe_regime(regimes.gain_regime(model_chains[next(iter(model_chains))], tau_lp, tau_h,
                                                              seed=seed), full=True)))
 
 # %% [markdown]
-# The three recordings hold different problems (the embedded model's level-1 problems of one seed,
-# the organisms' levels 1 to 3), so compare regimes, not accuracies. **On the same problems**
-# (`control_traces`: both the embedded model and the pointing organism on the same 80 level-1
-# held-out problems; the embedded model with its two worked examples, which it needs to box an
-# answer, the organism zero-shot) the difference of the two gains is tested problem by problem:
+# The recordings hold different problems, so compare regimes, not accuracies. **On the same
+# problems** (`control_traces`: the embedded model, with its two worked examples, and the pointing
+# organism, zero-shot, on the same 80 level-1 held-out problems) the two gains are compared
+# problem by problem:
 
 # %%
 control = run_store.control_studies(control_traces, traces)
@@ -304,12 +248,9 @@ else:
     display(Markdown(regimes.describe_control(same, *labels)))
 
 # %% [markdown]
-# **The pointing organism, stage by stage: a note that fixes a wrong answer.** Section 3.2 walked
-# the embedded model through one problem; here is the same walk on the pointing organism, picked by
-# rule (`correct_seeds.pick_fix`): the first problem whose leader was wrong alone, where a note the
-# leader read holds a correct seed (appendix A1 defines it), and where LASE ends right, a fix by the
-# paper's rule (no note states the answer) taken before a told one. Fixes like this exist; chapter
-# 06 ends with why, on the whole, they do not add up to a gain.
+# **The pointing organism, stage by stage.** The same walk as 3.2, on the problem picked by rule
+# (`correct_seeds.pick_fix`): the first whose leader was wrong alone, where a note it read holds a
+# correct seed (appendix A1) and LASE ends right, a fix by the paper's rule taken first.
 
 # %%
 org = shown[1].label if len(shown) > 1 else None  # the first study beside yours (the pointing organism by default)
@@ -328,49 +269,26 @@ if org in both:
         plots.savefig(fig, "pipeline_stage_walk_organism")
         plt.show()
         display(Markdown(pipeline.describe_walk(o_walk, o_change)))
-        display(Markdown(transcripts.render_transcript(transcripts.transcript_entries(
-            o_run.calls, o_pid, stop_stage=o_change["stop"], tau_lp=tau_lp, tau_h=tau_h, gold=o_problems[o_pid].gold,
-            kind=kind), max_chars=900)))
 else:
     print("no study beside yours (studies): the second walk-through is skipped")
 
 # %% [markdown]
 # ## 3.5 Supporters that give the answer away
 #
-# Two counts per supporter, over all recorded calls (a leak is a property of the transcript,
-# whether or not LASE at these thresholds made the call): the notes that wrote `\boxed{}`
-# (`calls_with_leak`; the box was removed before the leader read the note), and the notes that
-# **state the final answer** (`states_answer` of `notes_on_wrong`): the gold answer appears in a
-# note on a wrong attempt as a number that is in neither the problem nor the attempt the note read
-# (`lase_nb.notes.states_answer`; step labels do not count). On a right attempt that count could
-# never fire (the attempt holds the answer), so there the table counts what can go wrong instead
-# (`other_value_on_right` of `notes_on_right`): a note that announces another final value, or
-# whose new number the leader then boxes (`lase_nb.notes.states_other_value`). A box is replaced
-# before the leader reads the note; a stated answer reaches the leader as written. The paper
-# reports neither rate; it only states the rule.
-
-# %%
-leaks = pipeline.leak_table(run.calls, problems=problems, stages=run.stages)
-leaks
-
-# %% [markdown]
-# ### Telling vs pointing: what the paper's rule is for
-#
-# The paper's supporters are told "Do NOT give the final answer" (its Appendix D): a supporter that
-# hands over the answer turns LASE into copying, and a gain measured that way says nothing about
-# whether a leader can be *helped to find* its error. The two organisms of this chapter's opening
-# differ in exactly this: the telling organism (v4) hands over values, the pointing organism (v5)
-# names the failing step ("Step 2 fails: redo it"). Below, each one's gated LASE at (tau_lp, tau_h): the
-# fixes (the leader alone wrong, LASE right) split into *told* (a note the leader read up to its
-# stop stated the answer) and *pointed* (none did), the breaks, and the share of notes on wrong
-# attempts that state the answer.
+# **Telling vs pointing.** A supporter that hands over the answer turns LASE into copying, and a
+# gain measured that way says nothing about whether a leader can be *helped to find* its error.
+# The two organisms differ in exactly this. Per organism, gated LASE's fixes (leader alone wrong,
+# LASE right) split into *told* (a note read up to the stop stated the answer: the gold answer as
+# a number in neither the problem nor the attempt, `lase_nb.notes.states_answer`) and *pointed*
+# (none did), its breaks, and the share of notes on wrong attempts that state the answer. A gain
+# whose fixes are mostly told is the supporters solving the problem, which the paper forbids.
 
 # %%
 rule_runs = {s.label: run_store.load_runs(s.path, ["lase"])["lase"] for s in shown[1:]}  # the studies beside yours
 if rule_runs:
     rule_problems = {label: run_store.problems_from_manifest(r.manifest) for label, r in rule_runs.items()}
     by_rule = pipeline.telling_vs_pointing(rule_runs, rule_problems, tau_lp, tau_h)
-    display(by_rule)
+    display(by_rule[["n", "fixed", "fixed_told", "broken", "stating_share"]])
     display(Markdown("\n".join(
         f"- **{label}**: {int(r.fixed)} fixes on {int(r.n)} problems, {int(r.fixed_told)} of them after a note that "
         f"stated the answer; {int(r.broken)} broken; {r.stating_share:.0%} of its notes on wrong attempts state the answer."
@@ -378,22 +296,24 @@ if rule_runs:
 else:
     print("no study beside yours (studies): the comparison is skipped")
 
-# %% [markdown]
-# Read the two rows together: a gain whose fixes are mostly *told* is the supporters solving the
-# problem for the leader, which the paper's prompts forbid. The pointing organism's fixes are the
-# kind the paper's mechanism claims, a leader that redoes the step it was pointed at; chapter 06
-# ends with why they are too few to make a gain.
+# %% [markdown] tags=["book-more"]
+# Per supporter role of this chapter's recording, over all recorded calls (a leak is a property of
+# the transcript): notes that wrote `\boxed{}` (`calls_with_leak`, removed before the leader read
+# them); on wrong attempts, notes that state the answer (`states_answer`); on right attempts, notes
+# that announce another final value or whose new number the leader then boxes
+# (`other_value_on_right`, `lase_nb.notes.states_other_value`). The paper reports neither rate.
+
+# %% tags=["book-more"]
+pipeline.leak_table(run.calls, problems=problems, stages=run.stages)
 
 # %% [markdown]
 # ## 3.6 Who reads whom: inclusions counted from the transcripts
 #
-# An *inclusion* is one agent's message pasted into another agent's context. Every call records
-# the agents it read (`reads`), so we count them rather than trusting the formula. For LASE we
-# count only the calls it makes at these thresholds, and split them into **star** inclusions
-# (a supporter reads the leader's attempt, the leader reads the supporter's note: at most
-# $2kT$ with $k=1$ peer per stage and $T=3$ stages) and **relays** (the collaborator and the expert
-# also read the earlier critique and hints, at most $T(T-1)/2$ more). If the traces folder holds
-# a MAD run, its all-to-all debate is counted beside it: exactly $Tn(n-1)$.
+# An *inclusion* is one agent's message pasted into another's context. Every call records what it
+# read (`reads`), so we count rather than trust the formula: for LASE the calls it makes at these
+# thresholds, split into **star** inclusions (supporter reads attempt, leader reads note: at most
+# $2kT$, $k=1$, $T=3$) and **relays** (later supporters read earlier notes: at most $T(T-1)/2$); a
+# MAD run beside it, all-to-all: $Tn(n-1)$. The table under "More" checks every problem (`obeys_formula`).
 
 # %%
 stops = dict(zip(lase["problem_id"], lase["stop_stage"]))
@@ -404,24 +324,17 @@ if not live and "mad" in runs:
     configs["mad"] = runs["mad"].manifest.get("config", {})
 counts = pd.concat(counts, ignore_index=True)
 inclusions = pipeline.inclusion_summary(counts, configs)
-inclusions
-
-# %%
 fig = pipeline.plot_inclusions(inclusions, {s: plots.label(s, configs.get(s)) for s in configs})
 plots.savefig(fig, "pipeline_inclusions")
 plt.show()
 
-# %% [markdown]
-# **What it shows.** LASE makes few inclusions per problem on average: none where the leader
-# is confident at once, and on no problem more than the star bound plus the relays. MAD's count is
-# exactly its formula on every problem. LASE's count does not depend on how many agents exist;
-# all-to-all debate's grows with their square (chapter 1 draws both curves).
+# %% tags=["book-more"]
+inclusions.set_index("strategy")[["mean_counted", "max_counted", "formula", "bound", "obeys_formula"]]
 
 # %% [markdown]
 # ## Try it yourself
 #
-# In a live Jupyter session, move the thresholds and watch the stop-stage distribution and the
-# cost change, replayed from the same recording.
+# In a live Jupyter session, move the thresholds and watch the stops and the cost change.
 
 # %% tags=["book-hide"]
 if interactive:
@@ -458,20 +371,9 @@ if interactive:
 # %% [markdown]
 # ## Summary
 #
-# - One model, four instructions: the leader answers; the devil's advocate, the collaborator and
-#   the expert critique, hint and explain, one at a time and only while the leader is unsure.
-# - The gate reads only the answer tokens' probability and entropy; an unboxed answer is unsure.
-# - Because stopping only truncates the chain, one full-chain recording answers "what would LASE
-#   do at these thresholds" for every threshold at once.
-# - Supporters sometimes give the answer away anyway: the pipeline removes a *boxed* answer from a
-#   note and counts it; a note that states the answer in words is not filtered, only counted (the
-#   model must obey the rule it is shown), and every recording's manifest holds that count.
-# - LASE's inclusions, counted from real transcripts, stay within the star bound and do not grow
-#   with the number of agents.
-# - Each model sits in a regime (section 3.4): the embedded model's notes hurt when forced
-#   (destructive); the pointing organism's point at the right step, but its leader fixes about as
-#   many answers as it breaks (neutral). Theorem 3.7's terms behind that are in
-#   [appendix A1](A1_bound.ipynb).
-#
-# Chapter 4 puts LASE beside single agents, majority vote, debate, mixture-of-agents and DOWN on
-# the same problems.
+# One model, four instructions; the gate reads only the answer tokens' probability and entropy.
+# Stopping only truncates the chain, so one full-chain recording replays every threshold. A boxed
+# answer in a note is removed, a stated one only counted. Each model's regime is printed in 3.4,
+# Theorem 3.7's terms behind it are in [appendix A1](A1_bound.ipynb), and chapter 4 puts LASE beside
+# single agents, majority vote, debate, mixture-of-agents and DOWN on the same problems.
+same problems.
