@@ -20,35 +20,22 @@
 # problems** and measures accuracy with intervals, tokens two ways, and paired tests, with the
 # paper's own numbers beside ours, labelled.
 #
-# **What you will learn**
+# **What you will learn**: what each strategy calls and who reads whom (4.0); how to read a
+# comparison honestly: Wilson intervals, exact McNemar tests on paired problems, tokens as
+# completion only and as prompt + completion (4.1); why debate can start behind the single agent
+# (4.1); how to compare at **equal compute** (4.2); studies side by side, and the paper's headline
+# tested on one (4.3).
 #
-# 1. How the strategies differ in what they call and who reads whom: single agent, majority vote
-#    (MV), multi-agent debate (MAD, as Du et al. define it), mixture-of-agents (MoA), DOWN (which
-#    gates on its own confidence score), LASE, LASE+MV and LASE with a shuffled supporter order;
-#    their sizes and calls per problem are printed from the runs in section 4.0.
-# 2. How to read a comparison honestly: Wilson intervals, exact McNemar tests on paired
-#    problems, tokens as completion only and as prompt + completion, and multipliers vs the
-#    single agent.
-# 3. How to compare at **equal compute**: majority vote over the first k of the recorded samples
-#    against LASE at thresholds that spend no more.
-# 4. Why debate can start behind the single agent before any agent reads another.
-# 5. How to set several studies side by side, and test the paper's headline (LASE above the
-#    single agent at about its cost, near MV(7) at a fraction of MV's tokens) on one.
+# **You need** chapters 1 and 3. The chapter reads a study's recorded runs (`traces`); LASE is
+# replayed from its full chain at the chosen thresholds. `live=True` runs every strategy (cached)
+# on `n_problems` problems. Code: `lase_nb/chapters/comparison.py`, `lase_nb.runs.comparison_table`.
 #
-# **You need** chapters 1 and 3. The chapter reads a study's recorded runs (`traces`: your study,
-# or the committed recordings); LASE itself is replayed from its full-chain recording at the chosen
-# thresholds (no model call). With `live=True` every strategy is run (through the call cache) on
-# `n_problems` problems with the backend you choose. Its logic is `lase_nb/chapters/comparison.py`;
-# the comparison table is `lase_nb.runs.comparison_table`, the one every chapter uses.
-#
-# **The papers' numbers**, the reference column of this chapter. LASE's Table 1 (six data sets,
-# Gemini-2.0-Flash and GPT-4.1-mini) has LASE the most accurate or tied on every row, while
-# spending on average 1.3x the single agent's tokens (the mean of its 12 rows; section 4.4 sets it
-# beside the multipliers of single settings), against 7.1x for MV(7) and 15.7x for MAD(3x2).
-# Its side results: LASE+MV(5) edges out MV(7) at about the same tokens; shuffling the supporters'
-# order changes accuracy by a fraction of a point; MoA is less accurate than LASE at four times
-# its tokens. DOWN reports up to about six times fewer agent calls than always debating, at equal
-# or better accuracy. The exact values sit in the tables below, in columns marked "paper".
+# **The paper's numbers.** LASE's Table 1 (six data sets, Gemini-2.0-Flash and GPT-4.1-mini) has
+# LASE the most accurate or tied on every row at on average **1.3x** the single agent's tokens
+# (the mean of its 12 rows), against **7.1x** for MV(7) and **15.7x** for MAD(3x2). LASE+MV(5)
+# edges out MV(7) at about the same tokens; shuffling the supporters' order changes accuracy by a
+# fraction of a point; MoA is less accurate than LASE at four times its tokens. DOWN reports up to
+# about six times fewer agent calls than always debating, at equal or better accuracy.
 
 # %% tags=["parameters"]
 backend = "local"  # local | openai | gemini (live runs only)
@@ -98,28 +85,20 @@ shown = run_store.chapter_studies(traces, studies, committed=run_store.COMMITTED
 # %% [markdown]
 # ## 4.0 The runs, and what each strategy does
 #
-# Each strategy's run is a table with one row per problem (answer, right or wrong, tokens) and one
-# row per call. LASE is recorded as a full chain and replayed at `(tau_lp, tau_h)`. LASE+MV and the
-# shuffled-order variant stop at the thresholds they were run with (printed below).
+# Each run has one row per problem and one per call. LASE is replayed at `(tau_lp, tau_h)`;
+# LASE+MV and the shuffled order stop at the thresholds they were run with. **Single agent**: the
+# leader's first answer. **MV(7)**: a vote over 7 samples at a temperature. **MAD** (Du et al.):
+# 3 agents, 2 rounds (independent answers, then one round reading the others). **MoA**: layers of
+# proposers, each reading the previous layer, and an aggregator. **LASE+MV(5)**: a vote over 5
+# LASE chains; **shuffled**: the supporters in a random order per problem.
 #
-# **MAD and DOWN, as their papers define them.** MAD is Du et al.'s debate with 3 agents and 2
-# rounds: round 1 is the independent answers, round 2 one round of reading the others. DOWN asks
-# one agent first and scores that response by its own confidence, the mean probability of all its
-# tokens; only a low score starts a debate, which is DOWN's "two-round refinement": the agents'
-# first answers, then two rounds in which each reads the others' answers with their scores, then a
-# vote. **DOWN's threshold is chosen, not fixed**: DOWN describes a threshold-selection strategy we
-# do not have the text of, so the recording script picks $\theta$ by a stated rule on a calibration
-# split of problems the evaluated run never sees: the $\theta$ with the best accuracy there, ties
-# going to fewer debates (`replay.choose_down_threshold`). The manifest records $\theta$, the rule
-# and the calibration table; the cell below prints them. LASE's gate differs in what it reads (the answer's
-# tokens only, lowest probability and highest entropy) and in what it calls (one supporter at a
-# time, not a debate); chapter 1 has the long version.
-#
-# The other strategies: the **single agent** is the leader's first answer; **MV(7)** votes over 7
-# independent samples at a temperature; **MoA** has layers of proposers (each later layer reads
-# the previous one) and an aggregator that writes the answer; **LASE+MV(5)** votes over 5 LASE
-# chains; **LASE, shuffled order** calls the supporters in a random order per problem. The table
-# below gives each run's size, and the last line the calls per problem counted from its recording.
+# **DOWN** asks one agent and scores the response by the mean probability of *all* its tokens
+# (LASE reads only the answer's tokens); only a low score starts DOWN's "two-round refinement"
+# (the agents' first answers, then two rounds each reading the others' answers with their scores,
+# then a vote). DOWN's threshold-selection text is not available to us, so the recording picks
+# $\theta$ by a stated rule on a calibration split the evaluated run never sees: the best accuracy
+# there, ties to fewer debates (`replay.choose_down_threshold`); the cell prints $\theta$ and the
+# calls per problem of each run.
 
 # %%
 if live:
@@ -155,14 +134,11 @@ elif "down" in runs:
     print(f"DOWN's theta = {configs['down'].get('down_threshold')} (fixed in this run, not calibrated)")
 
 # %% [markdown]
-# **Majority vote and one debate round, by hand.** Both baselines end in the same vote: the most
-# frequent answer wins, an unparsed answer does not vote, and a tie goes to the answer whose
-# voters were surer on average (their mean `exp(LP_min)`), then to the one seen first. MV votes
-# over its independent samples. MAD's first round *is* three independent samples; in its second
-# round every agent reads the other two agents' first replies (never its own) and answers again,
-# and the vote is over that round. Written out over the recorded calls, then checked against the
-# answers the strategies recorded, on every problem. A reply without a box votes with the answer
-# its extraction step recovered (the one grading rule of every strategy), or not at all:
+# **Majority vote and one debate round, by hand.** The most frequent answer wins; an unparsed
+# answer does not vote; a tie goes to the answer whose voters were surer (mean `exp(LP_min)`), then
+# to the first seen. MAD's second round has every agent read the other two first replies (never
+# its own), and votes over that round. Written out over the recorded calls and checked against
+# the recorded answers (a reply without a box votes with what its extraction step recovered):
 
 # %%
 def vote(answers, p_min):
@@ -218,21 +194,15 @@ if "mad" in runs:
 # %% [markdown]
 # ## 4.1 One table, the same problems
 #
-# All strategies are compared **on the problems every one of them answered** (the baselines
-# were recorded on the first problems of the LASE recording's set; a run made on far fewer
-# problems gets its own small table, so that it does not shrink this one). Accuracy has a 95% Wilson
-# interval (the one interval the package uses for an accuracy, in every chapter); beside it the
-# **strict** accuracy, which does not count answers the extraction step supplied. Tokens are per
-# problem, **completion only** (what the models wrote) and
-# **prompt + completion** (what an API bills; it counts every pasted context again). The
-# McNemar tests pair the strategies problem by problem: `+wins/-losses` are the problems this
-# strategy got right and the single agent wrong, and the reverse; only they carry information.
+# All strategies are compared **on the problems every one answered** (a run on far fewer problems
+# gets its own small table). Accuracy has a 95% Wilson interval; **strict** accuracy does not
+# count answers the extraction step supplied. Tokens per problem are **completion only** and
+# **prompt + completion** (what an API bills). McNemar pairs each strategy with the single agent:
+# `+wins/-losses` are the problems only one of them got right. **LASE, every stage** forces all
+# three supporters (what the gate saves).
 #
-# Two LASE rows: **LASE** at the chosen thresholds, and **LASE, every stage** (always consulting
-# all three supporters: what the gate saves).
-#
-# **Predict, then run.** On this model, which strategy will be the most accurate, which the most
-# expensive, and will the debate (MAD) beat the single agent? The table below answers.
+# **Predict, then run.** Which strategy will be the most accurate, which the most expensive, and
+# will MAD beat the single agent?
 
 # %%
 chains = chains_from_stages(runs["lase"].stages)
@@ -252,8 +222,7 @@ shown_table[["avg tokens (completion)", "avg tokens (prompt+completion)", "x sin
              "paper multiplier", "paper multiplier, all datasets"]]
 
 # %% [markdown]
-# A strategy recorded on far fewer problems than the others (if any) is compared on its own
-# problems only, beside the single agent, MV and LASE, so that it does not shrink the main table:
+# A strategy recorded on far fewer problems (if any), on its own problems:
 
 # %%
 short_tables = comparison.short_tables(tables, short)
@@ -264,10 +233,8 @@ if not short_tables:
     print("every strategy was recorded on about as many problems as the others")
 
 # %% [markdown]
-# The paper columns are **the paper's numbers**: the Table 1 row chosen by the parameters
-# `paper_model` and `paper_dataset` (printed below), and the paper's average multipliers over all
-# its data sets. They are a reference for the pattern, not a target: different models, data and
-# budgets. Results the paper reports in other settings are listed as text.
+# The paper columns are **the paper's numbers** (the Table 1 row of `paper_model` and
+# `paper_dataset`, and its average multipliers): a reference for the pattern, not a target.
 
 # %%
 print(f"paper columns: {paper.attrs['row']} (Table 1), from {paper.attrs['source']}")
@@ -294,12 +261,10 @@ display(Markdown(run_store.describe_sampling_gap(gap)))
 # %% [markdown]
 # ## 4.2 At equal compute
 #
-# A fair question to any method that spends more than a single agent: **what would majority
-# voting have reached with the same tokens?** The MV run recorded 7 independent samples per
-# problem, so the vote over the first k of them is MV(k), for every k, with no new call. LASE is
-# replayed on a grid of thresholds; for each MV(k) budget we take the best LASE threshold pair that
-# spends no more. That pick is made on the same problems it is scored on, so **the LASE column
-# is optimistic**.
+# **What would majority voting reach with the same tokens?** The MV run recorded 7 samples per
+# problem, so the vote over the first k is MV(k), with no new call. For each MV(k) budget we take
+# the best LASE threshold pair that spends no more, picked on the problems it is scored on, so
+# **the LASE column is optimistic**.
 
 # %%
 ids = sorted(set.intersection(*(set(tables[s]["problem_id"]) for s in main)))
@@ -335,9 +300,7 @@ if len(matched):
 # ## 4.3 Studies side by side
 #
 # The same comparison for every study in `studies` (chapter 03 introduces the committed ones),
-# each on the problems all its main runs share; a study without baselines shows the runs it has
-# (the leader alone is stage 0 of its full chains). This section reads recordings, also when
-# `live=True`.
+# each on the problems its main runs share. This section reads recordings, also when `live=True`.
 
 # %%
 models = run_store.load_studies(shown, names, require=["lase"])
@@ -351,16 +314,16 @@ for m, short_runs in both.attrs["short"].items():  # as in 4.1: on their own pro
     for s in short_runs:
         print(f"{m}, {plots.label(s, configs_by_model[m].get(s))}: recorded on far fewer problems, left out here")
 if len(models) > 1:
-    fig = comparison.plot_accuracy_vs_tokens_by_model(both, labels=labels)
+    fig = comparison.plot_accuracy_vs_tokens_by_model(both, labels=labels, not_comparable={
+        m: run_store.off_format(run_store.baseline_formats(rs)) for m, rs in models.items()})
     plots.savefig(fig, "comparison_two_models")
     plt.show()
 
 # %% [markdown]
-# **Are the baselines answering in their own format?** A model trained for LASE's roles only (the
-# committed organisms) answers a strategy's follow-up (MAD's second round, MoA's aggregator, DOWN's
-# refinements) with the one habit it has for "read other replies and answer again": LASE's
-# revision. Counted per study (`runs.baseline_formats`), a baseline marked not comparable measures
-# the training, not the strategy: read LASE against it as **not comparable**, not as a result.
+# **Are the baselines answering in their own format?** A model trained for LASE's roles only
+# answers a baseline's follow-up (MAD's second round, MoA's aggregator, DOWN's refinements) with
+# LASE's revision. Such a baseline measures the training, not the strategy: it is drawn hollow
+# above, and LASE against it is **not comparable**, not a result (`runs.baseline_formats`).
 
 # %%
 for m, rs in models.items():
@@ -372,21 +335,13 @@ for m, rs in models.items():
 # %% [markdown]
 # ### The paper's headline, tested on a study
 #
-# The paper's headline is LASE at little more than the single agent's tokens against 7.1x for
-# MV(7), at equal or better accuracy. We test it on one study (`headline_study`; by default the
-# second shown, the committed pointing organism when nothing else is named) in four parts: gated LASE beats the leader alone
-# (the paired bootstrap interval of the gain lies above zero), at no more than 1.5x its tokens
-# (prompt + completion), no more than 3 points below MV(7), at no more than a third of MV's
-# tokens. Two operating points:
-#
-# - **recorded**: the default thresholds, fixed before the recording;
-# - **budget**: the most accurate thresholds that cost at most 1.5x the leader alone, chosen on one
-#   random half of the problems and scored on the other half only, so the choice is never scored
-#   on the problems it was chosen on.
-#
-# The last row is the paper's average multiples, a reference and not a target. The arithmetic is
-# against a cheap budget: one escalated stage costs several single answers (the supporter's prompt
-# and note, then the revision's prompt), so 1.5x leaves room to escalate only a few problems.
+# The headline in four parts, on one study (`headline_study`; by default the second shown): gated
+# LASE beats the leader alone (paired bootstrap interval above zero), at no more than 1.5x its
+# tokens, no more than 3 points below MV(7), at no more than a third of MV's tokens. Two operating
+# points: **recorded** (the default thresholds) and **budget** (the most accurate thresholds at
+# most 1.5x the leader alone, chosen on one random half, scored on the other). The last row is the
+# paper's average multiples. One escalated stage costs several single answers, so 1.5x leaves
+# room to escalate only a few problems.
 
 # %%
 ORG = headline_study or list(models)[min(1, len(models) - 1)]
@@ -436,14 +391,9 @@ if interactive:
 # %% [markdown]
 # ## Summary
 #
-# - Compare strategies on the same problems, with intervals and paired tests; report tokens both
-#   as completion only and as prompt + completion, since contexts pasted into prompts dominate
-#   the bill of debate-style methods.
-# - Compare at equal compute: majority vote over the first k recorded samples gives the whole
-#   MV(k) curve for free, and LASE's threshold replay gives its curve.
-# - Majority vote and MAD end in the same vote; MAD's difference is one round in which every
-#   agent reads the others (section 4.0 writes both out over the recorded calls).
-# - With strong models the paper found LASE about as accurate as voting at a fraction of the
-#   tokens; section 4.1 prints, for your study, which strategy differs from the single agent and
-#   at what cost, or that it has too few problems to say. A debate whose first round is sampled
-#   can start behind a greedy single agent before any agent reads another.
+# - Compare strategies on the same problems, with intervals and paired tests, and report tokens
+#   both ways: a prompt bills every pasted context again.
+# - Compare at equal compute: MV(k) comes free from the recorded samples, LASE's curve from replay.
+# - MV and MAD end in the same vote; MAD adds one round of reading the others.
+# - Section 4.1 prints which strategy differs from the single agent on your study, and at what
+#   cost, or that it has too few problems to say; 4.3 does so per study.
