@@ -20,20 +20,11 @@
 # $H_{max}$ rises above it). This chapter turns both knobs across their whole range **without a
 # single model call**, by replaying one recording of full chains, and asks what they buy.
 #
-# **What you will learn**
-#
-# 1. Why **one full-chain recording is enough to evaluate every threshold pair**: early stopping
-#    only truncates the chain, so replay is exact, and we check that it reproduces the live run.
-# 2. How to read the accuracy-vs-tokens frontier: the threshold grid, its Pareto front, the
-#    leader alone, always-interact, majority vote and MAD, and **the oracle gate, the upper bound
-#    no confidence gate can beat**.
-# 3. Where in the $(\tau_{lp}, \tau_h)$ plane LASE escalates, and how that maps to tokens.
-# 4. Whether our model reproduces the paper's reading of its threshold sweep ("the thresholds
-#    are a budget knob, not an accuracy knob"), with the paper's Table 5 printed beside ours.
-# 5. How to **choose thresholds for a token budget honestly**: on one half of the problems,
-#    checked on the other half.
-# 6. How to set several studies' fronts side by side, and whether any rises above its own leader
-#    alone, read from a paired interval rather than from the picture.
+# **What you will learn**: why **one full-chain recording evaluates every threshold pair** exactly
+# (5.1); how to read the accuracy-vs-tokens frontier and **the oracle gate**, the bound no
+# confidence gate can beat (5.2); where LASE escalates (5.3); whether our model reproduces the
+# paper's reading of its sweep (5.4); how to **choose thresholds for a budget honestly** (5.5); and
+# studies' fronts side by side, read from paired intervals (5.6).
 #
 # **You need** chapter 3 (the LASE pipeline) for what a stage is. The chapter reads a study's
 # full-chain recording (`traces`: your study, or the committed recordings; `lase-nb run --strategy
@@ -301,11 +292,9 @@ display(Markdown(pareto.describe_gains(gains)))
 # %% [markdown]
 # ## 5.7 Try it yourself
 #
-# In a live Jupyter session the sliders below move the star on the frontier (the buttons above
-# them switch between the studies, keeping the thresholds): every movement replays the recording
-# at the new thresholds (no model call) and updates the figure, the table row and the sentence
-# under it, which starts with "Operating point unchanged" when the move crossed no recorded
-# confidence. The same function, `operating_point`, gave the default point above.
+# In a live Jupyter session the sliders move the star on the frontier (the buttons switch studies):
+# each move replays the recording (no model call) and updates the figure, the table row and the
+# sentence under it (`operating_point`, which gave the default point above).
 
 # %% tags=["book-hide"]
 if interactive:
@@ -314,8 +303,7 @@ if interactive:
     display(controls.box)
 
 # %% [markdown]
-# Widgets do not run in the HTML book or a static copy of this notebook, so here is the same panel
-# at six threshold pairs, from strict to lax: each panel is what the sliders show at its pair.
+# The same panel at six threshold pairs, from strict to lax, for a page where widgets do not run:
 
 # %%
 fig = sliders.small_multiples(chains, sliders.STRICT_TO_LAX, grid=grid)
