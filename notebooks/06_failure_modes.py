@@ -19,20 +19,11 @@
 # fails, which the design accepts knowingly or which a weak model exposes**. Each section gives a
 # count, a figure and examples pulled from the recorded full-chain run.
 #
-# **What you will learn**
-#
-# 1. **Confident errors**: wrong answers that pass the gate ($U=0$) and are never reconsidered,
-#    and what escalating them anyway would have bought.
-# 2. **Execution failure after a critique**: a supporter points at a real problem and the leader
-#    still fails to produce a right answer. We select these with a stated heuristic and show the
-#    transcripts.
-# 3. **Do weaker models escalate more?** How the escalation rate and the cost of LASE move with
-#    problem difficulty and across studies, set against the paper's strong and weak models; the
-#    chapter answers in print, with intervals.
-# 4. **Answers that never get boxed**: how often the leader's revision has no extractable answer.
-# 5. **Why no gain**: on the committed pointing organism, three numbers that explain why LASE gains
-#    nothing although its supporters point at the right step (section 6.5), and the ceiling under a
-#    perfect note: what the leader makes of a note that names its error exactly (section 6.6).
+# **What you will learn**: **confident errors**, wrong answers that pass the gate and are never
+# reconsidered (6.1); **execution failure after a critique**, selected by a stated heuristic and
+# shown in transcripts (6.2); **do weaker models escalate more?**, answered in print with
+# intervals (6.3); **answers that never get boxed** (6.4); and **why no gain**: three numbers on
+# the committed pointing organism (6.5) and the ceiling under a perfect note (6.6).
 #
 # **You need** chapters 02 (the gate) and 03 (the pipeline). No model is called: everything comes
 # from a study's full-chain recording (`traces`: your study, or the committed recordings). The
@@ -82,13 +73,12 @@ print(f"{m['backend']}:{m['model']} on {m['dataset']}, {len(first)} problems, fu
 # ## 6.1 Confident errors
 #
 # The gate accepts an answer when `exp(LP_min) >= tau_lp` and `H_max <= tau_h`. **A wrong answer
-# that clears both is a confident error: LASE stops at once and never shows it to a supporter.**
-# The paper accepts this on purpose: checking confident answers would cost tokens on the many
-# right ones. Because our run recorded the full chain anyway, we can see what the supporters would
-# have done with these answers.
+# that clears both is a confident error: LASE stops at once and no supporter sees it.** The paper
+# accepts this on purpose (checking confident answers costs tokens on the many right ones); the
+# full chain shows what the supporters would have done with them.
 #
-# **Predict, then run.** Of the leader's wrong first answers, what share does the default gate
-# (0.8 / 0.5) let through as *sure*, so that no supporter ever sees them? The next cells answer.
+# **Predict, then run.** What share of the leader's wrong first answers does the default gate
+# (0.8 / 0.5) let through as *sure*?
 
 # %%
 split = confidence.gate_split(first, tau_lp, tau_h)
@@ -101,15 +91,10 @@ print(f"{int(split['confident_errors'])} of {int(split['errors'])} wrong first a
 ce.set_index("problem_id")[["answer", "p_min", "h_max", "later_right", "final_correct"]].head(5)
 
 # %% [markdown]
-# **How to read the figure.** Both axes measure the distance from certainty on a log scale, so the
-# crowded corner of near-certain answers opens up: bottom right is the most confident. The line
-# above it says whether escalating the confident errors anyway would have helped: the full chain
-# recorded what the supporters would have done.
-#
-# **A confident error, found by hand.** From the recording's stage-0 rows: the gate accepts an
-# answer when it exists, `exp(LP_min) >= tau_lp` and `H_max <= tau_h`; a confident error is an
-# accepted answer that is wrong. Sorted from the most confident, and checked against
-# `failures.confident_errors`:
+# **How to read the figure.** Both axes measure the distance from certainty on a log scale; bottom
+# right is the most confident. The line above says whether escalating the confident errors
+# anyway would have helped. **A confident error, found by hand**: the stage-0 rows the gate
+# accepts that are wrong, most confident first, checked against `failures.confident_errors`:
 
 # %%
 st = lase.stages
@@ -141,21 +126,13 @@ for r in ce.head(n_examples).itertuples():
 # %% [markdown]
 # ## 6.2 Execution failure after a critique
 #
-# After an escalation the leader reads one supporter's note and revises. A revision can fail even
-# when the note was useful. We cannot grade a note's correctness automatically, so we select
-# **candidates** with a heuristic, and say so:
-#
-# - the leader's answer *before* the note was wrong (so there was a real error to point at);
-# - the note claims an error (it contains a word such as "incorrect", "mistake" or "should be";
-#   see `lase_nb.chapters.failures.ERROR_WORDS`);
-# - the revision is still wrong, or has no boxed answer.
-#
-# **This reads words, not reasoning**: a note can say "incorrect" about the wrong step. Two
-# stronger signals, when they occur: the note brings in the gold answer, which neither the
-# question nor the attempt contained (`note_has_gold`: the supporter all but handed it over), and
-# the leader's revision writes the gold answer somewhere yet does not end with it boxed
-# (`revision_has_gold`: it had the answer and failed to deliver it).
-# All revisions come from the full-chain recording, so stages the gate would have skipped count too.
+# After an escalation the leader reads one note and revises; a revision can fail even when the
+# note was useful. We cannot grade a note automatically, so we select **candidates** by heuristic:
+# the answer before the note was wrong, the note claims an error (a word such as "incorrect" or
+# "should be", `failures.ERROR_WORDS`), and the revision is still wrong or unboxed. **This reads
+# words, not reasoning.** Two stronger signals: the note brings in the gold answer, which neither
+# question nor attempt held (`note_has_gold`), and the revision writes the gold answer yet does
+# not box it (`revision_has_gold`). Stages the gate would have skipped count too.
 
 # %%
 outcomes = failures.revision_outcomes(lase, problems)
@@ -173,9 +150,8 @@ display(Markdown(failures.describe_revisions(outcomes, fails)))
 fails.set_index("problem_id")[["stage", "note_has_gold", "revision_has_gold", "answer"]].head(5)
 
 # %% [markdown]
-# Transcript excerpts (the notes are shown as the supporter wrote them; any boxed answer in them
-# was replaced by "[answer withheld]" before the leader read it). Exchanges with the stronger
-# signals come first.
+# Transcript excerpts, stronger signals first (a boxed answer in a note was replaced by
+# "[answer withheld]" before the leader read it):
 
 # %%
 show = fails.drop_duplicates("problem_id").head(n_examples)
@@ -183,18 +159,15 @@ for r in show.itertuples():
     display(HTML(failures.render_exchange(lase, r.problem_id, r.stage, problems.get(r.problem_id), max_chars)))
 
 # %% [markdown]
-# **How to read it.** Read the excerpts before trusting the count: a small model's notes can be
-# vague, repetitive or self-contradictory, and its leader may echo the note instead of solving
-# again, or run out of tokens before boxing an answer. So the candidates mix two failures: notes
-# that were not actually useful, and leaders that could not use a useful note. **The paper's selective-gain bound needs the second to
-# be rare** (assumption A2: with a correct seed, accuracy rises); a weak leader breaks it.
+# **How to read it.** Read the excerpts before the count: the candidates mix notes that were not
+# useful and leaders that could not use a useful note. **The selective-gain bound needs the second
+# to be rare** (A2: with a correct seed, accuracy rises); a weak leader breaks it.
 
 # %% [markdown]
-# **The paper's own failure cases.** The paper's Appendix H shows two kinds of failure: a
-# supporter whose critique is right, after which the leader still executes the fix wrongly; and a
-# senior expert's note that sends a right answer astray. Where supporters name the step they find
-# failing ("Step 2 fails", as the committed organisms' do) on problems with a known chain, both
-# kinds can be found by rule, not by a word list; each study beside yours is searched:
+# **The paper's own failure cases** (Appendix H): a right critique the leader still executes
+# wrongly, and a senior expert's note that sends a right answer astray. Where supporters name the
+# failing step ("Step 2 fails", as the organisms' do) on problems with a known chain, both are
+# found by rule; each study beside yours is searched:
 
 # %%
 for study in shown[1:]:
@@ -216,9 +189,8 @@ if len(shown) < 2:
 # ## 6.3 Do weaker models escalate more?
 #
 # The expectation (the paper's, and chapter 01's) is that a weaker model is unsure more often, so
-# the gate sends more problems to the supporters. We test it two ways: **across problem levels**
-# (harder problems make the same model relatively weaker) and **across studies**. The cost comes
-# from replaying the gate on the full chains (no model calls).
+# the gate escalates more. We test it **across problem levels** (harder problems make a model
+# relatively weaker) and **across studies**, replaying the gate on the full chains.
 
 # %%
 esc, cost = failures.level_view(lase, tau_lp, tau_h)
@@ -230,13 +202,11 @@ if esc["level"].nunique() > 2:  # levels and "all"
 display(Markdown(failures.describe_escalation(esc, cost, paper)))
 
 # %% [markdown]
-# **Across studies.** Two studies of the same problems (`control_traces`; the committed control
-# holds both committed models on the same 80 level-1 problems, the embedded model with its two
-# worked examples, the organism zero-shot) give the comparison the paper made with its weaker
-# model; without a control, each study's own recording is used, which are not the same problems.
-# The table gives each leader's accuracy, how often the gate escalates it (95% Wilson intervals),
-# and its accuracy on the problems it escalates and on those it keeps (`acc_kept`): a gate sees
-# only confidence, so a model whose wrong answers are confident keeps them however weak it is.
+# **Across studies.** Two studies of the same problems (`control_traces`: both committed models
+# on the same 80 level-1 problems; without a control, each study's own problems) give the
+# paper's strong-vs-weak comparison. Per leader: accuracy, escalation rate (95% Wilson
+# intervals), and accuracy on the problems it escalates and keeps (`acc_kept`): a gate sees only
+# confidence, so a model whose wrong answers are confident keeps them however weak it is.
 
 # %%
 models = run_store.load_studies(shown, ["lase"], require=["lase"])
@@ -262,10 +232,9 @@ for label, model_runs in models.items():  # whether escalation can track weaknes
 # %% [markdown]
 # ## 6.4 Answers that never get boxed
 #
-# An answer counts only if it sits in the last `\boxed{}`; anything else is unparsed, counted
-# wrong and, for the gate, uncertain. A small model boxes its first answer when shown worked
-# examples, but **a revision is harder to box**: the prompt is longer, it carries a supporter's
-# note, and the model may ramble or copy the note until it hits the token limit.
+# An answer counts only if it sits in the last `\boxed{}`; anything else is unparsed, wrong and,
+# for the gate, uncertain. **A revision is harder to box** than a first answer: the prompt is
+# longer, carries a note, and the model may ramble or copy the note until the token limit.
 
 # %%
 unp = failures.unparsed_by_stage(lase)
@@ -276,9 +245,9 @@ plt.show()
 print(failures.describe_unparsed(unp))
 
 # %% [markdown]
-# The answer-extraction step (ask for the final answer alone) recovers an answer where it can, so
-# under the default grading such revisions count; strict grading counts every one of them wrong
-# (chapter 04 reports both). One revision that boxed no answer of its own:
+# The extraction step recovers an answer where it can, so under the default grading such
+# revisions count; strict grading counts them wrong (chapter 04 reports both). One revision that
+# boxed no answer of its own:
 
 # %%
 unboxed = outcomes[outcomes["answer_strict"].isna()].sort_values("stage", kind="stable")
@@ -313,17 +282,15 @@ else:
 # ## 6.6 Why no gain here: the ceiling under a perfect note
 #
 # The paper's Appendix H names a failure it calls *execution failure post-critique*: a supporter
-# finds the flaw, the leader accepts the critique, and still cannot rebuild the right path,
-# because the fix lies beyond what the base model can execute. **How much could a perfect
-# supporter get out of our leaders?** For every first answer of a committed full-chain recording
-# whose chain is known, code writes the note a perfect supporter would write by the paper's rule,
-# never stating the final answer: (a) the first failing step; (b) that step and the kind of error
-# (a misread quantity, the wrong operation, an arithmetic slip, a value not carried, a missing
-# step); (c) also that step's right value when it is not the last step. Variant (c) is a stronger
-# supporter than the paper's prompts ask for. A right first answer gets "every step checks out",
-# or a false alarm on a random step. Each note goes through the leader's real revision call (the
-# LASE revision prompt, the recorded attempt, one call): `lase_nb/ceiling.py`, run by
-# `benchmarks/ceiling.py` into `data/ceiling/`.
+# finds the flaw, the leader accepts the critique, and still cannot rebuild the right path.
+# **How much could a perfect supporter get out of our leaders?** For every first answer of a
+# committed full-chain recording whose chain is known, code writes the note a perfect supporter
+# would write by the paper's rule, never stating the final answer: (a) the first failing step;
+# (b) that step and the kind of error (a misread quantity, the wrong operation, an arithmetic
+# slip, a value not carried, a missing step); (c) also that step's right value when it is not the
+# last step, a stronger supporter than the paper's prompts ask for. A right first answer gets
+# "every step checks out", or a false alarm on a random step. Each note goes through the leader's
+# real revision call: `lase_nb/ceiling.py`, run by `benchmarks/ceiling.py` into `data/ceiling/`.
 #
 # No supporter that keeps the rule can point better than notes (a) and (b), so these counts bound
 # what LASE can gain with these leaders. The stop rule was written before any note was sent:
@@ -333,7 +300,7 @@ else:
 # %%
 if any(s.committed for s in shown):
     ceiling_rows = ceiling.load_rows()
-    display(ceiling.summary(ceiling_rows))
+    display(ceiling.summary(ceiling_rows).set_index("model"))
     print(ceiling.verdict(ceiling_rows))
 else:
     print("the ceiling was measured on the committed models only: section 6.6 is skipped for your study")
@@ -372,14 +339,11 @@ if interactive:
 # %% [markdown]
 # ## Summary
 #
-# - **Confident errors** are built into the design: the gate cannot see them, and escalating them
-#   anyway helps only if the supporters would have fixed them (section 6.1 counts both).
-# - **Revisions** can fail after a useful note, or follow a note that was not useful; our
-#   selection of such cases is a word-list heuristic, shown with its transcripts so you can judge it.
-# - **Escalation and cost by strength**: the gate escalates a model as often as its *doubt* says,
-#   so whether a weaker model escalates more is a question of calibration first (section 6.3
-#   prints the answer for your studies, with intervals).
-# - **Unboxed revisions** are counted, with what the extraction step recovers (section 6.4).
-# - Why debate can start behind the single agent is chapter 04's section 4.1.
+# - **Confident errors** are built into the design: the gate cannot see them (6.1 counts what
+#   escalating them anyway would have bought).
+# - **Revisions** can fail after a useful note or follow a useless one; our selection is a
+#   word-list heuristic, shown with its transcripts so you can judge it.
+# - Whether a weaker model escalates more is a question of calibration first (6.3 prints the
+#   answer for your studies); **unboxed revisions** are counted in 6.4.
 # - **The ceiling under a perfect note** bounds what any supporter that keeps the rule can gain with
-#   these leaders: section 6.6 prints what each leader did with such notes and the stop rule's outcome.
+#   these leaders (6.6 prints the outcome and the stop rule's verdict).
