@@ -59,6 +59,8 @@ KINDS = {
     "carry": "it does not start from the result of the step before it",
     "missing": "the solution stops before this step",
 }
+#: The order of the measurements in the tables (others follow by name).
+ORDER = ("organism", "smollm2", "noop-organism", "noop-smollm2", "organism-pilot")
 #: The verdict quotes the best fix rate among kinds with at least this many wrong first answers.
 MIN_KIND = 10
 #: Where ``benchmarks/ceiling.py`` writes the committed measurement (chapter 06 reads it).
@@ -363,7 +365,9 @@ def load_rows(folder: Any = None, names: Sequence[str] | None = None) -> pd.Data
     from pathlib import Path
 
     folder = CEILING_DIR if folder is None else folder
-    files = sorted(Path(folder).glob("*.jsonl")) if names is None else [Path(folder) / f"{n}.jsonl" for n in names]
+    order = {name: i for i, name in enumerate(ORDER)}
+    files = (sorted(Path(folder).glob("*.jsonl"), key=lambda f: (order.get(f.stem, len(order)), f.stem))
+             if names is None else [Path(folder) / f"{n}.jsonl" for n in names])
     frames = [pd.read_json(f, lines=True, dtype={"answer": str, "first_answer": str}) for f in files if f.is_file()]
     if not frames:
         return pd.DataFrame()
@@ -396,16 +400,16 @@ def summary(rows: pd.DataFrame) -> pd.DataFrame:
             line = {"model": model, "first answer": f"wrong: {kind}", "n": int(g["problem_id"].nunique())}
             for v in VARIANTS:
                 x = g[g["variant"] == v]
-                line[f"note ({v})"] = f"fixed {int((x['outcome'] == 'fixed').sum())}/{len(x)}"
+                line[f"note ({v})"] = f"fixed {int((x['outcome'] == 'fixed').sum())}/{len(x)}" if len(x) else "-"
             out.append(line)
         right = m[m["first_correct"].astype(bool)]
         if len(right):
             line = {"model": model, "first answer": "right", "n": int(right["problem_id"].nunique())}
             for col, name in (("note (a)", "alarm-a"), ("note (b)", "alarm-b")):
                 x = right[right["variant"] == name]
-                line[col] = f"alarm broke {int((x['outcome'] != 'kept').sum())}/{len(x)}"
+                line[col] = f"alarm broke {int((x['outcome'] != 'kept').sum())}/{len(x)}" if len(x) else "-"
             x = right[right["variant"] == "clear"]
-            line["note (c)"] = f"all clear kept {int((x['outcome'] == 'kept').sum())}/{len(x)}"
+            line["note (c)"] = f"all clear kept {int((x['outcome'] == 'kept').sum())}/{len(x)}" if len(x) else "-"
             out.append(line)
     return pd.DataFrame(out)
 
