@@ -295,7 +295,11 @@ else:
 # No supporter that keeps the rule can point better than notes (a) and (b), so these counts bound
 # what LASE can gain with these leaders. The stop rule was written before any note was sent:
 # train supporters only for a kind of error whose (a) or (b) note fixes at least 60% of the wrong
-# first answers while the same variant's false alarm breaks at most 5% of right ones.
+# first answers while the same variant's false alarm breaks at most 5% of right ones. Two more
+# measurements share the table: *NoOp* rows are new problems with one irrelevant quantity in the
+# text (errors of reading rather than of arithmetic), and *revision pilot* rows are organism v5
+# with its revision trained alone on such notes for 18 minutes (not shipped): the leaders were
+# never taught to read these notes, so before them the counts are a floor.
 
 # %%
 if any(s.committed for s in shown):
