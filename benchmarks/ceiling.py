@@ -80,7 +80,9 @@ def main() -> int:
         run = load_run(ROOT / folder)
         cfg = StrategyConfig(**{k: (tuple(v) if isinstance(v, list) else v)
                                 for k, v in run.manifest["config"].items()})
-        cases, seen = ceiling.cases_from_run(ceiling.first_attempts(run, problems_from_manifest(run.manifest)))
+        # the pilot is measured on what the stop rule reads: notes a and b, and their false alarms
+        kept = dict(variants=("a", "b"), right_variants=("alarm-a", "alarm-b")) if name == "organism-pilot" else {}
+        cases, seen = ceiling.cases_from_run(ceiling.first_attempts(run, problems_from_manifest(run.manifest)), **kept)
         engine = Engine(LocalBackend(model, max_batch=args.max_batch, threads=args.threads), cache)
         label = LABELS[name]
         t0 = time.perf_counter()
