@@ -484,7 +484,7 @@ def test_no_notebook_has_an_empty_cell(nb: Path):
 
 #: Core chapters that do not meet the budget yet (issue 43): their budget test is an expected
 #: failure. Take a chapter off this list once `python benchmarks/chapter_budget.py` says it fits.
-OVER_BUDGET = ("01_theory", "02_calibration", "03_lase_pipeline", "04_comparison", "05_pareto", "06_failure_modes")
+OVER_BUDGET: tuple[str, ...] = ()
 
 
 def _over_budget(nb: Path):
