@@ -26,7 +26,7 @@ import pandas as pd
 from .errors import ConfigError
 
 __all__ = ["Price", "PRICES_PATH", "load_prices", "price_for", "estimate_shared_prefix", "cached_input",
-           "cost_table", "gated_calls", "dollars", "UNITS"]
+           "cost_table", "gated_calls", "dollar_comparison", "dollars", "UNITS"]
 
 #: The price sheet shipped with the repository (public list prices, dated: an example to edit).
 PRICES_PATH = Path(__file__).resolve().parents[1] / "data" / "prices.json"
@@ -248,3 +248,21 @@ def gated_calls(calls: pd.DataFrame, stops: pd.DataFrame | Mapping[str, int]) ->
         raise ConfigError(f"no stop stage for problems {sorted(set(calls['problem_id'][stop.isna()].astype(str)))[:3]}; "
                           "pass the replay table of the same recording")
     return calls[calls["stage"] <= stop].assign(used=True)
+
+
+def dollar_comparison(calls: Mapping[str, pd.DataFrame], price: Price,
+                      labels: Mapping[str, str] | None = None) -> pd.DataFrame:
+    """Per strategy (``calls``: its calls table by name), dollars per 1,000 problems at ``price``:
+    every input token at the full rate, cached input at the cached rate (the provider's minimum
+    cached prefix applied), the share that saves, and the share a cache of any prefix would save."""
+    out = []
+    for name, table in calls.items():
+        rows = table.assign(strategy=name)
+        at = cost_table(rows, price, unit="dollars", per_problem=True).iloc[0]
+        anyp = cost_table(rows, price, unit="dollars", per_problem=True, min_prefix=0).iloc[0]
+        out.append({"method": (labels or {}).get(name, name),
+                    "$ / 1,000 problems": round(1000 * at["usd"], 2),
+                    "with cached input": round(1000 * at["usd_cached"], 2),
+                    "saving": f"{at['saving']:.0%}",
+                    "saving, any prefix cached": f"{anyp['saving']:.0%}"})
+    return pd.DataFrame(out).set_index("method")

@@ -54,6 +54,7 @@ tau_lp = 0.8  # LASE gate: exp(LP_min) below this is uncertain
 tau_h = 0.5  # LASE gate: H_max (nats) above this is uncertain
 paper_model = "GPT-4.1-mini"  # the row of the paper Table 1 shown beside ours
 paper_dataset = "GSM-Symbolic"  # closest paper set to grade-school arithmetic
+price = "gpt-4.1-mini"  # a model of data/prices.json: 4.1's costs in dollars at its list price; None: tokens only
 headline_study = None  # label of the study the paper's headline is tested on in 4.3; None: the second study shown, else the first
 max_tokens = None  # live runs: answer token limit (None: library default)
 seed = 0
@@ -67,7 +68,7 @@ import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 
-from lase_nb import plots, reference, runs as run_store, strategies, widgets
+from lase_nb import costs, plots, reference, runs as run_store, strategies, widgets
 from lase_nb.runs import comparison_table
 from lase_nb.replay import chains_from_stages, outcomes_at, replay, sweep
 from lase_nb.chapters import comparison
@@ -257,6 +258,24 @@ display(Markdown(comparison.describe_comparison(tables, table, configs, seed=see
 # %%
 gap = run_store.sampling_gap(runs, problems)
 display(Markdown(run_store.describe_sampling_gap(gap)))
+
+# %% [markdown] tags=["book-more"]
+# **In dollars.** An API bills tokens, and bills input it has cached (a prompt prefix it saw in an
+# earlier call) at a lower rate. At the list price of `price` (`data/prices.json`, with its source
+# and date; edit it for yours), each strategy's cost per 1,000 problems: every input token at the
+# full rate, then cached input at the cached rate. Cached input is what the provider reports where
+# it does, else estimated as the prompt prefix a call shares with an earlier call of the same
+# problem; a provider caches only prefixes of a minimum length (OpenAI: 1,024 tokens), so the last
+# column says what a cache of any prefix would save. Gated LASE's calls are those its gate makes.
+
+# %% tags=["book-more"]
+if price:
+    billed = {s: runs[s].calls for s in table.index if s in runs and s != "lase"}
+    billed["lase"] = costs.gated_calls(runs["lase"].calls, lase_now)  # the calls the gate makes
+    billed["lase-full"] = runs["lase"].calls.assign(used=True)  # every stage
+    display(costs.dollar_comparison(billed, costs.price_for(price), labels))
+else:
+    print("price is None: costs are shown in tokens only (the table above)")
 
 # %% [markdown]
 # ## 4.2 At equal compute

@@ -12,7 +12,7 @@ import pytest
 
 from lase_nb import cli
 from lase_nb.backends.gemini_backend import GeminiBackend
-from lase_nb.costs import (Price, cached_input, cost_table, dollars, estimate_shared_prefix, gated_calls, load_prices,
+from lase_nb.costs import (Price, cached_input, cost_table, dollar_comparison, dollars, estimate_shared_prefix, gated_calls, load_prices,
                            price_for)
 from lase_nb.errors import ConfigError
 from lase_nb.traces import load_run
@@ -167,3 +167,13 @@ def test_gemini_cached_content_tokens_are_read(monkeypatch):
     with GeminiWireServer() as srv:  # a reply without the field: not reported
         backend = GeminiBackend("gemini-wire", api_key="AIza-test", base_url=srv.base_url)
         assert backend.generate([{"role": "user", "content": "Hi"}], GenParams(max_tokens=8)).cached_tokens is None
+
+
+def test_dollar_comparison_per_thousand_problems():
+    """Chapter 04's table: the hand-computed price above, per 1,000 problems, with the provider's
+    1,024-token floor (nothing cached) and with any prefix cached."""
+    floor = Price("gpt-4.1-mini", 0.40, 0.10, 1.60, 1024)
+    t = dollar_comparison({"lase": lase_calls()}, floor, {"lase": "LASE"}).loc["LASE"]
+    assert t["$ / 1,000 problems"] == pytest.approx(round(1000 * 0.000468, 2))
+    assert t["with cached input"] == t["$ / 1,000 problems"] and t["saving"] == "0%"
+    assert t["saving, any prefix cached"] == f"{(468 - 384) / 468:.0%}"
