@@ -10,7 +10,7 @@ checks all three, and that the package has no import cycle).
 ==============  ==========================================================================
 module          chapter
 ==============  ==========================================================================
-theory          01_theory: the toy simulations (numpy/scipy, seeded)
+theory          01_theory and A4_theory_more: the toy simulations (numpy/scipy, seeded)
 calibration     02_calibration: reliability, AUROC, ECE
 gate_panel      02_calibration: the gate's sliders over one set of answers
 pipeline        03_lase_pipeline: one chain stage by stage, then the batch
