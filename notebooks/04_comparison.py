@@ -43,6 +43,7 @@ model = None  # None: the default model of the backend
 base_url = None  # an OpenAI-compatible server, for the openai backend
 concurrency = None  # API backends: calls in flight (default 8; 1 for a one-slot server)
 timeout = None  # API backends: seconds one call may take (default 60)
+dtype = None  # local backend: float32, bfloat16 or auto (None: auto, float32 unless the CPU has native bfloat16)
 examples = None  # worked examples per prompt (None: 2 for the embedded model, 0 for API models; 2 helps a small model box its answers)
 dataset = "arith"  # live runs: arith (generated) or a paper set loaded from data_path
 data_path = None  # file/folder of a paper data set (never shipped)
@@ -108,7 +109,7 @@ if live:
     from lase_nb.runner import run_problems
 
     problem_list = load_dataset(dataset, data_path, n_problems, seed)
-    engine = live_engine(backend, model, base_url, concurrency=concurrency, timeout=timeout)
+    engine = live_engine(backend, model, base_url, concurrency=concurrency, timeout=timeout, dtype=dtype)
     cfg = live_config(backend, model, examples=examples, tau_lp=tau_lp, tau_h=tau_h, seed=seed, max_tokens=max_tokens)
     runs = {}
     for s in names:
