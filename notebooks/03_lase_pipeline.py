@@ -377,4 +377,3 @@ if interactive:
 # answer in a note is removed, a stated one only counted. Each model's regime is printed in 3.4,
 # Theorem 3.7's terms behind it are in [appendix A1](A1_bound.ipynb), and chapter 4 puts LASE beside
 # single agents, majority vote, debate, mixture-of-agents and DOWN on the same problems.
-same problems.
