@@ -37,6 +37,7 @@ def test_pipeline_chapter_runs_live_on_the_embedded_model(tmp_path, monkeypatch)
     assert f"live run: {14 + extractions} model calls, 0 from the cache" in text
     assert len(requests) == 14 + extractions
     assert "2 problems, 4 stages each" in text
-    assert "Stage 3 · senior expert" in text  # the transcript reaches the last supporter
+    # the transcript is shown up to the stage whose note changed the answer (or LASE's stop)
+    assert "Stage 0 · leader" in text
     figures = {p.name for p in (tmp_path / "figures").glob("*.png")}
     assert {"pipeline_stage_walk.png", "pipeline_batch.png", "pipeline_inclusions.png"} <= figures
