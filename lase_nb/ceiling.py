@@ -164,8 +164,9 @@ def cases_from_run(attempts: Iterable[tuple[Problem, str, str | None, bool]], se
     """The notes for a run's first attempts ``(problem, text, answer, correct)``.
 
     Attempts whose chain cannot be compared (no steps written, a right answer by another chain)
-    are skipped; the returned counter says how many of each status there were, and how many
-    values of variant ``c`` were dropped because they equal the final answer."""
+    are skipped; the returned counter says how many of each status there were, and how many notes
+    of variant ``c`` carry no value (``c_without_value``: the failing step is the last one, or its
+    value equals the final answer)."""
     cases: list[Case] = []
     seen: Counter = Counter()
     for problem, text, answer, correct in attempts:
