@@ -8,48 +8,22 @@ uses, so a committed problem id or label in an output would show the committed d
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from lase_nb import cli
 from lase_nb.datasets import load_dataset
-from lase_nb.prompts import SUPPORTER_SYSTEM
 from lase_nb.runs import COMMITTED_DIR, COMMITTED_STUDIES, study_label
-from tests.wire_servers import OpenAIWireServer, Reply
+from tests.responders import student
+from tests.wire_servers import OpenAIWireServer
 
 N = 20
 CHAPTERS = ["02", "04", "05", "06", "07"]
 PARAMS = ["-p", "interactive", "False", "-p", "studies", "None", "-p", "control_traces", "None"]
-
-
-def student(problems) -> Any:
-    """A scripted model that is right on about two problems in three, unsure on some of its
-    answers, and fixes some wrong answers after a note (decided by a hash of the question)."""
-    golds = {p.question: p.gold for p in problems}
-
-    def responder(messages: list[dict[str, str]], params: dict[str, Any]) -> Reply:
-        system = messages[0]["content"] if messages[0]["role"] == "system" else ""
-        if system in SUPPORTER_SYSTEM.values():
-            return Reply("Check the first step once more.", 0.9)
-        text = "\n".join(m["content"] for m in messages)
-        found = [q for q in golds if q in text]
-        if not found:
-            return Reply("I cannot tell.", 0.9)
-        q = max(found, key=len)
-        h = int(hashlib.sha256(q.encode()).hexdigest(), 16)
-        revised = "from a reviewer" in messages[-1]["content"]
-        wrong = h % 3 == 0 and not (revised and h % 2 == 0)
-        answer = str(int(golds[q]) + 1) if wrong else golds[q]
-        sure = 0.45 if wrong and h % 4 else (0.6 if h % 5 == 0 else 0.97)
-        return Reply(f"Working it out step by step.\n\\boxed{{{answer}}}", sure)
-
-    return responder
 
 
 def committed_markers() -> set[str]:
