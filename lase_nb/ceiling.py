@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 import pandas as pd
+from tqdm import tqdm
 
 from .answers import extract_answer, grade
 from .engine import Call, Engine
@@ -249,25 +250,10 @@ def send(engine: Engine, cases: Sequence[Case], params: Any, examples: int, mode
     """Each note through the leader's real revision call (as LASE's devil stage sends it: the
     solver prompt, the recorded attempt, the note as a critique); one row per note. All calls go
     to the engine at once, so the local backend keeps its batch full."""
-    from tqdm import tqdm
-
     calls = [Call("leader", 1, revise_messages(c.problem, c.attempt, "devil", c.note, examples=examples),
                   params, reads=("devil",)) for c in cases]
-    gens: list[Any] = [None] * len(calls)
-    todo = list(enumerate(calls))
-    bar = tqdm(total=len(calls), desc=f"{model}: notes", unit="call", disable=not progress)
-
-    def more() -> list[tuple[int, Call]]:
-        out = list(todo)
-        todo.clear()
-        return out
-
-    def done(i: int, gen: Any) -> None:
-        gens[i] = gen
-        bar.update()
-
-    engine.stream(more, done)
-    bar.close()
+    with tqdm(total=len(calls), desc=f"{model}: notes", unit="call", disable=not progress) as bar:
+        gens = engine.run(calls, on_result=lambda i, gen: bar.update())
     rows = []
     for c, g in zip(cases, gens):
         result, answer = outcome(c.first_correct, c.first_answer, g.text, c.problem.gold, c.problem.kind)

@@ -57,8 +57,10 @@ class Engine:
         return call_key(self.backend.name, self.backend.model, messages, params,
                         getattr(self.backend, "dtype", None))
 
-    def run(self, calls: Sequence[Call]) -> list[Generation]:
-        """Results for ``calls`` in order: :meth:`stream` with every call ready at once."""
+    def run(self, calls: Sequence[Call],
+            on_result: Callable[[int, Generation], None] | None = None) -> list[Generation]:
+        """Results for ``calls`` in order: :meth:`stream` with every call ready at once;
+        ``on_result(i, gen)`` (a progress bar, say) hears of each as it is answered."""
         results: list[Generation | None] = [None] * len(calls)
         todo = list(enumerate(calls))
 
@@ -67,7 +69,12 @@ class Engine:
             todo.clear()
             return out
 
-        self.stream(more, results.__setitem__)
+        def answered(i: int, gen: Generation) -> None:
+            results[i] = gen
+            if on_result is not None:
+                on_result(i, gen)
+
+        self.stream(more, answered)
         return results  # type: ignore[return-value]
 
     def stream(self, more: Callable[[], Sequence[tuple[Any, Call]]],
