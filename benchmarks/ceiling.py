@@ -78,8 +78,7 @@ def main() -> int:
         todo.append(("organism-pilot", RECORDINGS["organism"][0], str(args.pilot)))
     for name, folder, model in todo:
         run = load_run(ROOT / folder)
-        cfg = StrategyConfig(**{k: (tuple(v) if isinstance(v, list) else v)
-                                for k, v in run.manifest["config"].items()})
+        cfg = StrategyConfig.from_manifest(run.manifest["config"])
         # the pilot is measured on what the stop rule reads: notes a and b, and their false alarms
         kept = dict(variants=("a", "b"), right_variants=("alarm-a", "alarm-b")) if name == "organism-pilot" else {}
         cases, seen = ceiling.cases_from_run(ceiling.first_attempts(run, problems_from_manifest(run.manifest)), **kept)

@@ -15,6 +15,7 @@ calls are keyed apart), so a rerun resumes. Writes ``build/dtype_agreement.json`
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 import json
 import os
 import sys
@@ -88,8 +89,7 @@ def main() -> int:
             continue
         folder, model = RECORDINGS[name]
         run = load_run(ROOT / folder)
-        cfg = StrategyConfig(**{k: (tuple(v) if isinstance(v, list) else v)
-                                for k, v in run.manifest["config"].items()})
+        cfg = StrategyConfig.from_manifest(run.manifest["config"])
         problems = list(problems_from_manifest(run.manifest).values())[:n]
         got, lase, secs = {}, {}, {}
         for dt in DTYPES:
@@ -99,7 +99,7 @@ def main() -> int:
             got[dt] = first_answers(run_problems("single", problems, engine, cfg, window=64))
             secs[dt] = round(time.perf_counter() - t0, 1)
             if args.n_lase:
-                gate_cfg = StrategyConfig(**{**cfg.__dict__, "full_chain": False})
+                gate_cfg = replace(cfg, full_chain=False)
                 lase[dt] = gated(run_problems("lase", problems[:args.n_lase], engine, gate_cfg, window=32))
         # the gate at the recording's thresholds (no answer, or a nan, is unsure)
         for d in got.values():

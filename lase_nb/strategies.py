@@ -64,6 +64,11 @@ class StrategyConfig:
     supporter_repeat_digits: bool = True  # local model: also end a supporter's note in a counting loop
     seed: int = 0
 
+    @classmethod
+    def from_manifest(cls, config: dict) -> "StrategyConfig":
+        """The configuration a run's manifest recorded (``manifest["config"]``; JSON lists back to tuples)."""
+        return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in config.items()})
+
     def validate(self) -> "StrategyConfig":
         checks = [
             (0.0 <= self.tau_lp <= 1.0, f"tau_lp must be in [0, 1] (a probability), got {self.tau_lp}"),
