@@ -88,10 +88,12 @@ def batches(encoded, batch: int, seed: int, max_tokens: int = 2048) -> list[list
     return out
 
 
-def train(model, tok, examples, *, lr: float, batch: int, seed: int, label: str, dtype: str = "float32") -> dict:
+def train(model, tok, examples, *, lr: float, batch: int, seed: int, label: str, dtype: str = "float32",
+          on_step=None) -> dict:
     """One epoch of AdamW with a short warm-up and linear decay; returns the loss curve and speed.
     ``dtype`` bfloat16 runs the forward pass under CPU autocast (the weights and the optimiser stay
-    float32)."""
+    float32). ``on_step(step, examples_seen)`` is called after each optimiser step (checkpoints of a
+    learning curve)."""
     import contextlib
 
     import torch
@@ -106,7 +108,7 @@ def train(model, tok, examples, *, lr: float, batch: int, seed: int, label: str,
         opt, lambda s: min(1.0, (s + 1) / warm) * max(0.1, 1 - s / len(plan)))
     pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
     model.train()
-    curve, window, tokens, t0 = [], [], 0, time.perf_counter()
+    curve, window, tokens, seen, t0 = [], [], 0, 0, time.perf_counter()
     bar = tqdm(plan, desc=label, unit="batch")
     for step, idx in enumerate(bar):
         width = max(len(enc[j][0]) for j in idx)
@@ -126,6 +128,9 @@ def train(model, tok, examples, *, lr: float, batch: int, seed: int, label: str,
         sched.step()
         opt.zero_grad(set_to_none=True)
         tokens += int(mask.sum())
+        seen += len(idx)
+        if on_step is not None:
+            on_step(step + 1, seen)
         window.append(float(loss.detach()))
         if len(window) == 10 or step == len(plan) - 1:
             curve.append([step + 1, round(sum(window) / len(window), 4)])

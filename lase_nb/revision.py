@@ -1,0 +1,241 @@
+"""The leader's first revision under gated LASE: what a note is worth, and whether the leader can use it.
+
+Gated LASE's first stage is one devil's note and one revision, on the problems the gate escalates.
+This module replays that stage exactly with any revision model: the recorded first answer, the
+recorded devil's note (as the pipeline passed it), and the model's revision call, then counts the
+escalated wrong first answers it **fixes** and the escalated right ones it **breaks**. The same
+counts from the recording itself (v5's own revision) and from the ceiling's perfect notes
+(:mod:`lase_nb.ceiling`) give the decomposition of chapter 06: how good the note is, and whether
+the leader can act on it (the paper's Appendix H).
+
+It also writes the training targets of a revision trained on the organism's *own* notes, and the
+stop rules those runs are judged by (:data:`STAGE1_RULE`, :data:`GAIN_RULE`), fixed before any
+of them ran.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from .answers import strip_boxed
+from .ceiling import outcome
+from .confidence import uncertain_mask
+from .organism import Label, first_fault, flagged_step, label_attempt, note_flags, revision_text
+from .stats import paired_test, wilson_interval
+from .types import Problem
+
+#: Issue 48, step 2: at the best training size, stage 1 of gated LASE (exact replay on the held-out
+#: recording) must fix at least 25% of escalated wrong first answers and break at most 5% of
+#: escalated right ones; otherwise the round stops and nothing ships.
+STAGE1_RULE = {"fix": 0.25, "break_": 0.05}
+
+#: Issue 48, step 3 (run only if step 2 passes): the whole gated chain with the new revision must
+#: beat the leader alone by at least 2 points, with the paired bootstrap's lower end above 0.
+GAIN_RULE = {"points": 2.0, "ci_low_above": 0.0}
+
+#: What we expected before any replay ran (committed with the rules): on the 104 problems the
+#: default gate escalates on v5's recording (64 wrong first answers, 33 of them with a devil's note
+#: that names the failing step), a revision trained on v5's own notes keeps the pilot's low break
+#: rate (2-5% of 40 right answers) but fixes about as often after a pointer as the pilot did after a
+#: perfect one (about 30%), so about 10 of 64 (15%) overall: below the 25% bar. The perfect
+#: note's rows (ceiling) fix more than v5's own notes do for the same leader, since every wrong
+#: answer gets a pointer there.
+PREDICTION = {"fix": 0.15, "break_": 0.05, "stage1_rule_passes": False}
+
+#: What the revision is taught for each kind of note (issue 48: say what you chose and why).
+TARGETS = {
+    "pointed": "wrong attempt, the note names its first failing step: that step recomputed, changed "
+               "and carried through the gold chain",
+    "pointed-late": "wrong attempt, the note names a later step: handled as 'holds' (below)",
+    "holds": "wrong attempt, the note names a step that holds, or no step: the named step recomputed, "
+             "found to agree, and the attempt kept. From the leader's side such a note looks exactly "
+             "like a false alarm on a right answer; teaching it to change its answer here teaches it "
+             "to change answers its own recomputation confirms, which is how v5 breaks right answers",
+    "alarm": "right attempt, the note names a step (a false alarm): the step recomputed, found to "
+             "agree, the attempt kept",
+    "clear": "right attempt, the note names no step: the attempt kept",
+}
+
+
+@dataclass(frozen=True)
+class StageOneCase:
+    """One escalated problem at gated LASE's first stage: the recorded first attempt and the
+    recorded devil's note, as the pipeline passed it to the leader."""
+
+    problem: Problem
+    attempt: str
+    first_answer: str | None
+    first_correct: bool
+    note: str
+    recorded_revision: str
+    recorded_correct: bool
+
+
+def stage_one_cases(run: Any, problems: Mapping[str, Problem], tau_lp: float, tau_h: float
+                    ) -> list[StageOneCase]:
+    """The problems of a full-chain LASE recording that the gate ``(tau_lp, tau_h)`` escalates at
+    stage 0, each with its recorded first attempt, devil's note and stage-1 revision."""
+    stages, calls = run.stages, run.calls
+    s0 = stages[stages["stage"] == 0].set_index("problem_id")
+    s1 = stages[stages["stage"] == 1].set_index("problem_id")
+
+    def text(pid: str, role: str, stage: int) -> str:
+        rows = calls[(calls["problem_id"] == pid) & (calls["role"] == role) & (calls["stage"] == stage)]
+        if len(rows) != 1:
+            raise ValueError(f"{pid}: expected one {role} call at stage {stage}, found {len(rows)}")
+        return str(rows["text"].iloc[0])
+
+    out = []
+    for pid, row in s0.iterrows():
+        if pid not in problems or pid not in s1.index:
+            continue
+        p_min = None if pd.isna(row["p_min"]) else float(row["p_min"])
+        h_max = None if pd.isna(row["h_max"]) else float(row["h_max"])
+        if not is_uncertain_values(p_min, h_max, tau_lp, tau_h):
+            continue
+        answer = None if pd.isna(row["answer"]) else str(row["answer"])
+        note, _ = strip_boxed(text(pid, "devil", 1))
+        out.append(StageOneCase(problems[pid], text(pid, "leader", 0), answer, bool(row["correct"]), note,
+                                text(pid, "leader", 1), bool(s1.at[pid, "correct"])))
+    return out
+
+
+def is_uncertain_values(p_min: float | None, h_max: float | None, tau_lp: float, tau_h: float) -> bool:
+    """The gate on recorded numbers (:func:`lase_nb.confidence.uncertain_mask`; no answer: uncertain)."""
+    nan = float("nan")
+    return bool(uncertain_mask([nan if p_min is None else p_min], [nan if h_max is None else h_max],
+                               tau_lp, tau_h)[0])
+
+
+def score(cases: Sequence[StageOneCase], revisions: Sequence[str], source: str) -> pd.DataFrame:
+    """One row per escalated problem: what the revision did (``fixed`` / ``kept`` / ``changed`` /
+    ``broken`` / ``unboxed``, as :func:`lase_nb.ceiling.outcome` grades the ceiling), whether it is
+    right after stage 1, and how the note relates to the attempt (``note_kind``)."""
+    rows = []
+    for c, text in zip(cases, revisions, strict=True):
+        result, answer = outcome(c.first_correct, c.first_answer, text, c.problem.gold, c.problem.kind)
+        rows.append({"source": source, "problem_id": c.problem.id, "first_correct": c.first_correct,
+                     "first_answer": c.first_answer, "note_kind": note_kind(c.problem, c.attempt, c.note),
+                     "outcome": result, "answer": answer, "correct": result in ("fixed", "kept") and
+                     (c.first_correct or result == "fixed"), "note": c.note, "revision": text})
+    return pd.DataFrame(rows)
+
+
+def note_kind(problem: Problem, attempt: str, note: str) -> str:
+    """How a note relates to the attempt it reads: ``pointed`` (a wrong attempt, the note names its
+    first failing step), ``pointed-late`` (a later step), ``holds`` (another step or none, on a
+    wrong attempt), ``alarm`` (a right attempt, a step named), ``clear`` (a right attempt, none
+    named), ``other`` (no chain to compare)."""
+    label = label_attempt(problem, attempt)
+    k = flagged_step(note) if note_flags(note) else None
+    if label.status == "right":
+        return "clear" if k is None else "alarm"
+    if label.status != "wrong":
+        return "other"
+    fault = first_fault(problem, label)
+    if k is None or fault is None:
+        return "holds"
+    if k == fault.step:
+        return "pointed"
+    return "pointed-late" if k > fault.step else "holds"
+
+
+def target(problem: Problem, attempt: str, note: str) -> tuple[str, str] | None:
+    """The revision to teach after ``note`` on ``attempt`` (see :data:`TARGETS`), with the case's
+    name; None when the attempt has no chain to compare."""
+    label = label_attempt(problem, attempt)
+    kind = note_kind(problem, attempt, note)
+    if kind == "other":
+        return None
+    if kind == "pointed":
+        return revision_text(problem, label, first_fault(problem, label).step), kind
+    return keep_text(problem, label, flagged_step(note) if note_flags(note) else None, attempt), kind
+
+
+def keep_text(problem: Problem, label: Label, flagged: int | None, attempt: str) -> str:
+    """The revision that keeps the attempt: the named step recomputed column by column and found to
+    agree (when one is named and the attempt wrote it), then the attempt's own chain."""
+    from .organism import column, solution_text
+
+    chain = solution_text(label.steps) if label.steps else attempt.strip()
+    if flagged is None or flagged >= len(label.steps):
+        return f"The checks hold, so my answer stands.\n{chain}"
+    s = label.steps[flagged]
+    work, c = column(s.a, s.op, s.b)
+    if c != s.c:  # the named step does not hold after all: a wrong attempt's later step
+        return f"The checks hold, so my answer stands.\n{chain}"
+    return f"Step {flagged + 1} again: {s.expr}: {work}. That is what I had, so my answer stands.\n{chain}"
+
+
+def stage_one_table(rows: pd.DataFrame) -> pd.DataFrame:
+    """Per source: escalated wrong first answers fixed and escalated right ones broken at stage 1
+    (Wilson intervals), net problems, and stage 1 minus the leader alone on all escalated problems
+    with a paired bootstrap interval (points)."""
+    out = []
+    for source, g in rows.groupby("source", sort=False):
+        wrong, right = g[~g["first_correct"]], g[g["first_correct"]]
+        fixed, broken = int((wrong["outcome"] == "fixed").sum()), int((right["outcome"] == "broken").sum())
+        t = paired_test(g["correct"].to_numpy(bool), g["first_correct"].to_numpy(bool))
+        out.append({"source": source, "escalated": len(g),
+                    "fixed": rate(fixed, len(wrong)), "broken": rate(broken, len(right)),
+                    "net": fixed - broken,
+                    "vs alone (points, escalated)": f"{100 * t['diff']:+.1f} [{100 * t['diff_lo']:+.1f}, "
+                                                    f"{100 * t['diff_hi']:+.1f}]",
+                    "McNemar p": round(t["p_value"], 3)})
+    return pd.DataFrame(out)
+
+
+def rate(k: int, n: int) -> str:
+    """``k/n = p% [lo, hi]`` with the Wilson interval; ``-`` when ``n`` is 0."""
+    if not n:
+        return "-"
+    lo, hi = wilson_interval(k, n)
+    return f"{k}/{n} = {100 * k / n:.0f}% [{100 * lo:.0f}, {100 * hi:.0f}]"
+
+
+def rates(rows: pd.DataFrame) -> dict[str, float]:
+    """Fix and break rates of one source's rows (fractions)."""
+    wrong, right = rows[~rows["first_correct"]], rows[rows["first_correct"]]
+    return {"fix": float((wrong["outcome"] == "fixed").mean()) if len(wrong) else 0.0,
+            "break_": float((right["outcome"] == "broken").mean()) if len(right) else 0.0}
+
+
+def stage1_verdict(curve: Mapping[str, pd.DataFrame], rule: Mapping[str, float] = STAGE1_RULE) -> str:
+    """The stop rule of step 2 on a learning curve ``{size label: rows}``: the best size (most
+    net problems) and whether it meets both bars."""
+    if not curve:
+        return "No training size was measured."
+    scored = {k: rates(v) for k, v in curve.items()}
+    net = {k: int((v[~v["first_correct"]]["outcome"] == "fixed").sum() - (v[v["first_correct"]]["outcome"] == "broken").sum())
+           for k, v in curve.items()}
+    best = max(net, key=lambda k: (net[k], scored[k]["fix"]))
+    r = scored[best]
+    ok_fix, ok_break = r["fix"] >= rule["fix"], r["break_"] <= rule["break_"]
+    parts = [f"fixes {100 * r['fix']:.0f}% ({'meets' if ok_fix else 'below'} the {100 * rule['fix']:.0f}% bar)",
+             f"breaks {100 * r['break_']:.0f}% ({'meets' if ok_break else 'above'} the {100 * rule['break_']:.0f}% bar)"]
+    head = f"At the best size ({best}, net {net[best]:+d} problems) stage 1 " + " and ".join(parts) + ": "
+    return head + ("the stop rule passes; step 3 runs." if ok_fix and ok_break
+                   else "the stop rule stops the round; nothing ships.")
+
+
+def examples_from_notes(rows: Iterable[Mapping[str, Any]], problems: Mapping[str, Problem]
+                        ) -> tuple[list[tuple[list[dict], str]], dict[str, int]]:
+    """(revision messages, target) pairs from recorded ``{id, attempt, note}`` rows, and counts by
+    case (:data:`TARGETS`)."""
+    from .prompts import revise_messages
+
+    out, counts = [], {}
+    for r in rows:
+        p = problems.get(r["id"])
+        t = None if p is None else target(p, r["attempt"], r["note"])
+        if t is None:
+            counts["skipped"] = counts.get("skipped", 0) + 1
+            continue
+        text, kind = t
+        out.append((revise_messages(p, r["attempt"], "devil", r["note"], examples=0), text))
+        counts[kind] = counts.get(kind, 0) + 1
+    return out, counts
