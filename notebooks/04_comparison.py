@@ -49,7 +49,7 @@ dataset = "arith"  # live runs: arith (generated) or a paper set loaded from dat
 data_path = None  # file/folder of a paper data set (never shipped)
 n_problems = 4  # live runs: problems per strategy
 traces = "committed"  # your study (a folder of run folders: lase-full/, single/, mv/, ...), read unless live; "committed": data/traces/arith-smollm2
-studies = "auto"  # studies beside it in 4.4 (folders or [label, folder] pairs); auto: the committed ones only when traces is committed; None: none
+studies = "auto"  # studies beside it in 4.3 (folders or [label, folder] pairs); auto: the committed ones only when traces is committed; None: none
 live = False  # True: run every strategy now (cached) instead of reading the traces
 tau_lp = 0.8  # LASE gate: exp(LP_min) below this is uncertain
 tau_h = 0.5  # LASE gate: H_max (nats) above this is uncertain
@@ -396,9 +396,9 @@ if interactive:
 #
 # Solutions: `notebooks/solutions/04_solutions.py` (run by the tests).
 #
-# **Exercise 04.1.** The table tests seven strategies against the single agent. With seven tests at
-# alpha = 0.05, how likely is at least one false alarm if no strategy differs (tests taken as
-# independent)? Adjust the p-values with Holm's method: does any difference survive?
+# **Exercise 04.1.** The table tests every other strategy against the single agent, one test per
+# row. With that many tests at alpha = 0.05, how likely is at least one false alarm if no strategy
+# differs (tests taken as independent)? Adjust the p-values with Holm's method: does any difference survive?
 #
 # **Exercise 04.2.** Accuracy per token: rank the strategies by right answers per 1,000 tokens
 # (prompt + completion). Which one buys its accuracy most cheaply, and why is that not the same

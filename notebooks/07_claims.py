@@ -32,7 +32,7 @@
 #   This is not a refutation; read the interval for how large a difference is still possible.
 # - **not testable here**: on this model the baseline is not answering in its own format. The
 #   organisms were trained for LASE's roles only, so their MoA, MAD and DOWN follow-ups write LASE's
-#   revision text (chapter 04, section 4.4, counts them); a difference would measure that training,
+#   revision text (chapter 04, section 4.3, counts them); a difference would measure that training,
 #   not the strategy. This is not a verdict.
 # - **not testable offline**: the claim is about the paper's own models and data sets.
 #
@@ -82,7 +82,7 @@ for label, rs in models.items():
 
 # %%
 tables = {m: run_store.strategy_tables(rs, tau_lp, tau_h) for m, rs in models.items()}
-off = {m: run_store.off_format(run_store.baseline_formats(rs)) for m, rs in models.items()}  # chapter 04, section 4.4
+off = {m: run_store.off_format(run_store.baseline_formats(rs)) for m, rs in models.items()}  # chapter 04, section 4.3
 table = claims.claims_by_model(tables, {m: rs["lase"] for m, rs in models.items()}, off)
 table[["paper"] + [c for c in table.columns if c.endswith(": verdict")]]
 
@@ -132,9 +132,9 @@ box = claims.paper_inconsistencies()
 box
 
 # %% [markdown]
-# > **For the seminar.** (1) Table 5's escalation rates (the table itself is in
-# > [chapter 05, section 5.4](05_pareto.ipynb)) cannot come from one deterministic gate
-# > applied to one set of first answers: raising $\tau_{lp}$ can only add escalations. Perhaps each
+# > **For the seminar.** (1) Table 5's escalation rates (first row of the box; chapter 05,
+# > [section 5.4](05_pareto.ipynb) replays the same five pairs on our recording) cannot come from
+# > one deterministic gate applied to one set of first answers: raising $\tau_{lp}$ can only add escalations. Perhaps each
 # > row is a separate run with sampled first answers; the paper does not say. (2) The default
 # > thresholds are nowhere stated; the chapters use 0.8 / 0.5 because that row matches Table 1.
 # > (3) Eq. 7 compares a log-probability with a number in [0.5, 0.95]; read literally, every answer

@@ -45,7 +45,7 @@ print(f"{ORG}: runs {', '.join(models[ORG])}")
 # %% [markdown]
 # ## A2.1 The preregistered family, Holm-adjusted
 #
-# Each table above reports its p-values one by one, and with a dozen tests one of them will fall
+# Chapters 04 to 07 report their p-values one by one, and with a dozen tests one of them will fall
 # below 0.05 on a true null about half the time. Before any held-out recording,
 # `data/traces/preregistration.json` fixed the organism's secondary comparisons as **one family**:
 # LASE against MV(7), MAD, MoA and DOWN, LASE+MV against MV, the shuffled order, the budget pair
@@ -68,6 +68,6 @@ if ORG in models:
 
 # %% [markdown]
 # The MoA, MAD and DOWN rows of this family are computed as preregistered; chapter 04 (section
-# 4.4) shows why they are not comparable on this organism (its follow-ups write LASE's revision
+# 4.3) shows why they are not comparable on this organism (its follow-ups write LASE's revision
 # text), so read them as a record of what the preregistration asked, not as claims about those
 # strategies. Back to [chapter 04](04_comparison.ipynb).

@@ -494,6 +494,7 @@ def describe_matched(matched: pd.DataFrame, mv: pd.DataFrame, grid: pd.DataFrame
     ahead = int((ok["lase_accuracy"] > ok["mv_accuracy"]).sum())
     behind = int((ok["lase_accuracy"] < ok["mv_accuracy"]).sum())
     lmv = reference.LASE_MV
+    paper = lmv.set_index("method")
     solo = (f" At {len(single)} budget{'s' if len(single) != 1 else ''} (k = "
             f"{', '.join(str(int(k)) for k in single['k'])}) the best pick escalates no problem: there LASE "
             f"is the single agent, so those rows compare MV with one sample, not with debate."
@@ -509,7 +510,9 @@ def describe_matched(matched: pd.DataFrame, mv: pd.DataFrame, grid: pd.DataFrame
             f"agree; the vote has to win back what sampling loses. LASE's thresholds span "
             f"{grid['avg_tokens'].min():.0f} to {grid['avg_tokens'].max():.0f} tokens and "
             f"{pct(grid['accuracy'].min(), 1)} to {pct(grid['accuracy'].max(), 1)}. The paper's equal-budget comparison "
-            f"is LASE+MV(5) vs MV(7) ({lmv.attrs['model']}, {lmv.attrs['dataset']}; table below).")
+            f"is LASE+MV(5) vs MV(7) ({lmv.attrs['model']}, {lmv.attrs['dataset']}): "
+            f"{paper.loc['lase+mv', 'accuracy']:.1f}% at {paper.loc['lase+mv', 'avg_tokens']} tokens vs "
+            f"{paper.loc['mv', 'accuracy']:.1f}% at {paper.loc['mv', 'avg_tokens']}.")
 
 
 

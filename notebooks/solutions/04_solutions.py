@@ -20,9 +20,9 @@ table = comparison_table(tables)
 print(table[["n", "accuracy", "avg_tokens", "wins_vs_single", "losses_vs_single", "p_vs_single"]].round(3).to_string())
 
 # %% [markdown]
-# **Exercise 04.1.** The table tests seven strategies against the single agent. With seven tests at
-# alpha = 0.05, how likely is at least one false alarm if no strategy differs (tests taken as
-# independent)? Adjust the p-values with Holm's method: does any difference survive?
+# **Exercise 04.1.** The table tests every other strategy against the single agent, one test per
+# row. With that many tests at alpha = 0.05, how likely is at least one false alarm if no strategy
+# differs (tests taken as independent)? Adjust the p-values with Holm's method: does any difference survive?
 
 # %%
 others = table.drop(index="single")
