@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = ["PATH", "SECONDARY", "SECONDARY_R3", "build", "build_round3", "describe_calibration", "load", "primary_result", "primary_from_gated_run", "secondary_pairs",
+           "GAIN_RECORDINGS", "held_out_gains",
            "secondary_results", "secondary_table", "describe_secondary", "chains_of"]
 
 #: Where the committed preregistration lives.
@@ -219,6 +220,43 @@ def primary_from_gated_run(prereg: Mapping[str, Any], run: Any) -> dict[str, Any
     out = _test(final.loc[ids].to_numpy(bool), alone.loc[ids].to_numpy(bool), prereg)
     out["escalated"] = int((run.problems.set_index("problem_id").loc[ids, "stop_stage"] > 0).sum())
     return _with_prediction(out, prereg)
+
+
+#: The recordings on which the organism's gain of gated LASE over the leader alone can be read, the
+#: preregistered one first (:func:`held_out_gains`): key -> what the number is.
+GAIN_RECORDINGS = {
+    "lase-large": "the preregistered primary test: the gated run on further held-out problems against its own stage 0",
+    "lase-full": "the full chains replayed at the thresholds against their own stage 0, on the secondary family's problems",
+    "single": "gated LASE replayed from the full chains against the separately recorded single-agent run, on the "
+              "problems both ran (chapter 04's table)",
+}
+
+
+def held_out_gains(prereg: Mapping[str, Any], runs: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """The organism's gain of gated LASE (at the preregistered thresholds) over the leader alone on
+    every recording of ``runs`` that measures it (:data:`GAIN_RECORDINGS`), each a paired test with
+    ``n``, ``where`` and the preregistered claim rule. Only ``"lase-large"`` is the preregistered
+    primary test, and only it carries the verdict on Theorem 3.7's prediction; the others are the
+    same contrast on other problems. ``runs``: :func:`lase_nb.runs.load_runs` of the study's folder
+    (``lase`` or ``lase-full`` as the full chain)."""
+    from .runs import paired_correct, strategy_tables
+
+    out: dict[str, dict[str, Any]] = {}
+    if "lase-large" in runs:
+        out["lase-large"] = primary_from_gated_run(prereg, runs["lase-large"])
+    full = next((runs[k] for k in ("lase", "lase-full") if k in runs), None)
+    if full is not None:
+        out["lase-full"] = primary_result(prereg, chains_of(full))
+        out["lase-full"].pop("prediction_met", None)
+        if "single" in runs:
+            th = prereg["thresholds"]
+            pair = paired_correct(strategy_tables({"lase": full, "single": runs["single"]}, th["tau_lp"], th["tau_h"]),
+                                  "lase", "single")
+            if pair is not None:
+                out["single"] = _test(*pair, prereg)
+    for key, r in out.items():
+        r["where"] = GAIN_RECORDINGS[key]
+    return out
 
 
 def secondary_pairs(prereg: Mapping[str, Any], runs: Mapping[str, Any],

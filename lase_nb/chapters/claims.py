@@ -33,7 +33,7 @@ from ..stats import auroc_test, clears_both, paired_test
 from ..runs import decidable, main_comparison, paired_correct
 
 __all__ = ["MARGIN", "VERDICTS", "claims_by_model", "accuracy_verdict", "paper_inconsistencies",
-           "verdict_counts", "describe_verdicts", "describe_primary", "calibration_claim", "plot_claims",
+           "verdict_counts", "describe_verdicts", "describe_primary", "describe_held_out_gains", "calibration_claim", "plot_claims",
            "VERDICT_COLORS"]
 
 #: Non-inferiority margin of "matches or beats", in accuracy (3 points, chapter 04's headline test).
@@ -240,6 +240,34 @@ def describe_primary(result: Mapping[str, Any], prereg: Mapping[str, Any]) -> st
         text += (f" Theorem 3.7's preregistered lower bound, {100 * result['predicted_lower_bound']:+.1f} points, is "
                  f"{'met' if result['prediction_met'] else 'missed'} by the point estimate.")
     return text
+
+
+def describe_held_out_gains(gains: Mapping[str, Mapping[str, Any]], prereg: Mapping[str, Any]) -> str:
+    """Markdown: one number and one verdict for the organism's preregistered gain, and the other
+    recordings' numbers beside it with their ``n`` (``gains``:
+    :func:`lase_nb.preregistration.held_out_gains`). The verdict, and whether Theorem 3.7's
+    prediction is met, are read from the preregistered primary test alone; the others say whether
+    their interval contains its estimate (the same contrast, measured on other problems)."""
+    if "lase-large" not in gains:
+        return ("The preregistered primary test needs the gated held-out run `lase-large`, which this study lacks; "
+                "the gains below are not that test. " + _others(gains, None))
+    head = describe_primary(gains["lase-large"], prereg)
+    return head + " " + _others({k: v for k, v in gains.items() if k != "lase-large"}, gains["lase-large"])
+
+
+def _others(gains: Mapping[str, Mapping[str, Any]], primary: Mapping[str, Any] | None) -> str:
+    if not gains:
+        return ""
+    parts = []
+    for g in gains.values():
+        text = (f"{100 * g['diff']:+.1f} points [{100 * g['diff_lo']:+.1f}, {100 * g['diff_hi']:+.1f}] on {g['n']} "
+                f"problems, {g['where']}")
+        if primary is not None:
+            inside = g["diff_lo"] <= primary["diff"] <= g["diff_hi"]
+            text += f"; its interval {'contains' if inside else 'excludes'} the primary estimate"
+        parts.append(text + ".")
+    return ("Other numbers for the same contrast, not the preregistered test and carrying no verdict: "
+            + " ".join(parts))
 
 
 def verdict_counts(table: pd.DataFrame) -> pd.DataFrame:
