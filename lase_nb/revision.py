@@ -239,3 +239,62 @@ def examples_from_notes(rows: Iterable[Mapping[str, Any]], problems: Mapping[str
         out.append((revise_messages(p, r["attempt"], "devil", r["note"], examples=0), text))
         counts[kind] = counts.get(kind, 0) + 1
     return out, counts
+
+
+def ceiling_stage_one(ceiling_rows: pd.DataFrame, model: str, cases: Sequence[StageOneCase],
+                      wrong_variant: str = "a", right_variant: str = "alarm-a") -> pd.DataFrame:
+    """The ceiling's rows (:mod:`lase_nb.ceiling`) for the escalated problems, as stage-1 rows: a
+    perfect pointer (``wrong_variant``) on each escalated wrong first answer and the paper's attack,
+    a false alarm (``right_variant``), on each escalated right one. Escalated problems the ceiling
+    could not write a note for (no comparable chain) are left out; :func:`decomposition` keeps their
+    first answer."""
+    ids = {c.problem.id for c in cases}
+    r = ceiling_rows[(ceiling_rows["model"] == model) & ceiling_rows["problem_id"].isin(ids)]
+    r = r[(~r["first_correct"] & (r["variant"] == wrong_variant)) | (r["first_correct"] & (r["variant"] == right_variant))]
+    out = r[["problem_id", "first_correct", "first_answer", "outcome", "answer", "note", "revision"]].copy()
+    out["correct"] = out["outcome"].eq("fixed") | (out["first_correct"] & out["outcome"].eq("kept"))
+    return out
+
+
+def gated_final(stages: pd.DataFrame, tau_lp: float, tau_h: float, last_stage: int | None = None) -> pd.Series:
+    """Correctness of gated LASE's output per problem on a full-chain recording: the first stage the
+    gate accepts, else the last stage (``last_stage`` caps the chain, e.g. 1 for the first stage only)."""
+    out = {}
+    for pid, g in stages.sort_values("stage").groupby("problem_id", sort=False):
+        if last_stage is not None:
+            g = g[g["stage"] <= last_stage]
+        p = g["p_min"].astype(float).to_numpy()
+        h = g["h_max"].astype(float).to_numpy()
+        unsure = uncertain_mask(p, h, tau_lp, tau_h)
+        stop = next((i for i, u in enumerate(unsure) if not u), len(g) - 1)
+        out[pid] = bool(g["correct"].iloc[stop])
+    return pd.Series(out, name="correct")
+
+
+def decomposition(first: pd.Series, sources: Mapping[str, pd.DataFrame], whole_chain: pd.Series | None = None
+                  ) -> pd.DataFrame:
+    """Gated LASE's first revision stage against the leader alone, per source of stage-1 rows.
+
+    ``first``: the leader alone, correct per problem (every problem of the recording). ``sources``:
+    ``{label: stage-1 rows}`` (``problem_id``, ``first_correct``, ``outcome``, ``correct``) on the
+    escalated problems; a problem without a row keeps its first answer. ``whole_chain``: gated LASE's
+    output per problem over the whole recorded chain, a last row. Columns: fixes of escalated wrong
+    answers, breaks of escalated right ones, net, and the accuracy difference from the leader alone on
+    all problems with its paired bootstrap interval and the exact McNemar p."""
+    rows = []
+
+    def add(label: str, after: pd.Series, fixed: str, broken: str) -> None:
+        t = paired_test(after.reindex(first.index).to_numpy(bool), first.to_numpy(bool))
+        rows.append({"stage 1 of gated LASE": label, "fixed": fixed, "broken": broken, "net": t["b"] - t["c"],
+                     "vs alone (points)": f"{100 * t['diff']:+.1f} [{100 * t['diff_lo']:+.1f}, {100 * t['diff_hi']:+.1f}]",
+                     "McNemar p": round(t["p_value"], 3)})
+
+    for label, r in sources.items():
+        after = first.copy()
+        after.loc[r["problem_id"].to_numpy()] = r["correct"].to_numpy(bool)
+        wrong, right = r[~r["first_correct"].astype(bool)], r[r["first_correct"].astype(bool)]
+        add(label, after, rate(int((wrong["outcome"] == "fixed").sum()), len(wrong)),
+            rate(int((right["outcome"] == "broken").sum()), len(right)))
+    if whole_chain is not None:
+        add("whole recorded chain (v5)", whole_chain, "-", "-")
+    return pd.DataFrame(rows)
