@@ -41,9 +41,9 @@
 #   still printed.
 # - **not recorded**: the study has no run of a strategy the claim needs (the reason names it).
 #
-# Each row is one test; across the table we make many, so expect about one in twenty
-# "reproduced" or "refuted" verdicts on a true null by chance ([appendix A2](A2_statistics.ipynb)
-# adjusts the organism's preregistered family of tests with Holm's method). A verdict says what
+# Each row is one test, and a study's accuracy claims are one family: the McNemar p that decides
+# a verdict is Holm-adjusted across them, so a chance difference in one of six tests does not
+# become "reproduced" ([appendix A2](A2_statistics.ipynb) explains the adjustment). A verdict says what
 # happens *in the study*, which is the point of a reproduction, not whether the paper is right
 # about GPT-4.1-mini on MATH-500.
 #

@@ -120,3 +120,24 @@ def test_lase_vs_moa_is_not_testable_on_the_organisms_trained_for_lases_roles_on
     assert "LASE beats Mixture-of-Agents, because the model was trained for LASE's roles only" in words
     fig = claims.plot_claims(table)  # the forest plot draws only the tested claims
     assert len(fig.axes[0].get_yticks()) == table.attrs["why"]["kind"].notna().sum()
+
+
+def test_accuracy_verdicts_are_decided_on_holm_adjusted_p():
+    """A study's paired accuracy claims are one family (issue 51): a claim that clears both tests
+    only before the adjustment is "not shown", and its reason says so."""
+    from lase_nb import runs, stats, strategies
+
+    models = runs.load_models({"base": "data/traces/arith-smollm2"}, strategies.compared(), require=["lase"])
+    table = claims.claims_by_model({m: runs.strategy_tables(r, 0.8, 0.5) for m, r in models.items()},
+                                   {m: r["lase"] for m, r in models.items()})
+    long = table.attrs["why"].dropna(subset=["p_value"])
+    assert np.allclose(long["p_holm"], stats.holm(long["p_value"].to_numpy()))
+    for _, r in long.iterrows():
+        adjusted = {"n": r["n"], "diff": r["diff"], "diff_lo": r["diff_lo"], "diff_hi": r["diff_hi"],
+                    "p_value": r["p_holm"]}
+        if r["verdict"] != "too few problems":
+            assert r["verdict"] == claims.accuracy_verdict(adjusted, r["kind"])
+        assert f"Holm p = {r['p_holm']:.3g}" in r["ours"]
+    mad = long[long["claim"] == "LASE is more accurate than MAD (Table 1)"].iloc[0]
+    if mad["p_value"] < 0.05 < mad["p_holm"]:
+        assert mad["verdict"] == "not shown" and "unadjusted: reproduced" in mad["why"]

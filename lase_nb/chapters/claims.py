@@ -5,7 +5,8 @@ A verdict comes from the test a reviewer would run, fixed here before any table 
 - an accuracy claim between two strategies is tested pair by pair on the problems both ran, by the
   exact McNemar test *and* the paired bootstrap 95% interval (:func:`lase_nb.stats.paired_test`);
   "reproduced" needs both to clear in the paper's direction (:func:`lase_nb.stats.clears_both`),
-  "refuted" both in the other, and anything else is "not shown" (the data cannot tell);
+  "refuted" both in the other, and anything else is "not shown" (the data cannot tell); a study's
+  paired accuracy tests are one family, so the McNemar p that decides is Holm-adjusted across them;
 - "matches or beats" is a non-inferiority claim: reproduced when the interval's lower end is above
   ``-MARGIN`` (3 points), refuted when the strategy is significantly worse by both tests;
 - a cost claim compares measured token ratios (no test: token counts of the same problems);
@@ -29,7 +30,7 @@ import pandas as pd
 from .. import reference
 from ..confidence import confidence_frame
 from ..errors import DataError
-from ..stats import auroc_test, clears_both, paired_test
+from ..stats import auroc_test, clears_both, holm, paired_test
 from ..runs import decidable, main_comparison, paired_correct
 
 __all__ = ["MARGIN", "VERDICTS", "claims_by_model", "accuracy_verdict", "paper_inconsistencies",
@@ -96,6 +97,7 @@ def _model_rows(label: str, tables: Mapping[str, pd.DataFrame], run: Any,
     its full-chain LASE run, for the first answers; ``off``: the baselines not comparable on this
     model, with the reason, :func:`lase_nb.runs.off_format`)."""
     rows: list[dict[str, Any]] = []
+    tests: list[tuple[int, dict[str, Any], str]] = []
     off = off or {}
 
     def tested(claim: str, a: str, b: str, kind: str) -> None:
@@ -110,16 +112,24 @@ def _model_rows(label: str, tables: Mapping[str, pd.DataFrame], run: Any,
                    f"the {a} and {b} runs share no problem")
             rows.append({"claim": claim, "model": label, "ours": "not recorded", "verdict": "not recorded", "why": why})
             return
-        t = paired_test(*pair, n_boot=2000, seed=0)
-        verdict = accuracy_verdict(t, kind)
-        why = {"reproduced": "both tests clear" if kind == "better" else
-               f"the interval's lower end is above -{100 * MARGIN:.0f} pts" if kind == "no worse"
-               else "the interval lies within 5 pts",
-               "refuted": "both tests clear the other way",
-               "too few problems": f"{t['n']} problems, {t['b'] + t['c']} discordant: too few for the test to decide",
-               "not shown": "the tests cannot tell the difference from chance"}[verdict]
-        rows.append({"claim": claim, "model": label, "ours": _fmt_test(t), "verdict": verdict, "why": why,
-                     "kind": kind, **{k: t[k] for k in ("n", "diff", "diff_lo", "diff_hi", "p_value")}})
+        tests.append((len(rows), paired_test(*pair, n_boot=2000, seed=0), kind))
+        rows.append({"claim": claim, "model": label})
+
+    def decide() -> None:
+        """Each paired test's verdict on its Holm-adjusted p (the study's accuracy claims are one family)."""
+        adjusted = holm([t["p_value"] for _, t, _ in tests])
+        for (i, t, kind), q in zip(tests, adjusted):
+            verdict = accuracy_verdict({**t, "p_value": float(q)}, kind)
+            raw = accuracy_verdict(t, kind)
+            why = {"reproduced": "both tests clear after Holm's adjustment" if kind == "better" else
+                   f"the interval's lower end is above -{100 * MARGIN:.0f} pts" if kind == "no worse"
+                   else "the interval lies within 5 pts",
+                   "refuted": "both tests clear the other way after Holm's adjustment",
+                   "too few problems": f"{t['n']} problems, {t['b'] + t['c']} discordant: too few for the test to decide",
+                   "not shown": "the tests cannot tell the difference from chance"
+                                + (f" after Holm's adjustment (unadjusted: {raw})" if raw != verdict else "")}[verdict]
+            rows[i].update({"ours": f"{_fmt_test(t)}, Holm p = {q:.3g}", "verdict": verdict, "why": why, "kind": kind,
+                            **{k: t[k] for k in ("n", "diff", "diff_lo", "diff_hi", "p_value")}, "p_holm": float(q)})
 
     tested("LASE is more accurate than the single agent (Table 1)", "lase", "single", "better")
     tested("LASE matches or beats MV(7) (Table 1)", "lase", "mv", "no worse")
@@ -127,6 +137,7 @@ def _model_rows(label: str, tables: Mapping[str, pd.DataFrame], run: Any,
     tested("LASE beats Mixture-of-Agents (Section 4.4)", "lase", "moa", "better")
     tested("LASE+MV beats MV(7) (Table 2)", "lase-mv", "mv", "better")
     tested("The supporters' order matters little (Section 4.5)", "lase-shuffled", "lase", "about equal")
+    decide()
     ratio = main_comparison(tables)["token_multiplier"]  # the same table, and ratios, as chapter 04's
     if {"lase", "mv", "single"} <= set(ratio.index):
         r_lase, r_mv = ratio["lase"], ratio["mv"]
