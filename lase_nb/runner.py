@@ -18,9 +18,40 @@ from typing import Any, Callable, Sequence
 from tqdm.auto import tqdm
 
 from .engine import Call, Engine
-from .errors import ConfigError
-from .strategies import Episode, ProblemResult, StrategyConfig, get_strategy
+from .errors import ConfigError, LogprobsUnavailable
+from .strategies import GATED, Episode, ProblemResult, StrategyConfig, get_strategy
 from .types import Generation, Problem
+
+
+#: A gated run stops once this many replies came without log-probabilities and none with them:
+#: the model returns none (a provider that omits them on some replies leaves those answers unsure).
+NO_LOGPROBS_STOP = 8
+
+
+class _LogprobsSeen:
+    """Whether a gated run's model returns log-probabilities at all (:data:`NO_LOGPROBS_STOP`)."""
+
+    def __init__(self, gated: bool) -> None:
+        self.gated, self.seen, self.missing = gated, False, 0
+
+    def see(self, gen: Generation) -> None:
+        if not self.gated or self.seen:
+            return
+        if gen.tokens:
+            self.seen = True
+        elif gen.tokens is None and gen.text:
+            self.missing += 1
+            if self.missing >= NO_LOGPROBS_STOP:
+                self.stop(gen)
+
+    def finish(self, gen: Generation | None) -> None:
+        """At the run's end: a gated run none of whose replies carried them stops here."""
+        if self.gated and not self.seen and self.missing and gen is not None:
+            self.stop(gen)
+
+    def stop(self, gen: Generation) -> None:
+        raise LogprobsUnavailable(gen.backend, gen.model, f"none of its first {self.missing} "
+                                  f"repl{'y' if self.missing == 1 else 'ies'} carried them")
 
 
 class _Step:
@@ -95,6 +126,8 @@ def run_problems(strategy: str, problems: Sequence[Problem], engine: Engine,
     bar = tqdm(total=len(problems), desc=strategy, disable=not progress, unit="problem")
     correct = tokens = 0
     calls = written = 0  # calls answered and their completion tokens: they move while problems wait
+    logprobs = _LogprobsSeen(strategy in GATED)
+    last: Generation | None = None
     shown = time.monotonic()
 
     def show() -> None:
@@ -106,7 +139,9 @@ def run_problems(strategy: str, problems: Sequence[Problem], engine: Engine,
         bar.set_postfix(done, refresh=False)
 
     def answered(tag: Any, gen: Generation) -> None:
-        nonlocal calls, written, shown
+        nonlocal calls, written, shown, last
+        logprobs.see(gen)
+        last = gen
         calls += 1
         written += gen.completion_tokens
         if bar.disable:
@@ -137,8 +172,11 @@ def run_problems(strategy: str, problems: Sequence[Problem], engine: Engine,
             flight.start(policy(queue.pop(0), cfg), finish)
 
     start_more()
-    engine.stream(flight.take, answered)
-    bar.close()
+    try:
+        engine.stream(flight.take, answered)
+        logprobs.finish(last)
+    finally:
+        bar.close()
     if active:  # pragma: no cover - would mean a call was never answered
         raise RuntimeError(f"{active} problems did not finish")
     return [results[p.id] for p in problems]

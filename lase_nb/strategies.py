@@ -222,14 +222,13 @@ class ProblemResult:
 NO_ANSWER = Confidence(None, None, None, 0, "none")
 
 
-def _confidence(gen: Generation, kind: str, required: bool, stated: bool = False) -> Confidence:
-    """Answer confidence; without logprobs it is an error only when a gate needs it. ``stated``:
-    also read "The answer is N" (the answer-extraction step's reply)."""
+def _confidence(gen: Generation, kind: str, stated: bool = False) -> Confidence:
+    """Answer confidence; a reply without log-probabilities has its answer and no confidence (a
+    gate takes it as unsure; :func:`lase_nb.runner.run_problems` stops a gated run whose model
+    returns none at all). ``stated``: also read "The answer is N" (the extraction step's reply)."""
     try:
         return measure(gen, kind, stated=stated)
     except LogprobsUnavailable:
-        if required:
-            raise
         from .answers import extract_answer
         ex = extract_answer(gen.text, kind, stated=stated)
         return Confidence(ex.text if ex else None, None, None, 0, "none")
@@ -288,9 +287,8 @@ def _finish(problem: Problem, name: str, answer: str | None, calls: list[CallRec
 # ---------------------------------------------------------------- strategies
 
 
-def _answers(problem: Problem, cfg: StrategyConfig, calls: list[Call], gens: list[Generation], *,
-             required: bool) -> Generator[list[Call], list[Generation],
-                                          tuple[list[Confidence], list[Confidence], list[CallRecord]]]:
+def _answers(problem: Problem, cfg: StrategyConfig, calls: list[Call], gens: list[Generation]
+             ) -> Generator[list[Call], list[Generation], tuple[list[Confidence], list[Confidence], list[CallRecord]]]:
     """The graded answers of calls made together, with the answer-extraction step for each
     response that has none (those steps are sent together, after the responses' records).
 
@@ -300,7 +298,7 @@ def _answers(problem: Problem, cfg: StrategyConfig, calls: list[Call], gens: lis
     (:func:`~lase_nb.answers.reply_states`); one it wrote nowhere counts as no answer. This is the
     one grading rule of every strategy: each answer that is graded or voted on goes through it. Each step is its own call, counted and recorded.
     """
-    strict = [_confidence(g, problem.kind, required) for g in gens]
+    strict = [_confidence(g, problem.kind) for g in gens]
     recs = [_record(c, g, k) for c, g, k in zip(calls, gens, strict)]
     graded = list(strict)
     need = [i for i, k in enumerate(strict) if k.answer is None] if cfg.extract_answers else []
@@ -309,7 +307,7 @@ def _answers(problem: Problem, cfg: StrategyConfig, calls: list[Call], gens: lis
                        cfg.extract_params(calls[i].params.sample), agent=calls[i].agent) for i in need]
         xgens = yield xcalls
         for i, xcall, xgen in zip(need, xcalls, xgens):
-            found = _confidence(xgen, problem.kind, required, stated=True)
+            found = _confidence(xgen, problem.kind, stated=True)
             if found.answer is not None and not reply_states(gens[i].text, found.answer, problem.kind):
                 found = NO_ANSWER  # the step wrote a value the reply never reached: not the reply's answer
             graded[i] = found
@@ -317,10 +315,10 @@ def _answers(problem: Problem, cfg: StrategyConfig, calls: list[Call], gens: lis
     return graded, strict, recs
 
 
-def _answer(problem: Problem, cfg: StrategyConfig, call: Call, gen: Generation, *, required: bool
+def _answer(problem: Problem, cfg: StrategyConfig, call: Call, gen: Generation
             ) -> Generator[list[Call], list[Generation], tuple[Confidence, Confidence, list[CallRecord]]]:
     """:func:`_answers` for one call: ``(graded, strict, records)``."""
-    (graded,), (strict,), recs = yield from _answers(problem, cfg, [call], [gen], required=required)
+    (graded,), (strict,), recs = yield from _answers(problem, cfg, [call], [gen])
     return graded, strict, recs
 
 
@@ -341,7 +339,7 @@ def single(problem: Problem, cfg: StrategyConfig) -> Episode:
     """The leader's first answer, greedy (with the answer-extraction step when it has none)."""
     call = Call("solver", 0, prompts.solver_messages(problem, examples=cfg.examples), cfg.params())
     (gen,) = yield [call]
-    conf, strict, recs = yield from _answer(problem, cfg, call, gen, required=False)
+    conf, strict, recs = yield from _answer(problem, cfg, call, gen)
     return _finish(problem, "single", conf.answer, recs, answer_strict=strict.answer)
 
 
@@ -357,7 +355,7 @@ def majority(problem: Problem, cfg: StrategyConfig) -> Episode:
     """Self-consistency: ``n_samples`` independent samples, then a majority vote."""
     calls = _samples(problem, cfg, cfg.n_samples, "sample")
     gens = yield calls
-    graded, strict, recs = yield from _answers(problem, cfg, calls, gens, required=False)
+    graded, strict, recs = yield from _answers(problem, cfg, calls, gens)
     answer, answer_strict = _vote(problem, graded, strict)
     return _finish(problem, "mv", answer, recs, answer_strict)
 
@@ -388,10 +386,10 @@ def mad(problem: Problem, cfg: StrategyConfig) -> Episode:
     gens = yield calls
     recs: list[CallRecord] = []
     for t in range(1, cfg.rounds):
-        recs += [_record(c, g, _confidence(g, problem.kind, required=False)) for c, g in zip(calls, gens)]
+        recs += [_record(c, g, _confidence(g, problem.kind)) for c, g in zip(calls, gens)]
         calls = _debate_round(problem, cfg, [g.text for g in gens], t)
         gens = yield calls
-    graded, strict, last = yield from _answers(problem, cfg, calls, gens, required=False)
+    graded, strict, last = yield from _answers(problem, cfg, calls, gens)
     answer, answer_strict = _vote(problem, graded, strict)
     return _finish(problem, "mad", answer, recs + last, answer_strict)
 
@@ -409,12 +407,12 @@ def moa(problem: Problem, cfg: StrategyConfig) -> Episode:
                           cfg.params(sample=i, temperature=cfg.temperature), agent=f"proposer{i}",
                           reads=tuple(prev)) for i in range(cfg.moa_proposers)]
         gens = yield calls
-        recs += [_record(c, g, _confidence(g, problem.kind, required=False)) for c, g in zip(calls, gens)]
+        recs += [_record(c, g, _confidence(g, problem.kind)) for c, g in zip(calls, gens)]
         texts = [g.text for g in gens]
     agg = Call("aggregator", cfg.moa_layers, prompts.aggregate_messages(problem, texts, examples=cfg.examples),
                cfg.params(), agent="aggregator", reads=tuple(f"proposer{i}" for i in range(len(texts))))
     (gen,) = yield [agg]
-    conf, strict, last = yield from _answer(problem, cfg, agg, gen, required=False)
+    conf, strict, last = yield from _answer(problem, cfg, agg, gen)
     return _finish(problem, "moa", conf.answer, recs + last, strict.answer)
 
 
@@ -436,14 +434,14 @@ def down(problem: Problem, cfg: StrategyConfig) -> Episode:
     name = "down" if cfg.down_gate == "mean-prob" else f"down-{cfg.down_gate}"
     first = Call("debater", 0, prompts.solver_messages(problem, examples=cfg.examples), cfg.params(), agent="agent0")
     (g0,) = yield [first]
-    (c0,), (s0,), recs = yield from _answers(problem, cfg, [first], [g0], required=True)
+    (c0,), (s0,), recs = yield from _answers(problem, cfg, [first], [g0])
     score = down_score(recs[0], cfg.down_gate)
     if score is not None and score > cfg.down_threshold:
         return _finish(problem, name, c0.answer, recs, s0.answer, stop_stage=0,
                        extra={"debated": False, "score": score, "first_answer": c0.answer})
     others = _samples(problem, cfg, cfg.n_agents - 1, "debater", prefix="agent", start=1)
     gens = [g0, *(yield others)]
-    latest = recs[:1] + [_record(c, g, _confidence(g, problem.kind, required=True))
+    latest = recs[:1] + [_record(c, g, _confidence(g, problem.kind))
                          for c, g in zip(others, gens[1:])]
     recs += latest[1:]
     for t in range(1, cfg.down_rounds + 1):
@@ -451,9 +449,9 @@ def down(problem: Problem, cfg: StrategyConfig) -> Episode:
                               [down_score(r, cfg.down_gate) for r in latest])
         gens = yield calls
         if t < cfg.down_rounds:
-            latest = [_record(c, g, _confidence(g, problem.kind, required=True)) for c, g in zip(calls, gens)]
+            latest = [_record(c, g, _confidence(g, problem.kind)) for c, g in zip(calls, gens)]
             recs += latest
-    graded, strict, last = yield from _answers(problem, cfg, calls, gens, required=True)
+    graded, strict, last = yield from _answers(problem, cfg, calls, gens)
     recs += last
     latest = last[:len(calls)]
     if cfg.down_final == "judge":
@@ -462,7 +460,7 @@ def down(problem: Problem, cfg: StrategyConfig) -> Episode:
                                                 examples=cfg.examples),
                      cfg.params(), agent="judge", reads=tuple(r.agent for r in latest))
         (gj,) = yield [judge]
-        cj, sj, jrecs = yield from _answer(problem, cfg, judge, gj, required=False)
+        cj, sj, jrecs = yield from _answer(problem, cfg, judge, gj)
         recs += jrecs
         answer, answer_strict = cj.answer, sj.answer
     else:
@@ -494,7 +492,7 @@ def lase(problem: Problem, cfg: StrategyConfig, *, sample: int = 0,
     sparams = cfg.params(sample=sample, supporter=True)
     call = Call("leader", 0, prompts.solver_messages(problem, examples=cfg.examples), params)
     (gen,) = yield [call]
-    conf, strict, recs = yield from _answer(problem, cfg, call, gen, required=True)
+    conf, strict, recs = yield from _answer(problem, cfg, call, gen)
     attempt = gen.text
     notes: dict[str, str] = {}
 
@@ -525,7 +523,7 @@ def lase(problem: Problem, cfg: StrategyConfig, *, sample: int = 0,
         lcall = Call("leader", t, prompts.revise_messages(problem, attempt, role, note, examples=cfg.examples),
                      params, reads=(role,))
         (gen,) = yield [lcall]
-        conf, strict, new = yield from _answer(problem, cfg, lcall, gen, required=True)
+        conf, strict, new = yield from _answer(problem, cfg, lcall, gen)
         recs += new
         attempt = gen.text
         stages.append(stage_record(t, role))

@@ -163,12 +163,22 @@ def test_cut_or_empty_reply_counts_as_unparsed_and_the_run_goes_on(api, strategy
 
 
 @pytest.mark.parametrize("api", ["openai", "gemini"])
-def test_reply_without_logprobs_stops_a_gate_and_not_a_vote(api, tmp_path):
-    with SERVERS[api](oracle(PROBLEMS), faults=["nologprobs"]) as srv:
-        with pytest.raises(LogprobsUnavailable, match=r"returned no token log-probabilities") as ei:
-            run("lase", make_backend(api, srv), tmp_path / "lase.sqlite")
+def test_a_reply_without_logprobs_is_unsure_and_a_model_without_any_stops_a_gate(api, tmp_path):
+    """Some providers leave log-probabilities out of some replies: that answer has no confidence and
+    the gate takes it as unsure (LASE escalates); a model that returns none stops a gated run after
+    its first NO_LOGPROBS_STOP replies, with the error that says so; a vote needs none."""
+    from lase_nb.runner import NO_LOGPROBS_STOP
+    with SERVERS[api](oracle(PROBLEMS, p_first=0.99), faults=["nologprobs"]) as srv:
+        results = run("lase", make_backend(api, srv), tmp_path / "lase.sqlite")
+        assert srv.request_count == len(PROBLEMS) + 2  # sure leaders stop at once; the unmeasured one escalated
+    assert_all_correct(results)
+    (unmeasured,) = [c for r in results for c in r.calls if c.role == "leader" and c.p_min is None]
+    assert unmeasured.answer is not None and unmeasured.stage == 0
+    with SERVERS[api](oracle(PROBLEMS), faults=["nologprobs"] * 100) as srv:
+        with pytest.raises(LogprobsUnavailable, match=rf"none of its first {NO_LOGPROBS_STOP} replies") as ei:
+            run("lase", make_backend(api, srv), tmp_path / "none.sqlite")
         assert ("wire-model" if api == "openai" else "gemini-wire") in str(ei.value)
-        assert srv.request_count == len(PROBLEMS)  # the first batch (leaders); nothing after the gate failed
+        assert srv.request_count == NO_LOGPROBS_STOP  # two rounds of four calls, then the run stopped
         srv.reset()
         srv.add_faults("nologprobs")
         results = run("mv", make_backend(api, srv), tmp_path / "mv.sqlite")

@@ -94,7 +94,7 @@ def test_unextractable_answer_escalates_and_counts_as_wrong():
 
 
 def test_gate_without_logprobs_is_a_clear_error():
-    with OpenAIWireServer(faults=["nologprobs"] * 4) as srv:
+    with OpenAIWireServer(faults=["nologprobs"] * 100) as srv:  # a model that returns none
         with pytest.raises(LogprobsUnavailable, match="wire-model"):
             run_problems("lase", [PROBLEM], engine_for(srv), progress=False)
 

@@ -108,11 +108,15 @@ class Reply:
     """A responder's answer: text plus (optionally) the chosen-token probability.
 
     ``prob`` is a constant probability for every token, or ``prob(index, token) -> float`` to set
-    it per token; None uses :func:`default_prob`.
+    it per token; None uses :func:`default_prob`. ``top_logprobs`` caps the alternatives returned
+    per token whatever the request asked (a provider that returns at most 5); ``logprobs=False``
+    returns none at all on this reply even when asked (a provider that sometimes omits them).
     """
 
     text: str
     prob: float | Callable[[int, str], float] | None = None
+    top_logprobs: int | None = None
+    logprobs: bool = True
 
 
 Responder = Callable[[list[dict[str, str]], dict[str, Any]], Union[str, Reply]]
@@ -517,10 +521,12 @@ class _WireServer:
             toks = []
         text = "".join(toks)
         prompt_tokens = sum(len(tokenize(m.get("content", ""))) + 3 for m in messages)
-        want_lp = bool(params.get("logprobs")) and fault != "nologprobs"
+        want_lp = bool(params.get("logprobs")) and fault != "nologprobs" and reply.logprobs
         tokens = None
         if want_lp:
             k = int(params.get("top_logprobs") or 0)
+            if reply.top_logprobs is not None:
+                k = min(k, reply.top_logprobs)
             tokens = []
             for i, t in enumerate(toks):
                 p = reply.prob(i, t) if callable(reply.prob) else (reply.prob if reply.prob is not None else default_prob(i, t))
