@@ -16,6 +16,7 @@ of them ran.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 from dataclasses import dataclass
 from typing import Any
 
@@ -298,3 +299,77 @@ def decomposition(first: pd.Series, sources: Mapping[str, pd.DataFrame], whole_c
     if whole_chain is not None:
         add("whole recorded chain (v5)", whole_chain, "-", "-")
     return pd.DataFrame(rows)
+
+
+def contrast(a: pd.DataFrame, b: pd.DataFrame, a_name: str, b_name: str) -> str:
+    """One sentence comparing two sources of stage-1 rows on the same escalated problems: fixes of
+    wrong first answers and breaks of right ones, each with the exact McNemar p of the paired
+    difference; comparison words only where p < 0.05 ("no detectable difference" otherwise)."""
+    from .stats import mcnemar
+
+    m = a[["problem_id", "first_correct", "outcome"]].merge(b[["problem_id", "outcome"]], on="problem_id",
+                                                            suffixes=("_a", "_b"))
+    parts = []
+    for what, first, bad in (("fixes", False, "fixed"), ("breaks", True, "broken")):
+        g = m[m["first_correct"].astype(bool) == first]
+        ka, kb = g["outcome_a"].eq(bad).to_numpy(), g["outcome_b"].eq(bad).to_numpy()
+        _, _, p = mcnemar(ka, kb)
+        word = ("more" if ka.sum() > kb.sum() else "fewer") if p < 0.05 else "no detectable difference"
+        target = "escalated wrong first answers" if not first else "escalated right ones"
+        parts.append(f"{what} {int(ka.sum())} of {len(g)} {target} against {int(kb.sum())} "
+                     f"({word}, McNemar p = {p:.3g})")
+    return f"{a_name} against {b_name}: " + "; ".join(parts) + "."
+
+
+#: Where the stage-1 replays and the learning curve are committed (``data/organism/revision_own.py``).
+REVISION_DIR = Path(__file__).resolve().parents[1] / "data" / "revision"
+
+#: The committed replays, by file name: what each row of the decomposition is called.
+REPLAYS = {"pilot": "v5 + revision pilot, its own devil note (replayed)",
+           "own-size-0.25": "v5 + revision on own notes (1/4), its own devil note (replayed)",
+           "own-size-0.5": "v5 + revision on own notes (1/2), its own devil note (replayed)",
+           "own-size-1": "v5 + revision on own notes (all), its own devil note (replayed)"}
+
+
+def load_replay(name: str, folder: Path | None = None) -> pd.DataFrame | None:
+    """A committed stage-1 replay (``data/revision/<name>.jsonl``), or None when it was not run."""
+    path = Path(folder or REVISION_DIR) / f"{name}.jsonl"
+    return pd.read_json(path, lines=True, dtype={"problem_id": str}) if path.is_file() else None
+
+
+def decomposition_sources(run: Any, problems: Mapping[str, Problem], ceiling_rows: pd.DataFrame,
+                          tau_lp: float, tau_h: float, folder: Path | None = None) -> dict[str, pd.DataFrame]:
+    """The decomposition's rows, in order: v5 after its own devil note (from the recording) and after
+    a perfect note (the ceiling's rows), then every committed replay (:data:`REPLAYS`), the pilot's
+    perfect-note rows beside its own-note replay."""
+    cases = stage_one_cases(run, problems, tau_lp, tau_h)
+    out = {"v5, its own devil note (recorded)": score(cases, [c.recorded_revision for c in cases], "v5"),
+           "v5, a perfect note (ceiling)": ceiling_stage_one(ceiling_rows, "organism v5", cases)}
+    for name, label in REPLAYS.items():
+        r = load_replay(name, folder)
+        if r is not None:
+            out[label] = r
+        if name == "pilot" and (ceiling_rows["model"] == "v5 + revision pilot").any():
+            out["v5 + revision pilot, a perfect note (ceiling)"] = ceiling_stage_one(
+                ceiling_rows, "v5 + revision pilot", cases)
+    return out
+
+
+#: The comparisons chapter 06 prints under the decomposition: (a, b, what the pair separates).
+CONTRASTS = (
+    ("v5, a perfect note (ceiling)", "v5, its own devil note (recorded)", "How good the note is, for v5's leader"),
+    ("v5 + revision pilot, a perfect note (ceiling)", "v5, a perfect note (ceiling)",
+     "Whether the leader can use a perfect note"),
+    ("v5 + revision pilot, its own devil note (replayed)", "v5, its own devil note (recorded)",
+     "The pilot's revision on the notes it will really read"),
+    ("v5 + revision on own notes (all), its own devil note (replayed)", "v5, its own devil note (recorded)",
+     "A revision trained on v5's own notes"),
+)
+
+
+def describe_decomposition(sources: Mapping[str, pd.DataFrame]) -> str:
+    """The decomposition in words, one line per comparison of :data:`CONTRASTS` whose two sources
+    are present (markdown)."""
+    lines = [f"- **{what}.** " + contrast(sources[a], sources[b], a, b)
+             for a, b, what in CONTRASTS if a in sources and b in sources]
+    return "\n".join(lines)

@@ -132,3 +132,11 @@ def test_committed_stage_one_rows_match_their_metadata():
         meta = json.loads(meta_path.read_text())
         rows = pd.read_json(meta_path.with_suffix(".jsonl"), lines=True)
         assert len(rows) == meta["escalated"], meta_path.name
+
+
+def test_contrast_says_more_only_when_the_paired_test_says_so():
+    a = _rows([False] * 10 + [True] * 4, ["fixed"] * 8 + ["kept"] * 2 + ["kept"] * 4)
+    b = _rows([False] * 10 + [True] * 4, ["kept"] * 10 + ["kept"] * 3 + ["broken"])
+    text = revision.contrast(a, b, "A", "B")
+    assert text.startswith("A against B: fixes 8 of 10 escalated wrong first answers against 0 (more, McNemar p = 0.00781)")
+    assert "breaks 0 of 4 escalated right ones against 1 (no detectable difference, McNemar p = 1)" in text

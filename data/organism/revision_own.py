@@ -73,6 +73,8 @@ def notes(args) -> int:
         if p is None or organism.label_attempt(p, row["text"]).status not in ("right", "wrong"):
             continue
         todo.append((p, row["text"]))
+    if args.limit:  # every wrong attempt first, then right ones in file order, up to the limit
+        todo = sorted(todo, key=lambda t: organism.label_attempt(t[0], t[1]).status != "wrong")[:args.limit]
     calls = [Call("devil", 1, prompts.supporter_messages(p, "devil", a), cfg.params(supporter=True),
                   agent="devil", reads=("leader",)) for p, a in todo]
     engine = _engine("organism", args)
@@ -176,6 +178,9 @@ def main() -> int:
         p = sub.add_parser(name)
         p.add_argument("--max-batch", type=int, default=16)
         p.add_argument("--threads", type=int, default=None)
+        if name == "notes":
+            p.add_argument("--limit", type=int, default=None,
+                           help="at most this many attempts: all wrong ones first, then right ones")
         if name == "train":
             p.add_argument("--lr", type=float, default=3e-4)
             p.add_argument("--batch", type=int, default=8)
