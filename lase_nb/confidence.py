@@ -218,7 +218,7 @@ def confidence_arrays(confs: Iterable[Confidence]) -> tuple[np.ndarray, np.ndarr
 # ---------------------------------------------------------------------------------------------
 # one row per leader answer, and what the gate does to them (chapters 02, 05 and 06 read these)
 
-_COLUMNS = ["problem_id", "stage", "answer", "answered", "p_min", "h_max", "correct", "level"]
+_COLUMNS = ["problem_id", "stage", "answer", "answered", "p_min", "h_max", "correct", "level", "boxed"]
 
 
 def _frame(df: pd.DataFrame) -> pd.DataFrame:
@@ -237,6 +237,10 @@ def _frame(df: pd.DataFrame) -> pd.DataFrame:
     out.loc[~out["answered"], ["p_min", "h_max"]] = np.nan
     out.loc[~out["answered"], "answer"] = None
     out.loc[~out["answered"], "correct"] = False
+    # boxed: the answer stood in the model's own last \boxed{} (not supplied by the extraction step)
+    strict = df["answer_strict"].to_numpy(dtype=object) if "answer_strict" in df else None
+    out["boxed"] = (out["answered"].to_numpy(bool) if strict is None else
+                    pd.Series(strict).notna().to_numpy(bool) & out["answered"].to_numpy(bool))
     return out[_COLUMNS].reset_index(drop=True)
 
 
@@ -255,7 +259,8 @@ def _from_results(results: Sequence[Any]) -> pd.DataFrame:
 
 
 def confidence_frame(source: Any, stage: int | None = 0, problems: Sequence[Any] | None = None) -> pd.DataFrame:
-    """One row per leader answer: problem_id, stage, answer, answered, p_min, h_max, correct, level.
+    """One row per leader answer: problem_id, stage, answer, answered, p_min, h_max, correct, level,
+    boxed (the answer stood in the model's own ``\\boxed{}``; False where the extraction step supplied it).
 
     ``source`` is a :class:`~lase_nb.traces.Run` (its stages table; for a run without stages,
     e.g. ``single``, the first leader/solver call of each problem), a stages-like DataFrame, or a

@@ -22,6 +22,7 @@ __all__ = [
     "p_text",
     "points",
     "wilson_interval",
+    "proportions_test",
     "reliability_table",
     "auroc_for_errors",
     "auroc_with_ci",
@@ -74,6 +75,22 @@ def wilson_interval(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
         return (float("nan"), float("nan"))
     ci = _st.binomtest(int(k), int(n)).proportion_ci(confidence_level=level, method="wilson")
     return (float(ci.low), float(ci.high))
+
+
+def proportions_test(k_a: int, n_a: int, k_b: int, n_b: int, level: float = 0.95) -> dict[str, float]:
+    """Two independent proportions, ``k_a/n_a`` minus ``k_b/n_b``: the difference, Newcombe's hybrid
+    score interval (from the two Wilson intervals) and Fisher's exact two-sided p. ``differs`` is the
+    claim rule: the interval excludes zero and p < 0.05 (both)."""
+    if min(n_a, n_b) <= 0:
+        raise ValueError(f"both samples need at least one trial, got n_a={n_a}, n_b={n_b}")
+    pa, pb = k_a / n_a, k_b / n_b
+    (la, ua), (lb, ub) = wilson_interval(k_a, n_a, level), wilson_interval(k_b, n_b, level)
+    diff = pa - pb
+    lo = diff - float(np.hypot(pa - la, ub - pb))
+    hi = diff + float(np.hypot(ua - pa, pb - lb))
+    p = float(_st.fisher_exact([[k_a, n_a - k_a], [k_b, n_b - k_b]]).pvalue)
+    return {"diff": diff, "lo": lo, "hi": hi, "p_value": p, "n_a": int(n_a), "n_b": int(n_b),
+            "differs": bool((lo > 0 or hi < 0) and p < 0.05)}
 
 
 def _fmt(x: float) -> str:

@@ -214,8 +214,10 @@ print(calibration.describe_gate(split, tau_lp, tau_h))
 # %% [markdown]
 # ## 2.5 Studies side by side
 #
-# The same measurement on every study in `studies` (chapter 03 introduces the committed ones),
-# one reliability panel each, on the same bins. **Does a study's answer-token probability separate
+# The same measurement on every study in `studies`, one reliability panel each, on the same bins.
+# The committed ones are the embedded SmolLM2-135M and the **pointing organism (v5)**: the same
+# small model with a LoRA adapter trained to solve one step per line and, as a supporter, to name
+# the step that fails (chapter 03 introduces it). **Does a study's answer-token probability separate
 # right from wrong answers better than another's?** Two studies on different problems are compared
 # by shape and AUROC, not by accuracy; the verdict under the table uses the bootstrap test of the
 # difference, not overlapping intervals.
@@ -278,7 +280,7 @@ summary.set_index("k")[["tokens", "mean_abs_error", "max_abs_error", "mean_cover
 # %%
 if tokens["exact"].notna().any():
     fig = calibration.plot_entropy_estimate(tokens, summary, tau_h, k=top_k)
-    plots.savefig(fig, "calibration_entropy_estimate")
+    plots.savefig(fig, "calibration_entropy_estimate", live=True)  # a live call: under build/, not figures/
     plt.show()
     display(Markdown(calibration.describe_entropy(summary, tokens, top_k, tau_h)))
 else:

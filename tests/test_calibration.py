@@ -319,7 +319,22 @@ def test_describe_reliability_reads_the_rows():
     s = C.describe_reliability(t)
     assert "most crowded bin is [0.95, 0.99), with 40 of 81" in s
     assert "[0.99, 1.00], is right on 46% of its 26 answers, below the bin below it" in s
-    assert "does not climb cleanly" in s
+    assert "dips 1 time" in s and "[0.95, 0.99) to [0.99, 1.00], is -9 points" in s
+    assert "no dip is larger than chance" in s and "fails" not in s  # 12 of 26 vs 22 of 40 (issue 51)
+    big = t.assign(count=[10, 5, 400, 260], accuracy=[0.2, 0.4, 0.9, 0.5])
+    assert "a real dip, so Assumption 3.3, read bin by bin, fails here" in C.describe_reliability(big)
+
+
+def test_proportions_test_by_hand():
+    from lase_nb.stats import proportions_test
+
+    t = proportions_test(6, 13, 16, 29)  # 46% of 13 vs 55% of 29
+    assert t["diff"] == pytest.approx(6 / 13 - 16 / 29) and t["lo"] < 0 < t["hi"] and not t["differs"]
+    assert t["p_value"] == pytest.approx(0.742, abs=0.01)
+    far = proportions_test(90, 100, 50, 100)
+    assert far["differs"] and far["lo"] > 0 and far["p_value"] < 1e-6
+    with pytest.raises(ValueError, match="at least one trial"):
+        proportions_test(0, 0, 1, 2)
 
 
 def test_frames_by_model_reads_runs_or_stage_tables():
@@ -351,7 +366,9 @@ def test_describe_answers_and_gate_by_hand():
     f = _frame_by_p(p, np.array([True, False, True, False, False]))
     f["answered"] = ~np.isnan(p)
     s = C.describe_answers(f)
-    assert s.startswith("5 first answers, 40% right") and "1 never boxed" in s
+    assert s.startswith("5 first answers, 40% right") and "1 boxed no answer of their own." in s
+    f["boxed"] = f["answered"] & (p != 0.5)  # one answer the extraction step supplied (issue 51: 02 and 06 agree)
+    assert "2 boxed no answer of their own (the extraction step found one in 1, 1 have none)" in C.describe_answers(f)
     g = C.describe_gate(gate_split(f, 0.8, 0.5), 0.8, 0.5)
     # escalated: 0.5, 0.3, NaN -> 1 of 3 right; accepted: 0.99, 0.95 -> 1 of 2 right; 1 of 3 errors passes
     assert "escalates 60% of 5 answers" in g and "right 33% of the time, less often than the accepted ones (50%)" in g

@@ -27,7 +27,7 @@ import pandas as pd
 from .. import reference
 from ..confidence import confidence_frame, gate_split, topk_entropy, uncertain_mask
 from ..errors import DataError
-from ..stats import NO_ANSWER, auroc_difference, auroc_test, auroc_with_ci, ece, p_text, reliability_table, wilson_interval
+from ..stats import NO_ANSWER, auroc_difference, auroc_test, auroc_with_ci, ece, p_text, proportions_test, reliability_table, wilson_interval
 from ..types import Generation
 
 __all__ = [
@@ -549,9 +549,18 @@ def describe_reliability(table: pd.DataFrame) -> str:
         out += (f" The most confident bin, {top['bin']}, is right on {top['accuracy']:.0%} of its "
                 f"{int(top['count'])} answers, {cmp} the bin below it ({below['bin']}: {below['accuracy']:.0%} of "
                 f"{int(below['count'])}).")
-    out += (" Accuracy climbs from bin to bin, as Assumption 3.3 asks." if is_monotone(table)
-            else " Accuracy does not climb cleanly from bin to bin: Assumption 3.3, read literally, fails here.")
-    return out
+    if is_monotone(table):
+        return out + " Accuracy climbs from bin to bin, as Assumption 3.3 asks."
+    k = (t["accuracy"] * t["count"]).round().astype(int)
+    drops = [(i, proportions_test(int(k[i + 1]), int(t["count"][i + 1]), int(k[i]), int(t["count"][i])))
+             for i in range(len(t) - 1) if t["accuracy"][i + 1] < t["accuracy"][i]]
+    i, worst = min(drops, key=lambda d: d[1]["p_value"])
+    dip = (f" Accuracy dips {len(drops)} time{'s' if len(drops) != 1 else ''} from a bin to the next; the "
+           f"clearest dip, {t['bin'][i]} to {t['bin'][i + 1]}, is {100 * worst['diff']:+.0f} points "
+           f"[{100 * worst['lo']:+.0f}, {100 * worst['hi']:+.0f}] (Fisher's exact {p_text(worst['p_value'])})")
+    if any(d["differs"] for _, d in drops):
+        return out + dip + ": a real dip, so Assumption 3.3, read bin by bin, fails here."
+    return out + dip + ": no dip is larger than chance, so these bins neither confirm nor refute Assumption 3.3."
 
 
 def auroc_sentence(auc: float, lo: float, hi: float, p: float, errors: int, right: int) -> str:
@@ -573,14 +582,18 @@ def auroc_sentence(auc: float, lo: float, hi: float, p: float, errors: int, righ
 
 def describe_answers(frame: pd.DataFrame) -> str:
     """What the leader's first answers are: how many, how many right (Wilson interval), how many
-    never boxed, and the median exp(LP_min) of right and of wrong boxed answers."""
+    boxed no answer of their own (and in how many the extraction step found one), and the median
+    exp(LP_min) of right and of wrong answered ones."""
     n, ok = len(frame), frame["correct"].to_numpy(bool)
     lo, hi = wilson_interval(int(ok.sum()), n)
     ans = frame[frame["answered"].astype(bool)]
     a_ok = ans["correct"].to_numpy(bool)
     p = ans["p_min"].to_numpy(float)
-    out = (f"{n} first answers, {ok.mean():.0%} right [{lo:.0%}, {hi:.0%}], "
-           f"{int((~frame['answered'].astype(bool)).sum())} never boxed.")
+    none = int((~frame["answered"].astype(bool)).sum())
+    boxed = frame["answered"].astype(bool) & (frame["boxed"].astype(bool) if "boxed" in frame else True)
+    unboxed = int((~boxed).sum())
+    out = (f"{n} first answers, {ok.mean():.0%} right [{lo:.0%}, {hi:.0%}]; {unboxed} boxed no answer of their own"
+           + (f" (the extraction step found one in {unboxed - none}, {none} have none)." if unboxed > none else "."))
     if a_ok.any() and (~a_ok).any():
         out += (f" Median exp(LP_min): {np.median(p[a_ok]):.3f} on right and {np.median(p[~a_ok]):.3f} on wrong "
                 f"boxed answers; {np.mean(p >= 0.9):.0%} of all boxed answers are at 0.9 or above.")
