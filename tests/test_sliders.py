@@ -221,3 +221,36 @@ def test_point_caption_uses_the_row_numbers():
 def test_small_multiples_need_a_pair():
     with pytest.raises(ValueError, match="at least one"):
         sliders.small_multiples(hand_chains(), [], grid_size=5)
+
+
+def test_point_lookup_equals_replay_at_every_slider_position():
+    from lase_nb.panels import SliderAxis
+
+    c = synthetic_chains(n=60, seed=3)
+    lp, h = SliderAxis(0.0, 1.0, 0.05), SliderAxis(0.0, 2.0, 0.1)
+    look = sliders.point_lookup(c, lp, h)
+    assert look.index.shape == (len(lp), len(h)) and len(look.points) <= look.index.size
+    for i, tl in enumerate(lp.values):
+        for j, th in enumerate(h.values):
+            got, want = look.points.iloc[look.index[i, j]], operating_point(c, tl, th)
+            for k in ("accuracy", "avg_tokens", "escalation_rate", "n_correct", "stop_0", "stop_1"):
+                assert got[k] == want[k], (tl, th, k)
+
+
+def test_frontier_panel_prints_replayed_rows():
+    import html as html_lib
+    import re
+
+    from lase_nb.chapters import pareto
+    from lase_nb.replay import sweep
+
+    c = synthetic_chains(n=40, seed=4)
+    grid = sweep(c, *pareto.threshold_axes(c, 9))
+    panel = sliders.frontier_panel(c, 0.8, 0.5, grid=grid)
+    look, lp, h = panel.data["lookup"], panel.data["lp"], panel.data["h"]
+    pt = look.points.iloc[look.index[lp.index(0.8), h.index(0.5)]]
+    assert pt["accuracy"] == operating_point(c, 0.8, 0.5)["accuracy"]
+    page = html_lib.unescape(re.search(r'srcdoc="([^"]*)"', panel.html).group(1))
+    row = sliders.point_rows(look.points.iloc[[look.index[lp.index(0.8), h.index(0.5)]]], "LASE, all 40 problems", "lase")[0]
+    assert f"{pt['accuracy']:.1%}" in row and f"{pt['avg_tokens']:,.0f}" in row
+    assert "Bokeh" in page and not re.search(r"<(?:script|link)[^>]+(?:src|href)=[\"']?https?://", page)

@@ -10,6 +10,7 @@ checks all three, and that the package has no import cycle).
 ==============  ==========================================================================
 module          chapter
 ==============  ==========================================================================
+quickstart      00_quickstart: the gate playground (one reply's tokens, a slider, no kernel)
 theory          01_theory and A4_theory_more: the toy simulations (numpy/scipy, seeded)
 calibration     02_calibration: reliability, AUROC, ECE
 gate_panel      02_calibration: the gate's sliders over one set of answers
@@ -24,5 +25,5 @@ claims          07_claims: the paper's claims, ours on each model, verdicts by t
 """
 
 #: Each chapter module's notebook (tests/test_layout.py reads this).
-CHAPTER_OF = {"theory": "01", "calibration": "02", "gate_panel": "02", "pipeline": "03", "correct_seeds": "03",
-              "comparison": "04", "pareto": "05", "sliders": "05", "failures": "06", "claims": "07"}
+CHAPTER_OF = {"quickstart": "00", "theory": "01", "calibration": "02", "gate_panel": "02", "pipeline": "03",
+              "correct_seeds": "03", "comparison": "04", "pareto": "05", "sliders": "05", "failures": "06", "claims": "07"}

@@ -20,6 +20,8 @@ Chapter 05 (notebooks/05_pareto), from the inside out:
   redrawing only the marker over a cached background.
 - :func:`small_multiples`: the same panel frozen at several threshold pairs, one small panel each
   (for pages where widgets do not run, e.g. the HTML book).
+- :func:`frontier_panel`: the same panel without a kernel (the HTML book, JupyterLab): Bokeh
+  sliders over :func:`point_lookup`, every slider position replayed once (:mod:`lase_nb.panels`).
 - :func:`threshold_sliders`: two FloatSliders, an Image (the figure), and HTML for the table row
   and a sentence. Moving a slider calls :meth:`ThresholdControls.update`, a plain method that
   tests drive without a browser or a kernel. Given several recordings (label -> chains), a row of
@@ -37,12 +39,13 @@ import numpy as np
 import pandas as pd
 
 from ..replay import Chains, operating_point, stop_stages, sweep
-from ..plots import CHOSEN_COLOR
+from ..plots import CHOSEN_COLOR, style
 from ..widgets import TEXT_CLASS, note_html
 from .pareto import _frontier_points, draw_frontier, label_points, oracle_frontier, policy_points, threshold_axes
 
 __all__ = ["point_sentence", "point_row_html", "point_caption", "change_note", "draw_view", "place_star",
-           "FrontierView", "small_multiples", "STRICT_TO_LAX", "ThresholdControls", "threshold_sliders"]
+           "FrontierView", "small_multiples", "STRICT_TO_LAX", "ThresholdControls", "threshold_sliders",
+           "PointLookup", "point_lookup", "point_rows", "baseline_rows", "frontier_panel"]
 
 #: The numbers the panel shows for an operating point, and their formats.
 POINT_FORMATS = {"tau_lp": "{:.3g}", "tau_h": "{:.3g}", "accuracy": "{:.1%}", "avg_tokens": "{:,.0f}",
@@ -311,3 +314,186 @@ def threshold_sliders(chains: Chains | Mapping[str, Chains], tau_lp: float = 0.8
         model.observe(controls.switch, names="value")
     controls.update()
     return controls
+
+
+# ---------------------------------------------------------------------------------------------
+# The same panel without a kernel (the HTML book, JupyterLab): Bokeh over a lookup made by replay
+# ---------------------------------------------------------------------------------------------
+
+#: Bokeh's names for the matplotlib markers of :data:`lase_nb.plots.STYLE`.
+_BOKEH_MARKERS = {"o": "circle", "s": "square", "D": "diamond", "d": "diamond", "^": "triangle",
+                  "v": "inverted_triangle", "P": "plus", "X": "x", "*": "star", "h": "hex", "p": "hex"}
+
+
+@dataclass
+class PointLookup:
+    """Every operating point the two sliders can reach, by replay: ``index[i, j]`` is the row of
+    ``points`` (an :func:`operating_point` each) at the i-th tau_lp and j-th tau_h position."""
+
+    index: np.ndarray  # (tau_lp positions x tau_h positions), int32
+    points: pd.DataFrame
+
+
+def point_lookup(chains: Chains, lp: Any, h: Any) -> PointLookup:
+    """Replay ``chains`` at every pair of slider positions (``lp``, ``h``: :class:`lase_nb.panels.SliderAxis`).
+
+    Pairs at which every problem stops at the same stage share one operating point, so each
+    distinct stop vector is replayed once (:func:`operating_point` at the first pair giving it).
+    """
+    keys: dict[bytes, int] = {}
+    pairs: list[tuple[float, float]] = []
+    th = h.values
+    index = np.empty((len(lp), len(th)), dtype=np.int32)
+    for i, tl in enumerate(lp.values):
+        for j, row in enumerate(stop_stages(chains, float(tl), th).astype(np.int16)):
+            k = keys.setdefault(row.tobytes(), len(keys))
+            if k == len(pairs):
+                pairs.append((float(tl), float(th[j])))
+            index[i, j] = k
+    points = pd.DataFrame([operating_point(chains, a, b) for a, b in pairs]).reset_index(drop=True)
+    return PointLookup(index, points)
+
+
+def _cells(point: pd.Series, label: str) -> str:
+    f = {c: fmt.format(point[c]) for c, fmt in POINT_FORMATS.items()}
+    stops = " / ".join(str(int(point[k])) for k in point.index if str(k).startswith("stop_"))
+    return (f"<tr><td>{html.escape(label)}</td><td>{int(point['n'])}</td>"
+            f"<td data-key='accuracy'>{f['accuracy']}</td><td data-key='avg_tokens'>{f['avg_tokens']}</td>"
+            f"<td data-key='escalation_rate'>{f['escalation_rate']}</td><td data-key='stops'>{stops}</td></tr>")
+
+
+def point_rows(points: pd.DataFrame, label: str, row: str) -> list[str]:
+    """Each operating point as the panel's table row (``row``: the row's name for a reader of the page)."""
+    return [_cells(p, label).replace("<tr>", f"<tr data-row='{row}'>", 1) for _, p in points.iterrows()]
+
+
+def baseline_rows(baselines: pd.DataFrame | None) -> str:
+    """MV, MAD ... at their own (fixed) cost, as rows of the panel's table."""
+    if baselines is None or not len(baselines):
+        return ""
+    out = []
+    for _, b in baselines.iterrows():
+        name = style(b["strategy"])["short"]
+        out.append(f"<tr data-row='{html.escape(b['strategy'])}'><td>{html.escape(name)} (fixed)</td><td>{int(b['n'])}</td>"
+                   f"<td data-key='accuracy'>{b['accuracy']:.1%}</td><td data-key='avg_tokens'>{b['avg_tokens']:,.0f}</td>"
+                   "<td>-</td><td>-</td></tr>")
+    return "".join(out)
+
+
+_FRONTIER_JS = """
+const i = index(lp, lp_labels.length), j = index(h, h_labels.length), m = h_labels.length;
+const k = idx_all[i * m + j];
+star.data = {x: [xs[k]], y: [ys[k]]};
+let t = head.replace('{lp}', lp_labels[i]).replace('{h}', h_labels[j]) + rows_all[k];
+if (rows_common.length) t += rows_common[idx_common[i * m + j]];
+readout.text = t + fixed + tail;
+"""
+
+
+def frontier_panel(chains: Chains, tau_lp: float = 0.8, tau_h: float = 0.5, *, grid: pd.DataFrame,
+                   baselines: pd.DataFrame | None = None, common: Chains | None = None, step: float = 0.01,
+                   title: str | None = None):
+    """Chapter 05's slider panel for a page without a kernel (:mod:`lase_nb.panels`).
+
+    Two sliders move LASE's operating point (a star) over ``grid`` (the chapter's threshold
+    sweep) with its Pareto front and oracle staircase, and a table prints accuracy, tokens per
+    problem, escalation rate and stops per stage at the sliders' thresholds, all read from
+    :func:`point_lookup` (replay at every slider position, once). With ``baselines`` (MV, MAD on
+    their common problems, :func:`lase_nb.chapters.pareto.baseline_points`) and ``common`` (the
+    chains of those problems), LASE on the same problems is printed beside them.
+    Returns a :class:`lase_nb.panels.Panel`.
+    """
+    from bokeh.document import Document
+    from bokeh.events import DocumentReady
+    from bokeh.layouts import column, row
+    from bokeh.models import (ColorBar, ColumnDataSource, CustomJS, HoverTool, Label, LinearColorMapper,
+                              LogTicker, NumeralTickFormatter, Range1d, Whisker)
+    from bokeh.palettes import Viridis256
+    from bokeh.plotting import figure
+
+    from ..panels import INDEX_JS, TABLE_STYLE, SliderAxis, embed, readout_div, slider
+    from ..plots import FRONT_COLOR, ORACLE_COLOR
+    from .pareto import front_of, oracle_frontier, policy_points
+
+    lp = SliderAxis(0.0, 1.0, step)
+    h = SliderAxis(0.0, max(float(threshold_axes(chains, 2)[1][-1]), tau_h), step)
+    look = point_lookup(chains, lp, h)
+    n = len(chains.problem_ids)
+    rows_all = point_rows(look.points, f"LASE, all {n} problems", "lase")
+    have_common = common is not None and baselines is not None and len(baselines) > 0
+    look_c = point_lookup(common, lp, h) if have_common else None
+    rows_common = point_rows(look_c.points, "LASE on the baselines' problems", "lase-common") if look_c else []
+
+    mapper = LinearColorMapper(palette=Viridis256, low=0, high=1)
+    p = figure(width=1060, height=440, x_axis_type="log", title=title or "LASE at the sliders' thresholds (the star) "
+               "on the threshold grid", x_axis_label="average tokens per problem (prompt + completion)",
+               y_axis_label="accuracy", toolbar_location="right", tools="pan,wheel_zoom,box_zoom,reset,save")
+    cloud = p.scatter("avg_tokens", "accuracy", source=ColumnDataSource(grid[["tau_lp", "tau_h", "accuracy", "avg_tokens",
+                                                                                "escalation_rate"]]),
+                      size=7, alpha=0.8, line_color=None, fill_color={"field": "escalation_rate", "transform": mapper},
+                      legend_label="a threshold pair (colour: escalation rate)")
+    p.add_tools(HoverTool(renderers=[cloud], tooltips=[("tau_lp", "@tau_lp{0.00}"), ("tau_h", "@tau_h{0.00}"),
+                                                        ("accuracy", "@accuracy{0.0%}"), ("tokens", "@avg_tokens{0,0}"),
+                                                        ("escalated", "@escalation_rate{0%}")]))
+    front = front_of(grid).sort_values("avg_tokens")
+    p.step(front["avg_tokens"], front["accuracy"], mode="after", color=FRONT_COLOR, line_width=2.4,
+           legend_label="Pareto front of the grid")
+    p.scatter(front["avg_tokens"], front["accuracy"], size=7, color=FRONT_COLOR, legend_label="Pareto front of the grid")
+    oracle = oracle_frontier(chains)
+    pol = policy_points(chains)
+    xs_all = np.concatenate([grid["avg_tokens"], oracle["avg_tokens"], pol["avg_tokens"]])
+    ys_all = np.concatenate([grid["accuracy"], oracle["accuracy"], pol["acc_lo"], pol["acc_hi"]])
+    x_lo, x_hi = xs_all.min() / 1.25, xs_all.max() * 1.25
+    pad = max(0.03, 0.06 * (ys_all.max() - ys_all.min()))
+    p.x_range = Range1d(x_lo, x_hi)
+    p.y_range = Range1d(max(-0.02, ys_all.min() - pad), min(1.1, ys_all.max() + 2 * pad))
+    p.step(oracle["avg_tokens"], oracle["accuracy"], mode="after", color=ORACLE_COLOR, line_width=2,
+           line_dash="dashed", legend_label="oracle gate (upper bound)")
+    p.scatter([oracle["avg_tokens"].iloc[-1]], [oracle["accuracy"].iloc[-1]], marker="circle", size=22,
+              fill_color=None, line_color=ORACLE_COLOR, line_width=2, line_dash="dashed",
+              legend_label="oracle gate (upper bound)")  # a ring: visible when the staircase is one point
+    for _, r in pol.iterrows():
+        if r["policy"] not in ("solo", "always-interact"):
+            continue
+        st = style(r["policy"])
+        src = ColumnDataSource(dict(x=[r["avg_tokens"]], y=[r["accuracy"]], lo=[r["acc_lo"]], hi=[r["acc_hi"]]))
+        p.add_layout(Whisker(source=src, base="x", lower="lo", upper="hi", line_color=st["color"], line_width=1.6))
+        p.scatter("x", "y", source=src, marker=_BOKEH_MARKERS.get(st["marker"], "circle"), size=13,
+                  color=st["color"], line_color="white")
+        left = r["avg_tokens"] < np.sqrt(x_lo * x_hi)  # the name runs towards the middle, inside the axes
+        p.add_layout(Label(x=r["avg_tokens"], y=r["acc_hi"], text=f"{st['short']} (n={n})", text_color=st["color"],
+                           text_font_size="12px", text_font_style="bold", text_align="left" if left else "right",
+                           x_offset=-8 if left else 8, y_offset=4))
+    star = ColumnDataSource(dict(x=[], y=[]))
+    p.scatter("x", "y", source=star, marker="star", size=28, fill_color=CHOSEN_COLOR, line_color="black",
+              line_width=1.3, legend_label="LASE at the sliders' thresholds")
+    p.add_layout(ColorBar(color_mapper=mapper, title="escalation rate", width=12,
+                          formatter=NumeralTickFormatter(format="0%")), "right")
+    p.yaxis.formatter = NumeralTickFormatter(format="0%")
+    p.xaxis.formatter = NumeralTickFormatter(format="0,0")
+    p.xaxis.ticker = LogTicker(mantissas=[1, 2, 5])
+    p.legend.label_text_font_size = "11px"
+    p.legend.spacing = 2
+    p.add_layout(p.legend[0], "right")
+
+    s_lp = slider(lp, tau_lp, "tau_lp (lowest answer-token probability)", "tau_lp")
+    s_h = slider(h, tau_h, "tau_h (highest answer-token entropy, nats)", "tau_h")
+    readout = readout_div("Move the sliders (this panel needs JavaScript).", 1000)
+    head = (TABLE_STYLE + "<div>At <b>tau_lp = <span data-key='tau_lp'>{lp}</span></b> and <b>tau_h = "
+            "<span data-key='tau_h'>{h}</span></b> (replayed, no model call):</div><table class='lase'>"
+            "<tr><th></th><th>problems</th><th>accuracy</th><th>tokens per problem</th><th>escalated</th>"
+            "<th>stops per stage</th></tr>")
+    callback = CustomJS(args=dict(
+        lp=s_lp, h=s_h, star=star, readout=readout, lp_labels=lp.labels(), h_labels=h.labels(),
+        idx_all=look.index.ravel(), xs=look.points["avg_tokens"].to_numpy(float),
+        ys=look.points["accuracy"].to_numpy(float), rows_all=rows_all, rows_common=rows_common,
+        idx_common=(look_c.index.ravel() if look_c else np.zeros(1, np.int32)), head=head,
+        fixed=baseline_rows(baselines) if have_common else "", tail="</table>"), code=INDEX_JS + _FRONTIER_JS)
+    s_lp.js_on_change("value", callback)
+    s_h.js_on_change("value", callback)
+    doc = Document()
+    doc.add_root(column(row(s_lp, s_h), p, readout))
+    doc.js_on_event(DocumentReady, callback)
+    data = {"kind": "frontier", "lp": lp, "h": h, "lookup": look, "common": look_c, "n": n}
+    return embed(doc, 440 + 70 + 40 + 26 * (2 + (1 + len(baselines) if have_common else 0)),
+                 "Chapter 05: LASE's thresholds on the frontier", data)
