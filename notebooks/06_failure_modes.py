@@ -101,7 +101,8 @@ st = lase.stages
 lead = st[st["stage"] == 0].set_index("problem_id")
 p, h = lead["p_min"].astype(float), lead["h_max"].astype(float)
 accepted = (p >= tau_lp) & (h <= tau_h)  # a missing answer (NaN) compares False: never accepted
-by_hand = lead[accepted & ~lead["correct"].astype(bool)].assign(p_min=p).sort_values("p_min", ascending=False,
+# the float column goes in before the rows are picked (assigned to an empty pick, a column would bring its rows back)
+by_hand = lead.assign(p_min=p)[accepted & ~lead["correct"].astype(bool)].sort_values("p_min", ascending=False,
                                                                                       kind="stable")
 assert by_hand.index.astype(str).tolist() == ce["problem_id"].tolist()
 if len(by_hand):
