@@ -273,8 +273,8 @@ if interactive:
 # **Exercise 01.1.** Theorem 3.7 by hand. A gate escalates 30% of problems; 40% of escalations
 # bring a correct seed; a seed raises the leader's accuracy by 0.5 and no seed changes nothing
 # (A3 holds with equality). What gain over the leader alone does the decomposition give? Check
-# it against a simulation with `theory.selective_gain`, escalating at random so that the seed's
-# effect is not capped at accuracy 1.
+# it against a simulation with `theory.selective_gain` (escalating at random). Why does the
+# simulated gain fall short, and does the decomposition hold with the terms the simulation measures?
 #
 # **Exercise 01.2.** Symmetric debate is a martingale (Theorem 2.7). Run the neutral-regime debate
 # with 9 agents starting at 70% accuracy for 10 rounds. Does the group's belief in the right answer

@@ -314,16 +314,17 @@ def test_escalation_by_model_counts_and_ranks():
     assert t.loc["strong", "esc_lo"] < 0.1 < t.loc["strong", "esc_hi"]
     s = failures.describe_escalation_by_model(t.reset_index())
     assert "**the weaker model escalates more**" in s and s.index("weak (leader accuracy 30%)") < s.index("strong")
-    assert "escalates 70%" in s and "escalates 10%" in s and "do not overlap" in s
+    assert "escalates 70%" in s and "escalates 10%" in s and "weaker minus stronger +60 points" in s
 
 
 def test_describe_escalation_by_model_is_honest():
     weak_keeps = failures.escalation_by_model({"a": model(30, 10), "b": model(80, 50, esc_right=40)}, 0.8, 0.5)
     s = failures.describe_escalation_by_model(weak_keeps)
-    assert "does not escalate more" in s and "a (leader accuracy 30%)" in s
+    assert "**the weaker model escalates less**" in s and "a (leader accuracy 30%)" in s
     close = failures.escalation_by_model({"a": model(3, 5, n=10), "b": model(6, 4, n=10, esc_right=2)}, 0.8, 0.5)
     s = failures.describe_escalation_by_model(close)
-    assert "escalates more" in s and "intervals overlap" in s
+    assert "cannot tell whether the weaker model escalates more" in s and "Fisher's exact p = 1.000" in s
+    assert "**the weaker model escalates" not in s  # issue 51: no verdict word on overlapping samples
     same = failures.escalation_by_model({"a": model(5, 5, n=10), "b": model(5, 2, n=10)}, 0.8, 0.5)
     assert "equally accurate" in failures.describe_escalation_by_model(same)
     assert "two" in failures.describe_escalation_by_model(same.iloc[:1])
@@ -440,14 +441,16 @@ def _why(**over):
 def test_why_no_gain_is_said_step_by_step_and_only_where_each_step_holds():
     text = failures.describe_why_no_gain(_why(), "the organism")
     assert "1. **The gate separates**: the AUROC of exp(LP_min) for the leader's wrong first answers is 0.80 [0.74, 0.86]" in text
-    assert "2. **The notes point and keep the rule**: on 80 wrong first answers" in text
-    assert "names that step in 44 (55%); 2 of the 250 notes on wrong attempts state the answer." in text
+    assert "2. **The notes name the failing step in 44 of 80, 55% [44%, 65%] and keep the rule**: on 80 wrong" in text
+    assert "names that step in 44; 2 of the 250 notes on wrong attempts state the answer." in text
+    assert "names the failing step in 44 of 80, 55% [44%, 65%] located wrong answers" in text  # issue 51: no bare "point"
     assert "3. **The leader does not act on the pointer**: after a note that names the right step the revision fixes " \
            "the answer 6 times and stays wrong 38 times." in text
     assert "gated LASE fixes 27 answers and breaks 31: -0.7 points [-3.0, +1.8], McNemar p = 0.69, not claimed" in text
     assert "the leader cannot act on the pointer**" in text
     weak = failures.describe_why_no_gain(_why(separates=False, named=10, notes_stating=40), "x")
-    assert "does not detectably separate" in weak and "seldom point and break the rule" in weak
+    assert "does not detectably separate" in weak and "name the failing step in 10 of 80, 12% [" in weak
+    assert "break the rule" in weak
     assert "the chain breaks earlier" in weak and "cannot act on the pointer**" not in weak
     won = failures.describe_why_no_gain(_why(test={**_why()["test"], "claimed": True}), "y")
     assert "escalation pays" in won

@@ -242,6 +242,9 @@ def test_bound_description_names_its_tolerance_and_counts_violations():
     text = theory.describe_bound(grid)
     assert "1 of 3 settings on or above the bound, 1 below it by less than 4 standard errors" in text
     assert "1 clearly below" in text
+    assert "2 below in all is as many as chance puts below a tight bound (binomial test against one half, p = 1)" in text
+    many = pd.DataFrame({"regime": ["b"] * 20, "gain": [0.0] * 20, "bound": [0.03] * 20, "gain_se": [0.001] * 20})
+    assert "20 below in all is more than chance puts below a tight bound" in theory.describe_bound(many)
 
 
 def test_describe_corollary_counts_the_rows():

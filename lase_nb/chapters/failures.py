@@ -30,7 +30,7 @@ from .. import reference
 from ..confidence import uncertain_mask
 from ..errors import DataError
 from ..notes import mentions
-from ..stats import pct, points, wilson_interval
+from ..stats import p_text, pct, points, proportions_test, wilson_interval
 from ..strategies import EXTRACT_ROLE, SPECS
 from ..answers import answer_or_none
 from ..transcripts import ANSWERER_ROLES, render_transcript, transcript_entries
@@ -748,7 +748,8 @@ def escalation_by_model(chains_by_model: Mapping[str, Any], tau_lp: float, tau_h
 
 def describe_escalation_by_model(table: pd.DataFrame) -> str:
     """Whether the weaker model (lower leader accuracy) escalates more, from :func:`escalation_by_model`,
-    with the numbers; says so when it does not, and when the Wilson intervals overlap."""
+    with the numbers, decided by the test of the difference (:func:`lase_nb.stats.proportions_test`:
+    its interval and Fisher's exact p, both), not by whether two intervals overlap."""
     if len(table) < 2:
         return "One model only: whether weaker models escalate more needs two."
     weak, strong = table.loc[table["leader_accuracy"].idxmin()], table.loc[table["leader_accuracy"].idxmax()]
@@ -760,13 +761,16 @@ def describe_escalation_by_model(table: pd.DataFrame) -> str:
         return (f"{r['model']} (leader accuracy {pct(r['leader_accuracy'])}) escalates {pct(r['escalation_rate'])} "
                 f"[{pct(r['esc_lo'])}, {pct(r['esc_hi'])}] of its {int(r['n'])} problems")
 
-    more = weak["escalation_rate"] > strong["escalation_rate"]
-    overlap = weak["esc_lo"] <= strong["esc_hi"] and strong["esc_lo"] <= weak["esc_hi"]
-    verdict = ("**the weaker model escalates more**, as the paper expects" if more else
-               "**the weaker model does not escalate more**, against the paper's expectation")
-    caveat = (", but the 95% Wilson intervals overlap, so these samples do not establish the difference" if overlap
-              else ", and the 95% Wilson intervals do not overlap")
-    return f"The weaker model, {said(weak)}; the stronger, {said(strong)}: {verdict}{caveat}."
+    t = proportions_test(int(weak["escalated"]), int(weak["n"]), int(strong["escalated"]), int(strong["n"]))
+    diff = (f"weaker minus stronger {100 * t['diff']:+.0f} points [{100 * t['lo']:+.0f}, {100 * t['hi']:+.0f}], "
+            f"Fisher's exact {p_text(t['p_value'])}")
+    if t["differs"]:
+        verdict = ("**the weaker model escalates more**, as the paper expects" if t["diff"] > 0 else
+                   "**the weaker model escalates less**, against the paper's expectation")
+    else:
+        verdict = ("**these samples cannot tell whether the weaker model escalates more**: the test of the "
+                   "difference clears neither way")
+    return f"The weaker model, {said(weak)}; the stronger, {said(strong)} ({diff}): {verdict}."
 
 
 # ---------------------------------------------------------------------------------------------
@@ -856,10 +860,12 @@ def describe_why_no_gain(r: Mapping[str, Any], label: str) -> str:
                "need the supporters more often than the others." if r["separates"] else "."))
     share = r["named"] / r["located"] if r["located"] else float("nan")
     points_right = r["located"] and share >= 0.5
-    notes = (f"2. **The notes {'point' if points_right else 'seldom point'} and "
+    lo, hi = wilson_interval(int(r["named"]), int(r["located"])) if r["located"] else (float("nan"), float("nan"))
+    named = f"{r['named']} of {r['located']}, {pct(share)} [{pct(lo)}, {pct(hi)}]"
+    notes = (f"2. **The notes name the failing step in {named} and "
              f"{'keep' if r['notes_stating'] <= 0.05 * max(1, r['notes_on_wrong']) else 'break'} the rule**: on "
              f"{r['located']} wrong first answers whose failing step can be located, the devil's advocate names that "
-             f"step in {r['named']} ({pct(share)}); {r['notes_stating']} of the {r['notes_on_wrong']} notes on wrong "
+             f"step in {r['named']}; {r['notes_stating']} of the {r['notes_on_wrong']} notes on wrong "
              "attempts state the answer.")
     t = r["test"]
     acted = (f"after a note that names the right step the revision fixes the answer {r['named_fixed']} times and "
@@ -875,9 +881,10 @@ def describe_why_no_gain(r: Mapping[str, Any], label: str) -> str:
                 f"{points(t['diff_hi'])}], McNemar p = {t['p_value']:.2g}, "
                 f"{'claimed' if claimed else 'not claimed (both tests are needed)'}.")
     if r["separates"] and points_right and not claimed:
-        reading = (f"**So, for {label}: the gate sends the right problems, the supporters point at the right step "
-                   "and keep the rule, and the leader cannot act on the pointer**: the recomputation a pointing "
-                   "note asks for is where a 135M model fails, so fixes and breaks cancel.")
+        reading = (f"**So, for {label}: the gate sends the right problems, the devil's advocate names the failing "
+                   f"step in {named} located wrong answers and keeps the rule, and the leader cannot act on the "
+                   "pointer**: the recomputation a pointing note asks for is where a 135M model fails, so fixes and "
+                   "breaks cancel.")
     elif claimed:
         reading = f"**For {label} escalation pays**: the preregistered test claims a gain."
     else:

@@ -767,9 +767,14 @@ def describe_bound(grid: pd.DataFrame, z: float = 4.0, z_chance: float = 2.0) ->
         below = len(g) - above - near
         far = int((diff < -z_chance * g["gain_se"]).sum())
         chance = "" if sizes.nunique() == 1 else f" (by chance: about {len(g) / 2:g} and {tail * len(g):.1f})"
+        p_half = stats.binomtest(len(g) - above, len(g), 0.5).pvalue
+        half = ("as many as chance puts below a tight bound" if p_half >= 0.05 else
+                "more than chance puts below a tight bound" if len(g) - above > len(g) / 2 else
+                "fewer than chance puts below a tight bound")
         parts.append(f"{regime}: {above} of {len(g)} settings on or above the bound, {near} below it by less "
                      f"than {z:g} standard errors (sampling noise), {below} clearly below; {far} more than "
-                     f"{z_chance:g} standard errors below{chance}")
+                     f"{z_chance:g} standard errors below{chance}; {len(g) - above} below in all is {half} "
+                     f"(binomial test against one half, p = {p_half:.2g})")
     each = (f" With {sizes.iloc[0]} settings a tight bound has, by chance alone, about {sizes.iloc[0] / 2:g} measured "
             f"gains below it and {tail * sizes.iloc[0]:.1f} more than {z_chance:g} standard errors below."
             if sizes.nunique() == 1 else "")

@@ -8,8 +8,8 @@ from lase_nb.chapters import theory
 # **Exercise 01.1.** Theorem 3.7 by hand. A gate escalates 30% of problems; 40% of escalations
 # bring a correct seed; a seed raises the leader's accuracy by 0.5 and no seed changes nothing
 # (A3 holds with equality). What gain over the leader alone does the decomposition give? Check
-# it against a simulation with `theory.selective_gain`, escalating at random so that the seed's
-# effect is not capped at accuracy 1.
+# it against a simulation with `theory.selective_gain` (escalating at random). Why does the
+# simulated gain fall short, and does the decomposition hold with the terms the simulation measures?
 
 # %%
 p_u, rho, delta, a3 = 0.3, 0.4, 0.5, 0.0
@@ -21,7 +21,7 @@ print(f"simulated: gain {sim.gain:+.4f} (se {sim.gain_se:.4f}); measured P(U=1) 
       f"rho {sim.rho_hat:.3f}, delta {sim.delta_hat:.3f}")
 
 # %% [markdown]
-# The simulated gain is below 0.06: a seed lifts the leader's accuracy by 0.5 only up to 1, so the
+# The simulated gain falls short of it: a seed lifts the leader's accuracy by 0.5 only up to 1, so the
 # measured delta (the rise among problems with a seed) is smaller than the 0.5 we asked for. With
 # the *measured* terms the decomposition holds again, because it is an identity (the law of total
 # probability): gain = P(U=1) [rho delta + (1 - rho) a3] with a3 = 0 here.
