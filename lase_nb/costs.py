@@ -26,7 +26,7 @@ import pandas as pd
 from .errors import ConfigError
 
 __all__ = ["Price", "PRICES_PATH", "load_prices", "price_for", "estimate_shared_prefix", "cached_input",
-           "cost_table", "gated_calls", "dollar_comparison", "dollars", "UNITS"]
+           "cost_table", "gated_calls", "billed_calls", "dollar_comparison", "describe_dollars", "dollars", "UNITS"]
 
 #: The price sheet shipped with the repository (public list prices, dated: an example to edit).
 PRICES_PATH = Path(__file__).resolve().parents[1] / "data" / "prices.json"
@@ -250,6 +250,24 @@ def gated_calls(calls: pd.DataFrame, stops: pd.DataFrame | Mapping[str, int]) ->
     return calls[calls["stage"] <= stop].assign(used=True)
 
 
+def billed_calls(runs: Mapping[str, Any], lase_now: pd.DataFrame | None = None) -> dict[str, pd.DataFrame]:
+    """Each compared strategy's calls as an API bills them, by strategy: a recorded run's own calls;
+    gated LASE's, those its gate makes when each problem stops where ``lase_now`` (its replay,
+    :func:`lase_nb.replay.replay`) says (:func:`gated_calls`); ``lase-full``, every call of the full
+    chain; the single agent, when no run of its own was recorded, the full chain's stage 0 (the
+    leader alone, as :func:`lase_nb.runs.strategy_tables` takes it). ``runs``: runs by strategy
+    (``lase`` = the full chain, as :func:`lase_nb.runs.load_runs` names it)."""
+    billed = {s: r.calls for s, r in runs.items() if s not in ("lase", "lase-full")}
+    full = runs.get("lase", runs.get("lase-full"))
+    if full is not None:
+        if lase_now is not None:
+            billed["lase"] = gated_calls(full.calls, lase_now)
+        billed["lase-full"] = full.calls.assign(used=True)
+        if "single" not in runs:
+            billed["single"] = gated_calls(full.calls, {str(p): 0 for p in full.calls["problem_id"].unique()})
+    return billed
+
+
 def dollar_comparison(calls: Mapping[str, pd.DataFrame], price: Price,
                       labels: Mapping[str, str] | None = None) -> pd.DataFrame:
     """Per strategy (``calls``: its calls table by name), dollars per 1,000 problems at ``price``:
@@ -264,5 +282,23 @@ def dollar_comparison(calls: Mapping[str, pd.DataFrame], price: Price,
                     "$ / 1,000 problems": round(1000 * at["usd"], 2),
                     "with cached input": round(1000 * at["usd_cached"], 2),
                     "saving": f"{at['saving']:.0%}",
-                    "saving, any prefix cached": f"{anyp['saving']:.0%}"})
-    return pd.DataFrame(out).set_index("method")
+                    "saving, any prefix cached": f"{anyp['saving']:.0%}",
+                    "_saved": float(at["saving"])})
+    t = pd.DataFrame(out).set_index("method")
+    nothing = bool((t.pop("_saved") == 0).all())
+    if nothing:  # no prompt reaches the provider's cache floor: the two columns would repeat the first and 0%
+        t = t.drop(columns=["with cached input", "saving"])
+    t.attrs.update(price=price, nothing_cached=nothing)
+    return t
+
+
+def describe_dollars(table: pd.DataFrame) -> str:
+    """A sentence for :func:`dollar_comparison`'s table: the price it used, and when the provider's
+    minimum cached prefix keeps every prompt uncached, that the cached-input columns were left out."""
+    price: Price = table.attrs["price"]
+    head = f"At {price.label()}."
+    if table.attrs.get("nothing_cached"):
+        return (head + f" No prompt here shares a prefix of {price.min_cached_prefix:,} tokens or more with an earlier "
+                "call, the shortest the provider caches, so cached input saves nothing on any strategy and its "
+                "columns are left out; the last column is what a cache of any prefix would save.")
+    return head

@@ -240,7 +240,7 @@ if not short_tables:
 
 # %%
 print(f"paper columns: {paper.attrs['row']} (Table 1), from {paper.attrs['source']}")
-display(Markdown(comparison.describe_mad_cost(table)))
+display(Markdown(comparison.describe_mad_cost(table, {s: runs[s].calls for s in ("mad", "mv") if s in runs})))
 
 # %%
 fig = comparison.plot_accuracy_vs_tokens(table, paper, labels=labels)
@@ -274,7 +274,9 @@ if price:
     billed = {s: runs[s].calls for s in table.index if s in runs and s != "lase"}
     billed["lase"] = costs.gated_calls(runs["lase"].calls, lase_now)  # the calls the gate makes
     billed["lase-full"] = runs["lase"].calls.assign(used=True)  # every stage
-    display(costs.dollar_comparison(billed, costs.price_for(price), labels))
+    dollars = costs.dollar_comparison(billed, costs.price_for(price), labels)
+    display(Markdown(costs.describe_dollars(dollars)))
+    display(dollars)
 else:
     print("price is None: costs are shown in tokens only (the table above)")
 

@@ -310,6 +310,11 @@ def test_describe_mad_cost_sets_ours_beside_the_papers_ratio():
     text = comparison.describe_mad_cost(t)
     assert "1.6x MV's tokens here, 2.2x in the paper (15.7x vs 7.1x" in text
     assert comparison.describe_mad_cost(t.drop(index="mad")) == ""
+    calls = {"mad": pd.DataFrame({"problem_id": ["a"] * 7 + ["b"] * 6, "role": ["debater"] * 6 + ["extract"] + ["debater"] * 6,
+                                  "used": True}),
+             "mv": pd.DataFrame({"problem_id": ["a"] * 7 + ["b"] * 8, "role": ["sample"] * 14 + ["extract"], "used": True})}
+    text = comparison.describe_mad_cost(t, calls)  # issue 51: the design's counts beside the measured ones
+    assert "by design 6 calls, against MV(7)'s 7; measured here 6.5 and 7.5 calls per problem, of which 0.5 and 0.5" in text
 
 
 def test_describe_comparison_scales_with_the_data():
@@ -327,3 +332,9 @@ def test_describe_comparison_scales_with_the_data():
     assert "12 problems: too few problems to say" in text and "1.0x its tokens" in text
     big = {"single": t(np.array([True, False] * 40)), "lase": t(np.array([True] * 80))}
     assert "above the single agent" in C.describe_comparison(big, C.main_comparison(big))
+    same = {**big, "down": t(np.array([True, False] * 40))}  # DOWN at theta 0 is the single agent by construction
+    text = C.describe_comparison(same, C.main_comparison(same), {"down": {"down_threshold": 0.0}})
+    assert "DOWN never debates, so its answers are the single agent's first answers by construction: no test" in text
+    assert "not shown to differ" not in text.split("never debates")[1].split("\n")[0]
+    text = C.describe_comparison(same, C.main_comparison(same), {"down": {"down_threshold": {"theta": 0.9}}})
+    assert "by construction" not in text

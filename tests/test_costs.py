@@ -12,7 +12,7 @@ import pytest
 
 from lase_nb import cli
 from lase_nb.backends.gemini_backend import GeminiBackend
-from lase_nb.costs import (Price, cached_input, cost_table, dollar_comparison, dollars, estimate_shared_prefix, gated_calls, load_prices,
+from lase_nb.costs import (Price, cached_input, cost_table, describe_dollars, dollar_comparison, dollars, estimate_shared_prefix, gated_calls, load_prices,
                            price_for)
 from lase_nb.errors import ConfigError
 from lase_nb.traces import load_run
@@ -175,5 +175,10 @@ def test_dollar_comparison_per_thousand_problems():
     floor = Price("gpt-4.1-mini", 0.40, 0.10, 1.60, 1024)
     t = dollar_comparison({"lase": lase_calls()}, floor, {"lase": "LASE"}).loc["LASE"]
     assert t["$ / 1,000 problems"] == pytest.approx(round(1000 * 0.000468, 2))
-    assert t["with cached input"] == t["$ / 1,000 problems"] and t["saving"] == "0%"
     assert t["saving, any prefix cached"] == f"{(468 - 384) / 468:.0%}"
+    table = dollar_comparison({"lase": lase_calls()}, floor, {"lase": "LASE"})
+    assert list(table.columns) == ["$ / 1,000 problems", "saving, any prefix cached"]  # issue 51: no all-0% column
+    assert "No prompt here shares a prefix of 1,024 tokens" in describe_dollars(table)
+    anyp = dollar_comparison({"lase": lase_calls()}, Price("gpt-4.1-mini", 0.40, 0.10, 1.60, 0), {"lase": "LASE"})
+    assert anyp.loc["LASE", "saving"] == anyp.loc["LASE", "saving, any prefix cached"] != "0%"
+    assert "No prompt" not in describe_dollars(anyp)

@@ -719,16 +719,39 @@ def describe_down(manifest: Mapping[str, Any]) -> str:
     return out
 
 
-def describe_mad_cost(table: pd.DataFrame) -> str:
+def _calls(calls: pd.DataFrame) -> tuple[float, float]:
+    """Model calls per problem a run used for its answer: all of them, and those of the extraction step."""
+    c = calls[calls["used"].astype(bool)] if "used" in calls else calls
+    n = c["problem_id"].nunique()
+    if not n:
+        return float("nan"), float("nan")
+    return len(c) / n, float((c["role"] == "extract").sum()) / n if "role" in c else 0.0
+
+
+def _down_theta(config: Mapping[str, Any] | None) -> float | None:
+    """DOWN's threshold from its run's config or manifest entry (a number, or a dict with ``theta``)."""
+    d = (config or {}).get("down_threshold")
+    d = d.get("theta") if isinstance(d, Mapping) else d
+    return float(d) if isinstance(d, (int, float)) else None
+
+
+def describe_mad_cost(table: pd.DataFrame, calls: Mapping[str, pd.DataFrame] | None = None) -> str:
     """MAD's rounds and its cost against MV's, ours beside the paper's (Table 1's average token
-    multipliers), from a :func:`lase_nb.runs.comparison_table` with ``mad`` and ``mv`` rows."""
+    multipliers), from a :func:`lase_nb.runs.comparison_table` with ``mad`` and ``mv`` rows;
+    ``calls``: the two runs' calls tables, whose measured calls per problem (extraction calls
+    included, counted apart) are set beside the design's 6 and 7."""
     if not {"mad", "mv"} <= set(table.index):
         return ""
     mult = reference.TOKEN_MULTIPLIERS.set_index("method")["token_multiplier"]
     paper = float(mult["mad"] / mult["mv"])
     ours = float(table.loc["mad", "avg_tokens"] / table.loc["mv", "avg_tokens"])
+    measured = ""
+    if calls and {"mad", "mv"} <= set(calls):
+        (mad_all, mad_x), (mv_all, mv_x) = _calls(calls["mad"]), _calls(calls["mv"])
+        measured = (f"; measured here {mad_all:.1f} and {mv_all:.1f} calls per problem, of which {mad_x:.1f} and "
+                    f"{mv_x:.1f} are the extraction step's, for answers without a box of their own")
     return (f"MAD is Du et al.'s 3 agents x 2 rounds: the independent answers, then one round in which each agent "
-            f"reads the other two (6 calls, against MV(7)'s 7). It still costs more tokens than MV because each "
+            f"reads the other two (by design 6 calls, against MV(7)'s 7{measured}). It still costs more tokens than MV because each "
             f"second-round prompt holds two other answers: {ours:.1f}x MV's tokens here, {paper:.1f}x in the paper "
             f"({mult['mad']:g}x vs {mult['mv']:g}x the single agent). The ratio grows with the length of the "
             f"answers each agent reads.")
@@ -751,6 +774,13 @@ def describe_comparison(tables: Mapping[str, pd.DataFrame], table: pd.DataFrame,
             continue
         pair = paired_correct(tables, s, "single")
         if pair is None:
+            continue
+        theta = _down_theta((configs or {}).get(s)) if s == "down" else None
+        if theta is not None and theta <= 0:
+            lines.append(f"- **{label(s, (configs or {}).get(s))}**: at theta = {theta:g} DOWN never debates, so its "
+                         f"answers are the single agent's first answers by construction: no test, no verdict "
+                         f"({int((pair[0] != pair[1]).sum())} of {len(pair[0])} answers differ); "
+                         f"{table.loc[s, 'token_multiplier']:.1f}x its tokens.")
             continue
         t = paired_test(*pair, seed=seed)
         lines.append(f"- **{label(s, (configs or {}).get(s))}**: " +
