@@ -1,4 +1,4 @@
-"""Command line: ``lase-nb ask | run | record | sweep | notebooks | book`` (also ``python -m lase_nb``).
+"""Command line: ``lase-nb ask | run | record | report | sweep | notebooks | book`` (also ``python -m lase_nb``).
 
 Errors a user can fix print one line (``lase-nb: error: ...``) and exit with status 2.
 Strategy, data set and backend names accept hyphens or underscores (``lase_mv`` = ``lase-mv``,
@@ -371,6 +371,16 @@ def traces_calls(results):
     return pd.DataFrame(call_rows(results))
 
 
+def cmd_report(args) -> int:
+    """Each study's table (:mod:`lase_nb.report`: chapter 04's comparison, the paired tests, calls,
+    tokens and dollars per strategy), printed and written as one CSV."""
+    from . import report
+    reports, heads = report.study_reports(args.studies, args.price, args.prices, args.tau_lp, args.tau_h)
+    print(report.format_reports(reports, heads))
+    print(f"\nwrote {report.to_csv(reports, args.csv)}")
+    return 0
+
+
 def cmd_sweep(args) -> int:
     from .replay import load_chains, sweep
     chains = load_chains(args.run)
@@ -507,6 +517,17 @@ def build_parser() -> argparse.ArgumentParser:
     rec.add_argument("--quiet", action="store_true", help="no progress bar")
     rec.set_defaults(func=cmd_record, samples=None, down_final=d.down_final, down_gate=d.down_gate,
                      rounds=d.rounds, full_chain=False)
+
+    rp = sub.add_parser("report", help="a study's table to paste: accuracy with its interval, the paired difference "
+                                       "from the single agent, calls, tokens and dollars per strategy (CSV too)")
+    rp.add_argument("studies", nargs="+", metavar="STUDY", help="study folders (written by `lase-nb record`); several "
+                                                                "are also shown side by side")
+    rp.add_argument("--price", default=None, help="the price sheet's model to bill at (default: each study's model)")
+    rp.add_argument("--prices", default=None, help="price sheet (JSON, dollars per million tokens; default data/prices.json)")
+    rp.add_argument("--tau-lp", type=float, default=d.tau_lp, help="LASE's gate, replayed: min answer-token probability")
+    rp.add_argument("--tau-h", type=float, default=d.tau_h, help="LASE's gate, replayed: max answer-token entropy (nats)")
+    rp.add_argument("--csv", default="report.csv", help="the CSV to write (default report.csv in this folder)")
+    rp.set_defaults(func=cmd_report)
 
     s = sub.add_parser("sweep", help="accuracy / tokens / escalation over thresholds from a full-chain run")
     s.add_argument("run", help="folder of a `lase-nb run --strategy lase --full-chain` run")
