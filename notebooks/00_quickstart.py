@@ -62,6 +62,7 @@ import numpy as np
 import pandas as pd
 
 from lase_nb import plots, widgets
+from lase_nb.chapters import quickstart
 from lase_nb.confidence import answer_token_indices, confidence_frame, is_uncertain, measure, uncertain_mask
 from lase_nb.engine import Call
 from lase_nb.live import live_engine
@@ -179,8 +180,19 @@ else:
 if gen.tokens:
     fig = plots.token_bars([t.token for t in gen.tokens], [math.exp(t.logprob) for t in gen.tokens],
                            set(idx) if conf.answer is not None else set())
-    plots.savefig(fig, "quickstart_tokens")
+    plots.savefig(fig, "quickstart_tokens", live=True)  # a live call: under build/, not figures/
     plt.show()
+
+# %% [markdown]
+# **Try the gate.** Move $\tau_{lp}$: the tokens of the reply whose probability lies below it light
+# up, in the bars and in the text, and the line above the text says what the gate would do. Only the
+# answer tokens (underlined) count. Every slider position was computed when this cell ran, so the
+# panel works in the HTML book and in JupyterLab without a kernel.
+
+# %%
+if gen.tokens:
+    display(quickstart.token_panel([t.token for t in gen.tokens], [math.exp(t.logprob) for t in gen.tokens],
+                                   idx if conf.answer is not None else [], conf, tau_lp, tau_h))
 
 # %% [markdown]
 # **What this shows.** The model's answer, whether it was boxed, and the two numbers LASE uses.
@@ -224,5 +236,5 @@ if len(wrong_and_sure):
 # **Exercise 00.1.** At the default gate (0.8 / 0.5) and at a stricter one (0.95 / 0.2), what share of
 # the first answers is escalated, and how many answers change side between the two gates?
 #
-# **Exercise 00.2.** Find the most confident wrong first answer (the highest `exp(LP_min)` among
-# wrong answers). What did the leader answer, and what was the gold answer?
+# **Exercise 00.2.** Find the least confident right first answer (the lowest `exp(LP_min)` among
+# right answers). What did the leader answer, and would the default gate (0.8 / 0.5) escalate it?

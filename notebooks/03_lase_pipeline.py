@@ -227,7 +227,7 @@ display(dist, per_stage, pipeline.gate_reads(chains), pipeline.outcome_flips(cha
 both = run_store.load_studies(shown, ["lase"], require=["lase"])
 model_chains = run_store.chains_by_model(both)
 display(regimes.regime_table(model_chains, tau_lp, tau_h, seed=seed)[
-    ["regime", "leader alone %", "gated LASE %", "gain, points [95% CI]", "always-interact %"]])
+    ["regime", "leader alone %", "gain, points [95% CI]", "McNemar p", "always-interact %"]])
 display(Markdown(regimes.describe_regime(regimes.gain_regime(model_chains[next(iter(model_chains))], tau_lp, tau_h,
                                                              seed=seed), full=True)))
 

@@ -237,7 +237,7 @@ effects.set_index("stage")[["accuracy", "no_answer", "fixed_vs_leader", "broken_
 # ## 5.5 Choosing thresholds for a budget, honestly
 #
 # A practitioner has a budget (tokens per problem) and wants the most accurate thresholds within
-# it. Picking them on the problems one reports on flatters the choice, so we split the problems
+# it. Picking them on the problems one reports on can flatter the choice, so we split the problems
 # into two random halves, pick the best pair within the budget on half A
 # (`replay.choose_thresholds`), and replay it on half B; 200 splits give the spread of that choice.
 
@@ -292,22 +292,24 @@ display(Markdown(pareto.describe_gains(gains)))
 # %% [markdown]
 # ## 5.7 Try it yourself
 #
-# In a live Jupyter session the sliders move the star on the frontier (the buttons switch studies):
-# each move replays the recording (no model call) and updates the figure, the table row and the
-# sentence under it (`operating_point`, which gave the default point above).
+# Move the sliders: the star is LASE at those thresholds on the grid of section 5.2, and the table
+# prints its accuracy, tokens per problem, escalation rate and stops per stage (beside MV and MAD on
+# their problems, when the study has them). Every slider position was replayed once when this cell
+# ran (`operating_point`, which gave the default point above), so the panel works in the HTML book
+# and in JupyterLab without a kernel.
+
+# %%
+sliders.frontier_panel(chains, tau_lp, tau_h, grid=grid, baselines=baselines,
+                       common=chains.subset(in_common) if len(baselines) else None)
+
+# %% [markdown] tags=["book-hide"]
+# In a live Jupyter session a second panel below also switches between the studies of section 5.6.
 
 # %% tags=["book-hide"]
 if interactive:
-    # the first model's chains are this chapter's (a live run when live=True), whose grid is drawn above
+    # the first model's chains are this chapter's, whose grid is drawn above
     controls = sliders.threshold_sliders({**by_model, next(iter(by_model)): chains}, tau_lp, tau_h, grid=grid)
     display(controls.box)
-
-# %% [markdown]
-# The same panel at six threshold pairs, from strict to lax, for a page where widgets do not run:
-
-# %%
-fig = sliders.small_multiples(chains, sliders.STRICT_TO_LAX, grid=grid)
-plots.savefig(fig, "pareto_sliders");
 
 # %% [markdown]
 # ## Exercises
@@ -318,11 +320,12 @@ plots.savefig(fig, "pareto_sliders");
 # that is at least as accurate as the leader alone plus one point, and what does it cost relative to
 # the leader alone? If a study has none, what does that say about its supporters?
 #
-# **Exercise 05.2.** Choosing thresholds on the same problems you report flatters them. Split the
+# **Exercise 05.2.** Choosing thresholds on the same problems you report can flatter them. Split the
 # problems in two halves 20 times; each time choose the most accurate pair within section 5.5's
 # budget (the median over the grid) on half A and score it on half B. What is the median optimism
 # (accuracy on A minus accuracy on B)? It is negative on some splits: why? Compare the *gains*
-# over the leader alone on each half instead, which removes how hard each half happens to be.
+# over the leader alone on each half instead, which removes how hard each half happens to be. Use
+# the pointing organism: on the embedded model the chosen pair hardly escalates, so its gain is 0.
 
 # %% [markdown]
 # ## Summary

@@ -28,13 +28,14 @@ print(f"escalated: {default['escalation_rate']:.0%} at 0.8/0.5, {strict['escalat
 assert round((strict["escalation_rate"] - default["escalation_rate"]) * len(first)) == moved
 
 # %% [markdown]
-# **Exercise 00.2.** Find the most confident wrong first answer (the highest `exp(LP_min)` among
-# wrong answers). What did the leader answer, and what was the gold answer?
+# **Exercise 00.2.** Find the least confident right first answer (the lowest `exp(LP_min)` among
+# right answers). What did the leader answer, and would the default gate (0.8 / 0.5) escalate it?
 
 # %%
-wrong = first[~first["correct"].astype(bool) & first["answered"].astype(bool)]
-top = wrong.sort_values("p_min", ascending=False).iloc[0]
-problems = run.problems.set_index("problem_id")
-print(f"{top['problem_id']}: answered {top['answer']!r} with exp(LP_min) = {top['p_min']:.3f}, "
-      f"gold {problems.loc[top['problem_id'], 'gold']!r}")
-assert top["p_min"] == np.nanmax(wrong["p_min"].to_numpy(float))
+right = first[first["correct"].astype(bool) & first["answered"].astype(bool)]
+low = right.sort_values("p_min", kind="stable").iloc[0]
+escalated = bool(low["p_min"] < 0.8 or low["h_max"] > 0.5)
+print(f"{low['problem_id']}: answered {low['answer']!r}, right, with exp(LP_min) = {low['p_min']:.3f} and "
+      f"H_max = {low['h_max']:.3f} nats: the default gate {'escalates' if escalated else 'accepts'} it")
+assert low["p_min"] == np.nanmin(right["p_min"].to_numpy(float))
+assert escalated == bool(uncertain_mask(np.array([low["p_min"]], float), np.array([low["h_max"]], float), 0.8, 0.5)[0])

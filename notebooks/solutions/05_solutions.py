@@ -49,16 +49,17 @@ for name, grid in grids.items():
     assert not ((front["avg_tokens"] <= cheap["avg_tokens"]) & (front["accuracy"] > cheap["accuracy"])).any()
 
 # %% [markdown]
-# **Exercise 05.2.** Choosing thresholds on the same problems you report flatters them. Split the
+# **Exercise 05.2.** Choosing thresholds on the same problems you report can flatter them. Split the
 # problems in two halves 20 times; each time choose the most accurate pair within section 5.5's
 # budget (the median over the grid) on half A and score it on half B. What is the median optimism
 # (accuracy on A minus accuracy on B)? It is negative on some splits: why? Compare the *gains*
-# over the leader alone on each half instead, which removes how hard each half happens to be.
+# over the leader alone on each half instead, which removes how hard each half happens to be. Use
+# the pointing organism: on the embedded model the chosen pair hardly escalates, so its gain is 0.
 #
-# On the chapter's first study (`traces`), at the budget section 5.5 uses:
+# On the pointing organism, at the budget section 5.5 uses:
 
 # %%
-name = display_name(FOLDERS[0])
+name = display_name(FOLDERS[1])
 c, (tau_lp, tau_h) = chains[name], axes[name]
 budget = float(np.median(grids[name]["avg_tokens"]))  # section 5.5's default budget
 checks = pareto.split_checks(c, tau_lp, tau_h, budget=budget, seeds=range(20))
@@ -76,6 +77,7 @@ print(f"within {budget:,.0f} tokens per problem the chosen pair escalates {check
 assert checks["optimism"].round(6).nunique() > 1, "degenerate: every split gives the same optimism"
 print(f"median optimism of the gain (gain on A minus gain on B) {checks['gain_gap'].median():+.3f}; negative on "
       f"{int((checks['gain_gap'] < 0).sum())} of {len(checks)} splits: the halves' difficulty cancels out")
+assert (checks["gain_gap"].abs() > 1e-9).any(), "degenerate: the chosen pairs escalate nothing on any split"
 assert np.allclose(checks["optimism"], checks["acc_a"] - checks["acc_b"])
 assert np.allclose(checks["optimism"] - checks["gain_gap"], -checks["easier_b"])  # optimism = gain gap + (solo_a - solo_b)
 pick = choose_thresholds(grids[name], budget)  # on all problems, for comparison
