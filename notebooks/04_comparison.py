@@ -271,9 +271,8 @@ display(Markdown(run_store.describe_sampling_gap(gap)))
 
 # %% tags=["book-more"]
 if price:
-    billed = {s: runs[s].calls for s in table.index if s in runs and s != "lase"}
-    billed["lase"] = costs.gated_calls(runs["lase"].calls, lase_now)  # the calls the gate makes
-    billed["lase-full"] = runs["lase"].calls.assign(used=True)  # every stage
+    # each row's calls as billed (lase-nb report's too): gated LASE's are those its gate makes, LASE every stage all
+    billed = costs.billed_calls({s: r for s, r in runs.items() if s in table.index}, lase_now)
     dollars = costs.dollar_comparison(billed, costs.price_for(price), labels)
     display(Markdown(costs.describe_dollars(dollars)))
     display(dollars)

@@ -323,6 +323,15 @@ def test_describe_reliability_reads_the_rows():
     assert "no dip is larger than chance" in s and "fails" not in s  # 12 of 26 vs 22 of 40 (issue 51)
     big = t.assign(count=[10, 5, 400, 260], accuracy=[0.2, 0.4, 0.9, 0.5])
     assert "a real dip, so Assumption 3.3, read bin by bin, fails here" in C.describe_reliability(big)
+    # a strong model on a few problems (issue 50): two bins, both always right
+    two = pd.DataFrame({"bin": ["[0.5, 0.8)", "[0.99, 1]"], "count": [2, 8], "accuracy": [1.0, 1.0]})
+    s = C.describe_reliability(two)
+    assert "level with the bin below it" in s and "100% in every bin" in s and "nor does it rise" in s
+    assert "(10 answers: too few to take as support)" in s and "climbs" not in s
+    rising = two.assign(count=[20, 80], accuracy=[0.5, 0.9])
+    assert C.describe_reliability(rising).endswith("never falls from a bin to the next, as Assumption 3.3 asks.")
+    one = pd.DataFrame({"bin": ["[0.5, 0.8)"], "count": [12], "accuracy": [0.0]})  # a constant model
+    assert "every answer in one bin" in C.describe_reliability(one)
 
 
 def test_proportions_test_by_hand():

@@ -549,8 +549,17 @@ def describe_reliability(table: pd.DataFrame) -> str:
         out += (f" The most confident bin, {top['bin']}, is right on {top['accuracy']:.0%} of its "
                 f"{int(top['count'])} answers, {cmp} the bin below it ({below['bin']}: {below['accuracy']:.0%} of "
                 f"{int(below['count'])}).")
+    if len(t) == 1:
+        return out + " With every answer in one bin, the bins cannot show whether accuracy rises with confidence."
     if is_monotone(table):
-        return out + " Accuracy climbs from bin to bin, as Assumption 3.3 asks."
+        from ..runs import MIN_DECIDABLE
+
+        n = int(t["count"].sum())
+        flat = bool(np.allclose(t["accuracy"], t["accuracy"].iloc[0]))
+        said = (f" Accuracy is {t['accuracy'].iloc[0]:.0%} in every bin: it never falls with confidence, as "
+                f"Assumption 3.3 asks, nor does it rise" if flat else
+                " Accuracy never falls from a bin to the next, as Assumption 3.3 asks")
+        return out + said + (f" ({n} answers: too few to take as support)." if n < MIN_DECIDABLE else ".")
     k = (t["accuracy"] * t["count"]).round().astype(int)
     drops = [(i, proportions_test(int(k[i + 1]), int(t["count"][i + 1]), int(k[i]), int(t["count"][i])))
              for i in range(len(t) - 1) if t["accuracy"][i + 1] < t["accuracy"][i]]
