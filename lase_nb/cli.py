@@ -357,10 +357,19 @@ def cmd_record(args) -> int:
         print(f"\ncost, dollars at {price.label()}:")
         print(cost_table(calls, price, unit="dollars", by="run", used_only=False).round(6).to_string())
     print(f"\nwrote {out} ({engine.stats.model_calls} model calls, {engine.stats.cache_hits} from cache)")
+    _print_report(out, args)
     unboxed, replies = unboxed_replies([r for results in done.values() for r in results])
     if unboxed and cfg.examples < len(prompts_examples()):
         print(no_box_hint(unboxed, replies, cfg.examples))
     return 0
+
+
+def _print_report(out: Path, args) -> None:
+    """The study's table (``lase-nb report``), printed and written to ``OUT/report.csv``."""
+    from . import report
+    reports, heads = report.study_reports([out], None, args.prices, args.tau_lp, args.tau_h)
+    print("\n" + report.format_reports(reports, heads))
+    print(f"wrote {report.to_csv(reports, Path(out) / 'report.csv')} (`lase-nb report {out}` prints it again)")
 
 
 def traces_calls(results):

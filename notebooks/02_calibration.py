@@ -148,7 +148,7 @@ pd.concat(tables, names=["proxy"]).reset_index(level=0).assign(bin=lambda t: t["
 # tau_lp` is certain), so bins are $[lo, hi)$, the last one closed. Checked against the table:
 
 # %%
-answered = frame[frame["answered"]]
+answered = frame[frame["answered"] & frame["p_min"].notna()]  # with a confidence (some replies come without logprobs)
 p_min, right = answered["p_min"].to_numpy(float), answered["correct"].to_numpy(bool)
 edges = calibration.default_bins("p_min", tau_lp)
 counts, n_right = [], []
