@@ -8,6 +8,9 @@
 - **neutral**: neither. A gain whose interval excludes zero while McNemar does not (or the
   reverse) is neutral here: a claim needs both tests.
 
+On fewer than :data:`lase_nb.runs.MIN_DECIDABLE` problems the words name no regime ("too few
+problems to tell", ``decided`` False), as every verdict of the chapters (:func:`lase_nb.runs.decidable`).
+
 Corrective is checked first: a gate can keep a model corrective whose always-interact is
 destructive. The tests are :func:`lase_nb.stats.paired_test`.
 """
@@ -23,7 +26,7 @@ from .replay import Chains, replay
 from .errors import DataError
 from .stats import clears_both, gain_difference, mcnemar, p_text, paired_test, pct, points
 
-__all__ = ["REGIMES", "REGIME_RULE", "OTHER_REGIME", "gain_regime", "regime_table", "describe_regime",
+__all__ = ["REGIMES", "REGIME_RULE", "UNDECIDED", "OTHER_REGIME", "gain_regime", "regime_table", "describe_regime",
            "describe_gain_regime", "same_problems", "compare_gains", "control_table", "describe_control"]
 
 REGIMES = ("corrective", "neutral", "destructive")
@@ -45,10 +48,12 @@ def gain_regime(chains: Chains, tau_lp: float, tau_h: float, n_boot: int = 2000,
     """The regime of a model from its full chains (see the module): gated LASE (replayed at
     tau_lp, tau_h) and always-interact (the last stage) each against the leader alone.
 
-    Keys: regime, tau_lp, tau_h, n, escalated, acc_solo, acc_lase, gain, gain_lo, gain_hi, p_value,
-    fixed (wrong alone, right gated), broken (the reverse), acc_full, full_gain, full_lo, full_hi,
-    full_p, level, alpha.
+    Keys: regime, decided (enough problems to name it, :func:`lase_nb.runs.decidable`), tau_lp,
+    tau_h, n, escalated, acc_solo, acc_lase, gain, gain_lo, gain_hi, p_value, fixed (wrong alone,
+    right gated), broken (the reverse), acc_full, full_gain, full_lo, full_hi, full_p, level, alpha.
     """
+    from .runs import decidable
+
     if len(chains.problem_ids) == 0:
         raise DataError("no problems in these chains")
     r = replay(chains, tau_lp, tau_h)
@@ -57,12 +62,21 @@ def gain_regime(chains: Chains, tau_lp: float, tau_h: float, n_boot: int = 2000,
     f = paired_test(chains.correct[:, -1], solo, n_boot=n_boot, seed=seed, level=level)
     name = ("corrective" if clears_both(t, alpha, above=True) else
             "destructive" if clears_both(f, alpha, above=False) else "neutral")
-    return {"regime": name, "tau_lp": float(tau_lp), "tau_h": float(tau_h), "n": t["n"],
+    return {"regime": name, "decided": decidable(t["n"]), "tau_lp": float(tau_lp), "tau_h": float(tau_h), "n": t["n"],
             "escalated": int((r["stop_stage"] > 0).sum()), "acc_solo": t["acc_b"], "acc_lase": t["acc_a"],
             "gain": t["diff"], "gain_lo": t["diff_lo"], "gain_hi": t["diff_hi"], "p_value": t["p_value"],
             "fixed": t["b"], "broken": t["c"], "acc_full": f["acc_a"], "full_gain": f["diff"],
             "full_lo": f["diff_lo"], "full_hi": f["diff_hi"], "full_p": f["p_value"], "level": level,
             "alpha": alpha}
+
+
+#: What the regime column and sentences say on too few problems to name one.
+UNDECIDED = "too few problems to tell"
+
+
+def _min_decidable() -> int:
+    from .runs import MIN_DECIDABLE
+    return MIN_DECIDABLE
 
 
 def _interval(r: Mapping[str, Any], key: str = "gain", lo: str = "gain_lo", hi: str = "gain_hi") -> str:
@@ -76,7 +90,7 @@ def regime_table(chains_by_model: Mapping[str, Chains], tau_lp: float, tau_h: fl
     rows = []
     for label, c in chains_by_model.items():
         r = gain_regime(c, tau_lp, tau_h, seed=seed)
-        rows.append({"model": label, "regime": r["regime"], "escalated": f"{r['escalated']} of {r['n']}",
+        rows.append({"model": label, "regime": r["regime"] if r.get("decided", True) else UNDECIDED, "escalated": f"{r['escalated']} of {r['n']}",
                      "leader alone %": round(100 * r["acc_solo"], 1), "gated LASE %": round(100 * r["acc_lase"], 1),
                      "gain, points [95% CI]": f"{points(r['gain'])} [{points(r['gain_lo'])}, {points(r['gain_hi'])}]",
                      "McNemar p": round(r["p_value"], 3), "fixed": r["fixed"], "broken": r["broken"],
@@ -89,13 +103,19 @@ def describe_regime(r: Mapping[str, Any], full: bool = False) -> str:
     03, ``full=True``, with the definitions and what to run to see another regime), one line elsewhere."""
     gain = (f"{_interval(r)}, McNemar {p_text(r['p_value'])}, over the leader alone; escalation fixes "
             f"{r['fixed']} and breaks {r['broken']} answers")
+    decided = r.get("decided", True)
     if not full:
-        return (f"Regime of this recording: **{r['regime']}** (gated LASE {gain}; chapter 03, section 3.4, defines "
-                "the regimes).")
+        named = f"**{r['regime']}**" if decided else f"{UNDECIDED} ({r['n']} problems)"
+        return f"Regime of this recording: {named} (gated LASE {gain}; chapter 03, section 3.4, defines the regimes)."
     rule = f"The regimes, defined once: {REGIME_RULE}. "
     full_line = (f"Always-interact (every stage) scores {pct(r['acc_full'], 1)}, {_interval(r, 'full_gain', 'full_lo', 'full_hi')} "
                  f"against the leader alone (McNemar {p_text(r['full_p'])}). ")
-    if r["regime"] == "corrective":
+    if not decided:
+        lead = (f"**On {r['n']} problems no regime can be told** (at least {_min_decidable()} are needed): the gate "
+                f"escalates {r['escalated']} of {r['n']} problems, and gated LASE scores {gain}. Chapters 04-06 "
+                f"refer back to this paragraph. ")
+        other = "Record more problems (`lase-nb record --n`) to tell the regime."
+    elif r["regime"] == "corrective":
         lead = (f"**In this recording the supporters help**: the gate escalates {r['escalated']} of {r['n']} "
                 f"problems, and gated LASE scores {gain}. ")
         other = "To see a negative control, run the embedded model (the default recording)."
@@ -113,7 +133,10 @@ def describe_gain_regime(label: str, r: Mapping[str, Any]) -> str:
     reading = {"corrective": "escalation helps by both tests",
                "destructive": "always-interact hurts by both tests",
                "neutral": "no claim clears both tests"}[r["regime"]]
-    return (f"**{label}** is in the **{r['regime']}** regime: gated LASE (tau_lp = {r['tau_lp']:g}, "
+    head = f"**{label}** is in the **{r['regime']}** regime"
+    if not r.get("decided", True):
+        head, reading = f"**{label}**: {UNDECIDED} on {r['n']} problems", "too few problems to say"
+    return (f"{head}: gated LASE (tau_lp = {r['tau_lp']:g}, "
             f"tau_h = {r['tau_h']:g}, {r['escalated']} of {r['n']} problems escalated) scores {pct(r['acc_lase'], 1)} "
             f"against the leader alone's {pct(r['acc_solo'], 1)}, {_interval(r)}, McNemar {p_text(r['p_value'])} "
             f"(fixes {r['fixed']}, breaks {r['broken']}); always-interact scores {pct(r['acc_full'], 1)}: {reading}.")

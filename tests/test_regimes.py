@@ -69,13 +69,22 @@ def test_describe_regime_reads_the_paired_gain(chain_stages):
     # escalated: p1 (fixed), p3 (stays wrong), p4 (broken); p2 accepted at once: gain 0, neutral
     r = regimes.gain_regime(chains, 0.8, 0.5)
     assert (r["regime"], r["fixed"], r["broken"], r["escalated"]) == ("neutral", 1, 1, 3)
+    # four problems name no regime (issue 50: a verdict scaled to n), in the line and the paragraph
+    assert r["decided"] is False
     line = regimes.describe_regime(r)
-    assert "**neutral**" in line and "+0.0 points" in line and "fixes 1 and breaks 1 answers" in line
+    assert "too few problems to tell (4 problems)" in line and "**neutral**" not in line
+    assert "+0.0 points" in line and "fixes 1 and breaks 1 answers" in line
     assert "section 3.4" in line and "McNemar p = 1.000" in line
-    full = regimes.describe_regime(r, full=True)
+    small = regimes.describe_regime(r, full=True)
+    assert "On 4 problems no regime can be told" in small and "negative control" not in small
+    assert regimes.REGIME_RULE in small and "Always-interact" in small
+    assert "too few problems to tell on 4 problems" in regimes.describe_gain_regime("x", r)
+    # the wording of each regime, as on enough problems
+    line = regimes.describe_regime(dict(r, decided=True))
+    assert "**neutral**" in line
+    full = regimes.describe_regime(dict(r, decided=True), full=True)
     assert "negative control" in full and "--backend openai --model gpt-4.1-mini" in full
-    assert regimes.REGIME_RULE in full and "Always-interact" in full
-    good = dict(r, regime="corrective")  # four problems are too few for both tests: the wording
+    good = dict(r, regime="corrective", decided=True)
     assert "supporters help" in regimes.describe_regime(good, full=True)
     assert "**corrective**" in regimes.describe_regime(good)
     assert "escalates 0 of 4" in regimes.describe_regime(regimes.gain_regime(chains, 0.0, math.inf), full=True)
