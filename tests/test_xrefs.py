@@ -181,3 +181,17 @@ def test_every_cross_reference_resolves(path):
     broken = [r for r in references(path) if not resolves(r)]
     assert not broken, "references to sections that do not exist (rename the reference or the heading):\n" + \
         "\n".join(f"  {r.file}:{r.line}: {r.text!r} -> {r.target}" for r in broken)
+
+
+def test_every_committed_figure_is_drawn_by_a_chapter():
+    """figures/ holds only what a chapter's ``plots.savefig(fig, "name")`` writes (issue 51: three
+    figures no chapter drew any more were still committed), and every figure a page shows exists."""
+    drawn = set()
+    for p in chapter_files().values():
+        drawn.update(re.findall(r"savefig\(\s*\w+,\s*[\"']([\w-]+)[\"']", p.read_text()))
+    committed = {p.stem for p in (REPO / "figures").glob("*.png")}
+    assert not committed - drawn, f"no chapter draws {sorted(committed - drawn)}: git rm them from figures/"
+    for doc in [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]:
+        if doc.exists():
+            for name in re.findall(r"figures/([\w-]+\.png)", doc.read_text()):
+                assert (REPO / "figures" / name).exists(), f"{doc.name} shows figures/{name}, which does not exist"

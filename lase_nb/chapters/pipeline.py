@@ -398,7 +398,7 @@ def plot_batch(dist: pd.DataFrame, per_stage: pd.DataFrame):
     """Left: problems by stop stage. Right: accuracy and boxed share at each stage of the full chain."""
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.2))
+    fig, axes = plt.subplots(1, 2, figsize=(12, 5.0))
     labels = [f"{t}\n{s}" for t, s in zip(dist["stop_stage"], dist["last_supporter"])]
     axes[0].bar(labels, dist["problems"], color="C0")
     for i, (n, a) in enumerate(zip(dist["problems"], dist["accuracy"])):
@@ -413,8 +413,9 @@ def plot_batch(dist: pd.DataFrame, per_stage: pd.DataFrame):
     axes[1].plot(x, per_stage["uncertain"], "^:", label="share uncertain (U = 1)")
     axes[1].set(xlabel="stage of the full chain", ylabel="share of problems", ylim=(0, 1.05), xticks=x,
                 title="The full chain, stage by stage")
-    axes[1].legend(fontsize=10)
-    fig.tight_layout()
+    # below the panels: inside, the legend covered the curves wherever it went
+    fig.legend(*axes[1].get_legend_handles_labels(), loc="lower center", ncol=2, fontsize=10, frameon=False)
+    fig.tight_layout(rect=(0, 0.13, 1, 1))
     return fig
 
 def plot_inclusions(summary: pd.DataFrame, labels: Mapping[str, str] | None = None):

@@ -800,7 +800,7 @@ def plot_martingale(traces: dict[float, DebateTrace]):
 
     from ..plots import band
 
-    fig, axes = plt.subplots(1, 3, figsize=(17, 5.2))
+    fig, axes = plt.subplots(1, 3, figsize=(15, 5.8))
     for acc, trace in traces.items():
         s = trace.summary()
         line = band(axes[0], s["round"], s["belief"], s["belief"] - _Z95 * s["belief_se"],
@@ -816,10 +816,9 @@ def plot_martingale(traces: dict[float, DebateTrace]):
                 ylabel="SD across runs of the group belief", ylim=(0, None))
     axes[2].set(title="Majority vote of the round", xlabel="debate round t",
                 ylabel="majority-vote accuracy", ylim=(0, 1))
-    axes[0].legend(loc="lower left", fontsize="small")
-    axes[1].legend(loc="lower right", fontsize="small")
-    axes[2].legend(loc="lower left", fontsize="small")
-    fig.tight_layout()
+    # one legend for the three panels, below them: inside, it covered the 30% curves
+    fig.legend(*axes[0].get_legend_handles_labels(), loc="lower center", ncol=4, fontsize="small", frameon=False)
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
     return fig
 
 
@@ -831,7 +830,7 @@ def plot_amplification(worlds: dict[str, ConceptTrace]):
 
     from ..plots import band
 
-    fig, axes = plt.subplots(1, 3, figsize=(17, 5.2))
+    fig, axes = plt.subplots(1, 3, figsize=(15, 5.8))
     colors = {}
     for name, trace in worlds.items():
         s = trace.summary()
@@ -875,7 +874,7 @@ def plot_star(gated: StarTrace, ungated: StarTrace, tau: float, low: StarTrace |
     whose starting accuracy ``low`` is below 1/K when given."""
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 3, figsize=(17, 5.2))
+    fig, axes = plt.subplots(1, 3, figsize=(15, 5.8))
     for name, trace, style in (("ungated star (always reads)", ungated, "s--"), ("gated star (LASE)", gated, "o-")):
         d = drift_by_confidence(trace, bins=12)
         axes[0].errorbar(d["confidence"], d["drift"], yerr=_Z95 * d["drift_se"], fmt=style, lw=2, ms=6,
@@ -929,8 +928,8 @@ def plot_bound(grid: pd.DataFrame, costs: pd.DataFrame):
         ax.errorbar(g["bound"], g["gain"], yerr=_Z95 * g["gain_se"], fmt="o", ms=6, capsize=2, label=regime, alpha=0.85)
     top = float(max(grid["bound"].max(), grid["gain"].max())) * 1.08
     ax.plot([0, top], [0, top], color="black", lw=1.5, label="gain = bound")
-    ax.set(title="Selective gain vs the bound", xlabel="bound  P(U=1) x rho x delta  (accuracy points)",
-           ylabel="measured Acc(LASE) - Acc(solo)", xlim=(0, top), ylim=(min(0, grid["gain"].min() * 1.1), top))
+    ax.set(title="Selective gain vs the bound", xlabel="bound  P(U=1) x rho x delta  (share of problems)",
+           ylabel="measured Acc(LASE) - Acc(solo)  (share)", xlim=(0, top), ylim=(min(0, grid["gain"].min() * 1.1), top))
     ax.legend(fontsize="small", loc="upper left")
 
     ax = axes[1]
