@@ -41,6 +41,9 @@ def test_no_worse_is_non_inferiority():
 def test_about_equal_and_unknown_kind():
     assert claims.accuracy_verdict(_test(2, 2, 300, 96), "about equal") == "reproduced"
     assert claims.accuracy_verdict(_test(30, 2, 40, 28), "about equal") == "refuted"
+    edge = {"n": 60, "b": 3, "c": 0, "diff": 0.025, "diff_lo": 0.0, "diff_hi": 3 / 60, "p_value": 0.25}
+    assert claims.accuracy_verdict(edge, "about equal") == "reproduced"  # [0, +5] lies in the band the figure draws
+    assert claims.accuracy_verdict({**edge, "diff_hi": 0.0501}, "about equal") == "not shown"
     with pytest.raises(ValueError, match="kind"):
         claims.accuracy_verdict(_test(1, 1, 1, 1), "worse")
 
@@ -53,6 +56,12 @@ def test_calibration_claim_reads_the_auroc():
     assert claims.calibration_claim(frame)["verdict"] == "reproduced"
     frame["p_min"] = rng.uniform(0, 1, 300)
     assert claims.calibration_claim(frame)["verdict"] == "not shown"
+    # a strong model on 12 problems (issue 50): 2 wrong answers, both less sure than every right one,
+    # separate by the test (p = 0.03) but are too few for a verdict; an answer without a confidence is left out
+    few = pd.DataFrame({"p_min": [1.0] * 10 + [0.3, 0.4, np.nan], "correct": [True] * 10 + [False, False, True],
+                        "answered": True})
+    c = claims.calibration_claim(few)
+    assert (c["verdict"], c["errors"], c["right"], c["n"]) == ("too few problems", 2, 10, 12) and c["separates"]
 
 
 def test_inconsistencies_come_from_the_reference_tables():

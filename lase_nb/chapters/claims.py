@@ -78,12 +78,17 @@ def _tokens(tables: Mapping[str, pd.DataFrame], s: str) -> float:
 def calibration_claim(frame: pd.DataFrame, n_boot: int = 2000, seed: int = 0) -> dict[str, Any]:  # AUROC_BOOT
     """Assumption 3.3 on the leader's first answers (answered ones): :func:`lase_nb.stats.auroc_test`
     of ``-exp(LP_min)`` for errors, with the verdict: reproduced where it separates, refuted where the
-    interval is below 0.5 with p < 0.05, else not shown."""
-    ans = frame[frame["answered"].astype(bool)]
-    t = auroc_test(-ans["p_min"].to_numpy(float), ans["correct"].to_numpy(bool), n_boot=n_boot, seed=seed)
-    verdict = ("reproduced" if t["separates"] else
+    interval is below 0.5 with p < 0.05, else not shown; with fewer than chapter 02's
+    :data:`~lase_nb.chapters.calibration.MIN_CLASS` wrong or right answers (with a confidence), too few problems."""
+    from .calibration import MIN_CLASS
+
+    ans = frame[frame["answered"].astype(bool) & frame["p_min"].notna()]
+    ok = ans["correct"].to_numpy(bool)
+    t = auroc_test(-ans["p_min"].to_numpy(float), ok, n_boot=n_boot, seed=seed)
+    verdict = ("too few problems" if min(int(ok.sum()), int((~ok).sum())) < MIN_CLASS else
+               "reproduced" if t["separates"] else
                "refuted" if t["hi"] < 0.5 and t["p_value"] < 0.05 else "not shown")
-    return {**t, "verdict": verdict}
+    return {**t, "verdict": verdict, "errors": int((~ok).sum()), "right": int(ok.sum())}
 
 
 def _fmt_test(t: Mapping[str, float]) -> str:
@@ -164,7 +169,8 @@ def _model_rows(label: str, tables: Mapping[str, pd.DataFrame], run: Any,
                  "ours": f"AUROC {cal['auroc']:.2f} [{cal['lo']:.2f}, {cal['hi']:.2f}], p = {cal['p_value']:.3g}, "
                          f"n = {cal['n']}",
                  "verdict": cal["verdict"], "why": "AUROC interval above 0.5 and Mann-Whitney p < 0.05"
-                 if cal["verdict"] == "reproduced" else "the AUROC cannot be told from 0.5"})
+                 if cal["verdict"] == "reproduced" else f"{cal['errors']} wrong and {cal['right']} right answers: too few"
+                 if cal["verdict"] == "too few problems" else "the AUROC cannot be told from 0.5"})
     return rows
 
 
