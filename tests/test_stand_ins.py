@@ -118,3 +118,25 @@ def test_a_constant_model_study_and_its_report(user_folder, capsys):
     assert len(lead) == 4 and not accepted.any() and p.round(6).eq(0.6).all()
     assert by_hand.index.tolist() == ce["problem_id"].tolist() == []
     assert json.loads(Path("studies/constant/study.json").read_text())["n"] == 4
+
+
+def test_answers_without_a_confidence_are_counted_and_not_drawn():
+    """The sparse provider's answers without log-probabilities: chapter 06's confident-errors figure
+    counts them as escalated (U = 1, as the gate does) and says they are not drawn (their axes were NaN)."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+    import pandas as pd
+
+    from lase_nb.chapters import failures
+
+    frame = pd.DataFrame({"problem_id": ["p0", "p1", "p2"], "stage": 0, "answer": ["1", "2", "3"], "answered": True,
+                          "p_min": [0.99, np.nan, 0.5], "h_max": [0.05, np.nan, 1.0],
+                          "correct": [True, True, False], "level": 1})
+    counts = failures.gate_counts(frame, 0.8, 0.5)
+    assert counts.loc["escalated (U = 1)"].tolist() == [1, 1]  # p1 (no confidence, right) and p2 (unsure, wrong)
+    fig = failures.plot_confident_errors(frame, 0.8, 0.5)
+    ax = fig.axes[0]
+    assert "+1 answered without log-probabilities (U = 1), not drawn" in ax.get_xlabel()
+    assert np.isfinite(ax.get_xlim()).all() and np.isfinite(ax.get_ylim()).all()
+    assert sum(len(c.get_offsets()) for c in ax.collections if c.get_label()[:1] in "rwc") == 2
+    plt.close(fig)

@@ -462,7 +462,8 @@ def plot_confident_errors(frame: pd.DataFrame, tau_lp: float, tau_h: float, seed
     import matplotlib.pyplot as plt
     from matplotlib.patches import Rectangle
 
-    f = with_gate(frame[frame["answered"]], tau_lp, tau_h)
+    measured = frame["answered"].astype(bool) & frame["p_min"].notna() & frame["h_max"].notna()
+    f = with_gate(frame[measured], tau_lp, tau_h)  # a reply without log-probabilities has no point to draw
     x, y = confidence_coords(f)
     rng = np.random.default_rng(seed)
     jx, jy = x * np.exp(rng.normal(0, 0.12, len(x))), y * np.exp(rng.normal(0, 0.12, len(y)))
@@ -503,6 +504,9 @@ def plot_confident_errors(frame: pd.DataFrame, tau_lp: float, tau_h: float, seed
     note = "points jittered slightly; exp(LP_min) = 1 or H_max = 0 drawn at the axis floor"
     if n_na:
         note = f"+{n_na} without a boxed answer (U = 1), not drawn; " + note
+    n_unmeasured = int((frame["answered"].astype(bool) & ~measured).sum())
+    if n_unmeasured:
+        note = f"+{n_unmeasured} answered without log-probabilities (U = 1), not drawn; " + note
     ax.set_xlabel(ax.get_xlabel() + "\n" + note, fontsize="small")
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, fontsize="small")
     ax.grid(True, which="major", alpha=0.4)
