@@ -415,6 +415,8 @@ def test_gain_rows_and_figure_use_the_paired_tests():
     assert g["fixed"] == 10 and g["lo"] <= g["gain"] <= g["hi"] and np.isclose(g["gain"], 0.10)
     fig = P2.plot_gains(rows, zoom=0.05)
     assert len(fig.axes) == 2 and fig.axes[1].get_xlim()[1] < 0.06
+    reach = float(np.abs(rows[["lo", "hi"]].to_numpy()).max())  # issue 51: the left panel spans the intervals, not +-100
+    assert reach <= fig.axes[0].get_xlim()[1] <= (np.ceil(reach * 10) / 10) * 1.05 + 1e-9
     plt.close(fig)
 
 

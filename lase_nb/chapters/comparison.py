@@ -427,7 +427,7 @@ def plot_accuracy_vs_tokens(table: pd.DataFrame, paper: pd.DataFrame | None = No
 
     labels = labels or {}
     panels = 2 if paper is not None else 1
-    fig, axes = plt.subplots(1, panels, figsize=(17, 6) if panels > 1 else (10, 7.2), squeeze=False,
+    fig, axes = plt.subplots(1, panels, figsize=(15, 6.4) if panels > 1 else (10, 7.2), squeeze=False,
                              gridspec_kw={"width_ratios": [2.2, 1]} if panels > 1 else None)
     ax = axes[0, 0]
     xs, top, notes = _draw_accuracy_tokens(ax, table, mv, grid, labels, mv_temperature)

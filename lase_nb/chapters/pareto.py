@@ -421,6 +421,8 @@ def draw_frontier(ax, grid: pd.DataFrame, policies: pd.DataFrame, oracle: pd.Dat
     front = front_of(grid)
     ax.step(front["avg_tokens"], front["accuracy"], where="post", color=FRONT_COLOR, lw=2.4, zorder=5,
             marker="o", ms=6, label="Pareto front of the threshold grid")
+    if len(front) == 1:  # a one-point front has no line and hides under the leader's marker: ring it, over everything
+        ax.plot(front["avg_tokens"], front["accuracy"], "o", ms=26, mfc="none", mec=FRONT_COLOR, mew=2.4, zorder=9)
     ax.step(oracle["avg_tokens"], oracle["accuracy"], where="post", color=ORACLE_COLOR, lw=2.2, ls="--",
             zorder=3)
     end = oracle.iloc[-1]  # a ring at the oracle's best point keeps it visible when the staircase is one step
@@ -859,7 +861,8 @@ def gain_rows(chains_by_model: Mapping[str, Chains], tau_lp: float, tau_h: float
 
 def plot_gains(rows: pd.DataFrame, zoom: float = 0.08):
     """Each model's gains over its leader alone (:func:`gain_rows`), points with their paired 95%
-    intervals: on the full scale (left) and zoomed to +-``zoom`` (right), where a gain of a few points
+    intervals: on a scale that holds every interval (left, rounded up to 10 points) and zoomed to
+    +-``zoom`` (right), where a gain of a few points
     and whether its interval crosses zero can be read; each row's numbers are written above its
     interval in the zoomed panel. Gated LASE is LASE's star on a solid line, always-interact a white
     diamond on a dashed line (two policies in two oranges need more than their colour). An arrow
@@ -872,10 +875,13 @@ def plot_gains(rows: pd.DataFrame, zoom: float = 0.08):
         st = style("lase" if gated else "always-interact")
         looks[p] = dict(color=st["color"], marker="*" if gated else "D", ms=15 if gated else 9,
                         mfc=st["color"] if gated else "white", ls="-" if gated else "--")
+    # the left panel spans every interval, rounded up to 10 points (on +-100 the points sat in an empty strip)
+    reach = float(np.nanmax(np.abs(rows[["lo", "hi", "gain"]].to_numpy(float)))) if len(rows) else zoom
+    full = max(zoom, float(np.ceil(reach * 10 + 1e-9) / 10))
     fig, axes = plt.subplots(1, 2, figsize=(10, 2.2 + 0.85 * len(rows)), sharey=True, layout="constrained",
                              gridspec_kw={"width_ratios": [1, 2.1]})
     y = np.arange(len(rows))[::-1].astype(float)
-    for ax, lim in zip(axes, (1.0, zoom)):
+    for ax, lim in zip(axes, (full, zoom)):
         ax.axvline(0, color="0.3", lw=1)
         for yi, r in zip(y, rows.itertuples()):
             lk = looks[r.policy]
@@ -890,7 +896,7 @@ def plot_gains(rows: pd.DataFrame, zoom: float = 0.08):
         ax.xaxis.set_major_formatter(plt.FuncFormatter(lambda v, _: f"{100 * v:+.0f}"))
     axes[0].set_ylim(y.min() - 0.6, y.max() + 0.75)
     axes[0].set_yticks(y, [f"{r.model}\n{r.policy} (n={r.n})" for r in rows.itertuples()], fontsize=10.5)
-    axes[0].set_title("full scale", fontsize="medium")
+    axes[0].set_title(f"every interval (+-{100 * full:.0f} points)", fontsize="medium")
     axes[1].set_title(f"zoomed to +-{100 * zoom:.0f} points", fontsize="medium")
     axes[0].set_xlabel("gain (points)")
     axes[1].set_xlabel("gain over the leader alone (points)")
