@@ -23,7 +23,7 @@ from typing import Any
 import pandas as pd
 
 from .answers import strip_boxed
-from .ceiling import outcome
+from .ceiling import obeys_rule, outcome
 from .confidence import uncertain_mask
 from .organism import Label, first_fault, flagged_step, label_attempt, note_flags, revision_text
 from .stats import paired_test, wilson_interval
@@ -226,12 +226,16 @@ def stage1_verdict(curve: Mapping[str, pd.DataFrame], rule: Mapping[str, float] 
 def examples_from_notes(rows: Iterable[Mapping[str, Any]], problems: Mapping[str, Problem]
                         ) -> tuple[list[tuple[list[dict], str]], dict[str, int]]:
     """(revision messages, target) pairs from recorded ``{id, attempt, note}`` rows, and counts by
-    case (:data:`TARGETS`)."""
+    case (:data:`TARGETS`). A note that breaks the rule (states the answer, :func:`lase_nb.ceiling.obeys_rule`)
+    makes no example: a fix taught after it would teach the leader to copy a told answer."""
     from .prompts import revise_messages
 
     out, counts = [], {}
     for r in rows:
         p = problems.get(r["id"])
+        if p is not None and not obeys_rule(r["note"], p, r["attempt"]):  # never teach from a note that tells
+            counts["note_states_answer"] = counts.get("note_states_answer", 0) + 1
+            continue
         t = None if p is None else target(p, r["attempt"], r["note"])
         if t is None:
             counts["skipped"] = counts.get("skipped", 0) + 1
@@ -373,3 +377,30 @@ def describe_decomposition(sources: Mapping[str, pd.DataFrame]) -> str:
     lines = [f"- **{what}.** " + contrast(sources[a], sources[b], a, b)
              for a, b, what in CONTRASTS if a in sources and b in sources]
     return "\n".join(lines)
+
+
+def learning_curve(folder: Path | None = None) -> dict[str, pd.DataFrame]:
+    """The committed replays of the revision trained on v5's own notes, by training size
+    (``{"<k> examples": rows}``, smallest first; sizes from ``train_log.json``'s checkpoints)."""
+    import json
+
+    folder = Path(folder or REVISION_DIR)
+    log = folder / "train_log.json"
+    seen = json.loads(log.read_text()).get("checkpoints", {}) if log.is_file() else {}
+    out = {}
+    for name in sorted(seen, key=seen.get):
+        rows = load_replay(f"own-{name}", folder)
+        if rows is not None:
+            out[f"{seen[name]} examples"] = rows
+    return out
+
+
+def learning_curve_verdict(folder: Path | None = None) -> str:
+    """Step 2's stop rule on the committed learning curve, with each size's fixes and breaks."""
+    curve = learning_curve(folder)
+    if not curve:
+        return "The revision trained on v5's own notes has not been measured here (data/organism/revision_own.py)."
+    sizes = "; ".join(f"{k}: fixes {int((v[~v['first_correct']]['outcome'] == 'fixed').sum())} of "
+                      f"{int((~v['first_correct']).sum())}, breaks {int((v[v['first_correct']]['outcome'] == 'broken').sum())}"
+                      f" of {int(v['first_correct'].sum())}" for k, v in curve.items())
+    return f"Learning curve of the revision on v5's own notes (stage 1, held out): {sizes}. " + stage1_verdict(curve)

@@ -140,3 +140,15 @@ def test_contrast_says_more_only_when_the_paired_test_says_so():
     text = revision.contrast(a, b, "A", "B")
     assert text.startswith("A against B: fixes 8 of 10 escalated wrong first answers against 0 (more, McNemar p = 0.00781)")
     assert "breaks 0 of 4 escalated right ones against 1 (no detectable difference, McNemar p = 1)" in text
+
+
+def test_a_note_that_states_the_answer_makes_no_training_example():
+    p = problem(4, [("+", 5), ("*", 2)])  # 4 + 5 = 9, 9 x 2 = 18; 18 is nowhere in the question
+    wrong = "4 + 5 = 10\n10 × 2 = \\boxed{20}"
+    rows = [{"id": "p", "attempt": wrong, "note": "Step 1 fails: redo 4 + 5 column by column."},
+            {"id": "p", "attempt": wrong, "note": "Step 1 fails: the answer is 18."},
+            {"id": "p", "attempt": wrong, "note": "Step 1 fails: \\boxed{9}."}]
+    ex, counts = revision.examples_from_notes(rows, {"p": p})
+    assert len(ex) == 1 and counts == {"pointed": 1, "note_states_answer": 2}
+    messages, target = ex[0]
+    assert "redo 4 + 5" in messages[-1]["content"] and target.endswith("\\boxed{18}")

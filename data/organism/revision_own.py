@@ -163,6 +163,33 @@ def replay(args) -> int:
     return 0
 
 
+def devil(args) -> int:
+    """The devil's advocate of a trained model on the same escalated held-out attempts, against v5's
+    recorded notes: whether training the revision moved the devil (flags, the step it names, the rule)."""
+    from tqdm import tqdm
+
+    run, cfg, problems = _recording()
+    cases = revision.stage_one_cases(run, problems, cfg.tau_lp, cfg.tau_h)
+    calls = [Call("devil", 1, prompts.supporter_messages(c.problem, "devil", c.attempt), cfg.params(supporter=True),
+                  agent="devil", reads=("leader",)) for c in cases]
+    engine = _engine(args.model, args)
+    with tqdm(total=len(calls), desc=f"{args.name}: devil", unit="call") as bar:
+        gens = engine.run(calls, on_result=lambda i, g: bar.update())
+    rows = []
+    for c, g in zip(cases, gens):
+        note, _ = strip_boxed(g.text)
+        for who, text in (("v5 (recorded)", c.note), (args.name, note)):
+            rows.append({"devil": who, "problem_id": c.problem.id, "first_correct": c.first_correct,
+                         "note_kind": revision.note_kind(c.problem, c.attempt, text),
+                         "states_answer": not organism._obeys(text, c.problem, c.attempt),
+                         "same_as_recorded": text.strip() == c.note.strip(), "note": text})
+    df = pd.DataFrame(rows)
+    df.to_json(OUT / f"devil-{args.name}.jsonl", orient="records", lines=True, force_ascii=False)
+    print(pd.crosstab([df["devil"], df["first_correct"]], df["note_kind"]).to_string())
+    print("identical to v5's recorded note:", int(df[df["devil"] == args.name]["same_as_recorded"].sum()), "of", len(cases))
+    return 0
+
+
 def verdict(args) -> int:
     curve = {f"size-{f:g}": pd.read_json(OUT / f"own-size-{f:g}.jsonl", lines=True)
              for f in SIZES if (OUT / f"own-size-{f:g}.jsonl").is_file()}
@@ -174,7 +201,7 @@ def verdict(args) -> int:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
-    for name in ("notes", "train", "replay", "verdict"):
+    for name in ("notes", "train", "replay", "devil", "verdict"):
         p = sub.add_parser(name)
         p.add_argument("--max-batch", type=int, default=16)
         p.add_argument("--threads", type=int, default=None)
@@ -184,11 +211,11 @@ def main() -> int:
         if name == "train":
             p.add_argument("--lr", type=float, default=3e-4)
             p.add_argument("--batch", type=int, default=8)
-        if name == "replay":
+        if name in ("replay", "devil"):
             p.add_argument("name")
             p.add_argument("model")
     args = ap.parse_args()
-    return {"notes": notes, "train": train, "replay": replay, "verdict": verdict}[args.cmd](args)
+    return {"notes": notes, "train": train, "replay": replay, "devil": devil, "verdict": verdict}[args.cmd](args)
 
 
 if __name__ == "__main__":
