@@ -378,6 +378,12 @@ def test_describe_answers_and_gate_by_hand():
     assert s.startswith("5 first answers, 40% right") and "1 boxed no answer of their own." in s
     f["boxed"] = f["answered"] & (p != 0.5)  # one answer the extraction step supplied (issue 51: 02 and 06 agree)
     assert "2 boxed no answer of their own (the extraction step found one in 1, 1 have none)" in C.describe_answers(f)
+    # an answer without log-probabilities (issue 50): said, and left out of the medians (which read nan)
+    h = f.copy()
+    h.loc[0, "p_min"] = np.nan
+    s = C.describe_answers(h)
+    assert "1 answered without log-probabilities" in s and "nan" not in s
+    assert "Median exp(LP_min): 0.500 on right and 0.625 on wrong" in s
     g = C.describe_gate(gate_split(f, 0.8, 0.5), 0.8, 0.5)
     # escalated: 0.5, 0.3, NaN -> 1 of 3 right; accepted: 0.99, 0.95 -> 1 of 2 right; 1 of 3 errors passes
     assert "escalates 60% of 5 answers" in g and "right 33% of the time, less often than the accepted ones (50%)" in g

@@ -43,7 +43,7 @@ STAND_INS: dict[str, Callable[[list], Callable[..., Any]]] = {
 #: A verdict on a comparison: what chapters say only when the problems can carry it
 #: (:func:`lase_nb.runs.decidable`, at least 20 problems).
 VERDICT = re.compile(r": (above|below) (the leader alone|the single agent|MV)|\bregime: (corrective|destructive|neutral)"
-                     r"|\bnegative control\*\*|does not reproduce the paper's reading")
+                     r"|\bnegative control\*\*|is in the \*\*\w+\*\* regime")
 
 
 def problems() -> list:

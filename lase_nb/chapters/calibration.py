@@ -603,6 +603,10 @@ def describe_answers(frame: pd.DataFrame) -> str:
     unboxed = int((~boxed).sum())
     out = (f"{n} first answers, {ok.mean():.0%} right [{lo:.0%}, {hi:.0%}]; {unboxed} boxed no answer of their own"
            + (f" (the extraction step found one in {unboxed - none}, {none} have none)." if unboxed > none else "."))
+    measured = ~np.isnan(p)  # a reply without log-probabilities has an answer and no confidence
+    if measured.sum() < len(p):
+        out += f" {len(p) - int(measured.sum())} answered without log-probabilities (no confidence: the gate escalates them)."
+    p, a_ok = p[measured], a_ok[measured]
     if a_ok.any() and (~a_ok).any():
         out += (f" Median exp(LP_min): {np.median(p[a_ok]):.3f} on right and {np.median(p[~a_ok]):.3f} on wrong "
                 f"boxed answers; {np.mean(p >= 0.9):.0%} of all boxed answers are at 0.9 or above.")
