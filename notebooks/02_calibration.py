@@ -296,9 +296,19 @@ else:
 # %% [markdown]
 # ## Try it yourself
 #
-# In a live Jupyter session the sliders move the gate and show what it would accept and escalate
-# on the same answers (`gate_panel.gate_sliders`, around `confidence.gate_split` and
-# `calibration.plot_reliability`).
+# Move the slider: the gate escalates every answer whose $\exp(LP_{min})$ falls below $\tau_{lp}$
+# (the entropy gate is off here, so the slider moves the gate on $\exp(LP_{min})$ alone; section
+# 2.4 has both). The dots are this chapter's answers, right ones above wrong ones; the table prints
+# the share escalated, the errors caught (wrong answers escalated) and the right answers escalated,
+# from `confidence.gate_split` at every slider position, computed when this cell ran, so the panel
+# works in the HTML book and in JupyterLab without a kernel.
+
+# %%
+gate_panel.gate_book_panel(frame, tau_lp, seed=seed)
+
+# %% [markdown] tags=["book-hide"]
+# In a live Jupyter session a second panel below moves both thresholds and redraws the reliability
+# figure (`gate_panel.gate_sliders`, around `calibration.plot_reliability`).
 
 # %% tags=["book-hide"]
 if interactive:

@@ -50,10 +50,14 @@ def test_gate_book_panel_embeds_every_position():
     from lase_nb.confidence import uncertain_mask
 
     f = _answers()
-    panel = gate_panel.gate_book_panel(f, 0.8, 0.5)
-    axis, first = panel.data["axis"], panel.data["first"]
-    for k, tau in enumerate(axis.values):
-        u = uncertain_mask(f["p_min"].to_numpy(float), f["h_max"].to_numpy(float), tau, 0.5)
-        assert ((first <= k) == u).all()
-        assert panel.data["texts"][k] == gate_panel.gate_text(gate_panel.gate_counts(f, float(tau), 0.5))
-    assert "4 of 6 (66.7%)" in panel.data["texts"][axis.index(0.9)] and "4 of 6 (66.7%)" in panel.html
+    for tau_h in (0.5, float("inf")):  # the entropy gate held at 0.5, or off (the default: exp(LP_min) alone)
+        panel = gate_panel.gate_book_panel(f, 0.8, tau_h=tau_h)
+        axis, first = panel.data["axis"], panel.data["first"]
+        for k, tau in enumerate(axis.values):
+            u = uncertain_mask(f["p_min"].to_numpy(float), f["h_max"].to_numpy(float), tau, tau_h)
+            assert ((first <= k) == u).all()
+            assert panel.data["texts"][k] == gate_panel.gate_text(gate_panel.gate_counts(f, float(tau), tau_h))
+        assert "4 of 6 (66.7%)" in panel.data["texts"][axis.index(0.9)] and "4 of 6 (66.7%)" in panel.html
+    # with the entropy gate off, 0.3 (H 1.4) is escalated only once tau_lp passes it
+    assert gate_panel.gate_counts(f, 0.2, float("inf"))["escalated"] == 1  # the unanswered one
+    assert gate_panel.gate_counts(f, 0.2, 0.5)["escalated"] == 3  # and 0.6 (H 0.7), 0.3 (H 1.4) by entropy

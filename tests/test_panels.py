@@ -38,29 +38,34 @@ def _conf(p: float, h: float) -> Confidence:
     return Confidence("15", math.log(p), h, 2, "exact")
 
 
-@pytest.mark.parametrize("tau", [0.3, 0.55, 0.56, 0.9])
-def test_gate_verdict_follows_the_gate(tau):
+def test_the_gate_table_is_the_gate_at_every_pair():
+    lp, h = SliderAxis(0.0, 1.0, 0.05).values, SliderAxis(0.0, 2.0, 0.1).values
+    for conf in (_conf(0.55, 0.2), _conf(0.99, 0.9), Confidence(None, None, None, 0, "exact"),
+                 Confidence("7", math.log(0.9), None, 1, "exact")):
+        u = quickstart.gate_table(conf, lp, h)
+        assert u.shape == (len(lp), len(h))
+        assert all(u[i, j] == is_uncertain(conf, tl, th) for i, tl in enumerate(lp) for j, th in enumerate(h))
     conf = _conf(0.55, 0.2)
-    text = quickstart.gate_verdict(conf, tau, 0.5)
-    assert text.startswith("Unsure (U = 1)" if is_uncertain(conf, tau, 0.5) else "Sure (U = 0)")
-    assert "0.550" in text and f"{tau:.2f}" in text
-    assert quickstart.gate_verdict(_conf(0.99, 0.9), 0.5, 0.5).startswith("Unsure") and "H_max = 0.900" in \
-        quickstart.gate_verdict(_conf(0.99, 0.9), 0.5, 0.5)
-    assert quickstart.gate_verdict(Confidence(None, None, None, 0, "exact"), tau, 0.5).startswith("No boxed answer")
+    assert quickstart.lp_clauses(conf, [0.55, 0.56]) == ["exp(LP_min) = 0.550 is at or above tau_lp = 0.55",
+                                                         "exp(LP_min) = 0.550 is below tau_lp = 0.56"]
+    assert quickstart.h_clauses(conf, [0.1, 0.2]) == ["H_max = 0.200 nats is above tau_h = 0.10",
+                                                      "H_max = 0.200 nats is at or below tau_h = 0.20"]
+    none = Confidence(None, None, None, 0, "exact")
+    assert quickstart.lp_clauses(none, [0.5]) == ["there is no boxed answer (no exp(LP_min))"]
 
 
 def test_token_panel_is_a_standalone_page_with_every_position_computed():
     tokens, probs = ["The", " answer", " is", " \\boxed{", "1", "5", "}"], [0.9, 0.5, 0.99, 0.97, 0.7, 0.4, 0.99]
     conf = _conf(0.4, 0.3)
     panel = quickstart.token_panel(tokens, probs, [4, 5], conf, 0.8, 0.5)
-    first, axis = panel.data["first"], panel.data["axis"]
+    first, axis = panel.data["first"], panel.data["lp"]
     for k, tau in enumerate(axis.values):  # token t is highlighted at position k exactly when its p < tau
         assert ((first <= k) == (np.array(probs) < tau)).all()
     assert panel.html.startswith('<iframe class="lase-panel"') and 'sandbox="allow-scripts"' in panel.html
     page = html.unescape(re.search(r'srcdoc="([^"]*)"', panel.html).group(1))
     assert "Bokeh" in page and len(page) > 500_000  # BokehJS inlined
     assert not re.search(r"<(?:script|link)[^>]+(?:src|href)=[\"']?https?://", page)  # nothing from the network
-    for verdict in (quickstart.gate_verdict(conf, 0.8, 0.5), quickstart.gate_verdict(conf, 0.3, 0.5)):
-        assert html.escape(verdict) in page or verdict in page
+    assert (panel.data["u"] == quickstart.gate_table(conf, axis.values, panel.data["h"].values)).all()
+    assert "LASE would call its first supporter" in page and "LASE would stop here and output 15" in page
     with pytest.raises(ValueError, match="one probability per token"):
         quickstart.token_panel(tokens, probs[:-1], [4, 5], conf)

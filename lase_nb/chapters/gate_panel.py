@@ -158,10 +158,11 @@ readout.text = head.replace('{lp}', labels[k]) + texts[k];
 """
 
 
-def gate_book_panel(frame: pd.DataFrame, tau_lp: float = 0.8, tau_h: float = 0.5, *, step: float = 0.01,
+def gate_book_panel(frame: pd.DataFrame, tau_lp: float = 0.8, *, tau_h: float = float("inf"), step: float = 0.01,
                     seed: int = 0, title: str | None = None):
     """Chapter 02's gate for a page without a kernel (:mod:`lase_nb.panels`): a slider for tau_lp
-    (tau_h held at ``tau_h``) over the answers of ``frame`` (:func:`lase_nb.confidence.confidence_frame`),
+    over the answers of ``frame`` (:func:`lase_nb.confidence.confidence_frame`), with the entropy
+    gate held at ``tau_h`` (default off, so that the slider moves the gate on exp(LP_min) alone),
     drawn at their exp(LP_min), right ones above wrong ones, coloured by what the gate does; the
     share escalated, the errors caught and the right answers escalated are printed, all computed
     here at every slider position (:func:`gate_counts`). Returns a :class:`lase_nb.panels.Panel`."""
@@ -174,6 +175,7 @@ def gate_book_panel(frame: pd.DataFrame, tau_lp: float = 0.8, tau_h: float = 0.5
     from ..panels import INDEX_JS, TABLE_STYLE, SliderAxis, embed, first_true, readout_div, slider
 
     axis = SliderAxis(0.0, 1.0, step)
+    held = "entropy gate off" if np.isinf(tau_h) else f"and H_max above tau_h = {tau_h:g}, held"
     p_min = frame["p_min"].to_numpy(float)
     h_max = frame["h_max"].to_numpy(float)
     escalated = uncertain_mask(p_min[None, :], h_max[None, :], axis.values[:, None], tau_h)
@@ -185,11 +187,11 @@ def gate_book_panel(frame: pd.DataFrame, tau_lp: float = 0.8, tau_h: float = 0.5
     level = np.array([factors.index(r) for r in rows], dtype=float)
     y = level + np.random.default_rng(seed).uniform(-0.3, 0.3, len(rows))  # spread the dots of one row apart
     src = ColumnDataSource(dict(x=np.where(answered, p_min, 0.0), y=y, color=[ACCEPTED_COLOR] * len(rows),
-                                answer=frame["answer"].astype(str).tolist(), h=h_max))
+                                answer=frame["answer"].astype(str).tolist(), h=h_max), name="answers")
     n = len(frame)
     p = figure(width=900, height=110 + 70 * len(factors), y_range=(-0.5, len(factors) - 0.5), x_range=(-0.02, 1.02),
                title=title or f"{n} answers at their exp(LP_min) (no answer: drawn at 0); orange: escalated, "
-                              f"blue: accepted (tau_h = {tau_h:g} held)",
+                              f"blue: accepted ({held})",
                x_axis_label="exp(LP_min): the lowest answer-token probability", toolbar_location=None,
                tools="hover", tooltips=[("answer", "@answer"), ("exp(LP_min)", "@x{0.000}"), ("H_max", "@h{0.00}")])
     p.scatter("x", "y", source=src, size=8, alpha=0.75, color="color", line_color=None)
@@ -201,8 +203,8 @@ def gate_book_panel(frame: pd.DataFrame, tau_lp: float = 0.8, tau_h: float = 0.5
     p.xaxis.formatter = NumeralTickFormatter(format="0.0")
     s = slider(axis, tau_lp, "tau_lp (the gate escalates an answer whose exp(LP_min) is below it)", "tau_lp", 520)
     readout = readout_div("Move the slider (this panel needs JavaScript).", 900)
-    head = (TABLE_STYLE + f"<div>At <b>tau_lp = <span data-key='tau_lp'>{{lp}}</span></b> (tau_h = {tau_h:g}), "
-            f"of these {n} answers:</div>")
+    head = (TABLE_STYLE + f"<div>The gate escalates an answer whose exp(LP_min) is below <b>tau_lp = "
+            f"<span data-key='tau_lp'>{{lp}}</span></b> ({held}) or that has no answer. Of these {n} answers:</div>")
     callback = CustomJS(args=dict(lp=s, tau=tau, src=src, first=first, esc_color=ESCALATED_COLOR,
                                   ok_color=ACCEPTED_COLOR, readout=readout, head=head, labels=axis.labels(),
                                   texts=texts), code=INDEX_JS + _GATE_JS)

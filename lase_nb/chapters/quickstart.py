@@ -1,8 +1,8 @@
 """Chapter 00 (notebooks/00_quickstart): the gate playground, one answer's tokens and a slider.
 
 :func:`token_panel` shows every token of one reply with its probability, a slider for tau_lp
-that highlights the tokens below it, and whether the gate (:func:`lase_nb.confidence.is_uncertain`,
-on the answer tokens only) would call the supporters. It is a kernel-free panel
+that highlights the tokens below it, a slider for tau_h, and whether the gate (the one uncertainty
+rule, :func:`lase_nb.confidence.uncertain_mask`, on the answer tokens only) would call the supporters. It is a kernel-free panel
 (:mod:`lase_nb.panels`): it works in the HTML book and in JupyterLab without a kernel, with every
 text computed here for every slider position.
 """
@@ -15,43 +15,66 @@ from typing import Sequence
 
 import numpy as np
 
-from ..confidence import Confidence, is_uncertain
+from ..confidence import Confidence, uncertain_mask
 from ..plots import OTHER_COLOR, token_label
 
-__all__ = ["gate_verdict", "token_panel"]
+__all__ = ["VERDICTS", "gate_table", "lp_clauses", "h_clauses", "token_panel"]
 
 #: Colour of a token whose probability is below the slider's tau_lp (the reply's highlight is lighter).
 BELOW_COLOR = "#E69F00"
 
+#: What the gate's verdict means for LASE, by U (0: sure, 1: unsure); ``{answer}`` is the answer.
+VERDICTS = ("Sure (U = 0): LASE would stop here and output {answer}.",
+            "Unsure (U = 1): LASE would call its first supporter.")
 
-def gate_verdict(conf: Confidence, tau_lp: float, tau_h: float) -> str:
-    """What the gate does with one answer at (tau_lp, tau_h), in one sentence with the numbers it reads."""
-    if conf.answer is None or conf.p_min is None:
-        return "No boxed answer: the gate counts the reply as unsure (U = 1), so LASE would call its first supporter."
-    p, h = conf.p_min, conf.h_max
-    why = []
-    if math.isnan(p) or p < tau_lp:
-        why.append(f"exp(LP_min) = {p:.3f} is below tau_lp = {tau_lp:.2f}")
-    if h is None or math.isnan(h) or h > tau_h:
-        why.append(f"H_max = {h:.3f} nats is above tau_h = {tau_h:g}" if h is not None else "H_max is unknown")
-    if is_uncertain(conf, tau_lp, tau_h):
-        return f"Unsure (U = 1): {' and '.join(why) or 'the gate says so'}, so LASE would call its first supporter."
-    return (f"Sure (U = 0): exp(LP_min) = {p:.3f} is at or above tau_lp = {tau_lp:.2f} and H_max = {h:.3f} nats is at "
-            f"most tau_h = {tau_h:g}, so LASE would stop and output {conf.answer}.")
+
+def _p_h(conf: Confidence) -> tuple[float, float]:
+    """The two numbers the gate reads, as :func:`lase_nb.confidence.is_uncertain` reads them (NaN: none)."""
+    p = np.nan if conf.answer is None or conf.p_min is None else float(conf.p_min)
+    h = np.nan if conf.h_max is None else float(conf.h_max)
+    return p, h
+
+
+def gate_table(conf: Confidence, tau_lp: np.ndarray, tau_h: np.ndarray) -> np.ndarray:
+    """U of one answer at every (tau_lp, tau_h) pair of two slider axes: ``(len(tau_lp), len(tau_h))``,
+    by the one uncertainty rule (:func:`lase_nb.confidence.uncertain_mask`, read as :func:`lase_nb.confidence.is_uncertain` reads it)."""
+    p, h = _p_h(conf)
+    u = uncertain_mask(np.array([p]), np.array([h]), np.asarray(tau_lp, float)[:, None, None],
+                       np.asarray(tau_h, float)[None, :, None])
+    return u[..., 0].astype(np.int8)
+
+
+def lp_clauses(conf: Confidence, tau_lp: np.ndarray) -> list[str]:
+    """Where the answer's exp(LP_min) lies against each tau_lp, in words."""
+    p, _ = _p_h(conf)
+    if math.isnan(p):
+        return ["there is no boxed answer (no exp(LP_min))"] * len(tau_lp)
+    return [f"exp(LP_min) = {p:.3f} is {'below' if p < t else 'at or above'} tau_lp = {t:.2f}" for t in tau_lp]
+
+
+def h_clauses(conf: Confidence, tau_h: np.ndarray) -> list[str]:
+    """Where the answer's H_max lies against each tau_h, in words."""
+    _, h = _p_h(conf)
+    if math.isnan(h):
+        return ["H_max is unknown"] * len(tau_h)
+    return [f"H_max = {h:.3f} nats is {'above' if h > t else 'at or below'} tau_h = {t:.2f}" for t in tau_h]
 
 
 _TOKENS_JS = """
-const k = index(lp, labels.length);
+const i = index(lp, lp_labels.length), j = index(h, h_labels.length);
+const m = h_labels.length;
 tau.location = lp.value;
 const c = new Array(first.length);
 let t = '';
 for (let a = 0; a < first.length; a++) {
-  const below = first[a] <= k;
+  const below = first[a] <= i;
   c[a] = below ? below_color : base_color[a];
   t += below ? '<mark class="lase">' + shown[a] + '</mark>' : shown[a];
 }
 src.data = Object.assign({}, src.data, {color: c});
-readout.text = head.replace('{lp}', labels[k]) + counts[k] + '<p data-key="verdict">' + verdicts[k] + '</p>'
+readout.text = head.replace('{lp}', lp_labels[i]).replace('{h}', h_labels[j]) + counts[i]
+  + '<p><b data-key="verdict">' + verdicts[u[i * m + j]] + '</b> <span data-key="why">'
+  + lp_clauses[i] + '; ' + h_clauses[j] + '.</span></p>'
   + '<div style="white-space:pre-wrap;font-family:monospace;border:1px solid #ddd;padding:6px">' + t + '</div>';
 """
 
@@ -59,8 +82,10 @@ readout.text = head.replace('{lp}', labels[k]) + counts[k] + '<p data-key="verdi
 def token_panel(tokens: Sequence[str], probs: Sequence[float], answer: Sequence[int], conf: Confidence,
                 tau_lp: float = 0.8, tau_h: float = 0.5, *, step: float = 0.01, title: str | None = None):
     """The gate playground: one reply's ``tokens`` with their ``probs`` as bars (``answer``: the
-    indices of the answer tokens, outlined), a slider for tau_lp, the tokens below it highlighted in
-    the bars and in the reply (answer tokens underlined), the count of them, and :func:`gate_verdict` at that tau_lp (tau_h held).
+    indices of the answer tokens, outlined), sliders for tau_lp and tau_h, the tokens below tau_lp
+    highlighted in the bars and in the reply (answer tokens underlined), the count of them, and
+    what the gate does with the answer (:func:`gate_table`, :data:`VERDICTS`) and why
+    (:func:`lp_clauses`, :func:`h_clauses`), all computed here for every slider position.
     Returns a :class:`lase_nb.panels.Panel`."""
     from bokeh.document import Document
     from bokeh.events import DocumentReady
@@ -72,21 +97,24 @@ def token_panel(tokens: Sequence[str], probs: Sequence[float], answer: Sequence[
 
     if len(tokens) != len(probs):
         raise ValueError(f"token_panel needs one probability per token ({len(tokens)} tokens, {len(probs)} probabilities)")
-    axis = SliderAxis(0.0, 1.0, step)
+    lp = SliderAxis(0.0, 1.0, step)
+    h_top = _p_h(conf)[1]
+    h = SliderAxis(0.0, max(2.0, tau_h, math.ceil(10 * h_top) / 10 + 0.5 if not math.isnan(h_top) else 0.0), step)
     pr = np.asarray(probs, dtype=float)
     ans = sorted(set(int(i) for i in answer))
-    below = pr[None, :] < axis.values[:, None]
+    below = pr[None, :] < lp.values[:, None]
     first = first_true(below)
     counts = [f"<div data-key='below'>{int(b.sum())} of {len(pr)} tokens are below tau_lp; "
               f"{int(b[ans].sum())} of the {len(ans)} answer tokens.</div>" for b in below]
-    verdicts = [html.escape(gate_verdict(conf, float(v), tau_h)) for v in axis.values]
+    u = gate_table(conf, lp.values, h.values)
+    verdicts = [html.escape(v.format(answer=conf.answer)) for v in VERDICTS]
     is_ans = np.isin(np.arange(len(pr)), ans)
     base = [OTHER_COLOR] * len(pr)
     src = ColumnDataSource(dict(x=np.arange(len(pr)), top=pr, color=list(base), token=[token_label(t) for t in tokens],
-                                line=["black" if a else None for a in is_ans]))
-    p = figure(width=min(1100, max(700, 14 * len(pr) + 120)), height=300, y_range=(0, 1.05),
-               x_range=(-0.7, len(pr) - 0.3), toolbar_location=None, tools="hover",
-               tooltips=[("token", "@token"), ("probability", "@top{0.000}")],
+                                line=["black" if a else None for a in is_ans]), name="tokens")
+    width = min(1100, max(700, 14 * len(pr) + 120))
+    p = figure(width=width, height=300, y_range=(0, 1.05), x_range=(-0.7, len(pr) - 0.3), toolbar_location=None,
+               tools="hover", tooltips=[("token", "@token"), ("probability", "@top{0.000}")],
                title=title or "Each generated token's probability; answer tokens outlined in black; "
                               "tokens below tau_lp in orange",
                x_axis_label="generated tokens, in order", y_axis_label="probability")
@@ -98,18 +126,24 @@ def token_panel(tokens: Sequence[str], probs: Sequence[float], answer: Sequence[
         p.xaxis.major_label_overrides = {i: token_label(t) for i, t in enumerate(tokens)}
         p.xaxis.major_label_orientation = math.pi / 2
     p.xgrid.visible = False
-    s = slider(axis, tau_lp, "tau_lp (a token below it is highlighted; the gate reads the answer tokens only)",
-               "tau_lp", 560)
-    readout = readout_div("Move the slider (this panel needs JavaScript).", min(1100, max(700, int(p.width))))
-    head = TABLE_STYLE + f"<div>At <b>tau_lp = <span data-key='tau_lp'>{{lp}}</span></b> (tau_h = {tau_h:g}):</div>"
+    s_lp = slider(lp, tau_lp, "tau_lp (tokens below it are highlighted; the gate reads answer tokens only)",
+                  "tau_lp", 600)
+    s_h = slider(h, tau_h, "tau_h (unsure when the answer's H_max is above it, nats)", "tau_h", 600)
+    readout = readout_div("Move the sliders (this panel needs JavaScript).", width)
+    head = (TABLE_STYLE + "<div>At <b>tau_lp = <span data-key='tau_lp'>{lp}</span></b> and <b>tau_h = "
+            "<span data-key='tau_h'>{h}</span></b>:</div>")
     shown = [f"<u><b>{html.escape(t)}</b></u>" if a else html.escape(t) for t, a in zip(tokens, is_ans)]
-    callback = CustomJS(args=dict(lp=s, tau=tau, src=src, first=first, below_color=BELOW_COLOR, base_color=base,
-                                  shown=shown, readout=readout, head=head, labels=axis.labels(), counts=counts,
-                                  verdicts=verdicts), code=INDEX_JS + _TOKENS_JS)
-    s.js_on_change("value", callback)
+    callback = CustomJS(args=dict(lp=s_lp, h=s_h, tau=tau, src=src, first=first, below_color=BELOW_COLOR,
+                                  base_color=base, shown=shown, readout=readout, head=head, lp_labels=lp.labels(),
+                                  h_labels=h.labels(), counts=counts, u=u.ravel(), verdicts=verdicts,
+                                  lp_clauses=[html.escape(c) for c in lp_clauses(conf, lp.values)],
+                                  h_clauses=[html.escape(c) for c in h_clauses(conf, h.values)]),
+                        code=INDEX_JS + _TOKENS_JS)
+    s_lp.js_on_change("value", callback)
+    s_h.js_on_change("value", callback)
     doc = Document()
-    doc.add_root(column(s, p, readout))
+    doc.add_root(column(s_lp, s_h, p, readout))
     doc.js_on_event(DocumentReady, callback)
     lines = 1 + sum(len(t) for t in tokens) // 110 + "".join(tokens).count("\n")
-    return embed(doc, 60 + 300 + 110 + 20 * lines, "Chapter 00: the gate playground",
-                 {"kind": "tokens", "axis": axis, "first": first, "tau_h": tau_h, "n": len(pr)})
+    return embed(doc, 110 + 300 + 110 + 20 * lines, "Chapter 00: the gate playground",
+                 {"kind": "tokens", "lp": lp, "h": h, "first": first, "u": u, "n": len(pr)})

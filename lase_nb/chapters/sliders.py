@@ -407,7 +407,7 @@ def frontier_panel(chains: Chains, tau_lp: float = 0.8, tau_h: float = 0.5, *, g
     from bokeh.events import DocumentReady
     from bokeh.layouts import column, row
     from bokeh.models import (ColorBar, ColumnDataSource, CustomJS, HoverTool, Label, LinearColorMapper,
-                              LogTicker, NumeralTickFormatter, Range1d, Whisker)
+                              FixedTicker, NumeralTickFormatter, Range1d, Whisker)
     from bokeh.palettes import Viridis256
     from bokeh.plotting import figure
 
@@ -464,14 +464,14 @@ def frontier_panel(chains: Chains, tau_lp: float = 0.8, tau_h: float = 0.5, *, g
         p.add_layout(Label(x=r["avg_tokens"], y=r["acc_hi"], text=f"{st['short']} (n={n})", text_color=st["color"],
                            text_font_size="12px", text_font_style="bold", text_align="left" if left else "right",
                            x_offset=-8 if left else 8, y_offset=4))
-    star = ColumnDataSource(dict(x=[], y=[]))
+    star = ColumnDataSource(dict(x=[], y=[]), name="star")
     p.scatter("x", "y", source=star, marker="star", size=28, fill_color=CHOSEN_COLOR, line_color="black",
               line_width=1.3, legend_label="LASE at the sliders' thresholds")
     p.add_layout(ColorBar(color_mapper=mapper, title="escalation rate", width=12,
                           formatter=NumeralTickFormatter(format="0%")), "right")
     p.yaxis.formatter = NumeralTickFormatter(format="0%")
     p.xaxis.formatter = NumeralTickFormatter(format="0,0")
-    p.xaxis.ticker = LogTicker(mantissas=[1, 2, 5])
+    p.xaxis.ticker = FixedTicker(ticks=[m * 10 ** e for e in range(1, 7) for m in (1, 2, 5) if x_lo <= m * 10 ** e <= x_hi])
     p.legend.label_text_font_size = "11px"
     p.legend.spacing = 2
     p.add_layout(p.legend[0], "right")
@@ -495,5 +495,5 @@ def frontier_panel(chains: Chains, tau_lp: float = 0.8, tau_h: float = 0.5, *, g
     doc.add_root(column(row(s_lp, s_h), p, readout))
     doc.js_on_event(DocumentReady, callback)
     data = {"kind": "frontier", "lp": lp, "h": h, "lookup": look, "common": look_c, "n": n}
-    return embed(doc, 440 + 70 + 40 + 26 * (2 + (1 + len(baselines) if have_common else 0)),
+    return embed(doc, 440 + 70 + 20 + 26 * (2 + (1 + len(baselines) if have_common else 0)),
                  "Chapter 05: LASE's thresholds on the frontier", data)
