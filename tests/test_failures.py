@@ -233,6 +233,25 @@ def test_confident_errors_figure_spreads_the_corner_and_counts_regions():
     plt.close(fig)
 
 
+def test_jitter_never_carries_a_point_across_the_gate():
+    """Issue 51: confident errors (accepted) sat in the shaded escalate region after jitter."""
+    import matplotlib.pyplot as plt
+
+    rng = np.random.default_rng(3)
+    p = np.concatenate([rng.uniform(0.79, 0.81, 200), rng.uniform(0.3, 1.0, 100)])
+    h = np.concatenate([rng.uniform(0.45, 0.55, 200), rng.uniform(0.0, 2.0, 100)])
+    frame = pd.DataFrame({"problem_id": [f"p{i}" for i in range(len(p))], "stage": 0, "answer": "1", "answered": True,
+                          "p_min": p, "h_max": h, "correct": rng.random(len(p)) < 0.5, "level": 1})
+    fig = F.plot_confident_errors(frame, 0.8, 0.5)
+    ax = fig.axes[0]
+    accepted = next(c for c in ax.collections if c.get_label().startswith("confident error"))
+    xy = accepted.get_offsets()
+    assert len(xy) and (xy[:, 0] < 1 - 0.8).all() and (xy[:, 1] <= 0.5).all()
+    escalated = next(c for c in ax.collections if c.get_label().startswith("wrong, escalated")).get_offsets()
+    assert ((escalated[:, 0] > 1 - 0.8) | (escalated[:, 1] > 0.5)).all()
+    plt.close(fig)
+
+
 def test_unparsed_counts_loops_and_extracted_answers():
     calls = pd.DataFrame([
         {"problem_id": "p1", "role": "leader", "stage": 0, "answer": "4", "finish_reason": "stop"},

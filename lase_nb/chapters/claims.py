@@ -49,8 +49,8 @@ NOT_OFFLINE = ("needs the paper's models (GPT-4.1-mini, Gemini-2.0-Flash, Llama-
 
 def accuracy_verdict(test: Mapping[str, float], kind: str = "better") -> str:
     """The verdict of a :func:`lase_nb.stats.paired_test` (a minus b) for a claim that a is
-    ``"better"`` than b, ``"no worse"`` (within :data:`MARGIN`), or ``"about equal"`` (within 5 points
-    either way, the shuffled-order claim). Below the size at which the test can decide
+    ``"better"`` than b, ``"no worse"`` (within :data:`MARGIN`), or ``"about equal"`` (the interval
+    within :data:`EQUAL_BAND`, 5 points either way, edges included: the shuffled-order claim). Below the size at which the test can decide
     (:func:`lase_nb.runs.decidable`: too few problems, or too few discordant ones), "too few problems"."""
     if kind not in ("better", "no worse", "about equal"):
         raise ValueError(f"kind must be better, no worse or about equal, got {kind!r}")
@@ -67,7 +67,9 @@ def accuracy_verdict(test: Mapping[str, float], kind: str = "better") -> str:
     if kind == "about equal":
         if clears_both(test) or clears_both(test, above=False):
             return "refuted"
-        return "reproduced" if test["diff_lo"] > -0.05 and test["diff_hi"] < 0.05 else "not shown"
+        # within the band, its edges included (as the figure draws it; 1e-9 absorbs float rounding of k/n)
+        inside = test["diff_lo"] >= -EQUAL_BAND - 1e-9 and test["diff_hi"] <= EQUAL_BAND + 1e-9
+        return "reproduced" if inside else "not shown"
     raise ValueError(f"kind must be better, no worse or about equal, got {kind!r}")
 
 

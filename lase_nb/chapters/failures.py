@@ -457,7 +457,7 @@ def gate_counts(frame: pd.DataFrame, tau_lp: float, tau_h: float) -> pd.DataFram
 def plot_confident_errors(frame: pd.DataFrame, tau_lp: float, tau_h: float, seed: int = 0):
     """Stage-0 answers by their distance from certainty: x = 1 - exp(LP_min), y = H_max, both on log
     scales (confident answers bottom right), the U = 1 region shaded, right and wrong answers with a
-    little jitter so that equal values stay visible, confident errors (wrong with U = 0) as
+    little jitter so that equal values stay visible (never across a threshold), confident errors (wrong with U = 0) as
     crosses, and the counts of each region printed in it."""
     import matplotlib.pyplot as plt
     from matplotlib.patches import Rectangle
@@ -474,6 +474,9 @@ def plot_confident_errors(frame: pd.DataFrame, tau_lp: float, tau_h: float, seed
     ylo = float(np.min(y)) / 2 if len(y) else _FLOOR_H / 2
     yhi = max(3.0, float(np.nanmax(y)) * 2) if len(y) else 3.0
     xg, yg = max(1 - tau_lp, _FLOOR_P), max(tau_h, _FLOOR_H)
+    # the jitter never carries a point across a threshold: each stays on its own side of the gate
+    jx = np.where(x > xg, np.maximum(jx, xg * 1.02), np.minimum(jx, xg / 1.02))
+    jy = np.where(y > yg, np.maximum(jy, yg * 1.02), np.minimum(jy, yg / 1.02))
     ax.add_patch(Rectangle((xg, ylo), xhi - xg, yhi - ylo, color="C1", alpha=0.13, lw=0,
                            label="U = 1: LASE escalates"))
     ax.add_patch(Rectangle((xlo, yg), xg - xlo, yhi - yg, color="C1", alpha=0.13, lw=0))
