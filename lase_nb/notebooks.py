@@ -474,12 +474,20 @@ def presenting_minutes(words: int, printed_words: int = 0, figures: int = 0, tab
             + MINUTES_PER_FIGURE * figures + MINUTES_PER_TABLE * tables)
 
 
+def is_panel(output: Mapping[str, Any]) -> bool:
+    """Whether a cell output is a kernel-free slider panel (:mod:`lase_nb.panels`), which the book
+    shows as it is and the budget counts as a figure."""
+    from .panels import PANEL_CLASS
+
+    return f'class="{PANEL_CLASS}"' in _joined((output.get("data") or {}).get("text/html", ""))
+
+
 def chapter_budget(nb: Path | Mapping[str, Any]) -> ChapterBudget:
     """Count what an executed chapter presents, as the book shows it (:func:`book_hides` cells left
     out, :data:`BOOK_MORE` cells counted apart): code and markdown cells, words of markdown
     (:func:`count_words`), words printed as prose (``text/markdown`` outputs and printed text),
     tables shown (pandas/HTML tables in outputs and markdown tables, with their columns) and
-    figures shown (image outputs). ``nb``: a path or a notebook already read."""
+    figures shown (image outputs and slider panels, :func:`is_panel`). ``nb``: a path or a notebook already read."""
     import nbformat
 
     if isinstance(nb, (str, Path)):
@@ -507,7 +515,7 @@ def chapter_budget(nb: Path | Mapping[str, Any]) -> ChapterBudget:
             data = o.get("data", {}) or {}
             if o.get("output_type") == "stream":
                 printed += count_words(_joined(o.get("text", "")))
-            elif any(k in data for k in _IMAGE_TYPES):
+            elif any(k in data for k in _IMAGE_TYPES) or is_panel(o):
                 figures += 1
             elif "text/html" in data and "<table" in _joined(data["text/html"]):
                 columns += html_tables(_joined(data["text/html"]))

@@ -21,10 +21,12 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["SliderAxis", "INDEX_JS", "READOUT_CLASS", "Panel", "embed", "first_true", "slider"]
+__all__ = ["SliderAxis", "INDEX_JS", "READOUT_CLASS", "PANEL_CLASS", "Panel", "embed", "first_true", "slider"]
 
 #: CSS class of the HTML a panel prints its numbers into (a browser test reads it by this name).
 READOUT_CLASS = "lase-readout"
+#: CSS class of a panel's ``<iframe>`` (the book's budget counts such an output as a figure).
+PANEL_CLASS = "lase-panel"
 
 #: The JavaScript function every panel's callback uses to turn a slider's value into an index.
 INDEX_JS = ("function index(s, n) { return Math.min(n - 1, Math.max(0, "
@@ -109,7 +111,7 @@ def embed(layout: Any, height: int, title: str, data: dict[str, Any] | None = No
     from bokeh.resources import INLINE
 
     page = file_html(layout, INLINE, title=title)
-    frame = (f'<iframe class="lase-panel" title="{html.escape(title)}" sandbox="allow-scripts" '
+    frame = (f'<iframe class="{PANEL_CLASS}" title="{html.escape(title)}" sandbox="allow-scripts" '
              f'style="width:100%;max-width:{width}px;height:{height}px;border:0" srcdoc="{html.escape(page)}">'
              f"</iframe>")
     return Panel(frame, dict(data or {}), height)

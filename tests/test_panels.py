@@ -69,3 +69,15 @@ def test_token_panel_is_a_standalone_page_with_every_position_computed():
     assert "LASE would call its first supporter" in page and "LASE would stop here and output 15" in page
     with pytest.raises(ValueError, match="one probability per token"):
         quickstart.token_panel(tokens, probs[:-1], [4, 5], conf)
+
+
+def test_the_budget_counts_a_panel_as_a_figure():
+    import nbformat
+
+    from lase_nb.notebooks import chapter_budget, is_panel
+
+    panel = quickstart.token_panel(["1", "5"], [0.9, 0.4], [0, 1], _conf(0.4, 0.3))
+    out = nbformat.v4.new_output("display_data", {"text/html": panel.html, "text/plain": "panel"})
+    cell = nbformat.v4.new_code_cell("quickstart.token_panel(...)", outputs=[out])
+    nb = nbformat.v4.new_notebook(cells=[cell])
+    assert is_panel(out) and chapter_budget(nb).figures == 1 and chapter_budget(nb).tables == 0
