@@ -466,7 +466,7 @@ def sampling_gap(runs: Mapping[str, Run], problems: Mapping[str, Any], n_boot: i
     by its own box (strict: no extraction step, which MAD's and MoA's first rounds do not run).
 
     One row per strategy present (``single`` first): temperature (0 for the single agent, the
-    run's ``temperature`` for the samples), answers, right, accuracy with a Wilson interval (over
+    run's ``temperature`` for the samples), answers, boxed (those with a box of their own), right, accuracy with a Wilson interval (over
     answers, which cluster by problem), problems; and for each sampled row ``gap``: on the problems
     it shares with the single agent, the mean over problems of (share of its answers right - the
     single agent right), with a bootstrap interval over problems (``gap_lo``, ``gap_hi``).
@@ -488,13 +488,14 @@ def sampling_gap(runs: Mapping[str, Run], problems: Mapping[str, Any], n_boot: i
                            for a, p in zip(first["answer"], first["problem_id"])], index=first.index)
         per_problem[s] = right.groupby(first["problem_id"].astype(str)).mean()
         k, n = int(right.sum()), len(right)
+        boxed = int(sum(answer_or_none(a) is not None for a in first["answer"]))
         lo, hi = wilson_interval(k, n)
         temperature = 0.0 if s == "single" else float(runs[s].manifest.get("config", {}).get("temperature", np.nan))
         rows.append({"strategy": s, "first answers": FIRST_ROUND_LABEL[s], "temperature": temperature,
-                     "answers": n, "right": k, "accuracy": k / n, "acc_lo": lo, "acc_hi": hi,
+                     "answers": n, "boxed": boxed, "right": k, "accuracy": k / n, "acc_lo": lo, "acc_hi": hi,
                      "problems": int(first["problem_id"].nunique())})
-    out = pd.DataFrame(rows, columns=["strategy", "first answers", "temperature", "answers", "right", "accuracy",
-                                      "acc_lo", "acc_hi", "problems"]).set_index("strategy")
+    out = pd.DataFrame(rows, columns=["strategy", "first answers", "temperature", "answers", "boxed", "right",
+                                      "accuracy", "acc_lo", "acc_hi", "problems"]).set_index("strategy")
     out["gap"] = out["gap_lo"] = out["gap_hi"] = np.nan
     if "single" in per_problem:
         ref = per_problem["single"]
@@ -513,6 +514,9 @@ def describe_sampling_gap(table: pd.DataFrame) -> str:
     first round, with the gap and its interval, and what follows for the strategies built on them."""
     if "single" not in table.index or len(table) < 2:
         return "No sampled first round to set beside the single agent's greedy answers."
+    if "boxed" in table and not table["boxed"].any():
+        return ("No first answer has a box of its own (the extraction step supplied every answer), so this "
+                "comparison, which grades each first answer by its own box, has nothing to compare.")
     s = table.loc["single"]
     parts = []
     for _, r in table.drop(index="single").iterrows():

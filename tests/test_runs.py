@@ -338,6 +338,12 @@ def test_sampling_gap_sets_the_greedy_single_agent_beside_the_sampled_first_roun
     text = runs.describe_sampling_gap(t)
     assert text.startswith("The single agent decodes greedily (temperature 0): 2 of 2 first answers right (100.0%).")
     assert "MAD's round 1 1 of 6 (16.7%, temperature 0.7), -83.3 points [" in text
+    assert t.loc["mad", "boxed"] == 5 and t.loc["single", "boxed"] == 2
+    # a model that never boxes (issue 50): every first answer came from the extraction step
+    unboxed = runs.sampling_gap({"single": _first_round_run("single", "solver", {"p1": [None], "p2": [None]}),
+                                 "mad": _first_round_run("mad", "debater", {"p1": [None] * 3, "p2": [None] * 3})},
+                                problems, n_boot=50)
+    assert runs.describe_sampling_gap(unboxed).startswith("No first answer has a box of its own")
 
 
 def test_sampling_gap_on_the_embedded_models_recording():

@@ -609,7 +609,7 @@ def describe_answers(frame: pd.DataFrame) -> str:
     p, a_ok = p[measured], a_ok[measured]
     if a_ok.any() and (~a_ok).any():
         out += (f" Median exp(LP_min): {np.median(p[a_ok]):.3f} on right and {np.median(p[~a_ok]):.3f} on wrong "
-                f"boxed answers; {np.mean(p >= 0.9):.0%} of all boxed answers are at 0.9 or above.")
+                f"answers; {np.mean(p >= 0.9):.0%} of all answers with a confidence are at 0.9 or above.")
     return out
 
 
