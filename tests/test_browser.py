@@ -364,6 +364,7 @@ def _open_panel(driver, page: Path, shots: Path) -> None:
 
     size = page.stat().st_size
     assert size <= PAGE_LIMIT, f"{page.name} weighs {size / 1e6:.1f} MB (limit {PAGE_LIMIT / 1e6:.0f} MB)"
+    _requests(driver)  # forget what the browser fetched for itself before the page (its new-tab page)
     driver.get(page.as_uri())
     frame = _wait(f"the panel in {page.name}", lambda: driver.find_elements(By.CSS_SELECTOR, "iframe.lase-panel"))[0]
     driver.execute_script("arguments[0].scrollIntoView()", frame)
@@ -372,7 +373,7 @@ def _open_panel(driver, page: Path, shots: Path) -> None:
     driver.switch_to.default_content()
     shots.mkdir(parents=True, exist_ok=True)
     frame.screenshot(str(shots / f"{page.stem}_panel.png"))
-    remote = [u for u in _requests(driver) if not u.startswith(("file:", "data:", "about:", "blob:"))]
+    remote = [u for u in _requests(driver) if u.split(":", 1)[0].lower() in ("http", "https", "ws", "wss", "ftp")]
     assert not remote, f"{page.name} asked the network for {remote[:5]}"
     driver.switch_to.frame(frame)
 
