@@ -83,12 +83,15 @@ def study_report(runs: Mapping[str, Any], price: Price | None = None, tau_lp: fl
     """The report of one study's ``runs`` (:func:`load_study`), one row per strategy, columns
     :data:`REPORT_COLUMNS`. Calls, tokens and dollars are per problem over the problems of the
     table (tokens: prompt + completion); without ``price`` the dollar columns are NaN. The single
-    agent's own row has no difference and no test."""
+    agent's own row has no difference and no test. A strategy recorded on far fewer problems than the
+    others is left out, as in chapter 04 (:func:`lase_nb.runs.split_by_coverage`); ``attrs["left_out"]``
+    names it with its problems."""
     if "lase" in runs or "lase-full" in runs:
         tables = strategy_tables(runs, tau_lp, tau_h)
     else:  # a study without LASE's full chain: its recorded runs as they are
         tables = {s: r.problems for s, r in runs.items()}
     table = main_comparison(tables)
+    left_out = {s: int(t["problem_id"].nunique()) for s, t in tables.items() if s not in table.index}
     ids = sorted(set.intersection(*(set(tables[s]["problem_id"].astype(str)) for s in table.index)))
     correct = {s: tables[s].set_index(tables[s]["problem_id"].astype(str)).loc[ids, "correct"].to_numpy(bool)
                for s in table.index}
@@ -111,7 +114,9 @@ def study_report(runs: Mapping[str, Any], price: Price | None = None, tau_lp: fl
                 row.update(usd_per_1000=1000 * usd["usd"] / len(ids), usd_cached_per_1000=1000 * usd["usd_cached"] / len(ids))
         row["tokens_per_problem"] = t["avg_tokens"]
         rows.append(row)
-    return pd.DataFrame(rows).reindex(columns=list(REPORT_COLUMNS))
+    out = pd.DataFrame(rows).reindex(columns=list(REPORT_COLUMNS))
+    out.attrs["left_out"] = left_out  # recorded on far fewer problems than the others (chapter 04's own small table)
+    return out
 
 
 def _whole(x: float, digits: int) -> str:
@@ -167,7 +172,12 @@ def format_reports(reports: Sequence[pd.DataFrame], headers: Sequence[str]) -> s
     studies side by side."""
     parts = []
     for report, head in zip(reports, headers):
-        parts += [head, report_display(report).to_string(index=False), ""]
+        parts += [head, report_display(report).to_string(index=False)]
+        short = report.attrs.get("left_out") or {}
+        if short:
+            parts.append("not in the table, recorded on far fewer problems than the others: "
+                         + ", ".join(f"{s} ({n} problem{'' if n == 1 else 's'})" for s, n in short.items()))
+        parts.append("")
     if len(reports) > 1:
         parts += ["the studies side by side:", side_by_side(reports).to_string(), ""]
     return "\n".join(parts).rstrip("\n")

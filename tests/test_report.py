@@ -138,6 +138,12 @@ def test_several_studies_side_by_side_and_bad_input(study, tmp_path, capsys):
     assert "hand study: accuracy %" in printed and "the same, again: accuracy %" in printed
     rows = list(csv.DictReader((tmp_path / "two.csv").open()))
     assert [r["study"] for r in rows] == ["hand study"] * 4 + ["the same, again"] * 4
+    # a run on far fewer problems is left out of the table, as in chapter 04, and named with its problems
+    write_run(study / "moa", "moa", [problem("q1", "moa", True, 100, 20)], [call("q1", "moa", "proposer", 0, "p0")])
+    rc = cli.main(["report", str(study), "--prices", str(tmp_path / "prices.json"), "--csv", str(tmp_path / "m.csv")])
+    printed = capsys.readouterr().out
+    assert rc == 0 and "not in the table, recorded on far fewer problems than the others: moa (1 problem)" in printed
+    assert [r["strategy"] for r in csv.DictReader((tmp_path / "m.csv").open())] == list(EXPECTED)
     # no price for the model: the table without dollars, and the line says how to add one
     rc = cli.main(["report", str(study), "--csv", str(tmp_path / "none.csv")])
     printed = capsys.readouterr().out
