@@ -292,6 +292,9 @@ def cmd_record(args) -> int:
         if value is not None and value < least:
             raise ConfigError(f"{flag} must be >= {least} (got {value})")
     problems = load_dataset(args.dataset, args.data_path, args.n, args.seed, levels=args.levels, split=args.split)
+    capped = study.capped_note(args.n, len(problems), args.dataset, args.data_path)
+    if capped:
+        print(capped)
     baselines = problems[:args.n_baselines] if args.n_baselines else None
     cal = (study.down_calibration_problems(args.dataset, args.data_path, args.n_down_calibration, args.seed,
                                            baselines or problems, args.levels, args.split) if "down" in names else [])
@@ -326,9 +329,14 @@ def cmd_record(args) -> int:
     header = (f"study {label!r}: {model} ({where}) on {args.dataset}, seed {args.seed}, "
               f"{len(problems)} problems -> {args.out}")
     table = study.plan_table(plans, rates, price)
-    print(study.format_plan(table, rates, price, header))
+    print(study.format_plan(table, rates, price, header, model=model, dataset=args.dataset))
     if price is None:
         print(f"dollars: no price for {model!r} in {args.prices or PRICES_PATH}; add it to a copy and pass --prices")
+    if args.backend == "local":
+        from .backends.local.files import bf16_note
+        note = bf16_note(args.dtype)
+        if note:
+            print(note)
     if args.dry_run:
         print("dry run: nothing sent" + (" (the pilot's calls are in the cache)" if args.pilot else ""))
         return 0
@@ -352,10 +360,10 @@ def cmd_record(args) -> int:
     calls = pd.concat([traces_calls(results).assign(run=name) for name, results in done.items()], ignore_index=True)
     print("\ncost, tokens (every call of each run, a call two runs share counted in both; cached input as the "
           "provider reported it, else estimated):")
-    print(cost_table(calls, by="run", used_only=False, min_prefix=min_prefix).round(3).to_string())
+    print(study.whole_numbers(cost_table(calls, by="run", used_only=False, min_prefix=min_prefix).round(3)).to_string())
     if price is not None:
         print(f"\ncost, dollars at {price.label()}:")
-        print(cost_table(calls, price, unit="dollars", by="run", used_only=False).round(6).to_string())
+        print(study.whole_numbers(cost_table(calls, price, unit="dollars", by="run", used_only=False).round(6)).to_string())
     print(f"\nwrote {out} ({engine.stats.model_calls} model calls, {engine.stats.cache_hits} from cache)")
     _print_report(out, args)
     unboxed, replies = unboxed_replies([r for results in done.values() for r in results])
@@ -407,7 +415,7 @@ def cmd_notebooks(args) -> int:
         raise ConfigError(f"--cell-timeout must be a positive number of seconds (got {args.cell_timeout})")
     params = {key: parse_value(value) for key, value in args.param or []}
     run_notebooks(args.names or None, params, Path(args.out), timeout=args.cell_timeout,
-                  figures=Path(args.figures) if args.figures else None)
+                  figures=Path(args.figures) if args.figures else None, jobs=args.jobs)
     return 0
 
 
@@ -551,9 +559,12 @@ def build_parser() -> argparse.ArgumentParser:
     n.add_argument("--out", default="build/notebooks", help="folder for executed copies")
     n.add_argument("--figures", default=None,
                    help="folder for the chapters' figures (default: $LASE_FIGURES_DIR when set, else OUT/figures; "
-                        "`make notebooks` passes figures/ to refresh the README's images)")
+                        "`make notebooks` passes figures/ to refresh the README's images); figures drawn from a "
+                        "live model call go to OUT/figures, never into the committed figures/")
     n.add_argument("--cell-timeout", type=int, default=CELL_TIMEOUT_S,
                    help=f"seconds one cell may run before the chapter fails (default {CELL_TIMEOUT_S})")
+    n.add_argument("--jobs", type=int, default=None,
+                   help="chapters run at once, each in its own kernel (default: the CPU cores; 1: one after another)")
     n.set_defaults(func=cmd_notebooks)
 
     b = sub.add_parser("book", help="HTML book (index + one page per chapter) from the executed notebooks")

@@ -153,16 +153,21 @@ def figures_folder(out: Path, figures: Path | None = None) -> Path:
 
 
 @contextlib.contextmanager
-def kernel_environment(figures: Path | None = None, recordings: Path | None = None) -> Iterator[None]:
+def kernel_environment(figures: Path | None = None, recordings: Path | None = None,
+                       live_figures: Path | None = None, threads: int | None = None) -> Iterator[None]:
     """Set :data:`KERNEL_ENV` and remove :data:`KERNEL_ENV_DROP` for the kernels started inside;
     the kernels read a private IPython profile whose startup file silences progress bars (see
     :data:`_QUIET_STARTUP`). ``figures``: the folder their figures go to (``$LASE_FIGURES_DIR``);
-    ``recordings``: a file the kernels append each run manifest they read to (``$LASE_RECORDINGS_LOG``)."""
+    ``live_figures``: the folder of figures drawn from a live model call (``$LASE_LIVE_FIGURES_DIR``;
+    never the committed ``figures/``, see :func:`lase_nb.plots.live_figures_dir`); ``recordings``: a
+    file the kernels append each run manifest they read to (``$LASE_RECORDINGS_LOG``); ``threads``:
+    CPU threads of each kernel's model (``$OMP_NUM_THREADS``, unless the caller set it)."""
     import tempfile
 
-    from .plots import FIGURES_ENV
+    from .plots import FIGURES_ENV, LIVE_FIGURES_ENV
 
-    saved = {k: os.environ.get(k) for k in (*KERNEL_ENV, *KERNEL_ENV_DROP, "IPYTHONDIR", FIGURES_ENV, RECORDINGS_ENV)}
+    saved = {k: os.environ.get(k) for k in (*KERNEL_ENV, *KERNEL_ENV_DROP, "IPYTHONDIR", FIGURES_ENV, RECORDINGS_ENV,
+                                            LIVE_FIGURES_ENV, "OMP_NUM_THREADS")}
     ipython_dir = tempfile.TemporaryDirectory(prefix="lase-nb-ipython-")
     startup = Path(ipython_dir.name) / "profile_default" / "startup"
     startup.mkdir(parents=True)
@@ -171,6 +176,11 @@ def kernel_environment(figures: Path | None = None, recordings: Path | None = No
     if figures is not None:
         Path(figures).mkdir(parents=True, exist_ok=True)
         os.environ[FIGURES_ENV] = str(Path(figures).resolve())
+    if live_figures is not None:
+        Path(live_figures).mkdir(parents=True, exist_ok=True)
+        os.environ[LIVE_FIGURES_ENV] = str(Path(live_figures).resolve())
+    if threads is not None and not saved["OMP_NUM_THREADS"]:
+        os.environ["OMP_NUM_THREADS"] = str(threads)
     if recordings is not None:
         os.environ[RECORDINGS_ENV] = str(Path(recordings).resolve())
     else:
@@ -206,10 +216,12 @@ def kernel_config():
 
 
 def execute(nb: Path, out: Path, params: dict[str, Any] | None = None, cell_timeout: int = CELL_TIMEOUT_S,
-            figures: Path | None = None) -> None:
-    """Run one chapter with papermill into ``out``, its figures saved under ``figures`` (default: as
-    the environment says, see :func:`lase_nb.plots.figures_dir`); a cell running past
-    ``cell_timeout`` seconds raises :class:`NotebookTimeout` naming the chapter and the cell."""
+            figures: Path | None = None, live_figures: Path | None = None, threads: int | None = None) -> None:
+    """Run one chapter with papermill into ``out``, its figures saved under ``figures`` and those
+    drawn from a live model call under ``live_figures`` (default: as the environment says, see
+    :func:`lase_nb.plots.figures_dir` and :func:`~lase_nb.plots.live_figures_dir`); ``threads``: the
+    model's CPU threads in the kernel. A cell running past ``cell_timeout`` seconds raises
+    :class:`NotebookTimeout` naming the chapter and the cell."""
     import papermill as pm
     from nbclient.exceptions import CellTimeoutError
 
@@ -223,7 +235,7 @@ def execute(nb: Path, out: Path, params: dict[str, Any] | None = None, cell_time
     with tempfile.TemporaryDirectory(prefix="lase-nb-recordings-") as tmp:
         log = Path(tmp) / "manifests.txt"
         try:
-            with kernel_environment(figures, recordings=log):
+            with kernel_environment(figures, recordings=log, live_figures=live_figures, threads=threads):
                 pm.execute_notebook(str(nb), str(out), parameters=params or {}, cwd=str(NOTEBOOKS),
                                     kernel_name="python3", progress_bar=False, execution_timeout=cell_timeout,
                                     on_cell_start=on_cell_start, config=kernel_config())
@@ -249,14 +261,67 @@ def _store_recordings(executed: Path, log: Path) -> None:
     nbformat.write(nb, str(executed))
 
 
+class NotebookFailed(LaseError):
+    """A chapter run beside others stopped with an error (its executed copy shows the cell)."""
+
+
+def default_jobs() -> int:
+    """Chapters :func:`run_notebooks` runs at once by default: the CPU cores this process may use."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+#: A chapter whose source holds this may call a model (the embedded one on the default backend).
+_CALLS_A_MODEL = "live_engine("
+
+
+def _prepare_model(books: Sequence[Path], params: Mapping[str, Any]) -> None:
+    """Convert the local model the chapters call once, before they run at once (each would
+    otherwise wait for the first one's conversion, holding a core idle)."""
+    if params.get("backend", "local") != "local" or not any(_CALLS_A_MODEL in b.with_suffix(".py").read_text()
+                                                              for b in books if b.with_suffix(".py").is_file()):
+        return
+    from .backends.local.files import DEFAULT_MODEL, prepare
+
+    t0 = time.perf_counter()
+    prepare(str(params.get("model") or DEFAULT_MODEL))
+    if time.perf_counter() - t0 > 1:
+        print(f"[notebooks] the model converted once in {time.perf_counter() - t0:.1f} s", flush=True)
+
+
+def _run_one(nb: Path, out: Path, params: dict[str, Any], timeout: int, figures: Path, live_figures: Path,
+             threads: int | None, beside_others: bool) -> float:
+    """One chapter for :func:`run_notebooks`; returns its seconds. Beside others (in a worker
+    process) an error comes back as :class:`NotebookFailed`, which crosses the process boundary."""
+    t0 = time.perf_counter()
+    print(f"[notebooks] {nb.name} {params or ''}", flush=True)
+    try:
+        execute(nb, out / nb.name, params, timeout, figures=figures, live_figures=live_figures, threads=threads)
+    except LaseError:
+        raise
+    except Exception as e:
+        if not beside_others:
+            raise
+        where = f"cell {e.exec_count}: {e.ename}: {e.evalue}" if hasattr(e, "ename") else f"{type(e).__name__}: {e}"
+        raise NotebookFailed(f"{nb.stem} failed at {where.strip()[:500]} (the executed copy: {out / nb.name})") from None
+    seconds = time.perf_counter() - t0
+    print(f"[notebooks] {nb.name} done in {seconds:.1f} s", flush=True)
+    return seconds
+
+
 def run_notebooks(names: Sequence[str] | None = None, params: dict[str, Any] | None = None,
                   out: Path = REPO / "build" / "notebooks", timeout: int = CELL_TIMEOUT_S,
-                  figures: Path | None = None) -> dict[str, float]:
+                  figures: Path | None = None, jobs: int | None = None) -> dict[str, float]:
     """Run each notebook with papermill into ``out``; pass each only the parameters it declares.
 
-    Figures go to :func:`figures_folder` (``out/figures`` unless ``figures`` or
-    ``$LASE_FIGURES_DIR`` says otherwise). ``timeout`` bounds every cell (seconds). Returns the
-    execution time per chapter.
+    ``jobs`` chapters run at once, each in its own process (default :func:`default_jobs`, the
+    cores; the chapters are independent), after the model they call is converted once; each
+    kernel's model then gets ``cores // jobs`` threads. Figures go to :func:`figures_folder`
+    (``out/figures`` unless ``figures`` or ``$LASE_FIGURES_DIR`` says otherwise), those drawn from a
+    live model call to ``out/figures`` (never the committed ``figures/``). ``timeout`` bounds every
+    cell (seconds). Returns the execution time per chapter, in chapter order.
     """
     import papermill as pm
 
@@ -265,16 +330,31 @@ def run_notebooks(names: Sequence[str] | None = None, params: dict[str, Any] | N
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     params = absolute_paths(params or {})  # a folder the caller names is read from the caller's folder, not notebooks/
-    times = {}
-    for nb in list_notebooks(names):
-        declared = pm.inspect_notebook(str(nb))
-        mine = {k: v for k, v in params.items() if k in declared}
-        t0 = time.perf_counter()
-        print(f"[notebooks] {nb.name} {mine or ''}", flush=True)
-        execute(nb, out / nb.name, mine, timeout, figures=figures_folder(out, figures))
-        times[nb.stem] = time.perf_counter() - t0
-        print(f"[notebooks] {nb.name} done in {times[nb.stem]:.1f} s", flush=True)
-    return times
+    books = list_notebooks(names)
+    if jobs is not None and jobs < 1:
+        raise ConfigError(f"--jobs must be a positive number of chapters at once (got {jobs})")
+    jobs = max(1, min(jobs or default_jobs(), len(books)))
+    mine = {nb: {k: v for k, v in params.items() if k in pm.inspect_notebook(str(nb))} for nb in books}
+    where = dict(out=out, timeout=timeout, figures=figures_folder(out, figures), live_figures=out / "figures")
+    if jobs == 1:
+        return {nb.stem: _run_one(nb, params=mine[nb], threads=None, beside_others=False, **where) for nb in books}
+    import concurrent.futures as cf
+    import multiprocessing
+
+    _prepare_model(books, params)
+    threads = max(1, default_jobs() // jobs)
+    print(f"[notebooks] {len(books)} notebooks, {jobs} at once", flush=True)
+    times: dict[str, float] = {}
+    with cf.ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+        running = {pool.submit(_run_one, nb, params=mine[nb], threads=threads, beside_others=True, **where): nb
+                   for nb in books}
+        try:
+            for done in cf.as_completed(running):
+                times[running[done].stem] = done.result()
+        except BaseException:
+            pool.shutdown(wait=True, cancel_futures=True)  # the chapters already running finish; no new one starts
+            raise
+    return {nb.stem: times[nb.stem] for nb in books}
 
 
 # --------------------------------------------------------------------------------------------
@@ -294,6 +374,39 @@ HIDDEN_TAGS = ("parameters", "injected-parameters", "papermill-error-cell-tag", 
 
 #: A code cell that only builds widgets: it starts with ``if interactive`` and showed nothing.
 _WIDGET_ONLY = re.compile(r"\A(?:\s*#[^\n]*\n)*\s*if\s+interactive\b")
+#: Cell tag: the book shows the cell's output but not its code (a loader a lecturer does not read
+#: out). A chapter's set-up cell, the code cell that starts with its imports, is treated the same.
+BOOK_HIDE_INPUT = "book-hide-input"
+#: A set-up cell: its first line of code is an import.
+_SETUP = re.compile(r"\A(?:\s*#[^\n]*\n)*\s*(?:import|from)\s")
+
+
+def book_hides_input(cell: Mapping[str, Any]) -> bool:
+    """Whether the book shows ``cell``'s outputs without its code: a code cell tagged
+    :data:`BOOK_HIDE_INPUT`, or a set-up cell (it starts with an import)."""
+    return cell.get("cell_type") == "code" and (BOOK_HIDE_INPUT in _tags(cell)
+                                                 or bool(_SETUP.match(str(cell.get("source", "")))))
+
+
+def figure_alt_texts(nb: Mapping[str, Any]) -> list[str]:
+    """One alternative text per image output of ``nb``, in order: the chapter section it sits in
+    and the first sentence of the markdown just before its cell (which says what the figure shows)."""
+    alts, section, prose = [], "", ""
+    for cell in nb.get("cells", []):
+        source = _joined(cell.get("source", ""))
+        if cell.get("cell_type") == "markdown":
+            text = " ".join(ln.strip() for ln in source.splitlines() if ln.strip() and not ln.lstrip().startswith("#"))
+            heads = [ln.lstrip("#").strip() for ln in source.splitlines() if ln.lstrip().startswith("#")]
+            if heads:
+                section = heads[-1]
+            if text:
+                prose = re.split(r"(?<=[.?!])\s", re.sub(r"[*`$\\]", "", _LINK_TARGET.sub("]", text)), maxsplit=1)[0]
+                prose = prose.replace("[", "").replace("]", "")
+            continue
+        for o in cell.get("outputs", []) or []:
+            if any(k in (o.get("data") or {}) for k in _IMAGE_TYPES):
+                alts.append(f"Figure in section {section}: {prose}" if prose else f"Figure in section {section}")
+    return alts
 
 
 def _tags(cell: Mapping[str, Any]) -> list[str]:
@@ -737,6 +850,10 @@ def book_notebook(nb_path: Path):
             continue
         if cell.cell_type == "code":
             cell.outputs = [o for o in cell.get("outputs", []) if o.get("output_type") != "error"]
+            if book_hides_input(cell):
+                cell.metadata.setdefault("transient", {})["remove_source"] = True
+                if not cell.outputs:
+                    continue
         shown.append(cell)
     nb.cells = shown
     at, heading = _first_heading(nb)
@@ -756,6 +873,7 @@ def book_notebook(nb_path: Path):
     if inside:
         out.append(nbformat.v4.new_markdown_cell(_MORE_MARK.format("end")))
     nb.cells = out
+    nb.metadata["lase_alt"] = figure_alt_texts(nb)
     if failed is not None:
         where = f"cell {failed[0]}" if failed[0] >= 0 else "a cell"
         banner = (f"**FAILED.** This chapter did not run to its end: {where} raised "
@@ -766,6 +884,31 @@ def book_notebook(nb_path: Path):
     return nb
 
 
+#: The alternative text nbconvert gives an image that has none.
+_NO_ALT = 'alt="No description has been provided for this image"'
+
+
+def _with_alt_texts(body: str, alts: Sequence[str]) -> str:
+    """Each image's generic alternative text replaced, in order, by one of :func:`figure_alt_texts`."""
+    parts = body.split(_NO_ALT)
+    out = [parts[0]]
+    for i, rest in enumerate(parts[1:]):
+        alt = alts[i] if i < len(alts) else "Figure"
+        out.append(f'alt="{html.escape(alt, quote=True)}"' + rest)
+    return "".join(out)
+
+
+def _navigation(pages: Sequence[tuple[str, str]], i: int) -> str:
+    """The previous / contents / next links of page ``i`` of ``pages`` ((file stem, title) pairs)."""
+    links = []
+    if i > 0:
+        links.append(f'<a rel="prev" href="{pages[i - 1][0]}.html">&larr; {html.escape(pages[i - 1][1])}</a>')
+    links.append('<a href="index.html">Contents</a>')
+    if i + 1 < len(pages):
+        links.append(f'<a rel="next" href="{pages[i + 1][0]}.html">{html.escape(pages[i + 1][1])} &rarr;</a>')
+    return '<nav class="lase-nav">' + " &middot; ".join(links) + "</nav>"
+
+
 def _more_sections(body: str) -> str:
     """Turn the "more" markers of :func:`book_notebook` into ``<details>`` sections, closed."""
     return _MORE_CELL.sub(lambda m: ('<details class="lase-more"><summary>More (not presented; click to open)</summary>'
@@ -774,7 +917,8 @@ def _more_sections(body: str) -> str:
 
 #: Style of the book's own parts: the "More" sections and the FAILED mark in the index.
 _BOOK_CSS = ("<style>details.lase-more{border-left:3px solid #bbb;margin:1em 0;padding-left:.8em}"
-             "details.lase-more>summary{cursor:pointer;color:#555;font-style:italic}</style>")
+             "details.lase-more>summary{cursor:pointer;color:#555;font-style:italic}"
+             "nav.lase-nav{font-family:sans-serif;margin:1em auto;max-width:60em;padding:.5em 1em;color:#555}</style>")
 
 
 #: A ``<script>`` that would load code from the network (require.js, MathJax from a CDN).
@@ -876,13 +1020,17 @@ def build_book(executed: Path = REPO / "build" / "notebooks", out: Path = REPO /
     exporter.exclude_input_prompt = True
     exporter.exclude_output_prompt = True
     rows: dict[bool, list[str]] = {False: [], True: []}
-    for nb in chapters:
+    pages = [(nb.stem, book_title(nb.stem, _title(nb))) for nb in chapters]  # the reading order, for the links
+    for i, nb in enumerate(chapters):
         node = book_notebook(nb)
         failed = failed_cell(json.loads(nb.read_text()))
         body, _ = exporter.from_notebook_node(node, resources={"metadata": {"name": nb.stem, "path": str(nb.parent)}})
         body = _NOTEBOOK_LINK.sub(r'href="\1.html"', body)  # a link to another chapter opens its page
         body = _REMOTE_SCRIPT.sub(lambda m: m.group(0) if mathjax_url and mathjax_url in m.group(0) else "", body)
         body = _more_sections(body).replace("</head>", _BOOK_CSS + "</head>", 1)
+        body = _with_alt_texts(body, node.metadata.get("lase_alt", []))
+        nav = _navigation(pages, i)
+        body = re.sub(r"(<body[^>]*>)", lambda m: m.group(1) + nav, body, count=1).replace("</body>", nav + "</body>", 1)
         (out / f"{nb.stem}.html").write_text(body, encoding="utf-8")
         if not mathjax_url:
             n = exporter.formulas

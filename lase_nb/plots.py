@@ -16,7 +16,11 @@ Usage in a notebook::
 other label (:func:`touches`), so that names sit beside points instead of moving the points.
 
 Figures go to the folder named by the environment variable ``LASE_FIGURES_DIR`` when it is set
-(CI points it at a build folder), otherwise to ``figures/`` at the repository root.
+(CI points it at a build folder), otherwise to ``figures/`` at the repository root. A figure drawn
+from a live model call (``savefig(..., live=True)``) is never written into the committed
+``figures/``: its numbers are the CPU's float arithmetic, whose last bits differ between CPUs, so
+it goes to ``LASE_LIVE_FIGURES_DIR`` when set, else beside the others, else (when those are the
+committed ``figures/``) to ``build/figures/`` (:func:`live_figures_dir`).
 """
 
 from __future__ import annotations
@@ -37,6 +41,8 @@ if TYPE_CHECKING:
 
 #: Environment variable that redirects exported figures.
 FIGURES_ENV = "LASE_FIGURES_DIR"
+#: Environment variable that redirects figures drawn from a live model call (:func:`live_figures_dir`).
+LIVE_FIGURES_ENV = "LASE_LIVE_FIGURES_DIR"
 #: Seaborn palette of the house style (distinguishable for colour-blind readers).
 PALETTE = "colorblind"
 
@@ -104,15 +110,36 @@ def set_style(context: str = "notebook", font_scale: float = 1.15) -> None:
     )
 
 
+#: The repository around an editable install (None for an installed copy, which has none).
+_REPO = Path(__file__).resolve().parents[1]
+REPO: Path | None = _REPO if (_REPO / "pyproject.toml").exists() else None
+
+
 def figures_dir() -> Path:
     """The folder figures are written to (created if missing)."""
     env = os.environ.get(FIGURES_ENV)
     if env:
         folder = Path(env).expanduser()
     else:
-        repo = Path(__file__).resolve().parents[1]
         # An installed (non-editable) copy has no repository around it: use the working folder.
-        folder = repo / "figures" if (repo / "pyproject.toml").exists() else Path.cwd() / "figures"
+        folder = (REPO or Path.cwd()) / "figures"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def is_committed_figures(folder: Path) -> bool:
+    """Whether ``folder`` is the repository's committed ``figures/`` (the README's images)."""
+    return REPO is not None and Path(folder).expanduser().resolve() == (REPO / "figures").resolve()
+
+
+def live_figures_dir() -> Path:
+    """The folder a figure drawn from a live model call is written to (created if missing):
+    ``$LASE_LIVE_FIGURES_DIR`` when set, else :func:`figures_dir`; never the committed ``figures/``,
+    whose place ``build/figures/`` takes (so ``make notebooks`` leaves ``git status`` clean on any CPU)."""
+    env = os.environ.get(LIVE_FIGURES_ENV)
+    folder = Path(env).expanduser() if env else figures_dir()
+    if is_committed_figures(folder):
+        folder = (REPO or Path.cwd()) / "build" / "figures"
     folder.mkdir(parents=True, exist_ok=True)
     return folder
 
@@ -122,14 +149,17 @@ def figures_dir() -> Path:
 PNG_METADATA: dict[str, Any] = {"Software": None}
 
 
-def savefig(fig, name: str, *, dpi: int = SAVE_DPI) -> Path:
+def savefig(fig, name: str, *, dpi: int = SAVE_DPI, live: bool = False) -> Path:
     """Write ``fig`` as PNG under :func:`figures_dir` and return the path (``.png`` is added).
 
     The file depends only on what is drawn: a fixed resolution, no metadata (:data:`PNG_METADATA`)
     and, with :func:`set_style`, the font that ships with matplotlib. Drawing the same figure twice
     writes the same bytes, so ``git status`` shows a committed figure as changed only when the
-    figure changed (``tests/test_notebooks.py`` checks it on the executed chapters)."""
-    path = figures_dir() / (name if name.endswith(".png") else f"{name}.png")
+    figure changed (``tests/test_notebooks.py`` checks it on the executed chapters). ``live``: the
+    figure is drawn from a live model call, whose float bits depend on the CPU; it goes to
+    :func:`live_figures_dir`, never into the committed ``figures/``."""
+    folder = live_figures_dir() if live else figures_dir()
+    path = folder / (name if name.endswith(".png") else f"{name}.png")
     fig.savefig(path, dpi=dpi, bbox_inches="tight", format="png", metadata=PNG_METADATA)
     return path
 

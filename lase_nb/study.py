@@ -37,7 +37,8 @@ from .types import Generation, Problem
 
 __all__ = ["RunPlan", "Rate", "Rates", "plan_runs", "study_runs", "down_calibration_problems", "calibrate_down",
            "planned_calls", "rates_from_runs", "rates_from_folder", "pilot_rates", "plan_table", "format_plan",
-           "record_study", "answer_distribution", "STUDY_FILE", "DEFAULT_RATES"]
+           "record_study", "answer_distribution", "STUDY_FILE", "DEFAULT_RATES", "estimate_note", "calibration_note",
+           "capped_note", "duration", "pilot_timing", "whole_numbers"]
 
 #: The study's own description, beside its run folders.
 STUDY_FILE = "study.json"
@@ -168,10 +169,16 @@ class Rate:
 
 @dataclass
 class Rates:
-    """Recorded rates by run folder name, and where they come from (said in the plan)."""
+    """Recorded rates by run folder name, and where they come from (said in the plan): ``model``
+    and ``dataset`` whose calls they are (None: the study's own, a pilot), and with a pilot the
+    ``seconds_per_call`` it took and how that was measured (``timing``)."""
 
     by_run: dict[str, Rate]
     source: str
+    model: str | None = None
+    dataset: str | None = None
+    seconds_per_call: float | None = None
+    timing: str = ""
 
     def for_plan(self, plan: RunPlan) -> tuple[float, Rate | None]:
         """(expected calls per problem, per-call rate) for a plan: the recorded calls per problem
@@ -233,7 +240,8 @@ def _rates_from_folder(folder: str | Path, min_prefix: int) -> Rates:
     what = f"{m.get('model', 'unknown model')} on {m.get('dataset', 'unknown data')}"
     if examples:
         what += f" with {examples} worked example{'s' if examples != 1 else ''}"
-    return rates_from_runs(runs, f"recorded rates of {what} ({folder})", min_prefix)
+    rates = rates_from_runs(runs, f"recorded rates of {what} ({folder})", min_prefix)
+    return replace(rates, model=m.get("model"), dataset=m.get("dataset"))
 
 
 def pilot_rates(engine: Engine, plans: Sequence[RunPlan], k: int, window: int = 32,
@@ -246,13 +254,31 @@ def pilot_rates(engine: Engine, plans: Sequence[RunPlan], k: int, window: int = 
     if k < 1:
         raise ConfigError(f"--pilot must be a positive number of problems (got {k})")
     runs = {}
+    made_before, t0 = engine.stats.model_calls, time.perf_counter()
+    latencies: list[float] = []
     for plan in plans:
         probs = plan.problems[:k]
         results = run_problems(plan.strategy, probs, engine, plan.config, window=window, progress=False)
+        latencies += [c.latency_s for r in results for c in list(r.calls) + list(r.recording_calls)]
         runs[plan.name] = run_from_results(results, probs, {"strategy": plan.strategy,
                                                             "config": asdict(plan.config)})
-    return rates_from_runs(runs, f"a pilot on the first {k} problem{'s' if k != 1 else ''} of each run "
-                                 f"({engine.backend.model}; reused from the cache)", min_prefix)
+    rates = rates_from_runs(runs, f"a pilot on the first {k} problem{'s' if k != 1 else ''} of each run "
+                                  f"({engine.backend.model}; reused from the cache)", min_prefix)
+    return replace(rates, **pilot_timing(engine.stats.model_calls - made_before, time.perf_counter() - t0, latencies))
+
+
+def pilot_timing(made: int, wall_s: float, latencies: Sequence[float]) -> dict[str, Any]:
+    """Seconds per call from a pilot: its wall time over the model calls it made, or, when every
+    call came from the cache, the calls' recorded latency (each as if sent alone: an upper bound
+    where calls ran at once). Empty when neither is known."""
+    if made > 0:
+        return {"seconds_per_call": wall_s / made,
+                "timing": f"the pilot's {made} model call{'s' if made != 1 else ''} in {wall_s:.0f} s"}
+    if latencies and sum(latencies) > 0:
+        return {"seconds_per_call": sum(latencies) / len(latencies),
+                "timing": f"at most: the recorded time of the pilot's {len(latencies)} calls in the cache, "
+                          f"one at a time"}
+    return {}
 
 
 def plan_table(plans: Sequence[RunPlan], rates: Rates | None = None, price: Price | None = None) -> pd.DataFrame:
@@ -287,8 +313,10 @@ def plan_table(plans: Sequence[RunPlan], rates: Rates | None = None, price: Pric
 
 
 def format_plan(table: pd.DataFrame, rates: Rates | None = None, price: Price | None = None,
-                header: str = "") -> str:
-    """The plan as printed before a study: the table, its totals and where each estimate comes from."""
+                header: str = "", model: str | None = None, dataset: str | None = None) -> str:
+    """The plan as printed before a study: the table, its totals and where each estimate comes
+    from (with :func:`estimate_note` for the study's ``model`` and ``dataset``), the expected wall
+    time where the rates carry seconds per call, and :func:`calibration_note`."""
     show = pd.DataFrame({"run": table["run"], "problems": table["problems"], "calls per problem": table["per_problem"],
                          "calls": [f"{c}" if e else f"<= {c}" for c, e in zip(table["calls"], table["exact"])]})
     if "input_tokens" in table:
@@ -304,15 +332,82 @@ def format_plan(table: pd.DataFrame, rates: Rates | None = None, price: Price | 
               f"calls: {'' if table['exact'].all() else 'at most '}{total} "
               f"(answer-extraction steps not counted: at most one more per graded reply without \\boxed{{}})"]
     if "input_tokens" in table:
+        note = estimate_note(rates, model, dataset)
         lines.append(f"tokens, expected: {table['input_tokens'].sum():,.0f} input ({table['cached_input_tokens'].sum():,.0f} "
                      f"of them cached input, estimated), {table['output_tokens'].sum():,.0f} output; from "
-                     f"{rates.source if rates else 'recorded rates'}")
+                     f"{rates.source if rates else 'recorded rates'}" + (f"; {note}" if note else ""))
     else:
         lines.append("tokens: no estimate (no recorded rates; --pilot K measures them on your model)")
     if "usd" in table and price is not None:
         lines.append(f"dollars, expected: ${table['usd'].sum():.4f}, ${table['usd_cached'].sum():.4f} with the "
                      f"cached-input discount, at {price.label()}")
+    if rates is not None and rates.seconds_per_call:
+        calls = float(table["expected_calls"].sum())
+        lines.append(f"time, expected: {duration(calls * rates.seconds_per_call)} ({calls:,.0f} calls at "
+                     f"{rates.seconds_per_call:.2g} s a call; {rates.timing})")
+    note = calibration_note(table)
+    if note:
+        lines.append(note)
     return "\n".join(lines)
+
+
+def estimate_note(rates: Rates | None, model: str | None, dataset: str | None) -> str | None:
+    """The next step when the token estimate is another model's or data set's (the committed
+    recording's, say): ``--pilot`` measures the study's own. None when they match or are unknown."""
+    if rates is None or (rates.model is None and rates.dataset is None):
+        return None
+    other = [f"{mine} is not {theirs}" for mine, theirs in ((model, rates.model), (dataset, rates.dataset))
+             if mine and theirs and mine != theirs]
+    if not other:
+        return None
+    return (f"{' and '.join(other)}, so these rates may be far off: run with --pilot 2 first to measure "
+            f"your model's (the study then reuses the pilot's calls)")
+
+
+#: DOWN's calibration is named in the plan when it takes at least this share of the calls.
+CALIBRATION_SHARE = 1 / 3
+
+
+def calibration_note(table: pd.DataFrame, share: float = CALIBRATION_SHARE) -> str | None:
+    """When DOWN's threshold calibration is a large part of a small study (at least ``share`` of
+    the planned calls), say so and name ``--n-down-calibration``."""
+    cal = table[table["run"].str.endswith("(calibration)")]
+    total = int(table["calls"].sum())
+    if cal.empty or not total or cal["calls"].sum() < share * total:
+        return None
+    calls, problems = int(cal["calls"].sum()), int(cal["problems"].sum())
+    return (f"DOWN's threshold calibration ({problems} problems, each debated) is {calls} of the {total} calls "
+            f"({calls / total:.0%}): --n-down-calibration N chooses it on fewer problems (0: no calibration, "
+            f"DOWN keeps its configured threshold)")
+
+
+def duration(seconds: float) -> str:
+    """``"45 s"``, ``"7 min"``, ``"2 h 5 min"``: a wall time as a reader says it."""
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    minutes = round(seconds / 60)
+    return f"{minutes} min" if minutes < 120 else f"{minutes // 60} h {minutes % 60} min"
+
+
+def capped_note(asked: int, got: int, dataset: str, data_path: str | None = None) -> str | None:
+    """``--n`` larger than the data set: how many problems the study records instead."""
+    if got >= asked:
+        return None
+    where = f"{dataset} ({data_path})" if data_path else dataset
+    return f"--n {asked}: {where} has {got} problem{'s' if got != 1 else ''} here, so the study records {got}"
+
+
+def whole_numbers(table: pd.DataFrame) -> pd.DataFrame:
+    """``table`` with counts printed as integers: token columns rounded (cached input may be
+    estimated) and every other float column whose values are all whole, as integers."""
+    out = table.copy()
+    for col in out.columns:
+        values = out[col]
+        if not pd.api.types.is_float_dtype(values):
+            continue
+        if "tokens" in str(col) or (values.dropna() == values.dropna().round()).all():
+            out[col] = values.round().astype("Int64")
+    return out
 
 
 # ---------------------------------------------------------------------------------- recording

@@ -13,6 +13,7 @@ import nbformat
 import papermill as pm
 import pytest
 
+from lase_nb.errors import ConfigError
 from lase_nb.notebooks import (NOTEBOOKS, NotebookTimeout, build_book, execute, inline_images, kernel_environment,
                                list_notebooks, parse_value)
 
@@ -237,6 +238,7 @@ def test_book_needs_executed_chapters(tmp_path):
 @pytest.mark.parametrize("nb", BOOKS, ids=lambda p: p.stem)
 def test_notebook_executes(nb: Path, tmp_path, monkeypatch):
     monkeypatch.setenv("LASE_FIGURES_DIR", str(tmp_path / "figures"))
+    monkeypatch.setenv("LASE_LIVE_FIGURES_DIR", str(tmp_path / "live"))  # as `make notebooks`: apart from figures/
     monkeypatch.setenv("LASE_CACHE", str(tmp_path / "cache.sqlite"))
     out = tmp_path / nb.name
     if nb.stem.startswith("02"):
@@ -255,7 +257,8 @@ def test_notebook_executes(nb: Path, tmp_path, monkeypatch):
     errors = [o for o in outputs if o.get("output_type") == "error"]
     assert not errors
     if "savefig(" in nb.with_suffix(".py").read_text():  # every core chapter draws; an appendix may only tabulate
-        assert list((tmp_path / "figures").glob("*.png")), f"{nb.name} exported no figure"
+        assert list((tmp_path / "figures").glob("*.png")) or list((tmp_path / "live").glob("*.png")), \
+            f"{nb.name} exported no figure"
         # Every chapter that draws a figure shows it inline, and makes no widget when not interactive.
         assert inline_images(out) >= 1, f"{nb.name}: figures were saved but none is shown in the notebook"
     assert not [o for o in outputs if WIDGET in o.get("data", {})], f"{nb.name}: widget output with interactive=False"
@@ -274,7 +277,8 @@ def _executed(nb: Path, tmp_path_factory) -> tuple[Path, Path]:
         folder = tmp_path_factory.mktemp(nb.stem)
         with pytest.MonkeyPatch.context() as mp:
             mp.setenv("LASE_CACHE", str(folder / "cache.sqlite"))
-            execute(nb, folder / nb.name, {"interactive": False}, figures=folder / "figures")
+            execute(nb, folder / nb.name, {"interactive": False}, figures=folder / "figures",
+                    live_figures=folder / "live")
         _EXECUTED[nb.stem] = (folder / nb.name, folder / "figures")
     return _EXECUTED[nb.stem]
 
@@ -303,6 +307,39 @@ def test_an_executed_chapter_saves_its_figures_where_it_is_told(tmp_path):
     assert (tmp_path / "figs" / "probe_issue38.png").stat().st_size > 0
     if repo_figures is not None:
         assert {p.name: p.stat().st_mtime_ns for p in figures_dir().glob("*")} == repo_figures
+
+
+def test_chapters_run_at_once_each_in_its_kernel(tmp_path, monkeypatch):
+    """`make notebooks` runs the chapters in a pool sized to the cores: each in its own kernel,
+    the model's threads shared out, figures where they belong, times back in chapter order; a
+    chapter that fails beside others is named with its cell and error."""
+    from lase_nb import notebooks
+
+    books = tmp_path / "books"
+    books.mkdir()
+    for name in ("90_one", "91_two"):
+        _tiny_notebook(books / f"{name}.ipynb",
+                       "import os, matplotlib.pyplot as plt\nfrom lase_nb import plots\nfig, ax = plt.subplots()\n"
+                       f"plots.savefig(fig, '{name}')\nplots.savefig(fig, '{name}_live', live=True)\n"
+                       "print('threads', os.environ.get('OMP_NUM_THREADS'))")
+    monkeypatch.setattr(notebooks, "NOTEBOOKS", books)
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setattr(notebooks, "default_jobs", lambda: 2)
+    times = notebooks.run_notebooks(params={"interactive": False}, out=tmp_path / "out",
+                                    figures=tmp_path / "figs", jobs=2)
+    assert list(times) == ["90_one", "91_two"] and all(s > 0 for s in times.values())
+    printed = [_text(_outputs(tmp_path / "out" / f"{n}.ipynb")) for n in times]
+    assert all("threads 1" in p for p in printed), printed  # two cores, two kernels: one thread each
+    assert {p.name for p in (tmp_path / "figs").glob("*.png")} == {"90_one.png", "91_two.png"}
+    assert {p.name for p in (tmp_path / "out" / "figures").glob("*.png")} == {"90_one_live.png", "91_two_live.png"}
+
+    (books / "90_one.ipynb").unlink()
+    _tiny_notebook(books / "92_broken.ipynb", "raise ValueError('not enough values 92')")
+    with pytest.raises(notebooks.NotebookFailed, match=r"92_broken failed at cell 1: ValueError: not enough values 92"):
+        notebooks.run_notebooks(out=tmp_path / "out", jobs=2)
+    assert (tmp_path / "out" / "92_broken.ipynb").is_file()
+    with pytest.raises(ConfigError, match="--jobs must be a positive number"):
+        notebooks.run_notebooks(out=tmp_path / "out", jobs=0)
 
 
 def test_the_kernels_shutdown_interrupt_is_not_logged_as_an_error(tmp_path, capfd):
@@ -515,10 +552,43 @@ def test_core_chapters_fit_the_total_words(tmp_path_factory):
 
 
 DRAWING = [b for b in BOOKS if "savefig(" in b.with_suffix(".py").read_text()]
-#: Figures drawn from a live call of the embedded model (not from a recording): their numbers are
-#: the model's float arithmetic on this CPU, whose last bits differ between CPUs (AVX2 vs AVX-512
-#: kernels), so they are held to be written, not to be byte-identical.
-LIVE_FIGURES = ("quickstart_tokens.png", "calibration_entropy_estimate.png")
+#: Figures drawn from a live call of the embedded model (``plots.savefig(..., live=True)``), not
+#: from a recording: their numbers are the model's float arithmetic on this CPU, whose last bits
+#: differ between CPUs, so they are written under build/, never into the committed figures/.
+LIVE_FIGURES = sorted(f"{name}.png" for b in BOOKS for name in
+                      re.findall(r"savefig\(\s*\w+,\s*[\"']([\w-]+)[\"'][^)]*live=True", b.with_suffix(".py").read_text()))
+
+
+def test_no_committed_figure_is_drawn_from_a_live_model_call():
+    """`make notebooks` leaves `git status` clean on any CPU: the figures a live model call draws
+    (quickstart tokens, exact vs top-k entropy) are not in figures/ and the README shows none."""
+    assert {"quickstart_tokens.png", "calibration_entropy_estimate.png"} <= set(LIVE_FIGURES), LIVE_FIGURES
+    figures = NOTEBOOKS.parent / "figures"
+    assert not [f for f in LIVE_FIGURES if (figures / f).exists()], "remove live figures from figures/ (git rm)"
+    readme = (NOTEBOOKS.parent / "README.md").read_text()
+    assert not [f for f in LIVE_FIGURES if f in readme]
+
+
+def test_a_live_figure_never_goes_into_the_committed_figures(tmp_path, monkeypatch):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from lase_nb import plots
+
+    monkeypatch.setattr(plots, "REPO", tmp_path)  # a repository whose figures/ is the committed one
+    monkeypatch.delenv(plots.LIVE_FIGURES_ENV, raising=False)
+    monkeypatch.setenv(plots.FIGURES_ENV, str(tmp_path / "figures"))
+    fig, _ = plt.subplots()
+    assert plots.savefig(fig, "drawn") == tmp_path / "figures" / "drawn.png"
+    assert plots.savefig(fig, "called", live=True) == tmp_path / "build" / "figures" / "called.png"
+    monkeypatch.setenv(plots.FIGURES_ENV, str(tmp_path / "elsewhere"))  # a user's run: all figures together
+    assert plots.savefig(fig, "called", live=True) == tmp_path / "elsewhere" / "called.png"
+    monkeypatch.setenv(plots.LIVE_FIGURES_ENV, str(tmp_path / "figures"))  # even when told so
+    assert plots.savefig(fig, "called", live=True).parent == tmp_path / "build" / "figures"
+    assert not (tmp_path / "figures" / "called.png").exists()
+    plt.close(fig)
 
 
 @pytest.mark.slow
@@ -526,14 +596,53 @@ LIVE_FIGURES = ("quickstart_tokens.png", "calibration_entropy_estimate.png")
 def test_executed_chapter_draws_the_committed_figures(nb: Path, tmp_path_factory):
     """The committed figures are what the code draws: executing a chapter as `make notebooks` does
     writes each of its figures byte for byte as committed in figures/ (so `git status figures/`
-    stays clean); a difference means the code or the data changed and figures/ was not refreshed."""
+    stays clean); a difference means the code or the data changed and figures/ was not refreshed.
+    Figures from a live model call go elsewhere (:data:`LIVE_FIGURES`), so none is exempt here."""
     import hashlib
 
     figures = NOTEBOOKS.parent / "figures"
-    written = sorted(_executed(nb, tmp_path_factory)[1].glob("*.png"))
-    assert written, f"{nb.stem} wrote no figure"
+    folder = _executed(nb, tmp_path_factory)[1]
+    written = sorted(folder.glob("*.png"))
+    live = sorted((folder.parent / "live").glob("*.png"))  # beside it, as both executions above put them
+    assert written or live, f"{nb.stem} wrote no figure"
+    assert {p.name for p in live} <= set(LIVE_FIGURES), "a figure went to the live folder without live=True"
     digest = lambda p: hashlib.sha256(p.read_bytes()).hexdigest()  # noqa: E731
-    changed = [p.name for p in written if p.name not in LIVE_FIGURES
-               and (not (figures / p.name).is_file() or digest(p) != digest(figures / p.name))]
+    changed = [p.name for p in written
+               if not (figures / p.name).is_file() or digest(p) != digest(figures / p.name)]
     assert not changed, (f"{nb.stem} draws {changed} differently from figures/: run `make notebooks` and commit "
                          "figures/ (or find what made the drawing change)")
+
+
+def test_book_pages_link_to_each_other_describe_figures_and_hide_set_up_code(tmp_path):
+    """Issue 51: previous/next links on every page, an alternative text naming each figure's section
+    (not nbconvert's "No description has been provided"), and the set-up and loader code hidden
+    while their printed lines stay."""
+    md, code = nbformat.v4.new_markdown_cell, nbformat.v4.new_code_cell
+    (tmp_path / "nb").mkdir()
+    for stem, title in (("97_first", "First chapter"), ("98_budget", None)):
+        if title is None:
+            _executed_notebook(tmp_path / "nb" / f"{stem}.ipynb")
+            continue
+        setup = code("import pandas as pd\nfrom lase_nb import runs\nshown = runs.chapter_studies('committed')")
+        setup.outputs = [nbformat.v4.new_output("stream", name="stdout", text="study 'SmolLM2-135M': committed\n")]
+        loader = code("runs = load_everything()")
+        loader.metadata["tags"] = [nbs.BOOK_HIDE_INPUT]
+        loader.outputs = [nbformat.v4.new_output("stream", name="stdout", text="loaded 7 runs\n")]
+        figure = code("fig = plot()")
+        figure.outputs = [nbformat.v4.new_output("display_data", {"image/png": "iVBORw0KGgo=", "text/plain": "<Figure>"})]
+        nb = nbformat.v4.new_notebook(cells=[md(f"# 97 · {title}"), setup, loader,
+                                             md("## 1.2 The gate\n\nThe **gate** escalates the unsure ones. More."),
+                                             figure])
+        nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+        nbformat.write(nb, str(tmp_path / "nb" / f"{stem}.ipynb"))
+    build_book(tmp_path / "nb", tmp_path / "book")
+    first = (tmp_path / "book" / "97_first.html").read_text()
+    second = (tmp_path / "book" / "98_budget.html").read_text()
+    body = first[first.index("<body"):]
+    assert 'rel="next" href="98_budget.html"' in body and 'rel="prev"' not in body and 'href="index.html"' in body
+    assert 'rel="prev" href="97_first.html"' in second and 'rel="next"' not in second
+    assert "No description has been provided" not in first + second
+    assert 'alt="Figure in section 1.2 The gate: The gate escalates the unsure ones."' in body
+    assert "import pandas" not in body and "load_everything" not in body  # set-up and loader code hidden
+    assert "study &#x27;SmolLM2-135M&#x27;: committed" in body or "study 'SmolLM2-135M': committed" in body
+    assert "loaded 7 runs" in body  # their printed lines stay

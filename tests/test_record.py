@@ -78,6 +78,8 @@ def test_whole_study_in_the_layout_the_chapters_read(tmp_path, capsys):
     assert made < recorded_calls
     assert f"({made} model calls" in stdout
     assert "cost, dollars at gpt-4.1-mini: $0.40 in, $0.10 cached, $1.60 out" in stdout
+    tokens = stdout.split("cost, tokens", 1)[1].split("cost, dollars", 1)[0]
+    assert re.search(r"input_tokens", tokens) and not re.search(r"\d\.0\b", tokens), tokens  # never "16421.0"
 
 
 @pytest.mark.parametrize("name", FIXED + GATED)
@@ -194,3 +196,92 @@ def test_the_progress_bar_counts_model_calls_against_the_calls_still_expected():
     bar.finished(expected_calls=1, made_calls=3)  # one that needed two extraction steps
     assert bar.bar.total == 18
     bar.close()
+
+
+# ---------------------------------------------------------------------------------- what record says
+
+
+def test_record_says_what_it_does_before_it_sends_anything(tmp_path, capsys):
+    """A dry run (no key, no server): --n beyond the file is capped and said; the token estimate
+    taken from another model and data set suggests --pilot on its own line; DOWN's calibration,
+    most of a small study, is named with --n-down-calibration; counts print as integers."""
+    data = tmp_path / "gsm8k.jsonl"
+    data.write_text("".join(json.dumps({"question": f"Tom has {i} apples and buys 2. How many now?",
+                                        "answer": f"{i} + 2 = {i + 2}\n#### {i + 2}"}) + "\n" for i in range(4)))
+    rc = cli.main(["record", "--backend", "openai", "--model", "gpt-4.1-mini", "--dataset", "gsm8k",
+                   "--data-path", str(data), "--n", "200", "--strategies", "single", "down",
+                   "--out", str(tmp_path / "s"), "--dry-run"])
+    stdout = capsys.readouterr().out
+    assert rc == 0 and not (tmp_path / "s").exists()
+    assert f"--n 200: gsm8k ({data}) has 4 problems here, so the study records 4" in stdout
+    line = next(x for x in stdout.splitlines() if x.startswith("tokens, expected"))
+    assert "gpt-4.1-mini is not smollm2-135m and gsm8k is not arith" in line and "--pilot 2" in line
+    assert not re.search(r"\d\.0\b", stdout.split("calls per problem", 1)[1].split("\n\n", 1)[0])
+    # the embedded model on arithmetic, like the estimate: no pilot suggested; DOWN's calibration named
+    rc = cli.main(["record", "--n", "3", "--strategies", "single", "down", "--out", str(tmp_path / "t"), "--dry-run"])
+    stdout = capsys.readouterr().out
+    cal = 20 * 9  # DOWN's 20 calibration problems, always debated: 3 agents x (2 rounds + 1)
+    total = 3 + 3 * 9 + cal
+    assert rc == 0 and planned(stdout) == (total, False)
+    assert "--pilot 2" not in stdout and "--n 3:" not in stdout
+    assert (f"DOWN's threshold calibration (20 problems, each debated) is {cal} of the {total} calls "
+            f"({cal / total:.0%}): --n-down-calibration N") in stdout
+    # a calibration that is a small part of the study is not named
+    rc = cli.main(["record", "--n", "30", "--strategies", "single", "down", "--n-down-calibration", "2",
+                   "--out", str(tmp_path / "t"), "--dry-run"])
+    assert rc == 0 and "--n-down-calibration" not in capsys.readouterr().out
+
+
+def test_the_plan_notes_from_their_numbers():
+    from lase_nb import study
+
+    assert study.capped_note(20, 20, "arith") is None
+    assert study.capped_note(5, 1, "gsm8k", "x.jsonl") == "--n 5: gsm8k (x.jsonl) has 1 problem here, so the study records 1"
+    mine = study.Rates({}, "a pilot", None, None)
+    assert study.estimate_note(mine, "gpt-4.1-mini", "gsm8k") is None  # a pilot measures the study's own
+    other = study.Rates({}, "recorded", "smollm2-135m", "arith")
+    assert study.estimate_note(other, "smollm2-135m", "arith") is None
+    assert study.estimate_note(other, "smollm2-135m", "math500").startswith("math500 is not arith, so")
+    assert [study.duration(s) for s in (44.6, 95, 7 * 60 + 20, 125 * 60)] == ["45 s", "2 min", "7 min", "2 h 5 min"]
+    assert study.pilot_timing(14, 28.0, [9.0] * 14) == {"seconds_per_call": 2.0,
+                                                        "timing": "the pilot's 14 model calls in 28 s"}
+    cached = study.pilot_timing(0, 0.1, [1.0, 3.0])
+    assert cached["seconds_per_call"] == 2.0 and cached["timing"].startswith("at most: the recorded time of the pilot's 2")
+    assert study.pilot_timing(0, 0.1, []) == {}
+    import pandas as pd
+
+    t = study.whole_numbers(pd.DataFrame({"calls": [3.0, 4.0], "input_tokens": [16421.0, 10.4], "share": [0.5, 1.0]}))
+    assert t.to_string(index=False).split() == ["calls", "input_tokens", "share", "3", "16421", "0.5", "4", "10", "1.0"]
+
+
+def test_a_pilot_gives_the_expected_wall_time(tmp_path, capsys):
+    """Seconds per call from the pilot's wall time when it sends its calls, from the cached calls'
+    recorded time (an upper bound) when a second dry run answers them from the cache."""
+    cache = tmp_path / "c.sqlite"
+    with OpenAIWireServer(oracle(golds()), latency_s=0.05) as srv:
+        rc, stdout, err = record(capsys, srv.base_url, tmp_path / "s", cache, "--strategies", "single",
+                                 "--pilot", "2", "--dry-run")
+        assert rc == 0, err
+        m = re.search(r"^time, expected: (\d+) s \((\d+) calls at ([\d.]+) s a call; the pilot's 2 model calls in \d+ s\)$",
+                      stdout, re.M)
+        assert m, stdout
+        assert int(m.group(2)) == N and 0.05 <= float(m.group(3)) < 5
+        rc, stdout, err = record(capsys, srv.base_url, tmp_path / "s", cache, "--strategies", "single",
+                                 "--pilot", "2", "--dry-run")
+        assert rc == 0 and srv.request_count == 2, err
+        assert re.search(r"^time, expected: .*at most: the recorded time of the pilot's 2 calls in the cache", stdout, re.M)
+
+
+def test_record_on_a_cpu_with_native_bfloat16_names_the_option(tmp_path):
+    from lase_nb.backends.local.files import BF16_MEASURED, bf16_note
+
+    native, plain = tmp_path / "native", tmp_path / "plain"
+    native.write_text("processor\t: 0\nflags\t\t: fpu sse2 avx2 avx512f avx512_bf16\n")
+    plain.write_text("processor\t: 0\nflags\t\t: fpu sse2 avx2\n")
+    note = bf16_note(None, native)
+    assert note and "--dtype bfloat16" in note and BF16_MEASURED in note and "default stays float32" in note
+    assert bf16_note(None, plain) is None and bf16_note("float32", native) is None
+    # the numbers are those benchmarks/README.md reports as measured
+    bench = (Path(__file__).resolve().parents[1] / "benchmarks" / "README.md").read_text()
+    for number in re.findall(r"\d+(?:\.\d+)?x|\d+\.\d s|\d+ of \d+|\d+ vs \d+", BF16_MEASURED):
+        assert number in bench, number
