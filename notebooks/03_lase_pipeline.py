@@ -123,7 +123,8 @@ print(f"{run.manifest.get('backend')}:{run.manifest.get('model')} on {run.manife
 # paper's intent; the answer-extraction step and the worked examples are ours.
 
 # %%
-pipeline.prompt_table()
+with pd.option_context("display.max_colwidth", None):  # each instruction in full, never cut with "..."
+    display(pipeline.prompt_table())
 
 # %% [markdown]
 # **Token caps and the extraction step.** When a leader's response boxes no answer (often one cut

@@ -99,13 +99,14 @@ plots.savefig(fig, "claims_forest");
 # leader alone. It runs only when that committed study is shown.
 
 # %%
-from lase_nb import preregistration
+from lase_nb import preregistration, revision
 
 point = next((s for s in shown if s.committed and s.path.name == "arith-organism-point"), None)
 if point is not None:
     prereg = preregistration.load()
     gains = preregistration.held_out_gains(prereg, run_store.load_runs(point.path, ["lase", "lase-large", "single"]))
     display(Markdown(claims.describe_held_out_gains(gains, prereg)))
+    print(revision.learning_curve_verdict())  # the next organism's revision, stopped or not (chapter 06, 6.6)
 else:
     print("the preregistered primary test reads the committed preregistered study, which is not shown here: skipped")
 
@@ -114,11 +115,15 @@ else:
 # can see it? The paper's own margins are of that size (Table 1: LASE 74.2% against the single
 # agent's 73.0% on MATH-500; exercise 07.1). A cost claim has no sampling test here: the token
 # ratio is measured on chapter 04's common problems (the same number chapter 04 prints).
-#
-# The reason for each verdict, per study:
 
-# %%
-table.attrs["why"][["claim", "model", "ours", "verdict", "why"]]
+# %% [markdown] tags=["book-more"]
+# The reason for each verdict, one table per study:
+
+# %% tags=["book-more"]
+with pd.option_context("display.max_colwidth", None):  # the reasons in full, never cut with "..."
+    for m, rows in table.attrs["why"].groupby("model", sort=False):
+        display(Markdown(f"**{m}**"))
+        display(rows.set_index("claim")[["ours", "verdict", "why"]])
 
 # %% [markdown]
 # ## 7.2 What the paper itself contradicts
@@ -129,7 +134,8 @@ table.attrs["why"][["claim", "model", "ours", "verdict", "why"]]
 
 # %%
 box = claims.paper_inconsistencies()
-box
+with pd.option_context("display.max_colwidth", None):  # each row in full, never cut with "..."
+    display(box.set_index("what"))
 
 # %% [markdown]
 # > **For the seminar.** (1) Table 5's escalation rates (first row of the box; chapter 05,
