@@ -87,7 +87,9 @@ def test_every_chapter_reads_a_study_of_a_stand_in(name, user_folder, capsys):
         assert '"ename"' not in text, f"{nb.name} raised"
         leaked = sorted(m for m in marks if re.search(rf"(?<![\w-]){re.escape(m)}(?![\w-])", text))
         assert not leaked, f"{nb.name} shows committed recordings: {leaked[:5]}"
-        if ch not in ("00",):  # the quickstart asks its own question; it reads the study for one example
+        if ch == "A3":  # it runs one problem of the study again: the study's, by its id
+            assert "problem arith-noop-L1-" in text, f"{nb.name} does not run a problem of the study"
+        elif ch != "00":  # the quickstart asks its own question (the study gives it one example, when it has one)
             assert f"stand-in {name}" in text, f"{nb.name} does not name the study it shows"
         verdicts = sorted({m.group(0) for m in VERDICT.finditer(text)})
         assert not verdicts, f"{nb.name} gives a verdict on {N} problems: {verdicts}"
