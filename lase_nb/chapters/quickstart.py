@@ -145,5 +145,5 @@ def token_panel(tokens: Sequence[str], probs: Sequence[float], answer: Sequence[
     doc.add_root(column(s_lp, s_h, p, readout))
     doc.js_on_event(DocumentReady, callback)
     lines = 1 + sum(len(t) for t in tokens) // 110 + "".join(tokens).count("\n")
-    return embed(doc, 110 + 300 + 110 + 20 * lines, "Chapter 00: the gate playground",
+    return embed(doc, 110 + 300 + 130 + 20 * lines, "Chapter 00: the gate playground",
                  {"kind": "tokens", "lp": lp, "h": h, "first": first, "u": u, "n": len(pr)})
