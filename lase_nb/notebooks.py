@@ -277,11 +277,27 @@ def default_jobs() -> int:
 _CALLS_A_MODEL = "live_engine("
 
 
+def _calls_a_model(nb: Path) -> bool:
+    source = nb.with_suffix(".py")
+    return source.is_file() and _CALLS_A_MODEL in source.read_text()
+
+
+def start_order(books: Sequence[Path]) -> list[Path]:
+    """The order chapters start in when they run at once: those that call a model first (their
+    calls are the slowest cells; an appendix's live episode before the core chapters), then the
+    rest in chapter order, so that no long chapter starts last while the other cores idle."""
+    def key(i_nb: tuple[int, Path]) -> tuple[bool, bool, int]:
+        i, nb = i_nb
+        calls = _calls_a_model(nb)
+        return (not calls, calls and not nb.stem.startswith("A"), i)
+
+    return [nb for _, nb in sorted(enumerate(books), key=key)]
+
+
 def _prepare_model(books: Sequence[Path], params: Mapping[str, Any]) -> None:
     """Convert the local model the chapters call once, before they run at once (each would
     otherwise wait for the first one's conversion, holding a core idle)."""
-    if params.get("backend", "local") != "local" or not any(_CALLS_A_MODEL in b.with_suffix(".py").read_text()
-                                                              for b in books if b.with_suffix(".py").is_file()):
+    if params.get("backend", "local") != "local" or not any(_calls_a_model(b) for b in books):
         return
     from .backends.local.files import DEFAULT_MODEL, prepare
 
@@ -347,7 +363,7 @@ def run_notebooks(names: Sequence[str] | None = None, params: dict[str, Any] | N
     times: dict[str, float] = {}
     with cf.ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
         running = {pool.submit(_run_one, nb, params=mine[nb], threads=threads, beside_others=True, **where): nb
-                   for nb in books}
+                   for nb in start_order(books)}
         try:
             for done in cf.as_completed(running):
                 times[running[done].stem] = done.result()
@@ -459,12 +475,16 @@ class Budget:
 
 BUDGET = Budget()
 
-#: Presenting speed and the time each shown thing takes (:func:`presenting_minutes`), fitted on the
-#: executed chapters of 2026-12-03 against a lecturer's realistic minutes (issue 43).
-WORDS_PER_MINUTE = 150
-PRINTED_WORDS_PER_MINUTE = 400
-MINUTES_PER_FIGURE = 0.1
-MINUTES_PER_TABLE = 0.1
+#: The lecturer's clock (:func:`presenting_minutes`, issue 51): a figure takes a minute and a table
+#: half a minute to show and explain; the two reading rates are fitted to the minutes a lecturer
+#: measured presenting the executed chapters (issue 51: 00 7, 01 16, 02 17, 03 19, 04 19, 05 19,
+#: 06 24, 07 10; 131 in all).
+WORDS_PER_MINUTE = 170
+PRINTED_WORDS_PER_MINUTE = 200
+MINUTES_PER_FIGURE = 1.0
+MINUTES_PER_TABLE = 0.5
+#: The presenting time the core chapters must fit (a 90-minute seminar slot; issue 51).
+CORE_MINUTES = 90
 
 _LINK_TARGET = re.compile(r"\]\([^)]*\)")
 _HTML_TAG = re.compile(r"<[^>]+>")
@@ -572,16 +592,18 @@ class ChapterBudget:
 
 
 def presenting_minutes(words: int, printed_words: int = 0, figures: int = 0, tables: int = 0) -> float:
-    """Estimated minutes a lecturer needs to present a chapter.
+    """Estimated minutes a lecturer needs to present a chapter, by the lecturer's clock.
 
-    The rule: the words of the markdown cells at :data:`WORDS_PER_MINUTE` (150 a minute: said or
-    read out), the words the code prints as prose at :data:`PRINTED_WORDS_PER_MINUTE` (400 a
-    minute: pointed at, skimmed), and :data:`MINUTES_PER_FIGURE` and :data:`MINUTES_PER_TABLE`
-    (0.1 each) for showing each figure and table, whose explanation is already in the words. The
-    constants are a least-squares fit, rounded, on the executed chapters of 2026-12-03 against the
-    minutes a lecturer measured presenting them (issue 43: 00 8, 01 25, 02 15, 03 22, 04 22, 05 15,
-    06 18, 07 8); the fit's error is about 1.2 minutes a chapter, the total within 2 of 133. Code
-    cells took no time of their own in that fit: they are shown while their results are explained.
+    The rule: each figure (a slider panel counts as one) :data:`MINUTES_PER_FIGURE` (1 minute) and
+    each table :data:`MINUTES_PER_TABLE` (half a minute), as a lecturer takes them; the words of
+    the markdown cells at :data:`WORDS_PER_MINUTE` (170 a minute: said or read out); the words the
+    code prints as prose at :data:`PRINTED_WORDS_PER_MINUTE` (200 a minute: read with the room).
+    With the figure and table times fixed, the two rates are the grid fit (10-word steps) that
+    best matches the minutes a lecturer measured presenting the executed chapters (issue 51:
+    00 7, 01 16, 02 17, 03 19, 04 19, 05 19, 06 24, 07 10; 131 in all) on those chapters: about
+    1.3 minutes off a chapter, 131 in all. Code cells take no time of their own (the book hides
+    set-up code; the rest is shown while its result is explained), nor do cells in the book's
+    closed "More" sections (not presented).
     """
     return (words / WORDS_PER_MINUTE + printed_words / PRINTED_WORDS_PER_MINUTE
             + MINUTES_PER_FIGURE * figures + MINUTES_PER_TABLE * tables)

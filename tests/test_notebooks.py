@@ -309,6 +309,17 @@ def test_an_executed_chapter_saves_its_figures_where_it_is_told(tmp_path):
         assert {p.name: p.stat().st_mtime_ns for p in figures_dir().glob("*")} == repo_figures
 
 
+def test_chapters_that_call_a_model_start_first():
+    from lase_nb.notebooks import start_order
+
+    order = [b.stem for b in start_order(BOOKS)]
+    calling = [b.stem for b in BOOKS if "live_engine(" in b.with_suffix(".py").read_text()]
+    assert sorted(order) == sorted(b.stem for b in BOOKS) and set(order[:len(calling)]) == set(calling)
+    assert order[0] == "A3_live"  # the live episode, the longest chapter, never starts last
+    rest = order[len(calling):]
+    assert rest == [b.stem for b in BOOKS if b.stem in rest]
+
+
 def test_chapters_run_at_once_each_in_its_kernel(tmp_path, monkeypatch):
     """`make notebooks` runs the chapters in a pool sized to the cores: each in its own kernel,
     the model's threads shared out, figures where they belong, times back in chapter order; a
