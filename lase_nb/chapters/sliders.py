@@ -330,7 +330,7 @@ class PointLookup:
     """Every operating point the two sliders can reach, by replay: ``index[i, j]`` is the row of
     ``points`` (an :func:`operating_point` each) at the i-th tau_lp and j-th tau_h position."""
 
-    index: np.ndarray  # (tau_lp positions x tau_h positions), int32
+    index: np.ndarray  # (tau_lp positions x tau_h positions), int16 (int32 past 32,767 points)
     points: pd.DataFrame
 
 
@@ -351,7 +351,7 @@ def point_lookup(chains: Chains, lp: Any, h: Any) -> PointLookup:
                 pairs.append((float(tl), float(th[j])))
             index[i, j] = k
     points = pd.DataFrame([operating_point(chains, a, b) for a, b in pairs]).reset_index(drop=True)
-    return PointLookup(index, points)
+    return PointLookup(index.astype(np.int16) if len(pairs) < 2 ** 15 else index, points)  # half the page bytes
 
 
 def _cells(point: pd.Series, label: str) -> str:
