@@ -296,12 +296,10 @@ else:
 # %% [markdown]
 # ## Try it yourself
 #
-# Move the slider: the gate escalates every answer whose $\exp(LP_{min})$ falls below $\tau_{lp}$
-# (the entropy gate is off here, so the slider moves the gate on $\exp(LP_{min})$ alone; section
-# 2.4 has both). The dots are this chapter's answers, right ones above wrong ones; the table prints
-# the share escalated, the errors caught (wrong answers escalated) and the right answers escalated,
-# from `confidence.gate_split` at every slider position, computed when this cell ran, so the panel
-# works in the HTML book and in JupyterLab without a kernel.
+# Move the slider: the gate escalates every answer whose $\exp(LP_{min})$ is below $\tau_{lp}$
+# (entropy gate off; section 2.4 has both). The table prints the share escalated, the errors caught
+# and the right answers escalated (`confidence.gate_split`), computed for every slider position when
+# this cell ran: the panel needs no kernel.
 
 # %%
 gate_panel.gate_book_panel(frame, tau_lp, seed=seed)
