@@ -141,13 +141,13 @@ print(calibration.describe_reliability(tables["p_min"]))
 pd.concat(tables, names=["proxy"]).reset_index(level=0).assign(bin=lambda t: t["proxy"] + " " + t["bin"]) \
     .set_index("bin")[["count", "n_correct", "accuracy", "ci_lo", "ci_hi"]]
 
-# %% [markdown]
+# %% [markdown] tags=["book-more"]
 # **Reliability bins, by hand.** A reliability table is a histogram with a second count: cut the
 # confidence axis at the edges, count the answers in each bin and how many of them are right. An
 # answer exactly on an edge goes to the more confident side, as in the gate (`exp(LP_min) >=
 # tau_lp` is certain), so bins are $[lo, hi)$, the last one closed. Checked against the table:
 
-# %%
+# %% tags=["book-more"]
 answered = frame[frame["answered"] & frame["p_min"].notna()]  # with a confidence (some replies come without logprobs)
 p_min, right = answered["p_min"].to_numpy(float), answered["correct"].to_numpy(bool)
 edges = calibration.default_bins("p_min", tau_lp)
@@ -188,12 +188,12 @@ scores = calibration.proxy_scores(frame, tau_lp, tau_h, seed=seed)
 display(Markdown(calibration.describe_scores(scores)))
 scores.set_index("proxy")[["n_answered", "errors_answered", "auroc", "auroc_lo", "auroc_hi"]]
 
-# %% [markdown]
+# %% [markdown] tags=["book-more"]
 # **AUROC, by hand.** Take every pair of one wrong and one right answer; count the pairs in which
 # the wrong answer has the lower `exp(LP_min)` (ties count one half) and divide by the number of
 # pairs. The library computes the same count as a Mann-Whitney statistic (`stats.auroc_for_errors`).
 
-# %%
+# %% tags=["book-more"]
 pairs = p_min[~right][:, None] - p_min[right][None, :]  # one row per wrong answer, one column per right one
 auc = ((pairs < 0).sum() + 0.5 * (pairs == 0).sum()) / pairs.size if pairs.size else float("nan")
 assert np.isclose(auc, scores.loc[0, "auroc"], equal_nan=True)
@@ -211,7 +211,7 @@ print(f"{pairs.shape[0]} wrong x {pairs.shape[1]} right = {pairs.size} pairs; th
 split = confidence.gate_split(frame, tau_lp, tau_h)
 print(calibration.describe_gate(split, tau_lp, tau_h))
 
-# %% [markdown]
+# %% [markdown] tags=["book-more"]
 # ## 2.5 Studies side by side
 #
 # The same measurement on every study in `studies`, one reliability panel each, on the same bins.
@@ -222,7 +222,7 @@ print(calibration.describe_gate(split, tau_lp, tau_h))
 # by shape and AUROC, not by accuracy; the verdict under the table uses the bootstrap test of the
 # difference, not overlapping intervals.
 
-# %%
+# %% tags=["book-more"]
 models = run_store.load_studies(shown, ["lase"], require=["lase"])
 frames = calibration.frames_by_model(models)
 by_model = calibration.calibration_by_model(frames, tau_lp, tau_h, seed=seed)
@@ -235,12 +235,12 @@ else:
 display(Markdown(calibration.describe_calibration_by_model(by_model, calibration.auroc_gap(frames, seed=seed))))
 by_model.set_index("model")[["n", "accuracy", "escalation_rate", "auroc_p_min", "ece"]]
 
-# %% [markdown]
+# %% [markdown] tags=["book-more"]
 # **On the same problems.** A control (`control_traces`) is two studies of the same problems (the
 # committed one: both models on the same 80 level-1 problems of the held-out split), so the two
 # AUROCs can be compared problem by problem, the bootstrap resampling the problems jointly:
 
-# %%
+# %% tags=["book-more"]
 control = run_store.control_studies(control_traces, traces)
 if control:
     same_frames = calibration.frames_by_model(run_store.load_studies(control, ["lase"], require=["lase"]))
@@ -249,11 +249,11 @@ if control:
 else:
     print("no control (control_traces is None, or you named your own traces): skipped")
 
-# %% [markdown]
+# %% [markdown] tags=["book-more"]
 # A gate that separates right from wrong answers is half of what LASE needs; the other half is
 # supporters that correct what it escalates, which chapter 03 measures.
 
-# %% [markdown]
+# %% [markdown] tags=["book-more"]
 # ## 2.6 Exact entropy vs the top-k estimate (live, small)
 #
 # An API returns, for each generated token, only the `top_k` most likely alternatives. The entropy
@@ -264,7 +264,7 @@ else:
 # answers `n_entropy_problems` problems (greedy, through the call cache), and we recompute each
 # token's entropy from its first k alternatives for several k.
 
-# %%
+# %% tags=["book-more"]
 live_problems = load_dataset(dataset, data_path, n_entropy_problems, seed)
 gens = engine().run([Call("leader", 0, solver_messages(p, examples=cfg.examples), cfg.params()) for p in live_problems])
 kind = live_problems[0].kind
@@ -277,7 +277,7 @@ print(f"{len(gens)} responses, {int((tokens['k'] == top_k).sum())} generated tok
       f"model calls {engine().stats.model_calls}, from cache {engine().stats.cache_hits}")
 summary.set_index("k")[["tokens", "mean_abs_error", "max_abs_error", "mean_covered", "gate_flips"]]
 
-# %%
+# %% tags=["book-more"]
 if tokens["exact"].notna().any():
     fig = calibration.plot_entropy_estimate(tokens, summary, tau_h, k=top_k)
     plots.savefig(fig, "calibration_entropy_estimate", live=True)  # a live call: under build/, not figures/
@@ -287,7 +287,7 @@ else:
     print(f"The {backend} backend returns no exact entropy, so there is nothing to compare against: "
           "this section needs a local model.")
 
-# %% [markdown]
+# %% [markdown] tags=["book-more"]
 # **Caveats.** On long free-form answers or hesitant models the residual mass is larger and the
 # lower bound looser; an API with only a few alternatives (Gemini returns a small k) is in the
 # regime of the left end of the right panel. An upper bound (spreading the residual evenly over
@@ -326,8 +326,9 @@ if interactive:
 # answers the gate lets through) remain, and what does that cost in escalations?
 #
 # **Exercise 02.3.** The expected calibration error depends on its bins. Compute the ECE of
-# `exp(LP_min)` with 5, 10 and 20 bins. Why is the number with 20 bins hard to trust on a
-# recording of this size?
+# `exp(LP_min)` with 5, 10 and 20 bins, count how many bins hold answers, and resample the answers
+# (a bootstrap) to see how far each ECE moves by chance. Does the choice of bins change the ECE by
+# more than that?
 
 # %% [markdown]
 # ## Summary

@@ -165,13 +165,13 @@ plt.show()
 # %%
 display(Markdown(pipeline.describe_walk(walk, change)))
 
-# %% [markdown]
+# %% [markdown] tags=["book-more"]
 # The transcript behind the figure, up to the stage whose note changed the answer: what each call
 # read, and for the leader its answer, confidence and the gate's verdict (texts clipped). A supporter's boxed answer would show
 # as `⟦LEAK ...⟧`; the leader saw `[answer withheld]`. Then the count of this model's typical
 # failure: revisions that box no answer of their own (`pipeline.pick_unboxed`).
 
-# %%
+# %% tags=["book-more"]
 entries = transcripts.transcript_entries(run.calls, pid, stop_stage=stop, tau_lp=tau_lp, tau_h=tau_h, gold=gold,
                                          kind=kind)
 upto = change["stage"] if change["stage"] is not None else stop  # the stage whose note changed the answer
@@ -232,13 +232,13 @@ display(regimes.regime_table(model_chains, tau_lp, tau_h, seed=seed)[
 display(Markdown(regimes.describe_regime(regimes.gain_regime(model_chains[next(iter(model_chains))], tau_lp, tau_h,
                                                              seed=seed), full=True)))
 
-# %% [markdown]
+# %% [markdown] tags=["book-more"]
 # The recordings hold different problems, so compare regimes, not accuracies. **On the same
 # problems** (`control_traces`: the embedded model, with its two worked examples, and the pointing
 # organism, zero-shot, on the same 80 level-1 held-out problems) the two gains are compared
 # problem by problem:
 
-# %%
+# %% tags=["book-more"]
 control = run_store.control_studies(control_traces, traces)
 if not control:
     print("no control (control_traces is None, or you named your own traces): skipped")
@@ -249,12 +249,12 @@ else:
     display(regimes.control_table(same, *labels))
     display(Markdown(regimes.describe_control(same, *labels)))
 
-# %% [markdown]
+# %% [markdown] tags=["book-more"]
 # **The pointing organism, stage by stage.** The same walk as 3.2, on the problem picked by rule
 # (`correct_seeds.pick_fix`): the first whose leader was wrong alone, where a note it read holds a
 # correct seed (appendix A1) and LASE ends right, a fix by the paper's rule taken first.
 
-# %%
+# %% tags=["book-more"]
 org = shown[1].label if len(shown) > 1 else None  # the first study beside yours (the pointing organism by default)
 if org in both:
     o_run, o_chains = both[org]["lase"], model_chains[org]
@@ -308,7 +308,7 @@ else:
 # %% tags=["book-more"]
 pipeline.leak_table(run.calls, problems=problems, stages=run.stages)
 
-# %% [markdown]
+# %% [markdown] tags=["book-more"]
 # ## 3.6 Who reads whom: inclusions counted from the transcripts
 #
 # An *inclusion* is one agent's message pasted into another's context. Every call records what it
@@ -317,7 +317,7 @@ pipeline.leak_table(run.calls, problems=problems, stages=run.stages)
 # $2kT$, $k=1$, $T=3$) and **relays** (later supporters read earlier notes: at most $T(T-1)/2$); a
 # MAD run beside it, all-to-all: $Tn(n-1)$. The table under "More" checks every problem (`obeys_formula`).
 
-# %%
+# %% tags=["book-more"]
 stops = dict(zip(lase["problem_id"], lase["stop_stage"]))
 counts = [pipeline.inclusion_counts(run.calls, stops)]
 configs = {"lase": run.manifest.get("config", {})}
@@ -359,16 +359,17 @@ if interactive:
 # Solutions are kept apart, in `notebooks/solutions/03_solutions.py` (run it as a script or open it
 # as a notebook); the test suite runs them, so they stay right.
 #
-# **Exercise 03.1.** At 0.8 / 0.5, on how many problems does LASE *fix* the leader (stage 0 wrong,
-# final answer right), and on how many does it *break* it (right, then wrong)? Is the difference
-# significant by the exact McNemar test?
+# **Exercise 03.1.** On the pointing organism at 0.8 / 0.5, split LASE's *fixes* (stage 0 wrong,
+# final answer right) and *breaks* (right, then wrong) by the problems' level (1-3). Where do the
+# fixes come from, and does the exact McNemar test clear on any level?
 #
 # **Exercise 03.2.** Raise tau_lp to 0.95 (tau_h 0.5). Where does LASE stop now, and what does the
 # extra caution cost in tokens per problem?
 #
-# **Exercise 03.3.** The paper's rule: a supporter never states the final answer. Count, per role,
-# the notes that break it in this recording, and compare with the count the recording's manifest
-# carries.
+# **Exercise 03.3.** The paper's rule: a supporter never states the final answer. On the telling
+# organism, count per role the notes that state it after a wrong attempt and after a right one
+# (`notes.count_answer_notes`). Does a supporter state the answer more often when the attempt is
+# wrong? Test the difference for each role.
 
 # %% [markdown]
 # ## Summary

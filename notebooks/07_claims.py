@@ -160,7 +160,8 @@ with pd.option_context("display.max_colwidth", None):  # each row in full, never
 # right) is significant at 0.05, and the largest? What does that say about the claim?
 #
 # **Exercise 07.2.** Change the verdict rule: call a claim "reproduced" when the bootstrap interval
-# alone clears zero (the rule a hurried reader uses). Which verdicts in the table change?
+# alone clears zero, with no exact test and no Holm adjustment (the rule a hurried reader uses).
+# Which verdicts in the table change, and why?
 
 # %% [markdown]
 # ## Summary
