@@ -266,9 +266,12 @@ def _move_the_slider(lab: Lab, browser) -> None:
     assert "Operating point moved" in shown and shown != first
     assert not steps[-1][1] and all(s[1] for s in steps[:-1])
 
-    # the chapter's kernel-free panel works in JupyterLab too, with no kernel callback
+    # the chapter's kernel-free panel works in JupyterLab too, with the kernel shut down
     from lase_nb.runs import COMMITTED_DIR
 
+    for k in lab.api("/api/kernels") or []:  # type: ignore[union-attr]
+        lab.api(f"/api/kernels/{k['id']}", method="DELETE")
+    _wait("the kernel to be gone", lambda: not lab.api("/api/kernels"))
     expect = _frontier_expect(browser, COMMITTED_DIR / "arith-smollm2")
     frame = _wait("the kernel-free panel", lambda: browser.find_elements(By.CSS_SELECTOR, "iframe.lase-panel"))[0]
     browser.execute_script("arguments[0].scrollIntoView()", frame)
