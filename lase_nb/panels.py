@@ -84,7 +84,7 @@ def slider(axis: SliderAxis, value: float, title: str, name: str, width: int = 3
     from bokeh.models import Slider
 
     return Slider(start=axis.start, end=axis.end, step=axis.step, value=float(axis.values[axis.index(value)]),
-                  title=title, name=name, format="0[.]00", width=width)
+                  title=title, name=name, format="0.00", width=width)
 
 
 @dataclass
@@ -111,7 +111,7 @@ def embed(layout: Any, height: int, title: str, data: dict[str, Any] | None = No
     from bokeh.resources import INLINE
 
     page = file_html(layout, INLINE, title=title)
-    frame = (f'<iframe class="{PANEL_CLASS}" title="{html.escape(title)}" sandbox="allow-scripts" '
+    frame = (f'<iframe class="{PANEL_CLASS}" title="{html.escape(title)}" sandbox="allow-scripts allow-downloads" '
              f'style="width:100%;max-width:{width}px;height:{height}px;border:0" srcdoc="{html.escape(page)}">'
              f"</iframe>")
     return Panel(frame, dict(data or {}), height)

@@ -61,7 +61,7 @@ def test_token_panel_is_a_standalone_page_with_every_position_computed():
     first, axis = panel.data["first"], panel.data["lp"]
     for k, tau in enumerate(axis.values):  # token t is highlighted at position k exactly when its p < tau
         assert ((first <= k) == (np.array(probs) < tau)).all()
-    assert panel.html.startswith('<iframe class="lase-panel"') and 'sandbox="allow-scripts"' in panel.html
+    assert panel.html.startswith('<iframe class="lase-panel"') and 'sandbox="allow-scripts allow-downloads"' in panel.html
     page = html.unescape(re.search(r'srcdoc="([^"]*)"', panel.html).group(1))
     assert "Bokeh" in page and len(page) > 500_000  # BokehJS inlined
     assert not re.search(r"<(?:script|link)[^>]+(?:src|href)=[\"']?https?://", page)  # nothing from the network
