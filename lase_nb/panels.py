@@ -21,7 +21,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["SliderAxis", "INDEX_JS", "READOUT_CLASS", "PANEL_CLASS", "Panel", "embed", "first_true", "slider"]
+__all__ = ["SliderAxis", "INDEX_JS", "READOUT_CLASS", "PANEL_CLASS", "TABLE_STYLE", "Panel", "embed", "first_true",
+           "slider", "readout_div"]
 
 #: CSS class of the HTML a panel prints its numbers into (a browser test reads it by this name).
 READOUT_CLASS = "lase-readout"
@@ -105,7 +106,7 @@ class Panel:
 
 
 def embed(layout: Any, height: int, title: str, data: dict[str, Any] | None = None, width: int = 1100) -> Panel:
-    """``layout`` (a Bokeh model) as a standalone page with BokehJS inlined, in an ``<iframe
+    """``layout`` (a Bokeh Document or model) as a standalone page with BokehJS inlined, in an ``<iframe
     srcdoc>`` of ``height`` pixels and at most ``width`` wide."""
     from bokeh.embed import file_html
     from bokeh.resources import INLINE
