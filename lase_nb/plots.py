@@ -279,9 +279,10 @@ def token_bars(tokens: list[str], probs: list[float], answer: set[int], *, title
     ax.set_xlim(-0.7, n - 0.3)
     ax.set(ylabel="probability of the chosen token", ylim=(0, 1.02),
            title=title or f"Token probabilities; answer tokens in {ANSWER_COLOR_NAME}")
-    ax.legend(handles=[Patch(color=ANSWER_COLOR, label=f"answer token ({ANSWER_COLOR_NAME})"),
-                       Patch(color=OTHER_COLOR, label=f"other token ({OTHER_COLOR_NAME})")],
-              loc="lower left", fontsize="small")
     ax.grid(axis="x", visible=False)
-    fig.tight_layout()
+    # under the token labels: inside the axes, the legend covered the bars wherever it went
+    fig.legend(handles=[Patch(color=ANSWER_COLOR, label=f"answer token ({ANSWER_COLOR_NAME})"),
+                        Patch(color=OTHER_COLOR, label=f"other token ({OTHER_COLOR_NAME})")],
+               loc="lower center", ncol=2, fontsize="small", frameon=False)
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
     return fig

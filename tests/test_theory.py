@@ -387,6 +387,10 @@ def test_token_bars_label_tokens_and_colour_answer_tokens_as_named(tmp_path):
     # The named colour is what a reader would call it: orange has more red than green, little blue.
     r, g, b = mcolors.to_rgb(plots.ANSWER_COLOR)
     assert plots.ANSWER_COLOR_NAME == "orange" and r > g > b
+    assert ax.get_legend() is None and fig.legends  # issue 51: the legend sits under the axes, off the bars
+    fig.canvas.draw()
+    leg, box = fig.legends[0].get_window_extent(), ax.get_window_extent()
+    assert leg.y1 <= box.y0
     plt.close(fig)
 
 
