@@ -227,7 +227,7 @@ if len(wrong_and_sure):
 # Such **confident errors** are what no confidence gate can catch. Chapter 02 measures how often
 # they happen, and how well the two numbers separate right from wrong answers overall.
 
-# %% [markdown]
+# %% [markdown] tags=["book-more"]
 # ## Exercises
 #
 # Solutions are kept apart, in `notebooks/solutions/00_solutions.py` (run it as a script or open it

@@ -94,11 +94,11 @@ traces = {a: theory.dirichlet_debate(n_agents, n_options, n_rounds, a, n_runs=n_
 fig = theory.plot_martingale(traces)
 plots.savefig(fig, "theory_martingale");
 
-# %% [markdown]
+# %% [markdown] tags=["book-more"]
 # The martingale test: the mean one-round increment of the group belief over runs; $|z| < 2$
 # means no drift this test can see.
 
-# %%
+# %% tags=["book-more"]
 tests = {a: theory.increment_test(t.group_belief) for a, t in traces.items()}
 pd.DataFrame({"mean increment per round": [t.mean_increment for t in tests.values()],
               "standard error": [t.se for t in tests.values()],
@@ -139,7 +139,7 @@ worlds = {
 fig = theory.plot_amplification(worlds)
 plots.savefig(fig, "theory_amplification");
 
-# %%
+# %% tags=["book-more"]
 low_start = round(1 / n_options - 0.05, 2)  # a starting accuracy below 1/K: a wrong answer leads
 worlds_low = {f"no seeds possible, start {low_start:.0%}": theory.latent_concept_debate(
     n_agents, n_options, 4, low_start, ground_prob=0.0, **concept)}
@@ -175,7 +175,7 @@ star_low = theory.gated_star(n_problems, n_options, 3, low_start, tau=tau, gated
 fig = theory.plot_star(star_gated, star_open, tau, low=star_low)
 plots.savefig(fig, "theory_star");
 
-# %%
+# %% tags=["book-more"]
 for name, star in (("gated", star_gated), ("ungated", star_open), (f"gated, start {low_start:.0%}", star_low)):
     change = star.belief[:, -1] - star.belief[:, 0]  # per instance, first to last stage
     z = change.mean() / (change.std(ddof=1) / np.sqrt(len(change)))
@@ -224,7 +224,7 @@ print(theory.describe_bound(grid_table))
 # **Caveat.** Real $\rho$ and $\delta$ are unknown, and a critique can plant a wrong idea (A3 fails).
 # Appendix A1 measures them on recordings.
 
-# %% [markdown]
+# %% [markdown] tags=["book-more"]
 # ## 1.5 Topology cost: who reads whom (Proposition 3.8)
 #
 # **Claim.** All-to-all debate has every agent read every other's answer in each of $T$ rounds:
@@ -233,7 +233,7 @@ print(theory.describe_bound(grid_table))
 # $2kT$, whatever $n$.** We build the reading schedules and count the rows (drawn in A4); the table
 # gives the counts for $T = 3$ to compare with the formulas.
 
-# %%
+# %% tags=["book-more"]
 topology = {T: theory.topology_costs([2, 4, 8, 16, 32, 64, 128, 256], n_rounds=T, k_peers=1, gate_rate=gate_rate,
                                      seed=seed) for T in (3, n_rounds)}
 print(f"gated star of section 1.3: {star_gated.inclusions().mean():.2f} inclusions per instance on average, "
@@ -241,7 +241,7 @@ print(f"gated star of section 1.3: {star_gated.inclusions().mean():.2f} inclusio
 topology[3].pivot(index="n_agents", columns="topology", values="counted").astype(
     {"all-to-all": int, "leader star": int})
 
-# %% [markdown]
+# %% [markdown] tags=["book-more"]
 # **Caveat.** An inclusion is not a token, and MAD implementations often paste the whole history.
 
 # %% [markdown]
@@ -264,7 +264,7 @@ if interactive:
                                                           description="start acc."),
                      n_agents=widgets.IntSlider(value=n_agents, min=2, max=15, description="agents"))
 
-# %% [markdown]
+# %% [markdown] tags=["book-more"]
 # ## Exercises
 #
 # Solutions are kept apart, in `notebooks/solutions/01_solutions.py` (run it as a script or open it

@@ -160,11 +160,11 @@ library = tables["p_min"][tables["p_min"]["bin"] != calibration.NO_ANSWER]
 assert counts == library["count"].tolist() and n_right == library["n_correct"].tolist()
 print(f"by hand: {len(counts)} bins, counts {counts}, right {n_right}: the library's table")
 
-# %% [markdown]
+# %% [markdown] tags=["book-more"]
 # The paper's calibration conditions beside the same conditions on our answers (accuracies as
 # fractions, our 95% Wilson interval; compare the `n` column before the accuracies):
 
-# %%
+# %% tags=["book-more"]
 cond = calibration.paper_conditions(frame)
 print(reference.CALIBRATION.attrs["source"])
 cond.set_index("condition")[["n", "accuracy", "ci_lo", "ci_hi", "paper_accuracy"]]
@@ -313,7 +313,7 @@ if interactive:
     panel = gate_panel.gate_sliders(frame, tau_lp, tau_h, title=f"Reliability of the confidence proxies ({source})")
     display(panel.box)
 
-# %% [markdown]
+# %% [markdown] tags=["book-more"]
 # ## Exercises
 #
 # Solutions: `notebooks/solutions/02_solutions.py` (run by the tests).

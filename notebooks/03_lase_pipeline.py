@@ -111,7 +111,7 @@ print(f"{run.manifest.get('backend')}:{run.manifest.get('model')} on {run.manife
       f"{len(chains.problem_ids)} problems, {chains.n_stages} stages each; gate: exp(LP_min) < {tau_lp} or "
       f"H_max > {tau_h} nats")
 
-# %% [markdown]
+# %% [markdown] tags=["book-more"]
 # ## 3.1 Four roles, one model
 #
 # All four roles are the same model with different instructions. **The supporters never give the
@@ -122,11 +122,11 @@ print(f"{run.manifest.get('backend')}:{run.manifest.get('model')} on {run.manife
 # (3.5). The table sets each instruction, as the code sends it (`lase_nb.prompts`), beside the
 # paper's intent; the answer-extraction step and the worked examples are ours.
 
-# %%
+# %% tags=["book-more"]
 with pd.option_context("display.max_colwidth", None):  # each instruction in full, never cut with "..."
     display(pipeline.prompt_table())
 
-# %% [markdown]
+# %% [markdown] tags=["book-more"]
 # **Token caps and the extraction step.** When a leader's response boxes no answer (often one cut
 # off at its token cap), the pipeline asks once for the final answer alone (its own call, counted
 # in the tokens) and the gate reads that answer's tokens; *strict* grading ignores what it supplied.
@@ -353,7 +353,7 @@ if interactive:
     widgets.interact(explore, tau_lp=widgets.FloatSlider(value=tau_lp, min=0.0, max=1.0, step=0.05),
                      tau_h=widgets.FloatSlider(value=tau_h, min=0.0, max=3.0, step=0.1))
 
-# %% [markdown]
+# %% [markdown] tags=["book-more"]
 # ## Exercises
 #
 # Solutions are kept apart, in `notebooks/solutions/03_solutions.py` (run it as a script or open it

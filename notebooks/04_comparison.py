@@ -135,14 +135,14 @@ if "down" in runs and isinstance(runs["down"].manifest.get("down_threshold"), di
 elif "down" in runs:
     print(f"DOWN's theta = {configs['down'].get('down_threshold')} (fixed in this run, not calibrated)")
 
-# %% [markdown]
+# %% [markdown] tags=["book-more"]
 # **Majority vote and one debate round, by hand.** The most frequent answer wins; an unparsed
 # answer does not vote; a tie goes to the answer whose voters were surer (mean `exp(LP_min)`), then
 # to the first seen. MAD's second round has every agent read the other two first replies (never
 # its own), and votes over that round. Written out over the recorded calls and checked against
 # the recorded answers (a reply without a box votes with what its extraction step recovered):
 
-# %%
+# %% tags=["book-more"]
 def vote(answers, p_min):
     """The most frequent answer; a tie goes to the higher mean p_min of its voters, then to the first seen."""
     best, best_key = None, None
@@ -238,7 +238,7 @@ if not short_tables:
 # The paper columns are **the paper's numbers** (the Table 1 row of `paper_model` and
 # `paper_dataset`, and its average multipliers): a reference for the pattern, not a target.
 
-# %%
+# %% tags=["book-more"]
 print(f"paper columns: {paper.attrs['row']} (Table 1), from {paper.attrs['source']}")
 display(Markdown(comparison.describe_mad_cost(table, {s: runs[s].calls for s in ("mad", "mv") if s in runs})))
 
@@ -250,13 +250,13 @@ plt.show()
 # %%
 display(Markdown(comparison.describe_comparison(tables, table, configs, seed=seed)))
 
-# %% [markdown]
+# %% [markdown] tags=["book-more"]
 # **Why debate can start behind.** MAD's round-1 agents, MoA's first layer and MV's samples answer
 # the single agent's own prompt *sampled* at a temperature, while the single agent decodes
 # greedily. How often each first answer is right, graded by its own box (`runs.sampling_gap`),
 # before any agent reads another:
 
-# %%
+# %% tags=["book-more"]
 gap = run_store.sampling_gap(runs, problems)
 display(Markdown(run_store.describe_sampling_gap(gap)))
 
@@ -323,7 +323,7 @@ if len(matched):
 # The same comparison for every study in `studies` (chapter 03 introduces the committed ones),
 # each on the problems its main runs share. This section reads recordings, also when `live=True`.
 
-# %%
+# %% tags=["book-more"]
 models = run_store.load_studies(shown, names, require=["lase"])
 tables_by_model = {m: run_store.strategy_tables(r, tau_lp, tau_h) for m, r in models.items()}
 chains_by_model = run_store.chains_by_model(models)
@@ -334,7 +334,9 @@ display(comparison.comparison_display_by_model(both, configs_by_model).set_index
 for m, short_runs in both.attrs["short"].items():  # as in 4.1: on their own problems, beside single, MV, LASE
     for s in short_runs:
         print(f"{m}, {plots.label(s, configs_by_model[m].get(s))}: recorded on far fewer problems, left out here")
-if len(models) > 1:
+
+# %%
+if len(models) > 1:  # the table above, drawn (the book shows the figure and keeps the table under "More")
     fig = comparison.plot_accuracy_vs_tokens_by_model(both, labels=labels, not_comparable={
         m: run_store.off_format(run_store.baseline_formats(rs)) for m, rs in models.items()})
     plots.savefig(fig, "comparison_two_models")
@@ -392,7 +394,7 @@ if interactive:
     widgets.interact(explore, tau_lp=widgets.FloatSlider(value=tau_lp, min=0.0, max=1.0, step=0.05),
                      tau_h=widgets.FloatSlider(value=tau_h, min=0.0, max=3.0, step=0.1))
 
-# %% [markdown]
+# %% [markdown] tags=["book-more"]
 # ## Exercises
 #
 # Solutions: `notebooks/solutions/04_solutions.py` (run by the tests).

@@ -91,14 +91,14 @@ print(f"replay at the recorded thresholds (tau_lp = {rec.get('tau_lp', tau_lp)},
       f"against the live run, {int(agree['n'])} problems: same stop stage on {agree['stop_stage']:.0%}, "
       f"same grade on {agree['correct']:.0%}, same tokens on {agree['total_tokens']:.0%}")
 
-# %% [markdown]
+# %% [markdown] tags=["book-more"]
 # **The gate and the replay, written out.** Over the recorded arrays (problems x stages) a stage
 # is *certain* when it has an answer with $\exp(LP_{min}) \ge \tau_{lp}$ and $H_{max} \le \tau_h$
 # (a missing answer, NaN, never is). LASE stops at the first certain stage, or at the last when no
 # supporter is left, and outputs and spends what the recording shows at that stage. From scratch,
 # then checked against the package's `replay.replay`:
 
-# %%
+# %% tags=["book-more"]
 def replay_from_scratch(chains, tau_lp, tau_h):
     """Stop stage, grade and tokens (prompt + completion) per problem, at (tau_lp, tau_h)."""
     with np.errstate(invalid="ignore"):  # NaN (no answer) compares False: never certain
@@ -189,7 +189,7 @@ effects = pareto.stage_effects(chains)
 display(Markdown(pareto.describe_frontier(grid, policies, oracle, default, effects, baselines,
                                           common["grid"] if common is not None else None)))
 
-# %% [markdown]
+# %% [markdown] tags=["book-more"]
 # ## 5.3 Where LASE escalates
 #
 # The escalation rate is the share of problems the gate sends past the leader. The left map shows
@@ -197,7 +197,7 @@ display(Markdown(pareto.describe_frontier(grid, policies, oracle, default, effec
 # the right map shows accuracy. The star is the default pair and the cyan rings are the pairs
 # of the paper's sweep.
 
-# %%
+# %% tags=["book-more"]
 fig = pareto.plot_escalation(tl, th, metrics, (tau_lp, tau_h), reference.THRESHOLD_SWEEP)
 plots.savefig(fig, "pareto_escalation");
 
@@ -218,16 +218,16 @@ t5.set_index("tau_lp")[["accuracy (this run)", "avg_tokens (this run)", "escalat
 # %%
 display(Markdown(pareto.describe_sweep(t5, grid, n, pareto.sweep_test(chains, seed=seed))))
 
-# %% [markdown]
+# %% [markdown] tags=["book-more"]
 # **Why the readings can differ.** The paper's reading needs two things. First, confidence that
 # separates right from wrong answers, so that a stricter gate sends mostly wrong answers onwards.
 # Second, supporters that fix at least as many answers as they break. Where either fails, more
 # escalation spends more tokens and also moves accuracy. The recording measures both:
 
-# %%
+# %% tags=["book-more"]
 effects.set_index("stage")[["accuracy", "no_answer", "fixed_vs_leader", "broken_vs_leader", "avg_tokens"]]
 
-# %% [markdown]
+# %% [markdown] tags=["book-more"]
 # **How to read it.** Read `fixed_vs_leader` against `broken_vs_leader`: where the supporters'
 # stages break more right first answers than they fix wrong ones, every step towards more
 # escalation costs accuracy as well as tokens, and the paper's reading cannot hold. The first
@@ -254,7 +254,7 @@ pd.DataFrame({
     "half B, always interact": [check.n_b, check.full_b, np.nan, np.nan],
 }, index=["problems", "accuracy", "avg tokens", "escalation rate"]).T
 
-# %% [markdown]
+# %% [markdown] tags=["book-more"]
 # ## 5.6 Studies side by side
 #
 # The same replay on every study in `studies` (chapter 03 introduces the committed ones). Each
@@ -263,7 +263,7 @@ pd.DataFrame({
 # correct the leader, the front rises above the leader alone; where they cannot, it stays flat or
 # falls.** Chapter 03 (section 3.4) names each study's regime.
 
-# %%
+# %% tags=["book-more"]
 models = run_store.load_studies(shown, ["lase"], require=["lase"])
 by_model = chains_by_model(models)
 fronts = pareto.frontiers_by_model(by_model, tau_lp, tau_h, grid_size)
@@ -273,17 +273,17 @@ if len(fronts) > 1:
 else:
     print("one study: its frontier is the figure of section 5.2 (pass studies to add more)")
 
-# %%
+# %% tags=["book-more"]
 pareto.frontier_table(fronts).set_index("model")[["n", "leader_accuracy", "lase_accuracy", "always_accuracy",
                                                    "oracle_accuracy"]]
 
-# %% [markdown]
+# %% [markdown] tags=["book-more"]
 # **Does any front rise above its own leader alone?** A gain of a point or two is hard to read on
 # an accuracy axis from 0 to 100%. The figure draws each study's gain over its own leader on the
 # same problems, gated LASE and always-interact, with the paired bootstrap 95% interval and the
 # exact McNemar p; the lines under it give the verdict.
 
-# %%
+# %% tags=["book-more"]
 gains = pareto.gain_rows(by_model, tau_lp, tau_h, seed=seed)
 fig = pareto.plot_gains(gains)
 plots.savefig(fig, "pareto_gains")
@@ -311,7 +311,7 @@ if interactive:
     controls = sliders.threshold_sliders({**by_model, next(iter(by_model)): chains}, tau_lp, tau_h, grid=grid)
     display(controls.box)
 
-# %% [markdown]
+# %% [markdown] tags=["book-more"]
 # ## Exercises
 #
 # Solutions: `notebooks/solutions/05_solutions.py` (run by the tests).

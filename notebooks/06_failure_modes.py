@@ -144,17 +144,17 @@ coarse = outcomes["outcome"].map(lambda o: "broken" if o.startswith("broke") els
                                 else "still wrong")  # the seven outcomes of failures.revision_outcomes, in four
 pd.crosstab(outcomes["stage"], coarse)
 
-# %%
+# %% tags=["book-more"]
 fails = failures.execution_failures(outcomes).sort_values(
     ["note_has_gold", "revision_has_gold", "stage"], ascending=[False, False, True], kind="stable")
 display(Markdown(failures.describe_revisions(outcomes, fails)))
 fails.set_index("problem_id")[["stage", "note_has_gold", "revision_has_gold", "answer"]].head(5)
 
-# %% [markdown]
+# %% [markdown] tags=["book-more"]
 # Transcript excerpts, stronger signals first (a boxed answer in a note was replaced by
 # "[answer withheld]" before the leader read it):
 
-# %%
+# %% tags=["book-more"]
 show = fails.drop_duplicates("problem_id").head(n_examples)
 for r in show.itertuples():
     display(HTML(failures.render_exchange(lase, r.problem_id, r.stage, problems.get(r.problem_id), max_chars)))
@@ -164,13 +164,13 @@ for r in show.itertuples():
 # useful and leaders that could not use a useful note. **The selective-gain bound needs the second
 # to be rare** (A2: with a correct seed, accuracy rises); a weak leader breaks it.
 
-# %% [markdown]
+# %% [markdown] tags=["book-more"]
 # **The paper's own failure cases** (Appendix H): a right critique the leader still executes
 # wrongly, and a senior expert's note that sends a right answer astray. Where supporters name the
 # failing step ("Step 2 fails", as the organisms' do) on problems with a known chain, both are
 # found by rule; each study beside yours is searched:
 
-# %%
+# %% tags=["book-more"]
 for study in shown[1:]:
     org_run = load_runs(study.path, ["lase"])["lase"]
     org_problems = problems_from_manifest(org_run.manifest)
@@ -202,14 +202,14 @@ if esc["level"].nunique() > 2:  # levels and "all"
     plt.show()
 display(Markdown(failures.describe_escalation(esc, cost, paper)))
 
-# %% [markdown]
+# %% [markdown] tags=["book-more"]
 # **Across studies.** Two studies of the same problems (`control_traces`: both committed models
 # on the same 80 level-1 problems; without a control, each study's own problems) give the
 # paper's strong-vs-weak comparison. Per leader: accuracy, escalation rate (95% Wilson
 # intervals), and accuracy on the problems it escalates and keeps (`acc_kept`): a gate sees only
 # confidence, so a model whose wrong answers are confident keeps them however weak it is.
 
-# %%
+# %% tags=["book-more"]
 models = run_store.load_studies(shown, ["lase"], require=["lase"])
 control = run_store.control_studies(control_traces, traces)
 if control:
@@ -230,14 +230,14 @@ for label, model_runs in list(models.items())[1:]:  # each study beside yours, b
 for label, model_runs in models.items():  # whether escalation can track weakness: chapter 02's separation
     display(Markdown(failures.describe_separation(label, confidence.confidence_frame(model_runs["lase"], stage=0))))
 
-# %% [markdown]
+# %% [markdown] tags=["book-more"]
 # ## 6.4 Answers that never get boxed
 #
 # An answer counts only if it sits in the last `\boxed{}`; anything else is unparsed, wrong and,
 # for the gate, uncertain. **A revision is harder to box** than a first answer: the prompt is
 # longer, carries a note, and the model may ramble or copy the note until the token limit.
 
-# %%
+# %% tags=["book-more"]
 unp = failures.unparsed_by_stage(lase)
 order = lase.stages.drop_duplicates("stage").sort_values("stage")["supporter"].tolist()[1:]
 fig = failures.plot_unparsed(unp, order)
@@ -245,12 +245,12 @@ plots.savefig(fig, "failure_unparsed")
 plt.show()
 print(failures.describe_unparsed(unp))
 
-# %% [markdown]
+# %% [markdown] tags=["book-more"]
 # The extraction step recovers an answer where it can, so under the default grading such
 # revisions count; strict grading counts them wrong (chapter 04 reports both). One revision that
 # boxed no answer of its own:
 
-# %%
+# %% tags=["book-more"]
 unboxed = outcomes[outcomes["answer_strict"].isna()].sort_values("stage", kind="stable")
 print(f"{len(unboxed)} of {len(outcomes)} revisions box no answer of their own")
 for r in unboxed.head(1).itertuples():
@@ -328,7 +328,7 @@ if interactive:
                      tau_lp=widgets.FloatSlider(value=tau_lp, min=0.5, max=0.999, step=0.005, description="tau_lp"),
                      tau_h=widgets.FloatSlider(value=tau_h, min=0.05, max=1.5, step=0.05, description="tau_h"))
 
-# %% [markdown]
+# %% [markdown] tags=["book-more"]
 # ## Exercises
 #
 # Solutions: `notebooks/solutions/06_solutions.py` (run by the tests).

@@ -30,6 +30,10 @@
 #   opposite).
 # - **not shown**: neither: on these problems the data cannot tell the difference from chance.
 #   This is not a refutation; read the interval for how large a difference is still possible.
+#
+# The other labels, under "More" in the book, are not verdicts.
+
+# %% [markdown] tags=["book-more"]
 # - **not testable here**: on this model the baseline is not answering in its own format. The
 #   organisms were trained for LASE's roles only, so their MoA, MAD and DOWN follow-ups write LASE's
 #   revision text (chapter 04, section 4.3, counts them); a difference would measure that training,
@@ -40,7 +44,8 @@
 #   paired problems, or fewer than 6 that the two strategies grade differently); the interval is
 #   still printed.
 # - **not recorded**: the study has no run of a strategy the claim needs (the reason names it).
-#
+
+# %% [markdown]
 # Each row is one test, and a study's accuracy claims are one family: the McNemar p that decides
 # a verdict is Holm-adjusted across them, so a chance difference in one of six tests does not
 # become "reproduced" ([appendix A2](A2_statistics.ipynb) explains the adjustment). A verdict says what
@@ -149,7 +154,7 @@ with pd.option_context("display.max_colwidth", None):  # each row in full, never
 # > the two can differ in sign. Not a contradiction but a rounding: Llama-3-8B's "4.6x" in the text
 # > against 4.7x from its table's rounded totals.
 
-# %% [markdown]
+# %% [markdown] tags=["book-more"]
 # ## Exercises
 #
 # Solutions: `notebooks/solutions/07_solutions.py` (run by the tests).

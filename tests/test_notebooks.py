@@ -562,6 +562,20 @@ def test_core_chapters_fit_the_total_words(tmp_path_factory):
     assert sum(words.values()) <= BUDGET.core_words, words
 
 
+@pytest.mark.slow
+def test_readme_minutes_are_the_lecturers_clock_and_fit_the_seminar(tmp_path_factory):
+    """Issue 51: the README's chapter minutes are :func:`lase_nb.notebooks.presenting_minutes` of the
+    executed chapters (what ``benchmarks/chapter_budget.py`` prints, rounded), and the core path fits
+    :data:`lase_nb.notebooks.CORE_MINUTES`."""
+    from lase_nb.notebooks import CORE_MINUTES, chapter_budget
+
+    minutes = {nb.stem: round(chapter_budget(_executed(nb, tmp_path_factory)[0]).minutes) for nb in CORE}
+    readme = (NOTEBOOKS.parent / "README.md").read_text()
+    table = {k: int(v) for k, v in re.findall(r"^\| `(\d\d_\w+)` \|.*\| (\d+) \|\s*$", readme, re.M)}
+    assert table == minutes, "update the README's chapter minutes from `python benchmarks/chapter_budget.py`"
+    assert sum(minutes.values()) <= CORE_MINUTES, minutes
+
+
 DRAWING = [b for b in BOOKS if "savefig(" in b.with_suffix(".py").read_text()]
 #: Figures drawn from a live call of the embedded model (``plots.savefig(..., live=True)``), not
 #: from a recording: their numbers are the model's float arithmetic on this CPU, whose last bits
