@@ -81,12 +81,14 @@ if problem is not None:
 # answer, $\exp(LP_{min}) < \tau_{lp}$ or $H_{max} > \tau_h$), the next supporter writes a note (any
 # boxed answer in it is withheld) and the leader revises. It stops at the first confident answer,
 # or after the last supporter. A leader response without an answer gets the extraction step, and
-# the gate reads the extracted answer.
+# the gate reads the extracted answer (boxed, or stated as "The answer is 7"; a value the response
+# never wrote is no answer).
 
 # %%
-from lase_nb.answers import strip_boxed
+from lase_nb.answers import reply_states, strip_boxed
 from lase_nb.confidence import measure
 from lase_nb.engine import Call
+from lase_nb.strategies import NO_ANSWER
 
 
 def lead(engine, cfg, t, messages, kind):
@@ -95,7 +97,9 @@ def lead(engine, cfg, t, messages, kind):
     conf, spent = measure(gen, kind), gen.prompt_tokens + gen.completion_tokens
     if conf.answer is None and cfg.extract_answers:
         (x,) = engine.run([Call("extract", t, prompts.extract_messages(messages, gen.text), cfg.extract_params())])
-        conf, spent = measure(x, kind), spent + x.prompt_tokens + x.completion_tokens
+        conf, spent = measure(x, kind, stated=True), spent + x.prompt_tokens + x.completion_tokens  # "The answer is 7" counts
+        if conf.answer is not None and not reply_states(gen.text, conf.answer, kind):
+            conf = NO_ANSWER  # a value the response never wrote is the step's invention, not its answer
     return gen.text, conf, spent
 
 

@@ -230,6 +230,9 @@ def test_entropy_summary_counts_gate_flips():
     assert s.loc[1, "gate_flips"] == 1 and s.loc[3, "gate_flips"] == 0
     assert s.loc[3, "max_abs_error"] == pytest.approx(0.0, abs=1e-12)
     assert s.loc[1, "h_max_max_abs_error"] == pytest.approx(exact - math.log(2))
+    # no answer token at all (a model that never boxes, issue 50): no rows, the same columns
+    empty = C.entropy_summary(tokens[tokens["k"] < 0], tau)
+    assert empty.empty and list(empty.set_index("k").columns)[:2] == ["tokens", "mean_abs_error"]
 
 
 # ---- figures and sentences --------------------------------------------------------------------

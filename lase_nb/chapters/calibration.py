@@ -248,7 +248,11 @@ def entropy_summary(tokens: pd.DataFrame, tau_h: float) -> pd.DataFrame:
                      "max_abs_error": t["error"].abs().max(), "mean_covered": t["covered"].mean(),
                      "answers": len(a), "h_max_mean_abs_error": d.mean(), "h_max_max_abs_error": d.max(),
                      "gate_flips": flips, "gate_flip_rate": flips / len(a) if len(a) else np.nan})
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=_SUMMARY_COLUMNS)  # no answer token (a model that never boxes): no rows
+
+
+_SUMMARY_COLUMNS = ["k", "tokens", "mean_abs_error", "max_abs_error", "mean_covered", "answers",
+                    "h_max_mean_abs_error", "h_max_max_abs_error", "gate_flips", "gate_flip_rate"]
 
 
 # ---------------------------------------------------------------------------------------------
