@@ -443,7 +443,8 @@ def test_presenting_minutes_follow_the_stated_rule():
     m = nbs.presenting_minutes(words=1500, printed_words=400, figures=2, tables=3)
     assert m == pytest.approx(1500 / nbs.WORDS_PER_MINUTE + 400 / nbs.PRINTED_WORDS_PER_MINUTE
                               + 2 * nbs.MINUTES_PER_FIGURE + 3 * nbs.MINUTES_PER_TABLE)
-    assert m == pytest.approx(10 + 1 + 0.5)  # 150 and 400 words a minute, 0.1 min a figure or table
+    # the lecturer's clock (issue 51): 170 and 200 words a minute, 1 min a figure, 0.5 a table
+    assert m == pytest.approx(1500 / 170 + 2 + 2 + 1.5)
     assert nbs.presenting_minutes(0) == 0
 
 
