@@ -106,7 +106,7 @@ def engine() -> Engine:
 # and whether the answer was right. An answer the model never boxed has no confidence at all; the
 # gate treats it as uncertain and grading counts it wrong, so it gets its own bar below.
 
-# %%
+# %% tags=["book-hide-input"]
 if live:
     problems = load_dataset(dataset, data_path, n_problems, seed)
     results = run_problems("single", problems, engine(), cfg, progress=False)

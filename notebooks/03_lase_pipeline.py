@@ -86,7 +86,7 @@ shown = run_store.chapter_studies(traces, studies, committed=run_store.COMMITTED
 # Either way: one table row per problem, per call and per stage. In a **full chain** every stage
 # ran whatever the gate said; calls past LASE's stop are kept apart (`used == False`) for replay.
 
-# %%
+# %% tags=["book-hide-input"]
 if live:
     from lase_nb.datasets import load_dataset
     from lase_nb.live import live_config, live_engine

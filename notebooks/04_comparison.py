@@ -102,7 +102,7 @@ shown = run_store.chapter_studies(traces, studies, committed=run_store.COMMITTED
 # there, ties to fewer debates (`replay.choose_down_threshold`); the cell prints $\theta$ and the
 # calls per problem of each run.
 
-# %%
+# %% tags=["book-hide-input"]
 if live:
     from lase_nb.datasets import load_dataset
     from lase_nb.live import live_config, live_engine
