@@ -567,6 +567,8 @@ def describe_reliability(table: pd.DataFrame) -> str:
     k = (t["accuracy"] * t["count"]).round().astype(int)
     drops = [(i, proportions_test(int(k[i + 1]), int(t["count"][i + 1]), int(k[i]), int(t["count"][i])))
              for i in range(len(t) - 1) if t["accuracy"][i + 1] < t["accuracy"][i]]
+    if not drops:  # no bin falls below the one before it (is_monotone also reads bins without a rate)
+        return out + " Accuracy never falls from a bin to the next."
     i, worst = min(drops, key=lambda d: d[1]["p_value"])
     dip = (f" Accuracy dips {len(drops)} time{'s' if len(drops) != 1 else ''} from a bin to the next; the "
            f"clearest dip, {t['bin'][i]} to {t['bin'][i + 1]}, is {100 * worst['diff']:+.0f} points "
