@@ -221,8 +221,10 @@ display(dist, per_stage, pipeline.gate_reads(chains), pipeline.outcome_flips(cha
 # One recording answers two questions, each by a paired test against the leader alone on the same
 # problems: does **gated LASE** gain, and does **always-interact** (every stage forced) lose? The
 # answers name the regime, printed under the table with its rule; the rest of the collection uses
-# these names. **Predict, then run.** The organisms were trained to review; the embedded model was
-# not. Which regime do you expect for each?
+# these names. These gains are on each recording's own problems; the pointing organism's
+# preregistered test, on further held-out problems, is chapter 07's, which sets its numbers side by
+# side. **Predict, then run.** The organisms were trained to review; the embedded model was not.
+# Which regime do you expect for each?
 
 # %%
 both = run_store.load_studies(shown, ["lase"], require=["lase"])
