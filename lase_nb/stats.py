@@ -16,6 +16,7 @@ import pandas as pd
 from scipy import stats as _st
 
 __all__ = [
+    "MIN_CLASS",
     "bool_array",
     "mcnemar",
     "pct",
@@ -37,6 +38,9 @@ __all__ = [
 ]
 
 NO_ANSWER = "no answer"
+#: Fewest wrong and fewest right answers for which an AUROC verdict is given; below it, "too few to
+#: say" (chapters 02 and 07 apply the same rule).
+MIN_CLASS = 5
 
 
 def bool_array(x, name: str) -> np.ndarray:

@@ -27,7 +27,7 @@ import pandas as pd
 from .. import reference
 from ..confidence import confidence_frame, gate_split, topk_entropy, uncertain_mask
 from ..errors import DataError
-from ..stats import NO_ANSWER, auroc_difference, auroc_test, auroc_with_ci, ece, p_text, proportions_test, reliability_table, wilson_interval
+from ..stats import MIN_CLASS, NO_ANSWER, auroc_difference, auroc_test, auroc_with_ci, ece, p_text, proportions_test, reliability_table, wilson_interval
 from ..types import Generation
 
 __all__ = [
@@ -130,9 +130,6 @@ def paper_conditions(frame: pd.DataFrame, level: float = 0.95) -> pd.DataFrame:
 
 #: Bootstrap resamples of every AUROC interval in the chapters (02, 06 and 07 print the same interval).
 AUROC_BOOT = 2000
-
-#: Fewest wrong and fewest right answers for which an AUROC verdict is given; below it, "too few to say".
-MIN_CLASS = 5
 
 
 def proxy_scores(frame: pd.DataFrame, tau_lp: float, tau_h: float, n_boot: int = AUROC_BOOT, seed: int = 0) -> pd.DataFrame:

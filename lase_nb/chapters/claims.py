@@ -81,8 +81,8 @@ def calibration_claim(frame: pd.DataFrame, n_boot: int = 2000, seed: int = 0) ->
     """Assumption 3.3 on the leader's first answers (answered ones): :func:`lase_nb.stats.auroc_test`
     of ``-exp(LP_min)`` for errors, with the verdict: reproduced where it separates, refuted where the
     interval is below 0.5 with p < 0.05, else not shown; with fewer than chapter 02's
-    :data:`~lase_nb.chapters.calibration.MIN_CLASS` wrong or right answers (with a confidence), too few problems."""
-    from .calibration import MIN_CLASS
+    :data:`~lase_nb.stats.MIN_CLASS` wrong or right answers (with a confidence), too few problems."""
+    from ..stats import MIN_CLASS
 
     ans = frame[frame["answered"].astype(bool) & frame["p_min"].notna()]
     ok = ans["correct"].to_numpy(bool)
