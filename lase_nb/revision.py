@@ -404,3 +404,12 @@ def learning_curve_verdict(folder: Path | None = None) -> str:
                       f"{int((~v['first_correct']).sum())}, breaks {int((v[v['first_correct']]['outcome'] == 'broken').sum())}"
                       f" of {int(v['first_correct'].sum())}" for k, v in curve.items())
     return f"Learning curve of the revision on v5's own notes (stage 1, held out): {sizes}. " + stage1_verdict(curve)
+
+
+def write_readme(readme: Path, folder: Path | None = None) -> None:
+    """Write :func:`learning_curve_verdict` between the README's ``revision`` markers."""
+    start, end = "<!-- revision:start -->", "<!-- revision:end -->"
+    text = readme.read_text()
+    if start in text and end in text:
+        head, rest = text.split(start, 1)
+        readme.write_text(f"{head}{start}\n{learning_curve_verdict(folder)}\n{end}{rest.split(end, 1)[1]}")

@@ -152,3 +152,9 @@ def test_a_note_that_states_the_answer_makes_no_training_example():
     assert len(ex) == 1 and counts == {"pointed": 1, "note_states_answer": 2}
     messages, target = ex[0]
     assert "redo 4 + 5" in messages[-1]["content"] and target.endswith("\\boxed{18}")
+
+
+def test_the_readme_prints_the_committed_learning_curve():
+    text = (ROOT / "README.md").read_text()
+    block = text.split("<!-- revision:start -->", 1)[1].split("<!-- revision:end -->", 1)[0]
+    assert block.strip() == revision.learning_curve_verdict()
