@@ -301,7 +301,7 @@ def decomposition(first: pd.Series, sources: Mapping[str, pd.DataFrame], whole_c
         add(label, after, rate(int((wrong["outcome"] == "fixed").sum()), len(wrong)),
             rate(int((right["outcome"] == "broken").sum()), len(right)))
     if whole_chain is not None:
-        add("whole recorded chain (v5)", whole_chain, "-", "-")
+        add("v5, whole chain (recorded)", whole_chain, "-", "-")
     return pd.DataFrame(rows)
 
 
@@ -329,10 +329,10 @@ def contrast(a: pd.DataFrame, b: pd.DataFrame, a_name: str, b_name: str) -> str:
 REVISION_DIR = Path(__file__).resolve().parents[1] / "data" / "revision"
 
 #: The committed replays, by file name: what each row of the decomposition is called.
-REPLAYS = {"pilot": "v5 + revision pilot, its own devil note (replayed)",
-           "own-size-0.25": "v5 + revision on own notes (1/4), its own devil note (replayed)",
-           "own-size-0.5": "v5 + revision on own notes (1/2), its own devil note (replayed)",
-           "own-size-1": "v5 + revision on own notes (all), its own devil note (replayed)"}
+REPLAYS = {"pilot": "pilot reads v5's devil",
+           "own-size-0.25": "own-notes 1/4 reads v5's devil",
+           "own-size-0.5": "own-notes 1/2 reads v5's devil",
+           "own-size-1": "own-notes, all, reads v5's devil"}
 
 
 def load_replay(name: str, folder: Path | None = None) -> pd.DataFrame | None:
@@ -347,26 +347,26 @@ def decomposition_sources(run: Any, problems: Mapping[str, Problem], ceiling_row
     a perfect note (the ceiling's rows), then every committed replay (:data:`REPLAYS`), the pilot's
     perfect-note rows beside its own-note replay."""
     cases = stage_one_cases(run, problems, tau_lp, tau_h)
-    out = {"v5, its own devil note (recorded)": score(cases, [c.recorded_revision for c in cases], "v5"),
-           "v5, a perfect note (ceiling)": ceiling_stage_one(ceiling_rows, "organism v5", cases)}
+    out = {"v5 reads v5's devil (recorded)": score(cases, [c.recorded_revision for c in cases], "v5"),
+           "v5 reads a perfect note": ceiling_stage_one(ceiling_rows, "organism v5", cases)}
     for name, label in REPLAYS.items():
         r = load_replay(name, folder)
         if r is not None:
             out[label] = r
         if name == "pilot" and (ceiling_rows["model"] == "v5 + revision pilot").any():
-            out["v5 + revision pilot, a perfect note (ceiling)"] = ceiling_stage_one(
+            out["pilot reads a perfect note"] = ceiling_stage_one(
                 ceiling_rows, "v5 + revision pilot", cases)
     return out
 
 
 #: The comparisons chapter 06 prints under the decomposition: (a, b, what the pair separates).
 CONTRASTS = (
-    ("v5, a perfect note (ceiling)", "v5, its own devil note (recorded)", "How good the note is, for v5's leader"),
-    ("v5 + revision pilot, a perfect note (ceiling)", "v5, a perfect note (ceiling)",
+    ("v5 reads a perfect note", "v5 reads v5's devil (recorded)", "How good the note is, for v5's leader"),
+    ("pilot reads a perfect note", "v5 reads a perfect note",
      "Whether the leader can use a perfect note"),
-    ("v5 + revision pilot, its own devil note (replayed)", "v5, its own devil note (recorded)",
+    ("pilot reads v5's devil", "v5 reads v5's devil (recorded)",
      "The pilot's revision on the notes it will really read"),
-    ("v5 + revision on own notes (all), its own devil note (replayed)", "v5, its own devil note (recorded)",
+    ("own-notes, all, reads v5's devil", "v5 reads v5's devil (recorded)",
      "A revision trained on v5's own notes"),
 )
 

@@ -50,7 +50,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from IPython.display import HTML, Markdown, display
 
-from lase_nb import ceiling, confidence, plots, preregistration, widgets
+from lase_nb import ceiling, confidence, plots, preregistration, revision, widgets
 from lase_nb import runs as run_store
 from lase_nb.chapters import failures
 from lase_nb.replay import summarize
@@ -309,6 +309,32 @@ if any(s.committed for s in shown):
     print(ceiling.verdict(ceiling_rows))
 else:
     print("the ceiling was measured on the committed models only: section 6.6 is skipped for your study")
+
+# %% [markdown]
+# **The two halves of Appendix H, separated.** Gated LASE's first stage is one devil's note and
+# one revision, on the problems the gate escalates. Replayed exactly (the recorded first answer,
+# the note, then a revision call; `lase_nb/revision.py`), it can be fed v5's own devil note or a
+# perfect one (the pointer on a wrong answer, the paper's attack, a false alarm, on a right one),
+# and read by v5's revision or by a revision trained to read notes: *pilot*, the revision pilot
+# above (trained on perfect notes), or *own-notes*, trained on v5's own devil notes of train-split
+# attempts (1/4, 1/2 and all of 426 examples; `data/revision/README.md`). Changing the note with the
+# leader fixed measures **how good the note is**; changing the leader with the note fixed measures
+# **whether the leader can use it**. *What we expected beforehand:* v5 loses on breaks, not on
+# fixes, so a perfect note would help v5 little, and a leader trained on notes would gain. The
+# last row is the whole recorded chain, for scale. Each row is against the leader alone on all the
+# recording's problems (paired bootstrap interval, exact McNemar p).
+
+# %%
+if point is not None:
+    org_cfg = org_run.manifest["config"]  # the thresholds the replays were run at, not this chapter's
+    org_stages = org_run.stages
+    decomp = revision.decomposition_sources(org_run, org_problems, ceiling.load_rows(), org_cfg["tau_lp"],
+                                            org_cfg["tau_h"])
+    alone = org_stages[org_stages["stage"] == 0].set_index("problem_id")["correct"].astype(bool)
+    display(revision.decomposition(alone, decomp, revision.gated_final(org_stages, org_cfg["tau_lp"], org_cfg["tau_h"]))
+            .set_index("stage 1 of gated LASE"))
+    display(Markdown(revision.describe_decomposition(decomp)))
+    print(revision.learning_curve_verdict())
 
 # %% [markdown]
 # ## Try it yourself

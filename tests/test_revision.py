@@ -158,3 +158,15 @@ def test_the_readme_prints_the_committed_learning_curve():
     text = (ROOT / "README.md").read_text()
     block = text.split("<!-- revision:start -->", 1)[1].split("<!-- revision:end -->", 1)[0]
     assert block.strip() == revision.learning_curve_verdict()
+
+
+def test_the_replay_with_v5_reproduces_the_recorded_revisions():
+    """The harness check: v5 replayed through revision_own.py wrote the recorded stage-1 revisions."""
+    replay = revision.load_replay("v5-replay")
+    if replay is None:
+        pytest.skip("no committed v5 replay")
+    run = load_run(RECORDING)
+    cfg = StrategyConfig.from_manifest(run.manifest["config"])
+    cases = revision.stage_one_cases(run, problems_from_manifest(run.manifest), cfg.tau_lp, cfg.tau_h)
+    assert replay["problem_id"].tolist() == [c.problem.id for c in cases]
+    assert [t.strip() for t in replay["revision"]] == [c.recorded_revision.strip() for c in cases]
