@@ -169,11 +169,11 @@ if len(baselines):
 fig = pareto.plot_frontier(grid, policies, oracle, default, common)
 plots.savefig(fig, "pareto_frontier");
 
-# %% [markdown]
+# %% [markdown] tags=["book-more"]
 # The numbers behind the points (`x leader`: tokens against the leader alone on the same problems;
 # tokens count prompt and completion). One problem moves accuracy by one over the number of problems.
 
-# %%
+# %% tags=["book-more"]
 rows = [policies.assign(problems="all")]
 if common is not None:
     rows += [common["policies"].assign(problems="common"),
