@@ -118,7 +118,7 @@ _STEPS = ("First I write down what the problem gives and what it asks for. ",
 
 
 def strong(problems: Iterable[Problem], right: float = 0.9) -> Callable[..., Reply]:
-    """A strong API model: right on about ``right`` of the problems, long replies (about 250
+    """A strong API model: right on about ``right`` of the problems, long replies (about 130
     tokens), every token at log-probability exactly 0.0 except on some answers: on about a quarter
     of the right ones one answer token is spread over (0.55, 0.99), on the wrong ones one sits near
     0.4; a revision after a note fixes half of the wrong answers, at full confidence."""
@@ -134,7 +134,7 @@ def strong(problems: Iterable[Problem], right: float = 0.9) -> Callable[..., Rep
         h = _hash(q)
         wrong = (h % 1000) / 1000 >= right and not (_is_revision(messages) and h % 2 == 0)
         answer = str(int(golds[q]) + 1 + h % 3) if wrong else golds[q]
-        text = ("Let me solve this carefully.\n\n" + "".join(_STEPS) * 2 + "\n\nSo the value asked for is "
+        text = ("Let me solve this carefully.\n\n" + "".join(_STEPS) + "\n\nSo the value asked for is "
                 f"\\boxed{{{answer}}}.")
         if wrong:
             spread = 0.3 + 0.2 * ((h >> 8) % 100) / 100
