@@ -293,14 +293,14 @@ else:
 # "every step checks out", or a false alarm on a random step. Each note goes through the leader's
 # real revision call: `lase_nb/ceiling.py`, run by `benchmarks/ceiling.py` into `data/ceiling/`.
 #
-# No supporter that keeps the rule can point better than notes (a) and (b), so these counts bound
-# what LASE can gain with these leaders. The stop rule was written before any note was sent:
+# No supporter that keeps the rule can point better than notes (a) and (b), so for a leader's
+# revision as it is, these counts are the most a supporter can get out of it. The stop rule was written before any note was sent:
 # train supporters only for a kind of error whose (a) or (b) note fixes at least 60% of the wrong
 # first answers while the same variant's false alarm breaks at most 5% of right ones. Two more
 # measurements share the table: *NoOp* rows are new problems with one irrelevant quantity in the
 # text (errors of reading rather than of arithmetic), and *revision pilot* rows are organism v5
-# with its revision trained alone on such notes for 18 minutes (not shipped): the leaders were
-# never taught to read these notes, so before them the counts are a floor.
+# with its revision trained alone on such notes for 18 minutes (not shipped): a leader taught to
+# read notes is a different leader, with a ceiling of its own.
 
 # %%
 if any(s.committed for s in shown):
@@ -376,5 +376,5 @@ if interactive:
 #   word-list heuristic, shown with its transcripts so you can judge it.
 # - Whether a weaker model escalates more is a question of calibration first (6.3 prints the
 #   answer for your studies); **unboxed revisions** are counted in 6.4.
-# - **The ceiling under a perfect note** bounds what any supporter that keeps the rule can gain with
-#   these leaders (6.6 prints the outcome and the stop rule's verdict).
+# - **The ceiling under a perfect note** is the most any supporter that keeps the rule can get out of
+#   a leader's revision as it is; 6.6 separates the note from the leader and prints the stop rules' verdicts.

@@ -42,7 +42,7 @@ from IPython.display import Markdown, display
 
 from lase_nb import preregistration
 from lase_nb import runs as run_store
-from lase_nb.chapters import claims, correct_seeds
+from lase_nb.chapters import correct_seeds
 from lase_nb.replay import chains_from_stages
 
 pd.set_option("display.precision", 3)
@@ -119,7 +119,7 @@ if point is not None:
     print(f"predicted gain >= {100 * pred['gain_lower_bound']:+.1f} points (P(U=1) >= {pred['p_u1_lcb']:.2f}, "
           f"rho >= {pred['rho_lcb']:.2f}, delta >= {pred['delta_lcb']:+.2f})")
     gains = preregistration.held_out_gains(prereg, run_store.load_runs(point.path, ["lase", "lase-large", "single"]))
-    display(Markdown(claims.describe_held_out_gains(gains, prereg)))
+    display(Markdown(preregistration.describe_held_out_gains(gains, prereg)))
 else:
     print("the preregistration is the committed pointing organism's, which is not shown here: skipped")
 

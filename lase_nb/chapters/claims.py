@@ -29,6 +29,7 @@ import pandas as pd
 
 from .. import reference
 from ..confidence import confidence_frame
+from ..preregistration import describe_held_out_gains, describe_primary  # noqa: F401 (chapter 07 prints them)
 from ..errors import DataError
 from ..stats import auroc_test, clears_both, holm, paired_test
 from ..runs import decidable, main_comparison, paired_correct
@@ -243,50 +244,6 @@ def describe_verdicts(table: pd.DataFrame) -> str:
         lines.append(f"- **{model}** ({shown} of {len(rows) - len(here)} testable claims decided{note}). "
                      + ". ".join(parts) + ".")
     return "\n".join(lines)
-
-
-def describe_primary(result: Mapping[str, Any], prereg: Mapping[str, Any]) -> str:
-    """Markdown: the preregistered primary test (:func:`lase_nb.preregistration.primary_from_gated_run`)
-    with both tests, the claim rule's verdict and Theorem 3.7's preregistered prediction."""
-    th = prereg["thresholds"]
-    text = (f"**The preregistered primary test** (fixed {prereg['date']}, before the recording): gated LASE at "
-            f"{th['tau_lp']:g} / {th['tau_h']:g} against the leader alone on {result['n']} held-out problems "
-            f"({result.get('escalated', '?')} escalated): {100 * result['acc_a']:.1f}% vs {100 * result['acc_b']:.1f}%, "
-            f"{100 * result['diff']:+.1f} points [{100 * result['diff_lo']:+.1f}, {100 * result['diff_hi']:+.1f}], "
-            f"{result['b']} fixed and {result['c']} broken, exact McNemar p = {result['p_value']:.3g}. "
-            f"A gain is claimed only where both tests clear: **{'claimed' if result['claimed'] else 'not claimed'}**.")
-    if "predicted_lower_bound" in result:
-        text += (f" Theorem 3.7's preregistered lower bound, {100 * result['predicted_lower_bound']:+.1f} points, is "
-                 f"{'met' if result['prediction_met'] else 'missed'} by the point estimate.")
-    return text
-
-
-def describe_held_out_gains(gains: Mapping[str, Mapping[str, Any]], prereg: Mapping[str, Any]) -> str:
-    """Markdown: one number and one verdict for the organism's preregistered gain, and the other
-    recordings' numbers beside it with their ``n`` (``gains``:
-    :func:`lase_nb.preregistration.held_out_gains`). The verdict, and whether Theorem 3.7's
-    prediction is met, are read from the preregistered primary test alone; the others say whether
-    their interval contains its estimate (the same contrast, measured on other problems)."""
-    if "lase-large" not in gains:
-        return ("The preregistered primary test needs the gated held-out run `lase-large`, which this study lacks; "
-                "the gains below are not that test. " + _others(gains, None))
-    head = describe_primary(gains["lase-large"], prereg)
-    return head + " " + _others({k: v for k, v in gains.items() if k != "lase-large"}, gains["lase-large"])
-
-
-def _others(gains: Mapping[str, Mapping[str, Any]], primary: Mapping[str, Any] | None) -> str:
-    if not gains:
-        return ""
-    parts = []
-    for g in gains.values():
-        text = (f"{100 * g['diff']:+.1f} points [{100 * g['diff_lo']:+.1f}, {100 * g['diff_hi']:+.1f}] on {g['n']} "
-                f"problems, {g['where']}")
-        if primary is not None:
-            inside = g["diff_lo"] <= primary["diff"] <= g["diff_hi"]
-            text += f"; its interval {'contains' if inside else 'excludes'} the primary estimate"
-        parts.append(text + ".")
-    return ("Other numbers for the same contrast, not the preregistered test and carrying no verdict: "
-            + " ".join(parts))
 
 
 def verdict_counts(table: pd.DataFrame) -> pd.DataFrame:
