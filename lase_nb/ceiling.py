@@ -402,7 +402,7 @@ def summary(rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def markdown(table: pd.DataFrame) -> str:
-    """A table as a Markdown pipe table (the README's copy of :func:`summary`)."""
+    """A table as a Markdown pipe table (printed by benchmarks/ceiling.py beside the verdict)."""
     head = "| " + " | ".join(map(str, table.columns)) + " |"
     rule = "|" + "---|" * len(table.columns)
     body = ["| " + " | ".join(str(v) for v in row) + " |" for row in table.itertuples(index=False)]
