@@ -111,11 +111,7 @@ def write_readme(rows: pd.DataFrame, readme: Path = ROOT / "README.md") -> None:
     README's ``ceiling`` markers (the table lives in chapter 06; a test holds the README to the rows)."""
     table, verdict = ceiling.markdown(ceiling.summary(rows)), ceiling.verdict(rows)
     print(table, verdict, sep="\n\n")
-    text = readme.read_text()
-    start, end = "<!-- ceiling:start -->", "<!-- ceiling:end -->"
-    if start in text and end in text:
-        head, rest = text.split(start, 1)
-        readme.write_text(f"{head}{start}\n{verdict}\n{end}{rest.split(end, 1)[1]}")
+    ceiling.write_between_markers(readme, "ceiling", verdict)
 
 
 def noop_study(args, cache: CallCache) -> list[pd.DataFrame]:

@@ -284,7 +284,7 @@ def outcome(first_correct: bool, first_answer: str | None, revised_text: str, go
     return ("kept" if same else "changed"), answer
 
 
-def _rate(k: int, n: int) -> str:
+def rate(k: int, n: int) -> str:
     if not n:
         return "-"
     lo, hi = wilson_interval(k, n)
@@ -303,7 +303,7 @@ def ceiling_table(rows: pd.DataFrame) -> pd.DataFrame:
         out.append({"model": model, "kind": kind, "variant": variant, "n": n,
                     "fixed": int(counts.get("fixed", 0)), "kept": int(counts.get("kept", 0)),
                     "changed": int(counts.get("changed", 0)), "unboxed": int(counts.get("unboxed", 0)),
-                    "fix rate [95% CI]": _rate(int(counts.get("fixed", 0)), n)})
+                    "fix rate [95% CI]": rate(int(counts.get("fixed", 0)), n)})
     return pd.DataFrame(out)
 
 
@@ -317,7 +317,7 @@ def right_table(rows: pd.DataFrame) -> pd.DataFrame:
         n = len(g)
         out.append({"model": model, "note": variant, "n": n, "kept": int(counts.get("kept", 0)),
                     "broken": int(counts.get("broken", 0)), "unboxed": int(counts.get("unboxed", 0)),
-                    "break rate [95% CI]": _rate(int(counts.get("broken", 0)), n)})
+                    "break rate [95% CI]": rate(int(counts.get("broken", 0)), n)})
     return pd.DataFrame(out)
 
 
@@ -438,3 +438,13 @@ def verdict(rows: pd.DataFrame, rule: Mapping[str, Any] = STOP_RULE) -> str:
                        f"{best['wrong']} wrong first answers); met only where too few answers decide nothing: "
                        f"{named(met)}.")
     return head + "Met by: " + named(decided) + "."
+
+
+def write_between_markers(path: Path, name: str, body: str) -> None:
+    """Replace the text between ``<!-- name:start -->`` and ``<!-- name:end -->`` in ``path`` (a
+    README) by ``body``; a file without both markers is left as it is."""
+    start, end = f"<!-- {name}:start -->", f"<!-- {name}:end -->"
+    text = path.read_text()
+    if start in text and end in text:
+        head, rest = text.split(start, 1)
+        path.write_text(f"{head}{start}\n{body}\n{end}{rest.split(end, 1)[1]}")

@@ -23,10 +23,10 @@ from typing import Any
 import pandas as pd
 
 from .answers import strip_boxed
-from .ceiling import obeys_rule, outcome
+from .ceiling import obeys_rule, outcome, rate, write_between_markers
 from .confidence import uncertain_mask
 from .organism import Label, first_fault, flagged_step, label_attempt, note_flags, revision_text
-from .stats import paired_test, wilson_interval
+from .stats import mcnemar, paired_test
 from .types import Problem
 
 #: Issue 48, step 2: at the best training size, stage 1 of gated LASE (exact replay on the held-out
@@ -90,13 +90,10 @@ def stage_one_cases(run: Any, problems: Mapping[str, Problem], tau_lp: float, ta
             raise ValueError(f"{pid}: expected one {role} call at stage {stage}, found {len(rows)}")
         return str(rows["text"].iloc[0])
 
+    unsure = uncertain_mask(s0["p_min"].astype(float).to_numpy(), s0["h_max"].astype(float).to_numpy(), tau_lp, tau_h)
     out = []
-    for pid, row in s0.iterrows():
-        if pid not in problems or pid not in s1.index:
-            continue
-        p_min = None if pd.isna(row["p_min"]) else float(row["p_min"])
-        h_max = None if pd.isna(row["h_max"]) else float(row["h_max"])
-        if not is_uncertain_values(p_min, h_max, tau_lp, tau_h):
+    for (pid, row), u in zip(s0.iterrows(), unsure):
+        if not u or pid not in problems or pid not in s1.index:
             continue
         answer = None if pd.isna(row["answer"]) else str(row["answer"])
         note, _ = strip_boxed(text(pid, "devil", 1))
@@ -105,11 +102,16 @@ def stage_one_cases(run: Any, problems: Mapping[str, Problem], tau_lp: float, ta
     return out
 
 
-def is_uncertain_values(p_min: float | None, h_max: float | None, tau_lp: float, tau_h: float) -> bool:
-    """The gate on recorded numbers (:func:`lase_nb.confidence.uncertain_mask`; no answer: uncertain)."""
-    nan = float("nan")
-    return bool(uncertain_mask([nan if p_min is None else p_min], [nan if h_max is None else h_max],
-                               tau_lp, tau_h)[0])
+def right_after(first_correct: bool, outcome: str) -> bool:
+    """Whether the answer is right after the revision, from :func:`lase_nb.ceiling.outcome`'s label."""
+    return outcome == "fixed" or (bool(first_correct) and outcome == "kept")
+
+
+def tally(rows: pd.DataFrame) -> tuple[int, int, int, int]:
+    """``(fixed, wrong first answers, broken, right first answers)`` of stage-1 rows."""
+    first = rows["first_correct"].astype(bool)
+    return (int((rows.loc[~first, "outcome"] == "fixed").sum()), int((~first).sum()),
+            int((rows.loc[first, "outcome"] == "broken").sum()), int(first.sum()))
 
 
 def score(cases: Sequence[StageOneCase], revisions: Sequence[str], source: str) -> pd.DataFrame:
@@ -121,8 +123,8 @@ def score(cases: Sequence[StageOneCase], revisions: Sequence[str], source: str) 
         result, answer = outcome(c.first_correct, c.first_answer, text, c.problem.gold, c.problem.kind)
         rows.append({"source": source, "problem_id": c.problem.id, "first_correct": c.first_correct,
                      "first_answer": c.first_answer, "note_kind": note_kind(c.problem, c.attempt, c.note),
-                     "outcome": result, "answer": answer, "correct": result in ("fixed", "kept") and
-                     (c.first_correct or result == "fixed"), "note": c.note, "revision": text})
+                     "outcome": result, "answer": answer, "correct": right_after(c.first_correct, result),
+                     "note": c.note, "revision": text})
     return pd.DataFrame(rows)
 
 
@@ -178,11 +180,10 @@ def stage_one_table(rows: pd.DataFrame) -> pd.DataFrame:
     with a paired bootstrap interval (points)."""
     out = []
     for source, g in rows.groupby("source", sort=False):
-        wrong, right = g[~g["first_correct"]], g[g["first_correct"]]
-        fixed, broken = int((wrong["outcome"] == "fixed").sum()), int((right["outcome"] == "broken").sum())
+        fixed, n_wrong, broken, n_right = tally(g)
         t = paired_test(g["correct"].to_numpy(bool), g["first_correct"].to_numpy(bool))
         out.append({"source": source, "escalated": len(g),
-                    "fixed": rate(fixed, len(wrong)), "broken": rate(broken, len(right)),
+                    "fixed": rate(fixed, n_wrong), "broken": rate(broken, n_right),
                     "net": fixed - broken,
                     "vs alone (points, escalated)": f"{100 * t['diff']:+.1f} [{100 * t['diff_lo']:+.1f}, "
                                                     f"{100 * t['diff_hi']:+.1f}]",
@@ -190,31 +191,17 @@ def stage_one_table(rows: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def rate(k: int, n: int) -> str:
-    """``k/n = p% [lo, hi]`` with the Wilson interval; ``-`` when ``n`` is 0."""
-    if not n:
-        return "-"
-    lo, hi = wilson_interval(k, n)
-    return f"{k}/{n} = {100 * k / n:.0f}% [{100 * lo:.0f}, {100 * hi:.0f}]"
-
-
-def rates(rows: pd.DataFrame) -> dict[str, float]:
-    """Fix and break rates of one source's rows (fractions)."""
-    wrong, right = rows[~rows["first_correct"]], rows[rows["first_correct"]]
-    return {"fix": float((wrong["outcome"] == "fixed").mean()) if len(wrong) else 0.0,
-            "break_": float((right["outcome"] == "broken").mean()) if len(right) else 0.0}
-
-
 def stage1_verdict(curve: Mapping[str, pd.DataFrame], rule: Mapping[str, float] = STAGE1_RULE) -> str:
     """The stop rule of step 2 on a learning curve ``{size label: rows}``: the best size (most
     net problems) and whether it meets both bars."""
     if not curve:
         return "No training size was measured."
-    scored = {k: rates(v) for k, v in curve.items()}
-    net = {k: int((v[~v["first_correct"]]["outcome"] == "fixed").sum() - (v[v["first_correct"]]["outcome"] == "broken").sum())
-           for k, v in curve.items()}
-    best = max(net, key=lambda k: (net[k], scored[k]["fix"]))
-    r = scored[best]
+    counts = {k: tally(v) for k, v in curve.items()}
+    net = {k: c[0] - c[2] for k, c in counts.items()}
+    fix = {k: c[0] / c[1] if c[1] else 0.0 for k, c in counts.items()}
+    brk = {k: c[2] / c[3] if c[3] else 0.0 for k, c in counts.items()}
+    best = max(net, key=lambda k: (net[k], fix[k]))
+    r = {"fix": fix[best], "break_": brk[best]}
     ok_fix, ok_break = r["fix"] >= rule["fix"], r["break_"] <= rule["break_"]
     parts = [f"fixes {100 * r['fix']:.0f}% ({'meets' if ok_fix else 'below'} the {100 * rule['fix']:.0f}% bar)",
              f"breaks {100 * r['break_']:.0f}% ({'meets' if ok_break else 'above'} the {100 * rule['break_']:.0f}% bar)"]
@@ -257,7 +244,7 @@ def ceiling_stage_one(ceiling_rows: pd.DataFrame, model: str, cases: Sequence[St
     r = ceiling_rows[(ceiling_rows["model"] == model) & ceiling_rows["problem_id"].isin(ids)]
     r = r[(~r["first_correct"] & (r["variant"] == wrong_variant)) | (r["first_correct"] & (r["variant"] == right_variant))]
     out = r[["problem_id", "first_correct", "first_answer", "outcome", "answer", "note", "revision"]].copy()
-    out["correct"] = out["outcome"].eq("fixed") | (out["first_correct"] & out["outcome"].eq("kept"))
+    out["correct"] = [right_after(f, o) for f, o in zip(out["first_correct"], out["outcome"])]
     return out
 
 
@@ -297,9 +284,8 @@ def decomposition(first: pd.Series, sources: Mapping[str, pd.DataFrame], whole_c
     for label, r in sources.items():
         after = first.copy()
         after.loc[r["problem_id"].to_numpy()] = r["correct"].to_numpy(bool)
-        wrong, right = r[~r["first_correct"].astype(bool)], r[r["first_correct"].astype(bool)]
-        add(label, after, rate(int((wrong["outcome"] == "fixed").sum()), len(wrong)),
-            rate(int((right["outcome"] == "broken").sum()), len(right)))
+        fixed, n_wrong, broken, n_right = tally(r)
+        add(label, after, rate(fixed, n_wrong), rate(broken, n_right))
     if whole_chain is not None:
         add("v5, whole chain (recorded)", whole_chain, "-", "-")
     return pd.DataFrame(rows)
@@ -309,8 +295,6 @@ def contrast(a: pd.DataFrame, b: pd.DataFrame, a_name: str, b_name: str) -> str:
     """One sentence comparing two sources of stage-1 rows on the same escalated problems: fixes of
     wrong first answers and breaks of right ones, each with the exact McNemar p of the paired
     difference; comparison words only where p < 0.05 ("no detectable difference" otherwise)."""
-    from .stats import mcnemar
-
     m = a[["problem_id", "first_correct", "outcome"]].merge(b[["problem_id", "outcome"]], on="problem_id",
                                                             suffixes=("_a", "_b"))
     parts = []
@@ -400,16 +384,10 @@ def learning_curve_verdict(folder: Path | None = None) -> str:
     curve = learning_curve(folder)
     if not curve:
         return "The revision trained on v5's own notes has not been measured here (data/organism/revision_own.py)."
-    sizes = "; ".join(f"{k}: fixes {int((v[~v['first_correct']]['outcome'] == 'fixed').sum())} of "
-                      f"{int((~v['first_correct']).sum())}, breaks {int((v[v['first_correct']]['outcome'] == 'broken').sum())}"
-                      f" of {int(v['first_correct'].sum())}" for k, v in curve.items())
+    sizes = "; ".join("{}: fixes {} of {}, breaks {} of {}".format(k, *tally(v)) for k, v in curve.items())
     return f"Learning curve of the revision on v5's own notes (stage 1, held out): {sizes}. " + stage1_verdict(curve)
 
 
 def write_readme(readme: Path, folder: Path | None = None) -> None:
     """Write :func:`learning_curve_verdict` between the README's ``revision`` markers."""
-    start, end = "<!-- revision:start -->", "<!-- revision:end -->"
-    text = readme.read_text()
-    if start in text and end in text:
-        head, rest = text.split(start, 1)
-        readme.write_text(f"{head}{start}\n{learning_curve_verdict(folder)}\n{end}{rest.split(end, 1)[1]}")
+    write_between_markers(readme, "revision", learning_curve_verdict(folder))
