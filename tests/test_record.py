@@ -265,7 +265,9 @@ def test_a_pilot_gives_the_expected_wall_time(tmp_path, capsys):
         m = re.search(r"^time, expected: (\d+) s \((\d+) calls at ([\d.]+) s a call; the pilot's 2 model calls in \d+ s\)$",
                       stdout, re.M)
         assert m, stdout
-        assert int(m.group(2)) == N and 0.05 <= float(m.group(3)) < 5
+        # the pilot's 2 calls may overlap (API backends send calls concurrently): wall time per call
+        # is at least half the server's latency
+        assert int(m.group(2)) == N and 0.05 / 2 <= float(m.group(3)) < 5
         rc, stdout, err = record(capsys, srv.base_url, tmp_path / "s", cache, "--strategies", "single",
                                  "--pilot", "2", "--dry-run")
         assert rc == 0 and srv.request_count == 2, err
