@@ -294,11 +294,14 @@ def start_order(books: Sequence[Path]) -> list[Path]:
     return [nb for _, nb in sorted(enumerate(books), key=key)]
 
 
-def _prepare_model(books: Sequence[Path], params: Mapping[str, Any]) -> None:
-    """Convert the local model the chapters call once, before they run at once (each would
+def _converts_a_model(books: Sequence[Path], params: Mapping[str, Any]) -> bool:
+    """Whether some of ``books`` call the embedded (local) model, which is converted before its first use."""
+    return params.get("backend", "local") == "local" and any(_calls_a_model(b) for b in books)
+
+
+def _prepare_model(params: Mapping[str, Any]) -> None:
+    """Convert the local model the chapters call, once, before any of them calls it (each would
     otherwise wait for the first one's conversion, holding a core idle)."""
-    if params.get("backend", "local") != "local" or not any(_calls_a_model(b) for b in books):
-        return
     from .backends.local.files import DEFAULT_MODEL, prepare
 
     t0 = time.perf_counter()
@@ -333,8 +336,8 @@ def run_notebooks(names: Sequence[str] | None = None, params: dict[str, Any] | N
     """Run each notebook with papermill into ``out``; pass each only the parameters it declares.
 
     ``jobs`` chapters run at once, each in its own process (default :func:`default_jobs`, the
-    cores; the chapters are independent), after the model they call is converted once; each
-    kernel's model then gets ``cores // jobs`` threads. Figures go to :func:`figures_folder`
+    cores; the chapters are independent); the model they call is converted once, in a worker beside
+    the chapters that call none, before any chapter that calls it starts; each kernel's model then gets ``cores // jobs`` threads. Figures go to :func:`figures_folder`
     (``out/figures`` unless ``figures`` or ``$LASE_FIGURES_DIR`` says otherwise), those drawn from a
     live model call to ``out/figures`` (never the committed ``figures/``). ``timeout`` bounds every
     cell (seconds). Returns the execution time per chapter, in chapter order.
@@ -357,16 +360,37 @@ def run_notebooks(names: Sequence[str] | None = None, params: dict[str, Any] | N
     import concurrent.futures as cf
     import multiprocessing
 
-    _prepare_model(books, params)
     threads = max(1, default_jobs() // jobs)
     print(f"[notebooks] {len(books)} notebooks, {jobs} at once", flush=True)
+    # The model's conversion takes one worker; the chapters that call no model run beside it, and
+    # those that call it start once it is done (first, as start_order puts them).
+    waits_for_model = {nb for nb in books if _calls_a_model(nb)} if _converts_a_model(books, params) else set()
+    waiting = start_order(books)
     times: dict[str, float] = {}
     with cf.ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-        running = {pool.submit(_run_one, nb, params=mine[nb], threads=threads, beside_others=True, **where): nb
-                   for nb in start_order(books)}
+        running: dict[cf.Future, Path | None] = {}  # None: the model's conversion
+        if waits_for_model:
+            running[pool.submit(_prepare_model, params)] = None
+
+        def start_next() -> None:
+            while len(running) < jobs:
+                nb = next((b for b in waiting if b not in waits_for_model), None)
+                if nb is None:
+                    return
+                waiting.remove(nb)
+                running[pool.submit(_run_one, nb, params=mine[nb], threads=threads, beside_others=True, **where)] = nb
+
         try:
-            for done in cf.as_completed(running):
-                times[running[done].stem] = done.result()
+            start_next()
+            while running:
+                done, _ = cf.wait(running, return_when=cf.FIRST_COMPLETED)
+                for future in done:
+                    nb, seconds = running.pop(future), future.result()
+                    if nb is None:
+                        waits_for_model.clear()
+                    else:
+                        times[nb.stem] = seconds
+                start_next()
         except BaseException:
             pool.shutdown(wait=True, cancel_futures=True)  # the chapters already running finish; no new one starts
             raise

@@ -323,7 +323,8 @@ def test_chapters_that_call_a_model_start_first():
 def test_chapters_run_at_once_each_in_its_kernel(tmp_path, monkeypatch):
     """`make notebooks` runs the chapters in a pool sized to the cores: each in its own kernel,
     the model's threads shared out, figures where they belong; a chapter that fails beside others
-    is named with its cell and error (one pool, to keep the fast tier fast)."""
+    is named with its cell and error; a chapter that calls the model waits for its conversion, which
+    runs beside those that call none (two pools of tiny chapters, to keep the fast tier fast)."""
     from lase_nb import notebooks
 
     books = tmp_path / "books"
@@ -344,6 +345,16 @@ def test_chapters_run_at_once_each_in_its_kernel(tmp_path, monkeypatch):
     assert [p.name for p in (tmp_path / "out" / "figures").glob("*.png")] == ["90_one_live.png"]
     with pytest.raises(ConfigError, match="--jobs must be a positive number"):
         notebooks.run_notebooks(out=tmp_path / "out", jobs=0)
+
+    # a chapter whose source calls the model (live_engine) waits for the conversion: when it fails, the
+    # chapter never starts, the one that calls no model has run beside it, and the conversion's error is raised
+    _tiny_notebook(books / "89_calls.ipynb", "print('model chapter 89')")
+    (books / "89_calls.py").write_text("engine = live_engine()\nprint('model chapter 89')\n")
+    (books / "92_broken.ipynb").unlink()
+    with pytest.raises(ConfigError, match="GGUF file not found"):
+        notebooks.run_notebooks(params={"interactive": False, "model": str(tmp_path / "missing.gguf")},
+                                out=tmp_path / "out2", figures=tmp_path / "figs2", jobs=2)
+    assert sorted(p.name for p in (tmp_path / "out2").glob("*.ipynb")) == ["90_one.ipynb"]
 
 
 def test_the_kernels_shutdown_interrupt_is_not_logged_as_an_error(tmp_path, capfd):
