@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 __all__ = ["PATH", "SECONDARY", "SECONDARY_R3", "build", "build_round3", "describe_calibration", "load", "primary_result", "primary_from_gated_run", "secondary_pairs",
            "GAIN_RECORDINGS", "held_out_gains",
-           "secondary_results", "secondary_table", "describe_secondary", "chains_of"]
+           "secondary_results", "secondary_table", "describe_secondary", "chains_of", "AIM", "aim_result"]
 
 #: Where the committed preregistration lives.
 PATH = Path(__file__).resolve().parents[1] / "data" / "traces" / "preregistration.json"
@@ -347,6 +347,24 @@ def describe_secondary(rows: list[dict]) -> str:
             " No other comparison clears both tests even before the adjustment: the rest are not "
             "distinguishable from chance on these problems, which is not the same as equal.")
     return head + tail
+
+
+#: The controlled experiment's aim (``data/traces/report.py``): gated LASE at most ``points`` below
+#: MV(7) or above it, at most ``token_ratio`` times MV(7)'s tokens per problem, on the problems both ran.
+AIM = {"points": 0.01, "token_ratio": 0.7}
+
+
+def aim_result(lase: "pd.DataFrame", mv: "pd.DataFrame") -> dict[str, Any]:
+    """The aim (:data:`AIM`) on two strategies' problem tables (``problem_id``, ``correct``,
+    ``total_tokens``): their accuracies and token ratio on the problems both ran, and ``met``."""
+    a, b = (t.set_index(t["problem_id"].astype(str)) for t in (lase, mv))
+    ids = a.index.intersection(b.index)
+    if ids.empty:
+        raise DataError("LASE and MV(7) share no problem: the aim compares them on the problems both ran")
+    acc_lase, acc_mv = float(a.loc[ids, "correct"].mean()), float(b.loc[ids, "correct"].mean())
+    ratio = float(a.loc[ids, "total_tokens"].mean() / b.loc[ids, "total_tokens"].mean())
+    return {"n": len(ids), "acc_lase": acc_lase, "acc_mv": acc_mv, "token_ratio": ratio,
+            "met": bool(acc_lase >= acc_mv - AIM["points"] and ratio <= AIM["token_ratio"])}
 
 
 def chains_of(run: Any) -> Chains:

@@ -230,3 +230,20 @@ def test_other_gains_say_whether_their_interval_holds_the_primary_estimate():
                                           {"date": "2026-12-01", "thresholds": {"tau_lp": 0.8, "tau_h": 0.5}})
     assert "missed" in text and "on 200 problems, full chains; its interval contains" in text
     assert "on 120 problems, single run; its interval excludes" in text
+
+
+def test_the_aim_is_met_only_within_a_point_of_mv_at_most_0_7x_its_tokens():
+    """The aim on hand-made tables: accuracies and the token ratio on the problems both ran."""
+    import pandas as pd
+
+    def table(ids, correct, tokens):
+        return pd.DataFrame({"problem_id": ids, "correct": correct, "total_tokens": tokens})
+
+    mv = table(["a", "b", "c", "d", "x"], [1, 1, 1, 0, 1], [100, 100, 100, 100, 5])
+    # 3 of 4 right both ways, 70 vs 100 tokens: met (the problem MV alone ran is left out)
+    r = P.aim_result(table(["a", "b", "c", "d"], [1, 1, 0, 1], [70] * 4), mv)
+    assert (r["n"], r["acc_lase"], r["acc_mv"], r["met"]) == (4, 0.75, 0.75, True) and r["token_ratio"] == pytest.approx(0.7)
+    assert not P.aim_result(table(["a", "b", "c", "d"], [1, 1, 0, 1], [71] * 4), mv)["met"]  # 0.71x MV's tokens
+    assert not P.aim_result(table(["a", "b", "c", "d"], [1, 0, 0, 1], [10] * 4), mv)["met"]  # 25 points below
+    with pytest.raises(DataError, match="share no problem"):
+        P.aim_result(table(["z"], [1], [1]), mv)

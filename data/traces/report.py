@@ -81,15 +81,11 @@ def main() -> int:
             print(f"| {s['name']} | {_test_line(s)} | {s['p_holm']:.3g} | {s['claimed']} |")
         print()
         if "mv" in tables:
-            mv = tables["mv"].set_index("problem_id")
-            lase_t = tables["lase"].set_index("problem_id")
-            ids = mv.index.intersection(lase_t.index)
-            acc_l, acc_m = lase_t.loc[ids, "correct"].mean(), mv.loc[ids, "correct"].mean()
-            tok = lase_t.loc[ids, "total_tokens"].mean() / mv.loc[ids, "total_tokens"].mean()
+            aim = P.aim_result(tables["lase"], tables["mv"])
             print("## The aim\n")
-            print(f"- LASE within 1 point of MV(7) or above, at <= 0.7x its tokens: LASE {_pct(acc_l)}, MV "
-                  f"{_pct(acc_m)} on {len(ids)} problems, {tok:.2f}x MV's tokens: "
-                  f"**{'met' if acc_l >= acc_m - 0.01 and tok <= 0.7 else 'not met'}**")
+            print(f"- LASE within {100 * P.AIM['points']:g} point of MV(7) or above, at <= {P.AIM['token_ratio']}x its "
+                  f"tokens: LASE {_pct(aim['acc_lase'])}, MV {_pct(aim['acc_mv'])} on {aim['n']} problems, "
+                  f"{aim['token_ratio']:.2f}x MV's tokens: **{'met' if aim['met'] else 'not met'}**")
         t = [s for s in rows if s["name"] == "LASE at the budget pair vs the leader alone"]
         if t:
             print(f"- at the preregistered budget pair ({bp['tau_lp']:.2f}, {bp['tau_h']:.2f}): {_test_line(t[0])}: "
