@@ -428,8 +428,8 @@ def frontier_panel(chains: Chains, tau_lp: float = 0.8, tau_h: float = 0.5, *, g
     p = figure(width=1060, height=440, x_axis_type="log", title=title or "LASE at the sliders' thresholds (the star) "
                "on the threshold grid", x_axis_label="average tokens per problem (prompt + completion)",
                y_axis_label="accuracy", toolbar_location="right", tools="pan,wheel_zoom,box_zoom,reset,save")
-    cloud = p.scatter("avg_tokens", "accuracy", source=ColumnDataSource(grid[["tau_lp", "tau_h", "accuracy", "avg_tokens",
-                                                                                "escalation_rate"]]),
+    columns = ("tau_lp", "tau_h", "accuracy", "avg_tokens", "escalation_rate")  # plain arrays: a DataFrame adds its index
+    cloud = p.scatter("avg_tokens", "accuracy", source=ColumnDataSource({c: grid[c].to_numpy() for c in columns}),
                       size=7, alpha=0.8, line_color=None, fill_color={"field": "escalation_rate", "transform": mapper},
                       legend_label="a threshold pair (colour: escalation rate)")
     p.add_tools(HoverTool(renderers=[cloud], tooltips=[("tau_lp", "@tau_lp{0.00}"), ("tau_h", "@tau_h{0.00}"),
