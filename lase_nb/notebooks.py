@@ -337,7 +337,8 @@ def run_notebooks(names: Sequence[str] | None = None, params: dict[str, Any] | N
 
     ``jobs`` chapters run at once, each in its own process (default :func:`default_jobs`, the
     cores; the chapters are independent); the model they call is converted once, in a worker beside
-    the chapters that call none, before any chapter that calls it starts; each kernel's model then gets ``cores // jobs`` threads. Figures go to :func:`figures_folder`
+    the chapters that call none, before any chapter that calls it starts; each kernel's model then
+    gets ``cores // jobs`` threads. Figures go to :func:`figures_folder`
     (``out/figures`` unless ``figures`` or ``$LASE_FIGURES_DIR`` says otherwise), those drawn from a
     live model call to ``out/figures`` (never the committed ``figures/``). ``timeout`` bounds every
     cell (seconds). Returns the execution time per chapter, in chapter order.

@@ -302,7 +302,8 @@ def bf16_note(dtype: str | None, cpuinfo: str | os.PathLike[str] = "/proc/cpuinf
         return None
     return (f"this CPU multiplies bfloat16 natively: --dtype bfloat16 runs the embedded model faster ({BF16_MEASURED}); "
             "the default stays float32 because bfloat16 changes some answers and gate decisions, and its answers "
-            "also move with which calls are decoded together (benchmarks/README.md), so a study recorded in one does not replay in the other")
+            "also move with which calls are decoded together (benchmarks/README.md), so a study recorded in one "
+            "does not replay in the other")
 
 
 def resolve_dtype(dtype: str | None = "auto", device: str = "cpu",
