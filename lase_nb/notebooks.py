@@ -294,11 +294,6 @@ def start_order(books: Sequence[Path]) -> list[Path]:
     return [nb for _, nb in sorted(enumerate(books), key=key)]
 
 
-def _converts_a_model(books: Sequence[Path], params: Mapping[str, Any]) -> bool:
-    """Whether some of ``books`` call the embedded (local) model, which is converted before its first use."""
-    return params.get("backend", "local") == "local" and any(_calls_a_model(b) for b in books)
-
-
 def _prepare_model(params: Mapping[str, Any]) -> None:
     """Convert the local model the chapters call, once, before any of them calls it (each would
     otherwise wait for the first one's conversion, holding a core idle)."""
@@ -365,7 +360,8 @@ def run_notebooks(names: Sequence[str] | None = None, params: dict[str, Any] | N
     print(f"[notebooks] {len(books)} notebooks, {jobs} at once", flush=True)
     # The model's conversion takes one worker; the chapters that call no model run beside it, and
     # those that call it start once it is done (first, as start_order puts them).
-    waits_for_model = {nb for nb in books if _calls_a_model(nb)} if _converts_a_model(books, params) else set()
+    # (only the embedded, local model is converted; an empty set: nothing to wait for)
+    waits_for_model = {nb for nb in books if _calls_a_model(nb)} if params.get("backend", "local") == "local" else set()
     waiting = start_order(books)
     times: dict[str, float] = {}
     with cf.ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:

@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from .replay import Chains, replay
+from .runs import MIN_DECIDABLE, decidable
 from .errors import DataError
 from .stats import clears_both, gain_difference, mcnemar, p_text, paired_test, pct, points
 
@@ -52,8 +53,6 @@ def gain_regime(chains: Chains, tau_lp: float, tau_h: float, n_boot: int = 2000,
     tau_h, n, escalated, acc_solo, acc_lase, gain, gain_lo, gain_hi, p_value, fixed (wrong alone,
     right gated), broken (the reverse), acc_full, full_gain, full_lo, full_hi, full_p, level, alpha.
     """
-    from .runs import decidable
-
     if len(chains.problem_ids) == 0:
         raise DataError("no problems in these chains")
     r = replay(chains, tau_lp, tau_h)
@@ -72,11 +71,6 @@ def gain_regime(chains: Chains, tau_lp: float, tau_h: float, n_boot: int = 2000,
 
 #: What the regime column and sentences say on too few problems to name one.
 UNDECIDED = "too few problems to tell"
-
-
-def _min_decidable() -> int:
-    from .runs import MIN_DECIDABLE
-    return MIN_DECIDABLE
 
 
 def _interval(r: Mapping[str, Any], key: str = "gain", lo: str = "gain_lo", hi: str = "gain_hi") -> str:
@@ -111,7 +105,7 @@ def describe_regime(r: Mapping[str, Any], full: bool = False) -> str:
     full_line = (f"Always-interact (every stage) scores {pct(r['acc_full'], 1)}, {_interval(r, 'full_gain', 'full_lo', 'full_hi')} "
                  f"against the leader alone (McNemar {p_text(r['full_p'])}). ")
     if not decided:
-        lead = (f"**On {r['n']} problems no regime can be told** (at least {_min_decidable()} are needed): the gate "
+        lead = (f"**On {r['n']} problems no regime can be told** (at least {MIN_DECIDABLE} are needed): the gate "
                 f"escalates {r['escalated']} of {r['n']} problems, and gated LASE scores {gain}. Chapters 04-06 "
                 f"refer back to this paragraph. ")
         other = "Record more problems (`lase-nb record --n`) to tell the regime."

@@ -110,7 +110,7 @@ point = next((s for s in shown if s.committed and s.path.name == "arith-organism
 if point is not None:
     prereg = preregistration.load()
     gains = preregistration.held_out_gains(prereg, run_store.load_runs(point.path, ["lase", "lase-large", "single"]))
-    display(Markdown(claims.describe_held_out_gains(gains, prereg)))
+    display(Markdown(preregistration.describe_held_out_gains(gains, prereg)))
     print(revision.learning_curve_verdict())  # the next organism's revision, stopped or not (chapter 06, 6.6)
 else:
     print("the preregistered primary test reads the committed preregistered study, which is not shown here: skipped")

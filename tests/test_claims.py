@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from lase_nb import reference
+from lase_nb import preregistration, reference
 from lase_nb.chapters import claims
 from lase_nb.stats import paired_test
 
@@ -89,7 +89,7 @@ def test_claims_table_on_the_recordings_has_a_verdict_per_model():
 def test_describe_primary_reports_both_tests_and_the_prediction():
     r = {"n": 600, "escalated": 300, "acc_a": 0.61, "acc_b": 0.60, "diff": 0.01, "diff_lo": -0.01, "diff_hi": 0.03,
          "b": 20, "c": 14, "p_value": 0.39, "claimed": False, "predicted_lower_bound": 0.0, "prediction_met": True}
-    text = claims.describe_primary(r, {"date": "2026-12-01", "thresholds": {"tau_lp": 0.8, "tau_h": 0.5}})
+    text = preregistration.describe_primary(r, {"date": "2026-12-01", "thresholds": {"tau_lp": 0.8, "tau_h": 0.5}})
     assert "+1.0 points [-1.0, +3.0]" in text and "p = 0.39" in text and "**not claimed**" in text and "met" in text
 
 

@@ -198,7 +198,6 @@ def test_held_out_gains_give_one_verdict_from_the_preregistered_run():
     run, carries the prediction's verdict; the full chains and the single-agent pairing are the same
     contrast on other problems, each with its n."""
     from lase_nb import runs
-    from lase_nb.chapters import claims
 
     doc = P.load()
     rs = runs.load_runs("data/traces/arith-organism-point", ["lase", "lase-large", "single"])
@@ -208,26 +207,24 @@ def test_held_out_gains_give_one_verdict_from_the_preregistered_run():
     assert "prediction_met" in gains["lase-large"] and not any("prediction_met" in g for k, g in gains.items()
                                                                if k != "lase-large")
     assert gains["lase-large"]["n"] > gains["lase-full"]["n"] > gains["single"]["n"] > 0
-    text = claims.describe_held_out_gains(gains, doc)
+    text = P.describe_held_out_gains(gains, doc)
     verdict = "met" if gains["lase-large"]["prediction_met"] else "missed"
     assert f"is {verdict} by the point estimate" in text and text.count(" met ") + text.count(" missed ") == 1
     for g in gains.values():
         assert f"{100 * g['diff']:+.1f} points" in text and f"{g['n']} " in text
     only_chains = P.held_out_gains(doc, {"lase": rs["lase"]})
     assert list(only_chains) == ["lase-full"]
-    assert "lacks" in claims.describe_held_out_gains(only_chains, doc)
+    assert "lacks" in P.describe_held_out_gains(only_chains, doc)
 
 
 def test_other_gains_say_whether_their_interval_holds_the_primary_estimate():
-    from lase_nb.chapters import claims
-
     primary = {"n": 600, "escalated": 300, "acc_a": 0.57, "acc_b": 0.58, "diff": -0.01, "diff_lo": -0.03, "diff_hi": 0.02,
                "b": 27, "c": 31, "p_value": 0.69, "claimed": False, "predicted_lower_bound": 0.0,
                "prediction_met": False, "where": "primary"}
     near = {"n": 200, "diff": 0.01, "diff_lo": -0.02, "diff_hi": 0.04, "where": "full chains"}
     far = {"n": 120, "diff": 0.08, "diff_lo": 0.01, "diff_hi": 0.15, "where": "single run"}
-    text = claims.describe_held_out_gains({"lase-large": primary, "lase-full": near, "single": far},
-                                          {"date": "2026-12-01", "thresholds": {"tau_lp": 0.8, "tau_h": 0.5}})
+    text = P.describe_held_out_gains({"lase-large": primary, "lase-full": near, "single": far},
+                                     {"date": "2026-12-01", "thresholds": {"tau_lp": 0.8, "tau_h": 0.5}})
     assert "missed" in text and "on 200 problems, full chains; its interval contains" in text
     assert "on 120 problems, single run; its interval excludes" in text
 

@@ -29,13 +29,12 @@ import pandas as pd
 
 from .. import reference
 from ..confidence import confidence_frame
-from ..preregistration import describe_held_out_gains, describe_primary  # noqa: F401 (chapter 07 prints them)
 from ..errors import DataError
-from ..stats import auroc_test, clears_both, holm, paired_test
+from ..stats import MIN_CLASS, auroc_test, clears_both, holm, paired_test
 from ..runs import decidable, main_comparison, paired_correct
 
 __all__ = ["MARGIN", "VERDICTS", "claims_by_model", "accuracy_verdict", "paper_inconsistencies",
-           "verdict_counts", "describe_verdicts", "describe_primary", "describe_held_out_gains", "calibration_claim", "plot_claims",
+           "verdict_counts", "describe_verdicts", "calibration_claim", "plot_claims",
            "VERDICT_COLORS"]
 
 #: Non-inferiority margin of "matches or beats", in accuracy (3 points, chapter 04's headline test).
@@ -83,8 +82,6 @@ def calibration_claim(frame: pd.DataFrame, n_boot: int = 2000, seed: int = 0) ->
     of ``-exp(LP_min)`` for errors, with the verdict: reproduced where it separates, refuted where the
     interval is below 0.5 with p < 0.05, else not shown; with fewer than chapter 02's
     :data:`~lase_nb.stats.MIN_CLASS` wrong or right answers (with a confidence), too few problems."""
-    from ..stats import MIN_CLASS
-
     ans = frame[frame["answered"].astype(bool) & frame["p_min"].notna()]
     ok = ans["correct"].to_numpy(bool)
     t = auroc_test(-ans["p_min"].to_numpy(float), ok, n_boot=n_boot, seed=seed)
