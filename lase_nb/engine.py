@@ -53,9 +53,18 @@ class Engine:
     stats: EngineStats = field(default_factory=EngineStats)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
-    def key(self, messages: Sequence[Message], params: GenParams) -> str:
-        return call_key(self.backend.name, self.backend.model, messages, params,
-                        getattr(self.backend, "dtype", None))
+    def key(self, messages: Sequence[Message], params: GenParams, call: Call | None = None) -> str:
+        """The cache key of a call: the model named is the one that answers it (a backend that routes
+        calls by role, the organism v6, names the model of ``call``'s role and stage)."""
+        model = self.backend.model
+        if self.routes_calls and call is not None:
+            model = self.backend.model_for(call.role, call.stage)  # type: ignore[attr-defined]
+        return call_key(self.backend.name, model, messages, params, getattr(self.backend, "dtype", None))
+
+    @property
+    def routes_calls(self) -> bool:
+        """Whether the backend routes each call by its role and stage (it then gets both with the call)."""
+        return bool(getattr(self.backend, "routes_calls", False))
 
     def run(self, calls: Sequence[Call],
             on_result: Callable[[int, Generation], None] | None = None) -> list[Generation]:
@@ -90,13 +99,13 @@ class Engine:
         and the calls their answers bring make the next batch. Returns when ``more()`` is empty
         and every call is answered."""
         hits: deque[tuple[Any, Generation]] = deque()
-        todo: list[tuple[str, list[Message], GenParams]] = []
+        todo: list[tuple] = []  # (key, messages, params[, role, stage] for a backend that routes calls)
         waiting: dict[str, tuple[Call, list[Any]]] = {}  # key -> (call, tags waiting for it)
 
         def take_new() -> None:
             for tag, c in more():
                 self.stats.requested += 1
-                k = self.key(c.messages, c.params)
+                k = self.key(c.messages, c.params, c)
                 gen = None
                 if self.cache is not None:
                     gen = self.cache.lookup(k, f"{c.role} call (stage {c.stage}, sample {c.params.sample})")
@@ -107,9 +116,10 @@ class Engine:
                     waiting[k][1].append(tag)
                 else:
                     waiting[k] = (c, [tag])
-                    todo.append((k, c.messages, c.params))
+                    todo.append((k, c.messages, c.params, c.role, c.stage) if self.routes_calls
+                                else (k, c.messages, c.params))
 
-        def requests() -> list[tuple[str, list[Message], GenParams]]:
+        def requests() -> list[tuple]:
             while True:
                 take_new()
                 if not hits:
@@ -147,8 +157,8 @@ class Engine:
             return
         while batch:
             self.stats.batches += 1
-            gens = self.backend.generate_many([(m, p) for _, m, p in batch],
+            gens = self.backend.generate_many([req[1:] for req in batch],
                                               on_result=lambda j, gen: store(batch[j][0], gen))
-            for (k, _, _), gen in zip(batch, gens):
-                deliver(k, gen)
+            for req, gen in zip(batch, gens):
+                deliver(req[0], gen)
             batch = requests()

@@ -116,7 +116,7 @@ class StrategyConfig:
 
 
 #: Local models trained to answer zero-shot (no worked examples), by alias.
-ZERO_SHOT_MODELS = ("organism",)
+ZERO_SHOT_MODELS = ("organism", "organism-v6", "organism-revision")
 
 
 def default_examples(backend: str, model: str | None = None) -> int:

@@ -25,7 +25,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from lase_nb import preregistration, traces
-from lase_nb.backends.local import MARKER, LocalBackend
+from lase_nb.backends.local import open_local
 from lase_nb.cache import CallCache
 from lase_nb.datasets import load_dataset
 from lase_nb.engine import Engine
@@ -34,17 +34,6 @@ from lase_nb.strategies import StrategyConfig, default_examples, recorded
 from lase_nb.errors import LaseError
 from lase_nb.study import (RunPlan, down_calibration_problems, format_plan, plan_runs, plan_table, rates_from_folder,
                            record_study)
-
-
-def _model_info(backend: LocalBackend) -> dict:
-    """What the manifest says about the weights: the merged folder and, for the organism, its adapter."""
-    import json
-
-    info = {"path": str(backend.path)}
-    marker = Path(backend.path) / MARKER
-    if marker.is_file():
-        info.update(json.loads(marker.read_text()))
-    return info
 
 
 def main() -> int:
@@ -79,7 +68,7 @@ def main() -> int:
                          f"problems); the organism's recordings use --split eval --seed {EVAL_SEEDS['record']}")
     ap.add_argument("--dry-run", action="store_true", help="print the plan (calls per run, estimated tokens) and stop")
     args = ap.parse_args()
-    if args.model == ORGANISM and args.split != "eval":
+    if args.model.startswith(ORGANISM) and args.split != "eval":
         ap.error("the organism was trained on the train split; record it on held-out problems: "
                  f"--split eval --seed {EVAL_SEEDS['record']} (the skill evaluation uses {EVAL_SEEDS['calibrate']})")
 
@@ -110,11 +99,11 @@ def main() -> int:
     print(format_plan(plan_table(plans, rates), rates, header=f"recording {args.out}"), flush=True)
     if args.dry_run:
         return 0
-    backend = LocalBackend(args.model, device=args.device, max_batch=args.max_batch)
+    backend = open_local(args.model, device=args.device, max_batch=args.max_batch)
     engine = Engine(backend, CallCache(args.cache))
     fields = {"command": "python data/traces/record.py " + " ".join(sys.argv[1:]), "backend": "local",
               "model": args.model_label or backend.model, "device": args.device, "max_batch": args.max_batch,
-              "dataset": "arith", "levels": args.levels, "model_files": _model_info(backend), "seed": args.seed,
+              "dataset": "arith", "levels": args.levels, "model_files": backend.model_files(), "seed": args.seed,
               "split": args.split, **({"dtype": backend.dtype} if getattr(backend, "dtype", None) else {})}
     record_study(engine, plans, args.out, fields, rates=rates, window=args.window, show_answers=True)
     return 0

@@ -20,8 +20,8 @@ def make_backend(name: str = "local", model: str | None = None, base_url: str | 
     if name == "local":
         if base_url:
             raise ConfigError("--base-url applies to API backends; for a local model pass --model PATH")
-        from .local import LocalBackend
-        return LocalBackend(model, **kwargs)
+        from .local import open_local
+        return open_local(model, **kwargs)
     if name == "openai":
         from .openai_backend import OpenAIBackend
         return OpenAIBackend(model, base_url=base_url, concurrency=concurrency, **kwargs)

@@ -10,7 +10,9 @@ A package in parts, each readable alone:
 * :mod:`.decoding`: a request's decoding state, next-token choice with its statistics,
   detokenisation and stops;
 * :mod:`.scheduler`: continuous batching of ready requests (and the lockstep fallback);
-* :mod:`.backend`: :class:`LocalBackend`, the public API, prompt encoding.
+* :mod:`.backend`: :class:`LocalBackend`, the public API, prompt encoding;
+* :mod:`.routed`: :class:`RoutedBackend`, several models behind one backend, each call routed by its
+  role and stage (the organism v6: v5 and the revision adapter); :func:`open_local` opens either.
 
 What a :class:`~lase_nb.types.Generation` from this backend means:
 
@@ -66,6 +68,9 @@ from .files import (
     GGUF_PACKAGE,
     MARKER,
     ORGANISM_MODEL,
+    ORGANISM_V6_MODEL,
+    REVISION_DIR,
+    REVISION_MODEL,
     LoadedModel,
     convert_gguf,
     default_gguf_path,
@@ -74,6 +79,7 @@ from .files import (
     load_model,
     merge_adapter,
     model_cache_root,
+    model_info,
     native_bf16,
     resolve_dtype,
     ORGANISM_DIR,
@@ -83,11 +89,13 @@ from .files import (
     resolve_model_path,
 )
 from .prefix_store import PREFIX_CACHE_MIB, PrefixStore
+from .routed import RoutedBackend, open_local, v6_route
 
 __all__ = [
     "AUTO_NATIVE_BF16", "DTYPES", "native_bf16", "resolve_dtype",
     "DEFAULT_CACHE_NAME", "DEFAULT_MODEL", "GGUF_FILENAME", "GGUF_PACKAGE", "MARKER", "ORGANISM_MODEL",
     "PREFIX_CACHE_MIB", "LoadedModel", "LocalBackend", "PrefixStore", "Row", "convert_gguf",
     "default_gguf_path", "default_model_dir", "is_converted", "load_model", "merge_adapter",
-    "model_cache_root", "ORGANISM_DIR", "organism_adapter_path", "organism_model_dir", "prepare", "resolve_model_path",
+    "model_cache_root", "model_info", "ORGANISM_DIR", "ORGANISM_V6_MODEL", "REVISION_DIR", "REVISION_MODEL",
+    "RoutedBackend", "open_local", "v6_route", "organism_adapter_path", "organism_model_dir", "prepare", "resolve_model_path",
 ]

@@ -14,7 +14,7 @@ from ...errors import ConfigError
 from ...types import Generation, GenParams, Message
 from ..base import ResultHook
 from .decoding import Row, seed
-from .files import DEFAULT_MODEL, load_model, resolve_dtype, resolve_model_path
+from .files import DEFAULT_MODEL, load_model, model_info, resolve_dtype, resolve_model_path
 from .kv_cache import spliceable
 from .scheduler import Scheduler
 
@@ -91,6 +91,10 @@ class LocalBackend(Scheduler):
     def __repr__(self) -> str:
         return (f"LocalBackend(model={self.model!r}, path='{self.path}', max_batch={self.max_batch}, "
                 f"dtype={self.dtype!r})")
+
+    def model_files(self) -> dict[str, Any]:
+        """What a manifest says about the weights: the folder and, for the organism, its adapter."""
+        return model_info(self.path)
 
     @property
     def vocab_size(self) -> int:

