@@ -28,7 +28,8 @@ if TYPE_CHECKING:
 
 __all__ = ["PATH", "SECONDARY", "SECONDARY_R3", "build", "build_round3", "describe_calibration", "load", "primary_result", "primary_from_gated_run", "secondary_pairs",
            "GAIN_RECORDINGS", "held_out_gains",
-           "secondary_results", "secondary_table", "describe_secondary", "chains_of", "AIM", "aim_result"]
+           "secondary_results", "secondary_table", "describe_secondary", "chains_of", "AIM", "aim_result",
+           "V6_PATH", "v6_prediction", "build_v6"]
 
 #: Where the committed preregistration lives.
 PATH = Path(__file__).resolve().parents[1] / "data" / "traces" / "preregistration.json"
@@ -189,9 +190,13 @@ def _with_prediction(result: dict[str, Any], prereg: Mapping[str, Any]) -> dict[
     """``result`` with Theorem 3.7's preregistered lower bound and whether the gain meets it (when
     the preregistration has a prediction)."""
     pred = prereg.get("prediction")
-    if pred is not None:
+    if pred is not None and "gain_lower_bound" in pred:
         result["predicted_lower_bound"] = pred["gain_lower_bound"]
         result["prediction_met"] = bool(result["diff"] >= pred["gain_lower_bound"])
+    elif pred is not None and "range" in pred:  # v6: a predicted effect with a range
+        lo, hi = pred["range"]
+        result["predicted_range"] = [lo, hi]
+        result["prediction_met"] = bool(lo <= result["diff"] <= hi)
     return result
 
 
@@ -384,6 +389,10 @@ def describe_primary(result: Mapping[str, Any], prereg: Mapping[str, Any]) -> st
             f"{100 * result['diff']:+.1f} points [{100 * result['diff_lo']:+.1f}, {100 * result['diff_hi']:+.1f}], "
             f"{result['b']} fixed and {result['c']} broken, exact McNemar p = {result['p_value']:.3g}. "
             f"A gain is claimed only where both tests clear: **{'claimed' if result['claimed'] else 'not claimed'}**.")
+    if "predicted_range" in result:
+        lo, hi = result["predicted_range"]
+        text += (f" The preregistered prediction, {100 * lo:+.1f} to {100 * hi:+.1f} points, is "
+                 f"{'met' if result['prediction_met'] else 'missed'} by the point estimate.")
     if "predicted_lower_bound" in result:
         text += (f" Theorem 3.7's preregistered lower bound, {100 * result['predicted_lower_bound']:+.1f} points, is "
                  f"{'met' if result['prediction_met'] else 'missed'} by the point estimate.")
@@ -416,3 +425,84 @@ def _others(gains: Mapping[str, Mapping[str, Any]], primary: Mapping[str, Any] |
         parts.append(text + ".")
     return ("Other numbers for the same contrast, not the preregistered test and carrying no verdict: "
             + " ".join(parts))
+
+
+# ---------------------------------------------------------------- organism v6 (the leader that reads notes)
+
+#: Where v6's preregistration is committed, alone, before any fresh recording.
+V6_PATH = Path(__file__).resolve().parents[1] / "data" / "traces" / "arith-organism-v6" / "preregistration.json"
+
+#: What the audit of the revision lead (data/revision/README.md) removes from the pilot's stage-1 gain
+#: on the spent problems: the fixes of problems whose chain a pilot training example computes, and
+#: the fix after a note that states the gold number (+9.5 -> +7.0 points).
+V6_INFLATION = 0.025
+#: The audit's expectation for the whole chain on fresh problems, in points (before step 2).
+V6_AUDIT_RANGE = (0.03, 0.06)
+
+
+def v6_prediction(spent: Mapping[str, Any], inflation: float = V6_INFLATION,
+                  audit: tuple[float, float] = V6_AUDIT_RANGE) -> dict[str, Any]:
+    """The predicted whole-chain gain on fresh problems, from the whole chain on the spent problems
+    (``spent``: :func:`lase_nb.revision.whole_chain_test` of v6 there) and the audit's reasons: the
+    spent estimate less :data:`V6_INFLATION` (what overlapping chains and a note that states the answer
+    added there), and a range from the lower of that and the audit's low end to the higher of that and
+    the audit's high end. Rule fixed in code before step 2 ran."""
+    effect = float(spent["diff"]) - inflation
+    lo, hi = min(effect, audit[0]), max(effect, audit[1])
+    return {"effect": round(effect, 4), "range": [round(lo, 4), round(hi, 4)],
+            "rule": f"the whole chain's gain on the 200 spent problems ({100 * spent['diff']:+.1f} points) less "
+                    f"{100 * inflation:.1f} points (the audit: overlapping chains and a note that states the answer "
+                    f"inflated the pilot's stage-1 gain by that much), widened to the audit's "
+                    f"{100 * audit[0]:+.0f} to {100 * audit[1]:+.0f}",
+            "met_if": "the primary gain's point estimate lies in the range"}
+
+
+def build_v6(*, model_files: Mapping[str, Any], problems: Mapping[str, Any], control: Mapping[str, Any],
+             spent: Mapping[str, Mapping[str, Any]], prediction: Mapping[str, Any], power: float,
+             tau_lp: float = 0.8, tau_h: float = 0.5, alpha: float = 0.05, n_boot: int = 5000) -> dict[str, Any]:
+    """v6's preregistration: the two adapters (``model_files``, each with its sha256), the thresholds,
+    the fresh problems and the control's (``problems`` / ``control``: seed, levels, n, what was
+    excluded, the list's sha256), step 2's numbers on the spent problems (``spent``: v5's and v6's
+    :func:`~lase_nb.revision.whole_chain_test`), the primary endpoint judged once by both tests, the
+    predicted effect (:func:`v6_prediction`) with the test's power there, the secondary endpoints, and
+    what is said when the gain is not claimed."""
+    models = model_files.get("models") or {}
+    if len(models) < 2 or not all(m.get("adapter_sha256") for m in models.values()):
+        raise DataError("v6's preregistration names both adapters with their sha256 (model_files['models'])")
+    keep = ("n", "acc_a", "acc_b", "diff", "diff_lo", "diff_hi", "b", "c", "p_value", "escalated", "token_ratio")
+    return {
+        "what": "organism v6, fixed before any fresh recording; read by the analysis (chapters 06 and 07)",
+        "version": 3,
+        "date": time.strftime("%Y-%m-%d"),
+        "candidate": "v6 = v5 for the leader's first answer and every supporter (devil, collaborator, expert); the "
+                     "revision pilot for every leader revision after a note (stages 1-3) and its extraction step. "
+                     "Same prompts (revise_messages, no worked examples), greedy, the recording's caps. No tuning on "
+                     "any fresh problem.",
+        "model_files": dict(model_files),
+        "thresholds": {"tau_lp": tau_lp, "tau_h": tau_h,
+                       "rule": "the default 0.8 / 0.5 (inferred from the paper: Table 5's 0.80 row matches Table 1's "
+                               "74.2%), on exp(LP_min) and H_max in nats; the gate after a revision reads the "
+                               "revision's own answer tokens"},
+        "problems": dict(problems),
+        "control": dict(control),
+        "spent": {"what": "step 2: the whole chain on the 200 problems of arith-organism-point/lase-full (already "
+                          "used, so not evidence)", **{k: {f: v[f] for f in keep if f in v} for k, v in spent.items()}},
+        "primary": {"comparison": "gated LASE (v6, whole chain) vs the leader alone (its stage 0), paired, on the "
+                                  "fresh problems of lase-large; judged once",
+                    "tests": {"mcnemar": {"exact": True, "two_sided": True, "alpha": alpha},
+                              "bootstrap": {"kind": "paired percentile", "level": 0.95, "n_boot": n_boot, "seed": 0}},
+                    "claim": "a gain is claimed only where both clear: McNemar p < alpha and the interval above zero"},
+        "prediction": {**dict(prediction), "power": round(float(power), 3)},
+        "secondary": {
+            "endpoints": [
+                "stage 1: escalated wrong first answers fixed and escalated right ones broken (counts and rates)",
+                "tokens: gated LASE's mean tokens (prompt + completion) over the leader alone's",
+                "the paper's headline against MV(7) on the same problems (mv): the aim, LASE within "
+                f"{100 * AIM['points']:g} point of MV(7) at <= {AIM['token_ratio']:g}x its tokens (preregistration.AIM)",
+                "notes stating the final answer, per role (lase_nb.notes)",
+                "the control: each model's gain (gated LASE vs alone) on the control's level-1 problems"],
+            "tests": "the same two tests, reported, no claim beyond the primary"},
+        "if_not_claimed": "the chapters say that v6's leader that reads notes did not show a gain on fresh problems "
+                          "by the preregistered rule, print the estimate and interval whatever the sign, and keep v5 "
+                          "as the organism the headline figure and chapter 05 show",
+    }

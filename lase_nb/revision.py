@@ -26,7 +26,8 @@ from .answers import strip_boxed
 from .ceiling import obeys_rule, outcome, rate, write_between_markers
 from .confidence import uncertain_mask
 from .organism import Label, first_fault, flagged_step, label_attempt, note_flags, revision_text
-from .stats import mcnemar, paired_test
+from .replay import Chains, replay, stop_stages
+from .stats import clears_both, mcnemar, paired_test
 from .types import Problem
 
 #: Issue 48, step 2: at the best training size, stage 1 of gated LASE (exact replay on the held-out
@@ -391,3 +392,69 @@ def learning_curve_verdict(folder: Path | None = None) -> str:
 def write_readme(readme: Path, folder: Path | None = None) -> None:
     """Write :func:`learning_curve_verdict` between the README's ``revision`` markers."""
     write_between_markers(readme, "revision", learning_curve_verdict(folder))
+
+
+# ---------------------------------------------------------------- the whole chain (organism v6)
+
+#: Where the organism v6's study lives: ``lase-full`` (the whole chain on the 200 spent problems of
+#: the v5 recording), the preregistration, then ``lase-large`` and ``mv`` on fresh problems.
+V6_STUDY = Path(__file__).resolve().parents[1] / "data" / "traces" / "arith-organism-v6"
+#: v5's whole chain on the same 200 problems (the recording every replay above reads).
+V5_FULL = Path(__file__).resolve().parents[1] / "data" / "traces" / "arith-organism-point" / "lase-full"
+
+
+def stage_flow(chains: Chains, tau_lp: float, tau_h: float) -> pd.DataFrame:
+    """Gated LASE stage by stage on full chains: per stage, the problems the gate sends to it, the
+    wrong answers it fixes and the right ones it breaks (against the answer before it), how many
+    stop there, and the mean tokens (prompt + completion) of the problems that stop there. Stage 0
+    is the leader alone (every problem reaches it; fixes and breaks are not defined)."""
+    stop = stop_stages(chains, tau_lp, tau_h)
+    rows = []
+    for s in range(chains.n_stages):
+        reach = stop >= s
+        before = chains.correct[:, max(s - 1, 0)]
+        now = chains.correct[:, s]
+        ends = stop == s
+        rows.append({"stage": s, "reached": int(reach.sum()),
+                     "fixed": int((reach & now & ~before).sum()) if s else 0,
+                     "broken": int((reach & ~now & before).sum()) if s else 0,
+                     "stopped": int(ends.sum()),
+                     "mean tokens when stopped": round(float(chains.total_tokens[ends, s].mean()), 1) if ends.any() else None})
+    return pd.DataFrame(rows)
+
+
+def whole_chain_test(chains: Chains, tau_lp: float, tau_h: float, n_boot: int = 5000) -> dict[str, Any]:
+    """Gated LASE over the whole chain against the leader alone (its stage 0), paired: the exact
+    McNemar test and the paired bootstrap interval (:func:`~lase_nb.stats.paired_test`), with the
+    escalation rate and the token ratio to the leader alone."""
+    r = replay(chains, tau_lp, tau_h)
+    t = paired_test(r["correct"].to_numpy(bool), chains.correct[:, 0], n_boot=n_boot, seed=0)
+    t["escalated"] = int((r["stop_stage"] > 0).sum())
+    t["token_ratio"] = float(r["total_tokens"].mean() / chains.total_tokens[:, 0].mean())
+    t["claimed"] = clears_both(t)
+    return t
+
+
+def describe_whole_chain(tests: Mapping[str, Mapping[str, Any]], tau_lp: float, tau_h: float) -> str:
+    """One sentence per model (``{label: whole_chain_test}``): gated LASE against the leader alone
+    over the whole chain, with both tests and whether both clear (the project's claim rule)."""
+    parts = []
+    for label, t in tests.items():
+        parts.append(f"{label}: {100 * t['acc_a']:.1f}% against {100 * t['acc_b']:.1f}% alone on {t['n']} problems "
+                     f"({t['escalated']} escalated), {100 * t['diff']:+.1f} points "
+                     f"[{100 * t['diff_lo']:+.1f}, {100 * t['diff_hi']:+.1f}], {t['b']} fixed and {t['c']} broken, "
+                     f"exact McNemar p = {t['p_value']:.3g}, {t['token_ratio']:.2f}x the leader's tokens; "
+                     f"the claim rule (both tests clear) is {'met' if t['claimed'] else 'not met'}")
+    return f"Gated LASE at {tau_lp:g} / {tau_h:g} over the whole chain. " + "; ".join(parts) + "."
+
+
+def reproduces(calls: pd.DataFrame, recorded: pd.DataFrame, roles: Sequence[tuple[str, int]]) -> dict[str, tuple[int, int]]:
+    """How many calls of each ``(role, stage)`` have exactly the text of the same call in ``recorded``
+    (two ``calls.jsonl`` tables of the same problems): ``{"role@stage": (identical, compared)}``."""
+    out = {}
+    for role, stage in roles:
+        pick = [t[(t["role"] == role) & (t["stage"] == stage)].drop_duplicates("problem_id").set_index("problem_id")["text"]
+                for t in (calls, recorded)]
+        ids = pick[0].index.intersection(pick[1].index)
+        out[f"{role}@{stage}"] = (int((pick[0].loc[ids] == pick[1].loc[ids]).sum()), len(ids))
+    return out

@@ -19,6 +19,7 @@ __all__ = [
     "MIN_CLASS",
     "bool_array",
     "mcnemar",
+    "mcnemar_power",
     "pct",
     "p_text",
     "points",
@@ -265,6 +266,27 @@ def mcnemar(a: np.ndarray, b: np.ndarray) -> tuple[int, int, float]:
     n_ab, n_ba = int((a & ~b).sum()), int((~a & b).sum())
     p = float(_st.binomtest(n_ab, n_ab + n_ba, 0.5).pvalue) if n_ab + n_ba else 1.0
     return n_ab, n_ba, p
+
+
+def mcnemar_power(n: int, p_gain: float, p_loss: float, alpha: float = 0.05) -> float:
+    """The chance that the exact two-sided McNemar test on ``n`` paired problems finds a gain
+    (p < ``alpha`` with more fixes than breaks) when each problem is fixed with probability ``p_gain``
+    and broken with ``p_loss``: the number of discordant problems is Binomial(n, p_gain + p_loss),
+    and given d of them the fixes are Binomial(d, p_gain / (p_gain + p_loss)). Exact, by summing both."""
+    if not (0 <= p_gain and 0 <= p_loss and p_gain + p_loss <= 1) or n < 1:
+        raise ValueError(f"need n >= 1 and rates with p_gain + p_loss <= 1 (got {n}, {p_gain}, {p_loss})")
+    q = p_gain + p_loss
+    if q == 0:
+        return 0.0
+    d = np.arange(1, n + 1)
+    # the exact two-sided p-value of k > d / 2 fixes of d under p = 1/2 is 2 P(X >= k) (scipy's
+    # binomtest agrees): the smallest such k with p < alpha, per d (d + 1 where none rejects)
+    k = np.arange(0, n + 2)
+    p_two = 2 * _st.binom.sf(k[None, :] - 1, d[:, None], 0.5)
+    rejects = (p_two < alpha) & (k[None, :] > d[:, None] / 2)
+    k_crit = np.where(rejects.any(axis=1), rejects.argmax(axis=1), d + 1)
+    power = float(np.sum(_st.binom.pmf(d, n, q) * _st.binom.sf(k_crit - 1, d, p_gain / q)))
+    return power
 
 
 def paired_test(correct_a: np.ndarray, correct_b: np.ndarray, n_boot: int = 2000, seed: int = 0,

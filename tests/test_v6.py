@@ -1,0 +1,97 @@
+"""Organism v6's analysis and preregistration: the whole chain stage by stage, its paired test, the
+prediction rule, the power of the exact test, and the preregistration's required fields."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from lase_nb import preregistration, revision
+from lase_nb.errors import DataError
+from lase_nb.replay import chains_from_stages
+from lase_nb.stats import mcnemar_power
+
+
+def test_stage_flow_counts_fixes_breaks_and_stops_by_hand(chain_stages) -> None:
+    # p1 unsure at 0 (wrong), 1 (right, unsure) -> sure at 2; p2 sure at 0; p3 never sure (stops at 3);
+    # p4 unsure at 0 (right) -> wrong and sure at 1
+    chains = chains_from_stages(chain_stages)
+    flow = revision.stage_flow(chains, 0.8, 0.5).set_index("stage")
+    assert flow["reached"].tolist() == [4, 3, 2, 1]
+    assert flow["stopped"].tolist() == [1, 1, 1, 1]
+    assert flow.loc[1, "fixed"] == 1 and flow.loc[1, "broken"] == 1  # p1 fixed, p4 broken at stage 1
+    assert flow.loc[2, "fixed"] == 0 and flow.loc[2, "broken"] == 0
+    assert flow.loc[0, "mean tokens when stopped"] == 110.0  # p2 stops at 0: 100 + 10
+
+
+def test_whole_chain_test_is_the_paired_test_of_the_gated_answer_against_stage_0(chain_stages) -> None:
+    chains = chains_from_stages(chain_stages)
+    t = revision.whole_chain_test(chains, 0.8, 0.5, n_boot=200)
+    # gated: p1 right (stage 2), p2 right, p3 wrong, p4 wrong; alone: p2, p4 right
+    assert (t["n"], t["b"], t["c"], t["escalated"]) == (4, 1, 1, 3)
+    assert t["acc_a"] == t["acc_b"] == 0.5 and t["p_value"] == 1.0 and not t["claimed"]
+    text = revision.describe_whole_chain({"v6": t}, 0.8, 0.5)
+    assert "+0.0 points" in text and "1 fixed and 1 broken" in text and "not met" in text
+
+
+def test_reproduces_counts_identical_texts_per_role_and_stage() -> None:
+    a = pd.DataFrame({"problem_id": ["x", "x", "y", "y"], "role": ["leader", "devil"] * 2, "stage": [0, 1] * 2,
+                      "text": ["1", "n1", "2", "n2"]})
+    b = a.assign(text=["1", "n1", "2", "other"])
+    assert revision.reproduces(a, b, [("leader", 0), ("devil", 1)]) == {"leader@0": (2, 2), "devil@1": (1, 2)}
+
+
+def test_mcnemar_power_matches_a_simulation_and_the_audits_figures() -> None:
+    rng = np.random.default_rng(0)
+    from scipy import stats as st
+    n, pg, pl, hits, reps, p_of = 120, 0.12, 0.04, 0, 4000, {}
+    for _ in range(reps):
+        u = rng.random(n)
+        b, c = int((u < pg).sum()), int(((u >= pg) & (u < pg + pl)).sum())
+        if (b, c) not in p_of:
+            p_of[b, c] = st.binomtest(b, b + c, 0.5).pvalue if b + c else 1.0
+        hits += b > c and p_of[b, c] < 0.05
+    assert abs(mcnemar_power(n, pg, pl) - hits / reps) < 0.025
+    # with 15% discordant and +5 points: about 80% at 470 problems, about 90% at 630 (the audit)
+    assert 0.75 < mcnemar_power(470, 0.10, 0.05) < 0.82 and 0.86 < mcnemar_power(630, 0.10, 0.05) < 0.92
+    assert mcnemar_power(1, 0.5, 0.0) == 0.0 and mcnemar_power(50, 0.0, 0.0) == 0.0
+    with pytest.raises(ValueError):
+        mcnemar_power(10, 0.7, 0.5)
+
+
+def test_v6_prediction_rule() -> None:
+    p = preregistration.v6_prediction({"diff": 0.09})
+    assert p["effect"] == pytest.approx(0.065) and p["range"] == [0.03, 0.065]
+    p = preregistration.v6_prediction({"diff": 0.01})
+    assert p["effect"] == pytest.approx(-0.015) and p["range"] == [-0.015, 0.06]
+
+
+def _spent() -> dict:
+    return {"v5": {"n": 200, "diff": 0.01, "p_value": 0.77, "extra": 1}, "v6": {"n": 200, "diff": 0.05, "p_value": 0.01}}
+
+
+def test_build_v6_names_both_adapters_and_fixes_the_primary_test() -> None:
+    files = {"adapter_sha256": "a" * 64, "models": {"organism": {"adapter_sha256": "a" * 64},
+                                                     "organism-revision": {"adapter_sha256": "b" * 64}}}
+    out = preregistration.build_v6(model_files=files, problems={"n": 600, "sha256": "c"}, control={"n": 80},
+                                   spent=_spent(), prediction=preregistration.v6_prediction({"diff": 0.05}), power=0.8)
+    assert out["thresholds"]["tau_lp"] == 0.8 and out["thresholds"]["tau_h"] == 0.5
+    assert out["primary"]["tests"]["mcnemar"]["exact"] and out["primary"]["tests"]["bootstrap"]["level"] == 0.95
+    assert out["spent"]["v5"] == {"n": 200, "diff": 0.01, "p_value": 0.77}
+    assert out["prediction"]["power"] == 0.8 and "if_not_claimed" in out
+    with pytest.raises(DataError, match="both adapters"):
+        preregistration.build_v6(model_files={"models": {"organism": {"adapter_sha256": "a"}}}, problems={},
+                                 control={}, spent=_spent(), prediction={}, power=0.5)
+
+
+def test_the_primary_result_reads_a_predicted_range() -> None:
+    prereg = {"date": "2026-12-04", "thresholds": {"tau_lp": 0.8, "tau_h": 0.5},
+              "primary": {"tests": {"mcnemar": {"alpha": 0.05}, "bootstrap": {"n_boot": 200, "seed": 0, "level": 0.95}}},
+              "prediction": {"effect": 0.05, "range": [0.03, 0.06]}}
+    a = np.array([True] * 10 + [False] * 10)
+    b = np.array([True] * 9 + [False] * 11)
+    res = preregistration._with_prediction(preregistration._test(a, b, prereg), prereg)
+    assert res["predicted_range"] == [0.03, 0.06] and res["prediction_met"]  # +5.0 points
+    res["escalated"] = 4
+    assert "+3.0 to +6.0 points, is met" in preregistration.describe_primary(res, prereg)
