@@ -1,7 +1,8 @@
 # Two commands: `make notebooks` (execute the collection) and `make test` (the test suite's fast
 # tier; `make test-slow` runs the rest: the model-heavy runs and the executed notebooks; CI runs
 # both). Both set up .venv from nothing on first use. `make lab` opens the chapters in JupyterLab and
-# `make book` turns the executed chapters into HTML pages with an index (build/book/index.html).
+# `make book` turns the executed chapters into HTML pages with an index (build/book/index.html);
+# `make seminar` builds the seminar path alone (build/seminar/index.html).
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
@@ -9,7 +10,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 # No MPLBACKEND here: the kernels keep their inline backend, so figures land in the notebooks.
 
-.PHONY: setup test test-slow test-all notebooks book lab clean sync-notebooks traces benchmarks
+.PHONY: setup test test-slow test-all notebooks book seminar lab clean sync-notebooks traces benchmarks
 
 setup: $(STAMP)
 
@@ -49,6 +50,12 @@ notebooks: $(STAMP)
 book: $(STAMP)
 	@ls build/notebooks/[0-9][0-9]_*.ipynb >/dev/null 2>&1 || $(MAKE) notebooks
 	$(PY) -m lase_nb book --executed build/notebooks --out build/book
+
+# The seminar path alone (the cells tagged `seminar`: 90 minutes with the discussion), each page
+# linking to its full chapter, built beside it: open build/seminar/index.html from disk.
+seminar: $(STAMP)
+	@ls build/notebooks/[0-9][0-9]_*.ipynb >/dev/null 2>&1 || $(MAKE) notebooks
+	$(PY) -m lase_nb book --seminar --executed build/notebooks --out build/seminar
 
 # JupyterLab on the notebooks folder with this venv's kernel (move the sliders here).
 lab: $(STAMP)

@@ -3,12 +3,14 @@
 Reads executed chapters (default ``build/notebooks``, written by ``make notebooks``) and prints per
 chapter the cells the book shows open, the words of their markdown, the words printed as prose,
 the tables shown (with the widest one's columns), the figures shown, an estimate of the minutes a
-lecturer needs (``lase_nb.notebooks.presenting_minutes`` states the rule) and whether the chapter
-meets the budget: at most 40 cells, 1,500 words of markdown, 5 tables of at most 6 columns and
-5 figures per core chapter, 11,000 words of markdown and 90 presenting minutes (the lecturer's
-clock, ``presenting_minutes``) over the core chapters. The README's chapter minutes are this
-script's ``minutes`` column. The appendix is listed for information; its pages are read, not
-presented.
+lecturer needs to present the whole chapter and its seminar path, the cells tagged ``seminar``
+(the lecturer's clock, ``lase_nb.budget.presenting_minutes``: markdown at 130 words a minute, half
+the printed text, 2 minutes a figure or panel, 1 a table, 1.5 a predict-then-run pause, 0.75 a
+transcript), and whether the chapter meets the budget: at most 40 cells, 1,500 words of markdown,
+5 tables of at most 6 columns and 5 figures per core chapter, 11,000 words of markdown over the
+core chapters, and a seminar path that fits 90 minutes with 9 of discussion. The README's chapter
+minutes are this script's ``seminar`` column. The appendix is listed for information; its pages
+are read, not presented.
 
     python benchmarks/chapter_budget.py                    # build/notebooks
     python benchmarks/chapter_budget.py /tmp/run --check   # exit 1 when a core chapter is over
@@ -22,22 +24,25 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from lase_nb.notebooks import APPENDIX_GLOB, BUDGET, CHAPTER_GLOB, CORE_MINUTES, REPO, budget_table
+from lase_nb.budget import BUDGET, CORE_MINUTES, DISCUSSION_MINUTES, budget_table
+from lase_nb.execution import APPENDIX_GLOB, CHAPTER_GLOB, REPO
 
-COLUMNS = ("chapter", "cells", "words", "printed words", "tables", "max columns", "figures", "minutes")
+COLUMNS = ("chapter", "cells", "words", "printed words", "tables", "max columns", "figures", "minutes", "seminar")
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("executed", nargs="?", default=str(REPO / "build" / "notebooks"),
                     help="folder of executed chapters (default: build/notebooks)")
-    ap.add_argument("--check", action="store_true", help="exit 1 when a core chapter or the core total is over")
+    ap.add_argument("--check", action="store_true",
+                    help="exit 1 when a core chapter, the core words or the seminar path is over")
     ap.add_argument("--markdown", action="store_true", help="print a markdown table")
     for field in ("cells", "words", "tables", "columns", "figures", "core_words"):
         ap.add_argument(f"--{field.replace('_', '-')}", type=int, default=getattr(BUDGET, field),
                         help=f"budget: {field.replace('_', ' ')} (default {getattr(BUDGET, field):,})")
     ap.add_argument("--minutes", type=int, default=CORE_MINUTES,
-                    help=f"budget: presenting minutes of the core chapters (default {CORE_MINUTES})")
+                    help=f"budget: the seminar's minutes, its path and {DISCUSSION_MINUTES} of discussion "
+                         f"(default {CORE_MINUTES})")
     args = ap.parse_args(argv)
     budget = replace(BUDGET, **{f: getattr(args, f) for f in ("cells", "words", "tables", "columns", "figures",
                                                                 "core_words")})
@@ -66,13 +71,15 @@ def main(argv: list[str] | None = None) -> int:
                             for i, (c, w) in enumerate(zip(COLUMNS, widths))) + "  " + meets)
         print("  ".join(str(total.get(c, "")).rjust(w) if i else "core total".ljust(w)
                         for i, (c, w) in enumerate(zip(COLUMNS, widths))))
-    over_minutes = total["minutes"] > args.minutes
+    seminar = total["seminar"] + DISCUSSION_MINUTES
+    over_minutes = seminar > args.minutes
     over_total = total["words"] > budget.core_words or over_minutes
     print(f"core chapters: {total['words']:,} words of markdown (budget {budget.core_words:,}"
-          f"{', over' if total['words'] > budget.core_words else ''}), about {total['minutes']} minutes "
+          f"{', over' if total['words'] > budget.core_words else ''}), about {total['minutes']} minutes presented "
+          f"whole; the seminar path {total['seminar']} minutes + {DISCUSSION_MINUTES} of discussion = {seminar} "
           f"(budget {args.minutes}{', over' if over_minutes else ''}); "
           f"{sum(r['meets budget'] for r in rows)} of {len(rows)} chapters meet the budget")
-    print(f"RESULT core_words={total['words']} core_minutes={total['minutes']} "
+    print(f"RESULT core_words={total['words']} core_minutes={total['minutes']} seminar_minutes={seminar} "
           f"chapters_within={sum(r['meets budget'] for r in rows)}/{len(rows)}")
     if args.check and (over_total or not all(r["meets budget"] for r in rows)):
         return 1

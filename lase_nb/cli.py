@@ -412,7 +412,7 @@ def cmd_sweep(args) -> int:
 
 
 def cmd_notebooks(args) -> int:
-    from .notebooks import parse_value, run_notebooks
+    from .execution import parse_value, run_notebooks
     if args.cell_timeout <= 0:
         raise ConfigError(f"--cell-timeout must be a positive number of seconds (got {args.cell_timeout})")
     params = {key: parse_value(value) for key, value in args.param or []}
@@ -422,8 +422,9 @@ def cmd_notebooks(args) -> int:
 
 
 def cmd_book(args) -> int:
-    from .notebooks import build_book
-    index = build_book(Path(args.executed), Path(args.out), mathjax_url=args.mathjax_url)
+    from .book import build_book
+    out = args.out or ("build/seminar" if args.seminar else "build/book")
+    index = build_book(Path(args.executed), Path(out), mathjax_url=args.mathjax_url, seminar=args.seminar)
     print(f"wrote {index}")
     return 0
 
@@ -440,7 +441,7 @@ def recorded_names() -> list[str]:
 
 def build_parser() -> argparse.ArgumentParser:
     from .datasets import DATASETS
-    from .notebooks import CELL_TIMEOUT_S
+    from .execution import CELL_TIMEOUT_S
     from .strategies import STRATEGIES, StrategyConfig
     d = StrategyConfig()
     ap = argparse.ArgumentParser(prog="lase-nb", description="Confidence-gated multi-agent reasoning (LASE).")
@@ -571,7 +572,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     b = sub.add_parser("book", help="HTML book (index + one page per chapter) from the executed notebooks")
     b.add_argument("--executed", default="build/notebooks", help="folder of executed notebooks")
-    b.add_argument("--out", default="build/book", help="folder for the HTML pages")
+    b.add_argument("--out", default=None, help="folder for the HTML pages (default: build/book; build/seminar "
+                                                "with --seminar)")
+    b.add_argument("--seminar", action="store_true",
+                   help="the seminar path alone: the sections tagged `seminar`, each page linking to its full "
+                        "chapter (built beside it, under OUT/full)")
     b.add_argument("--mathjax-url", default=None,
                    help="MathJax script to typeset formulas with (default: none: formulas become MathML, "
                         "pages load nothing remote)")

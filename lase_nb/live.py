@@ -9,11 +9,15 @@ run with ``model="organism"`` sends the zero-shot prompts the organism was train
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any, Sequence
 
 from .strategies import StrategyConfig, default_examples
 
-__all__ = ["live_config", "live_engine"]
+if TYPE_CHECKING:
+    from .traces import Run
+    from .types import Problem
+
+__all__ = ["live_config", "live_engine", "live_runs"]
 
 
 def live_config(backend: str = "local", model: str | None = None, *, tau_lp: float = 0.8, tau_h: float = 0.5,
@@ -53,3 +57,34 @@ def live_engine(backend: str = "local", model: str | None = None, base_url: str 
         if timeout is not None:
             extra["timeout"] = float(timeout)
     return Engine(make_backend(backend, model, base_url, **extra), CallCache())
+
+
+def live_runs(strategies: Sequence[str], *, backend: str = "local", model: str | None = None,
+              base_url: str | None = None, concurrency: int | None = None, timeout: float | None = None,
+              dtype: str | None = None, examples: int | None = None, dataset: str = "arith",
+              data_path: str | None = None, n_problems: int = 4, seed: int = 0, tau_lp: float = 0.8,
+              tau_h: float = 0.5, max_tokens: int | None = None) -> tuple[dict[str, Run], dict[str, Problem]]:
+    """Run ``strategies`` now on the same problems (a chapter's ``live=True``; chapters 03 and 04):
+    each as it is recorded (:meth:`~lase_nb.strategies.StrategySpec.recording`, so ``"lase"`` runs
+    its full chain, replayable at any thresholds), every call through the durable cache. Returns
+    the runs by strategy (:func:`lase_nb.runs.run_from_results`) and the problems by id, and prints
+    how many calls the model answered and how many the cache did."""
+    from dataclasses import asdict
+
+    from .datasets import load_dataset
+    from .runner import run_problems
+    from .runs import run_from_results
+    from .strategies import SPECS
+
+    problems = load_dataset(dataset, data_path, n_problems, seed)
+    engine = live_engine(backend, model, base_url, concurrency=concurrency, timeout=timeout, dtype=dtype)
+    cfg = live_config(backend, model, examples=examples, tau_lp=tau_lp, tau_h=tau_h, seed=seed, max_tokens=max_tokens)
+    runs = {}
+    for s in strategies:
+        name, c = SPECS[s].recording(cfg)
+        results = run_problems(name, problems, engine, c, progress=False)
+        runs[s] = run_from_results(results, problems, {
+            "backend": engine.backend.name, "model": engine.backend.model, "dataset": dataset, "n": len(problems),
+            "seed": seed, "config": asdict(c)})
+    print(f"live: {engine.stats.model_calls} model calls, {engine.stats.cache_hits} answered from the cache")
+    return runs, {p.id: p for p in problems}

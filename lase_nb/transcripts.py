@@ -27,6 +27,9 @@ ROLE_TITLES = {"leader": "leader", "devil": "devil's advocate", "collaborator": 
                "expert": "senior expert", "solver": "solver", "sample": "sample", "debater": "debater",
                "proposer": "proposer", "aggregator": "aggregator", "judge": "judge"}
 FORMATS = ("markdown", "html", "text")
+#: An HTML comment opening every Markdown and HTML transcript: the lecturer's clock
+#: (:func:`lase_nb.budget.chapter_budget`) counts a transcript shown by it, not by its words.
+TRANSCRIPT_MARK = "<!-- lase-nb:transcript -->"
 
 
 def transcript_entries(calls: pd.DataFrame, problem_id: str, *, stop_stage: int | None = None,
@@ -143,7 +146,8 @@ def render_transcript(entries: Sequence[Mapping[str, Any]], fmt: str = "markdown
     """
     if fmt not in FORMATS:
         raise ValueError(f"fmt must be one of {FORMATS}, got {fmt!r}")
-    parts = [_problem_header(entries[0]["problem_id"], problem, fmt)] if problem is not None and entries else []
+    parts = [] if fmt == "text" else [TRANSCRIPT_MARK]
+    parts += [_problem_header(entries[0]["problem_id"], problem, fmt)] if problem is not None and entries else []
     for e in entries:
         head = f"Stage {e['stage']} · {e['title']}"
         if e["role"] == "leader" and e["stage"] > 0:

@@ -62,8 +62,6 @@ seed = 0
 interactive = None  # None: sliders only in a live Jupyter session (never under papermill); True or False forces it
 
 # %%
-from dataclasses import asdict
-
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
@@ -88,19 +86,12 @@ shown = run_store.chapter_studies(traces, studies, committed=run_store.COMMITTED
 
 # %% tags=["book-hide-input"]
 if live:
-    from lase_nb.datasets import load_dataset
-    from lase_nb.live import live_config, live_engine
-    from lase_nb.runner import run_problems
+    from lase_nb.live import live_runs
 
-    problem_list = load_dataset(dataset, data_path, n_problems, seed)
-    engine = live_engine(backend, model, base_url, concurrency=concurrency, timeout=timeout, dtype=dtype)
-    cfg = live_config(backend, model, examples=examples, tau_lp=tau_lp, tau_h=tau_h, seed=seed, max_tokens=max_tokens, full_chain=True)
-    results = run_problems("lase", problem_list, engine, cfg, progress=False)
-    run = run_store.run_from_results(results, problem_list, {
-        "backend": engine.backend.name, "model": engine.backend.model, "dataset": dataset, "n": len(problem_list),
-        "seed": seed, "config": asdict(cfg)})
-    problems = {p.id: p for p in problem_list}
-    print(f"live run: {engine.stats.model_calls} model calls, {engine.stats.cache_hits} from the cache")
+    runs, problems = live_runs(["lase"], backend=backend, model=model, base_url=base_url, concurrency=concurrency,
+                               timeout=timeout, dtype=dtype, examples=examples, dataset=dataset, data_path=data_path,
+                               n_problems=n_problems, seed=seed, tau_lp=tau_lp, tau_h=tau_h, max_tokens=max_tokens)
+    run = runs["lase"]
 else:
     runs = run_store.load_runs(shown[0].path, ["lase", "mad"], require=["lase"])  # older recordings get the new columns
     run = runs["lase"]

@@ -62,8 +62,6 @@ seed = 0
 interactive = None  # None: sliders only in a live Jupyter session (never under papermill); True or False forces it
 
 # %%
-from dataclasses import asdict
-
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
@@ -104,26 +102,17 @@ shown = run_store.chapter_studies(traces, studies, committed=run_store.COMMITTED
 
 # %% tags=["book-hide-input"]
 if live:
-    from lase_nb.datasets import load_dataset
-    from lase_nb.live import live_config, live_engine
-    from lase_nb.runner import run_problems
+    from lase_nb.live import live_runs
 
-    problem_list = load_dataset(dataset, data_path, n_problems, seed)
-    engine = live_engine(backend, model, base_url, concurrency=concurrency, timeout=timeout, dtype=dtype)
-    cfg = live_config(backend, model, examples=examples, tau_lp=tau_lp, tau_h=tau_h, seed=seed, max_tokens=max_tokens)
-    runs = {}
-    for s in names:
-        name, c = strategies.SPECS[s].recording(cfg)  # "lase": the full chain it is replayed from
-        res = run_problems(name, problem_list, engine, c, progress=False)
-        runs[s] = run_store.run_from_results(res, problem_list, {"backend": engine.backend.name, "model": engine.backend.model,
-                                                              "dataset": dataset, "config": asdict(c)})
+    runs, problems = live_runs(names, backend=backend, model=model, base_url=base_url, concurrency=concurrency,
+                               timeout=timeout, dtype=dtype, examples=examples, dataset=dataset, data_path=data_path,
+                               n_problems=n_problems, seed=seed, tau_lp=tau_lp, tau_h=tau_h, max_tokens=max_tokens)
     missing = []
-    print(f"live: {engine.stats.model_calls} model calls, {engine.stats.cache_hits} answered from the cache")
 else:
     runs = run_store.load_runs(shown[0].path, names, require=["lase"])
     missing = [s for s in names if s not in runs]
+    problems = run_store.problems_from_manifest(runs["lase"].manifest, data_path)
 configs = {s: r.manifest.get("config", {}) for s, r in runs.items()}
-problems = {p.id: p for p in problem_list} if live else run_store.problems_from_manifest(runs["lase"].manifest, data_path)
 kind = next(iter(problems.values())).kind if problems else "number"
 print("problems and calls per problem:", ", ".join(f"{s} {r.problems['problem_id'].nunique()} x "
                                                     f"{comparison.calls_per_problem(r.calls):.1f}"

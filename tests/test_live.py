@@ -53,3 +53,23 @@ def test_live_engine_passes_concurrency_and_timeout_to_an_api_backend(tmp_path, 
     assert (engine.backend.concurrency, engine.backend.timeout) == (1, 300)
     default = live_engine("openai", "m", "http://127.0.0.1:9/v1")
     assert (default.backend.concurrency, default.backend.timeout) != (1, 300)
+
+
+def test_live_runs_runs_each_strategy_as_recorded_on_the_same_problems(tmp_path, monkeypatch, capsys):
+    """Chapters 03 and 04's live block (issue 56): one helper runs the strategies on the same
+    problems, LASE as its full chain (replayable), every call cached; a second run calls no model."""
+    from lase_nb.live import live_runs
+    from tests.wire_servers import OpenAIWireServer, fixed
+
+    monkeypatch.setenv("LASE_CACHE", str(tmp_path / "c.sqlite"))
+    monkeypatch.setenv("OPENAI_COMPATIBLE_API_KEY", "sk-test")
+    with OpenAIWireServer(responder=fixed("So it is \\boxed{7}.", 0.5)) as srv:
+        kwargs = dict(backend="openai", model="wire-model", base_url=srv.base_url, n_problems=3, seed=1)
+        runs, problems = live_runs(["single", "lase"], **kwargs)
+        first = capsys.readouterr().out
+        again, _ = live_runs(["single", "lase"], **kwargs)
+    assert set(runs) == {"single", "lase"} and len(problems) == 3
+    assert {p for r in runs.values() for p in r.problems["problem_id"]} == set(problems)
+    assert runs["lase"].manifest["config"]["full_chain"] is True and runs["lase"].stages["stage"].max() == 3
+    assert runs["single"].manifest["n"] == 3 and runs["single"].manifest["model"] == "wire-model"
+    assert not first.startswith("live: 0 model calls") and capsys.readouterr().out.startswith("live: 0 model calls")

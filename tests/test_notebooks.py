@@ -14,8 +14,9 @@ import papermill as pm
 import pytest
 
 from lase_nb.errors import ConfigError
-from lase_nb.notebooks import (NOTEBOOKS, NotebookTimeout, build_book, execute, inline_images, kernel_environment,
-                               list_notebooks, parse_value)
+from lase_nb.book import build_book
+from lase_nb.budget import inline_images
+from lase_nb.execution import NOTEBOOKS, NotebookTimeout, execute, kernel_environment, list_notebooks, parse_value
 
 BOOKS = list_notebooks()
 WIDGET = "application/vnd.jupyter.widget-view+json"
@@ -284,7 +285,7 @@ def _executed(nb: Path, tmp_path_factory) -> tuple[Path, Path]:
 
 
 def test_figures_go_under_the_output_folder_unless_asked(tmp_path, monkeypatch):
-    from lase_nb.notebooks import figures_folder
+    from lase_nb.execution import figures_folder
 
     monkeypatch.delenv("LASE_FIGURES_DIR", raising=False)
     assert figures_folder(tmp_path / "run") == tmp_path / "run" / "figures"
@@ -310,10 +311,10 @@ def test_an_executed_chapter_saves_its_figures_where_it_is_told(tmp_path):
 
 
 def test_chapters_that_call_a_model_start_first():
-    from lase_nb.notebooks import start_order
+    from lase_nb.execution import start_order
 
     order = [b.stem for b in start_order(BOOKS)]
-    calling = [b.stem for b in BOOKS if "live_engine(" in b.with_suffix(".py").read_text()]
+    calling = [b.stem for b in BOOKS if re.search(r"\blive_(?:engine|runs)\(", b.with_suffix(".py").read_text())]
     assert sorted(order) == sorted(b.stem for b in BOOKS) and set(order[:len(calling)]) == set(calling)
     assert order[0] == "A3_live"  # the live episode, the longest chapter, never starts last
     rest = order[len(calling):]
@@ -325,7 +326,7 @@ def test_chapters_run_at_once_each_in_its_kernel(tmp_path, monkeypatch):
     the model's threads shared out, figures where they belong; a chapter that fails beside others
     is named with its cell and error; a chapter that calls the model waits for its conversion, which
     runs beside those that call none (two pools of tiny chapters, to keep the fast tier fast)."""
-    from lase_nb import notebooks
+    from lase_nb import execution
 
     books = tmp_path / "books"
     books.mkdir()
@@ -334,17 +335,17 @@ def test_chapters_run_at_once_each_in_its_kernel(tmp_path, monkeypatch):
                    "plots.savefig(fig, '90_one')\nplots.savefig(fig, '90_one_live', live=True)\n"
                    "print('threads', os.environ.get('OMP_NUM_THREADS'))")
     _tiny_notebook(books / "92_broken.ipynb", "raise ValueError('not enough values 92')")
-    monkeypatch.setattr(notebooks, "NOTEBOOKS", books)
+    monkeypatch.setattr(execution, "NOTEBOOKS", books)
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
-    monkeypatch.setattr(notebooks, "default_jobs", lambda: 2)
-    with pytest.raises(notebooks.NotebookFailed, match=r"92_broken failed at cell 1: ValueError: not enough values 92"):
-        notebooks.run_notebooks(params={"interactive": False}, out=tmp_path / "out", figures=tmp_path / "figs", jobs=2)
+    monkeypatch.setattr(execution, "default_jobs", lambda: 2)
+    with pytest.raises(execution.NotebookFailed, match=r"92_broken failed at cell 1: ValueError: not enough values 92"):
+        execution.run_notebooks(params={"interactive": False}, out=tmp_path / "out", figures=tmp_path / "figs", jobs=2)
     assert (tmp_path / "out" / "92_broken.ipynb").is_file()
     assert "threads 1" in _text(_outputs(tmp_path / "out" / "90_one.ipynb"))  # two cores, two kernels: one thread each
     assert [p.name for p in (tmp_path / "figs").glob("*.png")] == ["90_one.png"]
     assert [p.name for p in (tmp_path / "out" / "figures").glob("*.png")] == ["90_one_live.png"]
     with pytest.raises(ConfigError, match="--jobs must be a positive number"):
-        notebooks.run_notebooks(out=tmp_path / "out", jobs=0)
+        execution.run_notebooks(out=tmp_path / "out", jobs=0)
 
     # a chapter whose source calls the model (live_engine) waits for the conversion: when it fails, the
     # chapter never starts, the one that calls no model has run beside it, and the conversion's error is raised
@@ -352,7 +353,7 @@ def test_chapters_run_at_once_each_in_its_kernel(tmp_path, monkeypatch):
     (books / "89_calls.py").write_text("engine = live_engine()\nprint('model chapter 89')\n")
     (books / "92_broken.ipynb").unlink()
     with pytest.raises(ConfigError, match="GGUF file not found"):
-        notebooks.run_notebooks(params={"interactive": False, "model": str(tmp_path / "missing.gguf")},
+        execution.run_notebooks(params={"interactive": False, "model": str(tmp_path / "missing.gguf")},
                                 out=tmp_path / "out2", figures=tmp_path / "figs2", jobs=2)
     assert sorted(p.name for p in (tmp_path / "out2").glob("*.ipynb")) == ["90_one.ipynb"]
 
@@ -372,7 +373,7 @@ def test_the_kernels_shutdown_interrupt_is_not_logged_as_an_error(tmp_path, capf
 # the chapter budget and the book a lecturer shows
 # --------------------------------------------------------------------------------------------
 
-from lase_nb import notebooks as nbs  # noqa: E402
+from lase_nb import book as lase_book, budget as bud  # noqa: E402
 
 _PANDAS_TABLE = ('<table border="1" class="dataframe"><thead><tr style="text-align: right;"><th></th><th>a</th>'
                  '<th>b</th></tr></thead><tbody><tr><th>0</th><td>1</td><td>2</td></tr></tbody></table>')
@@ -388,8 +389,8 @@ def _executed_notebook(path: Path | None = None, failed: bool = False):
     injected = code("# Parameters\ninteractive = False\n")
     injected.metadata["tags"] = ["injected-parameters"]
     hidden, more = code("panel = build_widgets()"), md("A deep dive, one two three.")
-    hidden.metadata["tags"] = [nbs.BOOK_HIDE]
-    more.metadata["tags"] = [nbs.BOOK_MORE]
+    hidden.metadata["tags"] = [bud.BOOK_HIDE]
+    more.metadata["tags"] = [bud.BOOK_MORE]
     table = code("df")
     table.outputs = [nbformat.v4.new_output("execute_result", {"text/html": _PANDAS_TABLE, "text/plain": "df"},
                                             execution_count=1)]
@@ -413,43 +414,65 @@ def _executed_notebook(path: Path | None = None, failed: bool = False):
 
 
 def test_words_and_tables_are_counted_as_a_reader_sees_them():
-    assert nbs.count_words("The **gate** reads [two numbers](02_calibration.ipynb): $p$ and 0.8 -- see <b>it</b>.") == 10
-    assert nbs.count_words("<!-- a comment -->") == 0
-    assert nbs.markdown_tables("| a | b | c |\n|---|:-:|---:|\n| 1 | 2 | 3 |\n\ntext | not a table") == [3]
-    assert nbs.html_tables(_PANDAS_TABLE) == [3]  # the index column counts: a reader sees it
-    assert nbs.html_tables('<table><tr><th colspan="4">x</th></tr><tr><td>1</td></tr></table>') == [4]
+    assert bud.count_words("The **gate** reads [two numbers](02_calibration.ipynb): $p$ and 0.8 -- see <b>it</b>.") == 10
+    assert bud.count_words("<!-- a comment -->") == 0
+    assert bud.markdown_tables("| a | b | c |\n|---|:-:|---:|\n| 1 | 2 | 3 |\n\ntext | not a table") == [3]
+    assert bud.html_tables(_PANDAS_TABLE) == [3]  # the index column counts: a reader sees it
+    assert bud.html_tables('<table><tr><th colspan="4">x</th></tr><tr><td>1</td></tr></table>') == [4]
 
 
 def test_the_budget_counts_what_the_book_shows(tmp_path):
     _executed_notebook(tmp_path / "98_budget.ipynb")
-    b = nbs.chapter_budget(tmp_path / "98_budget.ipynb")
+    b = bud.chapter_budget(tmp_path / "98_budget.ipynb")
     # shown: the title, the markdown table, and three code cells; hidden: parameters, injected,
     # widget-only, empty (two), book-hide; the book-more cell is counted apart
     assert (b.chapter, b.markdown_cells, b.code_cells, b.more_cells) == ("98_budget", 2, 3, 1)
     assert b.cells == 5
-    assert b.words == nbs.count_words("98 · Budget: a chapter to count The first words of the chapter.") + 6
+    assert b.words == bud.count_words("98 · Budget: a chapter to count The first words of the chapter.") + 6
     assert b.printed_words == 5
     assert b.table_columns == (3, 3) and b.tables == 2 and b.max_columns == 3
     assert b.figures == 1
-    assert b.minutes == pytest.approx(nbs.presenting_minutes(b.words, 5, 1, 2))
+    assert b.minutes == pytest.approx(bud.presenting_minutes(b.words, 5, 1, 2))
     assert b.meets() and b.over() == []
 
 
 def test_the_budget_says_what_is_over():
-    b = nbs.ChapterBudget("99_big", code_cells=30, markdown_cells=15, words=1600, printed_words=0,
+    b = bud.ChapterBudget("99_big", code_cells=30, markdown_cells=15, words=1600, printed_words=0,
                           table_columns=(3, 7, 10, 2, 2, 2), figures=6)
     assert b.over() == ["45 cells > 40", "1600 words of markdown > 1500", "6 tables > 5",
                         "2 tables wider than 6 columns (widest 10)", "6 figures > 5"]
-    assert not b.meets() and b.meets(nbs.Budget(cells=50, words=2000, tables=6, columns=10, figures=6))
+    assert not b.meets() and b.meets(bud.Budget(cells=50, words=2000, tables=6, columns=10, figures=6))
 
 
 def test_presenting_minutes_follow_the_stated_rule():
-    m = nbs.presenting_minutes(words=1500, printed_words=400, figures=2, tables=3)
-    assert m == pytest.approx(1500 / nbs.WORDS_PER_MINUTE + 400 / nbs.PRINTED_WORDS_PER_MINUTE
-                              + 2 * nbs.MINUTES_PER_FIGURE + 3 * nbs.MINUTES_PER_TABLE)
-    # the lecturer's clock (issue 51): 170 and 200 words a minute, 1 min a figure, 0.5 a table
-    assert m == pytest.approx(1500 / 170 + 2 + 2 + 1.5)
-    assert nbs.presenting_minutes(0) == 0
+    m = bud.presenting_minutes(words=1300, printed_words=520, figures=2, tables=3, pauses=1, transcripts=2)
+    assert m == pytest.approx((1300 + bud.PRINTED_SHARE * 520) / bud.WORDS_PER_MINUTE + 2 * bud.MINUTES_PER_FIGURE
+                              + 3 * bud.MINUTES_PER_TABLE + bud.MINUTES_PER_PAUSE + 2 * bud.MINUTES_PER_TRANSCRIPT)
+    # the lecturer's clock (issue 56, the slowest reader): 130 words a minute, half the printed text,
+    # 2 min a figure, 1 a table, 1.5 a predict-then-run pause, 0.75 a transcript
+    assert m == pytest.approx(10 + 2 + 4 + 3 + 1.5 + 1.5)
+    assert bud.presenting_minutes(0) == 0
+
+
+def test_the_clock_counts_pauses_and_transcripts_and_the_seminar_path_alone():
+    """A predict-then-run pause is a markdown cell saying so; a transcript is counted as one,
+    not by its words; the seminar path counts only the cells tagged ``seminar``."""
+    from lase_nb.transcripts import TRANSCRIPT_MARK
+
+    md, code = nbformat.v4.new_markdown_cell, nbformat.v4.new_code_cell
+    pause, intro = md(f"## 2.3 The gate\n\n**{bud.PREDICT_MARK}** Will it stop?"), md("# 02 · Title\n\nFour words here now.")
+    said = code("show()")
+    said.outputs = [nbformat.v4.new_output("display_data", {"text/markdown": TRANSCRIPT_MARK + "\n**Stage 0** " + "word " * 300})]
+    figure = code("fig")
+    figure.outputs = [nbformat.v4.new_output("display_data", {"image/png": "iVBORw0KGgo="})]
+    for cell in (pause, said):
+        cell.metadata["tags"] = [bud.SEMINAR]
+    nb = nbformat.v4.new_notebook(cells=[intro, pause, said, figure])
+    whole, path = bud.chapter_budget(nb), bud.seminar_budget(nb)
+    assert (whole.pauses, whole.transcripts, whole.printed_words, whole.figures) == (1, 1, 0, 1)
+    assert (path.cells, path.pauses, path.transcripts, path.figures) == (2, 1, 1, 0)
+    assert path.minutes == pytest.approx(bud.count_words(pause.source) / 130 + 1.5 + 0.75)
+    assert bud.seminar_sections(nb) == ["2.3"]
 
 
 def test_the_budget_script_prints_a_row_per_chapter(tmp_path):
@@ -458,19 +481,19 @@ def test_the_budget_script_prints_a_row_per_chapter(tmp_path):
     done = subprocess.run([sys.executable, str(script), str(tmp_path)], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     row = next(line for line in done.stdout.splitlines() if line.startswith("98_budget"))
-    minutes = round(nbs.chapter_budget(tmp_path / "98_budget.ipynb").minutes)
-    assert row.split() == ["98_budget", "5", "18", "5", "2", "3", "1", str(minutes), "yes"]
+    minutes = round(bud.chapter_budget(tmp_path / "98_budget.ipynb").minutes)
+    assert row.split() == ["98_budget", "5", "18", "5", "2", "3", "1", str(minutes), "0", "yes"]
     failing = subprocess.run([sys.executable, str(script), str(tmp_path), "--check", "--cells", "4"],
                              capture_output=True, text=True, timeout=120)
     assert failing.returncode == 1 and "5 cells > 4" in failing.stdout
 
 
 def test_book_titles_share_one_numbering_and_plurals_agree():
-    assert nbs.book_title("00_quickstart", "00 · Quickstart: one question") == "0. Quickstart: one question"
-    assert nbs.book_title("01_theory", "1. Why debate sometimes helps") == "1. Why debate sometimes helps"
-    assert nbs.book_title("A1_bound", "A1. The selective-gain bound") == "A1. The selective-gain bound"
-    assert nbs.book_title("07_claims", "The paper's claims") == "7. The paper's claims"
-    assert [nbs.plural(n, "figure") for n in (0, 1, 2)] == ["0 figures", "1 figure", "2 figures"]
+    assert lase_book.book_title("00_quickstart", "00 · Quickstart: one question") == "0. Quickstart: one question"
+    assert lase_book.book_title("01_theory", "1. Why debate sometimes helps") == "1. Why debate sometimes helps"
+    assert lase_book.book_title("A1_bound", "A1. The selective-gain bound") == "A1. The selective-gain bound"
+    assert lase_book.book_title("07_claims", "The paper's claims") == "7. The paper's claims"
+    assert [bud.plural(n, "figure") for n in (0, 1, 2)] == ["0 figures", "1 figure", "2 figures"]
 
 
 def test_book_page_shows_what_a_lecturer_presents(tmp_path):
@@ -552,7 +575,7 @@ def _over_budget(nb: Path):
 def test_core_chapter_meets_its_budget(nb: Path, tmp_path_factory):
     """What a lecturer presents of each core chapter (the book's view of the executed chapter):
     at most 40 cells, 1,500 words of markdown, 5 tables of at most 6 columns, 5 figures."""
-    from lase_nb.notebooks import chapter_budget
+    from lase_nb.budget import chapter_budget
 
     b = chapter_budget(_executed(nb, tmp_path_factory)[0])
     assert b.meets(), f"{nb.stem}: {'; '.join(b.over())}: move what does not fit to an appendix or a book-more section"
@@ -561,24 +584,60 @@ def test_core_chapter_meets_its_budget(nb: Path, tmp_path_factory):
 @pytest.mark.slow
 @pytest.mark.xfail(bool(OVER_BUDGET), strict=False, reason="the core chapters are over the budget (issue 43)")
 def test_core_chapters_fit_the_total_words(tmp_path_factory):
-    from lase_nb.notebooks import BUDGET, chapter_budget
+    from lase_nb.budget import BUDGET, chapter_budget
 
     words = {nb.stem: chapter_budget(_executed(nb, tmp_path_factory)[0]).words for nb in CORE}
     assert sum(words.values()) <= BUDGET.core_words, words
 
 
 @pytest.mark.slow
-def test_readme_minutes_are_the_lecturers_clock_and_fit_the_seminar(tmp_path_factory):
-    """Issue 51: the README's chapter minutes are :func:`lase_nb.notebooks.presenting_minutes` of the
-    executed chapters (what ``benchmarks/chapter_budget.py`` prints, rounded), and the core path fits
-    :data:`lase_nb.notebooks.CORE_MINUTES`."""
-    from lase_nb.notebooks import CORE_MINUTES, chapter_budget
+def test_readme_seminar_path_is_the_lecturers_clock_and_fits_90_minutes(tmp_path_factory):
+    """Issue 56: the README's chapter minutes are the seminar path's (the cells tagged ``seminar``)
+    by :func:`lase_nb.budget.presenting_minutes` of the executed chapters (what
+    ``benchmarks/chapter_budget.py`` prints in its ``seminar`` column, rounded), and the path with
+    :data:`lase_nb.budget.DISCUSSION_MINUTES` of discussion fits :data:`lase_nb.budget.CORE_MINUTES`."""
+    from lase_nb.budget import CORE_MINUTES, DISCUSSION_MINUTES, seminar_budget
 
-    minutes = {nb.stem: round(chapter_budget(_executed(nb, tmp_path_factory)[0]).minutes) for nb in CORE}
+    minutes = {nb.stem: round(seminar_budget(_executed(nb, tmp_path_factory)[0]).minutes) for nb in CORE}
+    assert _readme_path_minutes() == minutes, \
+        "update the README's seminar minutes from `python benchmarks/chapter_budget.py` (its seminar column)"
+    assert sum(minutes.values()) + DISCUSSION_MINUTES <= CORE_MINUTES, minutes
+
+
+def _readme_path() -> dict[str, tuple[str, str]]:
+    """The README's chapter table: per core chapter, the sections presented and their minutes (as written)."""
     readme = (NOTEBOOKS.parent / "README.md").read_text()
-    table = {k: int(v) for k, v in re.findall(r"^\| `(\d\d_\w+)` \|.*\| (\d+) \|\s*$", readme, re.M)}
-    assert table == minutes, "update the README's chapter minutes from `python benchmarks/chapter_budget.py`"
-    assert sum(minutes.values()) <= CORE_MINUTES, minutes
+    return {k: (sections, minutes) for k, sections, minutes in
+            re.findall(r"^\| `(\d\d_\w+)` \|[^|]*\| ([^|]*) \| (\d+) \|\s*$", readme, re.M)}
+
+
+def _readme_path_minutes() -> dict[str, int]:
+    return {k: int(m) for k, (_, m) in _readme_path().items()}
+
+
+def test_readme_names_the_sections_the_seminar_presents():
+    """The README's path column lists, per chapter, the sections tagged ``seminar`` in its source
+    ("reading" where it presents none), and its minutes with the discussion stay within the slot."""
+    from lase_nb.budget import CORE_MINUTES, DISCUSSION_MINUTES, seminar_sections
+
+    table = _readme_path()
+    assert set(table) == {nb.stem for nb in CORE}, table
+    for nb in CORE:
+        sections = seminar_sections(nb.with_suffix(".py"))
+        written = table[nb.stem][0].strip()
+        assert written == (", ".join(sections) if sections else "reading"), (nb.stem, written, sections)
+    assert sum(_readme_path_minutes().values()) + DISCUSSION_MINUTES <= CORE_MINUTES
+
+
+@pytest.mark.parametrize("nb", CORE, ids=lambda p: p.stem)
+def test_no_cell_is_both_on_the_seminar_path_and_in_more(nb: Path):
+    """A closed "More" section is not presented: a cell tagged ``seminar`` is never ``book-more``
+    nor ``book-hide``."""
+    from lase_nb.budget import BOOK_HIDE, BOOK_MORE, SEMINAR
+
+    both = [c.source[:60] for c in jupytext.read(nb.with_suffix(".py")).cells
+            if SEMINAR in c.metadata.get("tags", []) and {BOOK_MORE, BOOK_HIDE} & set(c.metadata.get("tags", []))]
+    assert not both, both
 
 
 DRAWING = [b for b in BOOKS if "savefig(" in b.with_suffix(".py").read_text()]
@@ -656,7 +715,7 @@ def test_book_pages_link_to_each_other_describe_figures_and_hide_set_up_code(tmp
         setup = code("import pandas as pd\nfrom lase_nb import runs\nshown = runs.chapter_studies('committed')")
         setup.outputs = [nbformat.v4.new_output("stream", name="stdout", text="study 'SmolLM2-135M': committed\n")]
         loader = code("runs = load_everything()")
-        loader.metadata["tags"] = [nbs.BOOK_HIDE_INPUT]
+        loader.metadata["tags"] = [bud.BOOK_HIDE_INPUT]
         loader.outputs = [nbformat.v4.new_output("stream", name="stdout", text="loaded 7 runs\n")]
         figure = code("fig = plot()")
         figure.outputs = [nbformat.v4.new_output("display_data", {"image/png": "iVBORw0KGgo=", "text/plain": "<Figure>"})]

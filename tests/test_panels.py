@@ -74,7 +74,7 @@ def test_token_panel_is_a_standalone_page_with_every_position_computed():
 def test_the_budget_counts_a_panel_as_a_figure():
     import nbformat
 
-    from lase_nb.notebooks import chapter_budget, is_panel
+    from lase_nb.budget import chapter_budget, is_panel
 
     panel = quickstart.token_panel(["1", "5"], [0.9, 0.4], [0, 1], _conf(0.4, 0.3))
     out = nbformat.v4.new_output("display_data", {"text/html": panel.html, "text/plain": "panel"})

@@ -195,13 +195,3 @@ def test_every_committed_figure_is_drawn_by_a_chapter():
         if doc.exists():
             for name in re.findall(r"figures/([\w-]+\.png)", doc.read_text()):
                 assert (REPO / "figures" / name).exists(), f"{doc.name} shows figures/{name}, which does not exist"
-
-
-def test_the_readme_chapter_minutes_fit_the_seminar():
-    """The README's chapter table (its minutes come from benchmarks/chapter_budget.py; the slow
-    test in test_notebooks holds them to the executed chapters) sums to at most the seminar's 90."""
-    from lase_nb.notebooks import CORE_MINUTES
-
-    readme = (REPO / "README.md").read_text()
-    minutes = [int(v) for v in re.findall(r"^\| `\d\d_\w+` \|.*\| (\d+) \|\s*$", readme, re.M)]
-    assert len(minutes) == 8 and sum(minutes) <= CORE_MINUTES, minutes
