@@ -152,11 +152,28 @@ def llama_server_run(problems, cfg: StrategyConfig, threads: int, window: int, c
             server.kill()
 
 
+def models_of(backend) -> list:
+    """The local models behind a backend: itself, or each model a routed backend (organism-v6) holds."""
+    return list(getattr(backend, "backends", {"": backend}).values())
+
+
+def summed(backend, stats: str) -> dict:
+    """A statistics dict of the backend's models, summed."""
+    out: dict = {}
+    for part in models_of(backend):
+        for k, v in getattr(part, stats).items():
+            out[k] = out.get(k, 0) + v
+    return out
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=64, help="problems (default 64)")
     ap.add_argument("--max-tokens", type=int, default=StrategyConfig().max_tokens,
                     help="leader tokens per call; supporters get min(this, 80)")
+    ap.add_argument("--model", default="smollm2-135m",
+                    help="local model alias or folder; 'organism-v6' runs its two adapters routed by role "
+                         "(compare it with 'organism' back to back: --skip-single --full-chain)")
     ap.add_argument("--max-batch", type=int, default=16, help="rows decoded together in the batched run")
     ap.add_argument("--threads", type=int, default=None, help="torch threads (default: all cores)")
     ap.add_argument("--dtype", default="float32", choices=("auto", "float32", "bfloat16"),
@@ -177,31 +194,33 @@ def main(argv: list[str] | None = None) -> None:
     if args.n < 1 or args.single_n < 0:
         ap.error("--n must be >= 1 and --single-n >= 0")
 
-    from lase_nb.backends.local import LocalBackend
+    from lase_nb.backends.local import open_local
+    from lase_nb.strategies import default_examples
 
-    cfg = StrategyConfig(full_chain=args.full_chain, max_tokens=args.max_tokens,
+    cfg = StrategyConfig(full_chain=args.full_chain, max_tokens=args.max_tokens, examples=default_examples("local", args.model),
                          supporter_max_tokens=min(StrategyConfig().supporter_max_tokens, args.max_tokens))
     problems = arithmetic_problems(args.n)
     t0 = time.perf_counter()
-    batched = LocalBackend(max_batch=args.max_batch, threads=args.threads, dtype=args.dtype, emulated_ok=True)
-    single = LocalBackend(max_batch=1, threads=args.threads, dtype=args.dtype, emulated_ok=True)  # shares the weights
+    batched = open_local(args.model, max_batch=args.max_batch, threads=args.threads, dtype=args.dtype, emulated_ok=True)
+    single = open_local(args.model, max_batch=1, threads=args.threads, dtype=args.dtype, emulated_ok=True)  # shares the weights
     print(f"model loaded in {time.perf_counter() - t0:.1f} s; {args.n} problems, LASE "
           f"{'full chain' if args.full_chain else f'tau_lp={cfg.tau_lp} tau_h={cfg.tau_h}'}, "
           f"max_tokens={cfg.max_tokens}, supporters {cfg.supporter_max_tokens}, cores {os.cpu_count()}",
           flush=True)
-    batched.generate([{"role": "user", "content": "Hi"}], GenParams(max_tokens=4))  # warm-up
-    batched.clear_prefix_cache()  # both runs start without cached prompt prefixes
-    batched.prefix_stats.update(reused_tokens=0, encoded_tokens=0)  # the warm-up's do not count
-    batched.batch_stats.update(dict.fromkeys(batched.batch_stats, 0))
+    for part in models_of(batched):
+        part.generate([{"role": "user", "content": "Hi"}], GenParams(max_tokens=4))  # warm-up
+        part.clear_prefix_cache()  # both runs start without cached prompt prefixes
+        part.prefix_stats.update(reused_tokens=0, encoded_tokens=0)  # the warm-up's do not count
+        part.batch_stats.update(dict.fromkeys(part.batch_stats, 0))
 
     res_b, wall_b, calls_b = timed_run(batched, problems, cfg, window=args.n)
     tok_b = completion_tokens(res_b)
     tps_b = tok_b / wall_b
-    st = batched.prefix_stats
+    st = summed(batched, "prefix_stats")
     print(f"batched (window {args.n}, max_batch {args.max_batch}): {calls_b} calls, {tok_b} tokens "
           f"in {wall_b:.1f} s = {tps_b:.1f} tok/s; prompt tokens from the prefix cache "
           f"{st['reused_tokens']}, encoded {st['encoded_tokens']}", flush=True)
-    bs = batched.batch_stats
+    bs = summed(batched, "batch_stats")
     print(f"  {bs['steps']} decoding steps, {bs['row_steps'] / max(bs['steps'], 1):.1f} rows on average, "
           f"{1000 * bs['decode_s'] / max(bs['steps'], 1):.0f} ms a step; decoding {bs['decode_s']:.0f} s, "
           f"prefill {bs['prefill_s']:.0f} s", flush=True)
@@ -209,14 +228,15 @@ def main(argv: list[str] | None = None) -> None:
     print(f"accuracy {acc:.2f}; escalated {sum(bool(r.stop_stage) for r in res_b)}", flush=True)
     result = f"RESULT local_batching tps_batched={tps_b:.1f}"
     if not args.skip_single:
-        single.clear_prefix_cache()
+        for part in models_of(single):
+            part.clear_prefix_cache()
         part = problems[: args.single_n or len(problems)]
         res_s, wall_s, calls_s = timed_run(single, part, cfg, window=1)
         tok_s = completion_tokens(res_s)
         tps_s = tok_s / wall_s
         print(f"single  (window 1, max_batch 1, the first {len(part)} problems):  {calls_s} calls, {tok_s} "
               f"tokens in {wall_s:.1f} s = {tps_s:.1f} tok/s", flush=True)
-        ss = single.batch_stats
+        ss = summed(single, "batch_stats")
         print(f"  {ss['steps']} decoding steps, {1000 * ss['decode_s'] / max(ss['steps'], 1):.0f} ms a step; "
               f"decoding {ss['decode_s']:.0f} s, prefill {ss['prefill_s']:.0f} s", flush=True)
         same = sum(a.answer == b.answer and a.stop_stage == b.stop_stage for a, b in zip(res_b, res_s))

@@ -341,6 +341,13 @@ def decomposition_sources(run: Any, problems: Mapping[str, Problem], ceiling_row
         if name == "pilot" and (ceiling_rows["model"] == "v5 + revision pilot").any():
             out["pilot reads a perfect note"] = ceiling_stage_one(
                 ceiling_rows, "v5 + revision pilot", cases)
+    v6_full = V6_STUDY / "lase-full"
+    if (v6_full / "manifest.json").is_file() and folder is None:
+        from .traces import load_run
+
+        rows = v6_stage_one(load_run(v6_full), problems, tau_lp, tau_h, cases)
+        if rows is not None:
+            out[NOTE_LEADER[("v6", "v5's own devil note")]] = rows
     return out
 
 
@@ -458,3 +465,90 @@ def reproduces(calls: pd.DataFrame, recorded: pd.DataFrame, roles: Sequence[tupl
         ids = pick[0].index.intersection(pick[1].index)
         out[f"{role}@{stage}"] = (int((pick[0].loc[ids] == pick[1].loc[ids]).sum()), len(ids))
     return out
+
+
+#: Chapter 06's figure: which leader reads which note, as the decomposition's sources name them.
+NOTE_LEADER = {("v5", "v5's own devil note"): "v5 reads v5's devil (recorded)",
+               ("v5", "a perfect note"): "v5 reads a perfect note",
+               ("pilot", "v5's own devil note"): "pilot reads v5's devil",
+               ("pilot", "a perfect note"): "pilot reads a perfect note",
+               ("v6", "v5's own devil note"): "v6 reads v5's devil (recorded chain)"}
+
+
+def v6_stage_one(v6_run: Any, problems: Mapping[str, Problem], tau_lp: float, tau_h: float,
+                 v5_cases: Sequence[StageOneCase]) -> pd.DataFrame | None:
+    """v6's stage 1 from its recorded whole chain, as stage-1 rows on the problems v5's gate escalates
+    (None when v6's first answers or devil notes there are not v5's: then it read other notes)."""
+    cases = {c.problem.id: c for c in stage_one_cases(v6_run, problems, tau_lp, tau_h)}
+    same = [c for c in v5_cases if c.problem.id in cases and cases[c.problem.id].attempt == c.attempt
+            and cases[c.problem.id].note == c.note]
+    if len(same) != len(v5_cases):
+        return None
+    return score([cases[c.problem.id] for c in v5_cases], [cases[c.problem.id].recorded_revision for c in v5_cases], "v6")
+
+
+def note_leader_grid(sources: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
+    """Fixes and breaks of stage 1 for each leader and note of :data:`NOTE_LEADER` present in
+    ``sources`` (:func:`decomposition_sources`), on the same escalated problems: one denominator."""
+    rows = []
+    for (leader, note), label in NOTE_LEADER.items():
+        if label in sources:
+            fixed, wrong, broken, right = tally(sources[label])
+            rows.append({"leader": leader, "note": note, "fixed": fixed, "wrong": wrong, "broken": broken,
+                         "right": right, "net": fixed - broken})
+    return pd.DataFrame(rows)
+
+
+def describe_note_leader(grid: pd.DataFrame, rule: Mapping[str, float] = STAGE1_RULE) -> str:
+    """The figure in words, from its rows: per leader, what a perfect note adds over its own devil's
+    note, and per note, what the trained leader adds over v5; each cell against the stop rule."""
+    g = grid.set_index(["leader", "note"])
+    cells = []
+    for (leader, note), r in g.iterrows():
+        ok = r["fixed"] >= rule["fix"] * r["wrong"] and r["broken"] <= rule["break_"] * r["right"]
+        cells.append(f"{leader} reading {note} fixes {r['fixed']} of {r['wrong']} and breaks {r['broken']} of "
+                     f"{r['right']} ({'meets' if ok else 'misses'} the stop rule)")
+    return ("On the same escalated problems: " + "; ".join(cells) + f". The stop rule: at least {rule['fix']:.0%} of "
+            f"the escalated wrong first answers fixed and at most {rule['break_']:.0%} of the escalated right ones broken.")
+
+
+#: The organisms' studies, oldest first: what each was and where its recordings are.
+ROUNDS = {"v4 (telling)": "arith-organism-tell", "v5 (pointing)": "arith-organism-point",
+          "v6 (v5 + a leader that reads notes)": "arith-organism-v6"}
+
+
+def rounds_table(traces_root: Path | None = None, tau_lp: float = 0.8, tau_h: float = 0.5,
+                 prereg: Mapping[str, Any] | None = None, prereg_v6: Mapping[str, Any] | None = None) -> pd.DataFrame:
+    """One row per organism of :data:`ROUNDS` whose study is committed: gated LASE over the whole chain
+    against the leader alone on its 200 recorded problems (replayed at the thresholds), the devil's
+    notes that state the answer on wrong first answers, and its preregistered test on fresh problems
+    (``lase-large`` against its own stage 0), with the claim rule's verdict, or why there is none."""
+    from .preregistration import chains_of, primary_from_gated_run
+    from .traces import load_run
+
+    root = Path(traces_root) if traces_root else V6_STUDY.parent
+    rows = []
+    for label, folder in ROUNDS.items():
+        full = root / folder / "lase-full"
+        if not (full / "manifest.json").is_file():
+            continue
+        run = load_run(full)
+        t = whole_chain_test(chains_of(run), tau_lp, tau_h)
+        devil = (run.manifest.get("notes_stating_answer") or {}).get("devil", {}).get("on_wrong", {})
+        large = root / folder / "lase-large"
+        pre = prereg_v6 if folder == "arith-organism-v6" else prereg if folder == "arith-organism-point" else None
+        if pre is not None and (large / "manifest.json").is_file():
+            p = primary_from_gated_run(pre, load_run(large))
+            fresh = (f"{100 * p['diff']:+.1f} [{100 * p['diff_lo']:+.1f}, {100 * p['diff_hi']:+.1f}] on {p['n']}, "
+                     f"p = {p['p_value']:.2g}: {'claimed' if p['claimed'] else 'not claimed'}")
+        elif pre is not None:
+            fresh = f"preregistered {pre.get('date')}, not yet recorded"
+        else:
+            fresh = "none (held out by seed only)"
+        rows.append({"organism": label,
+                     "whole chain, recorded problems": f"{100 * t['diff']:+.1f} [{100 * t['diff_lo']:+.1f}, "
+                                                       f"{100 * t['diff_hi']:+.1f}], p = {t['p_value']:.2g}",
+                     "fixed / broken": f"{t['b']} / {t['c']}", "tokens vs alone": f"{t['token_ratio']:.1f}x",
+                     "devil states the answer": f"{devil.get('k', '?')} of {devil.get('n', '?')}",
+                     "preregistered test, fresh problems": fresh})
+    return pd.DataFrame(rows)

@@ -95,3 +95,32 @@ def test_the_primary_result_reads_a_predicted_range() -> None:
     assert res["predicted_range"] == [0.03, 0.06] and res["prediction_met"]  # +5.0 points
     res["escalated"] = 4
     assert "+3.0 to +6.0 points, is met" in preregistration.describe_primary(res, prereg)
+
+
+def _rows(first: list[bool], outcomes: list[str]) -> pd.DataFrame:
+    return pd.DataFrame({"problem_id": [f"p{i}" for i in range(len(first))], "first_correct": first, "outcome": outcomes})
+
+
+def test_note_leader_grid_has_one_denominator_and_the_rule_per_cell() -> None:
+    first = [False] * 4 + [True] * 4
+    sources = {revision.NOTE_LEADER[("v5", "v5's own devil note")]: _rows(first, ["fixed"] + ["kept"] * 6 + ["broken"]),
+               revision.NOTE_LEADER[("pilot", "v5's own devil note")]: _rows(first, ["fixed"] * 2 + ["kept"] * 6)}
+    grid = revision.note_leader_grid(sources)
+    assert grid[["leader", "fixed", "wrong", "broken", "right", "net"]].values.tolist() == [
+        ["v5", 1, 4, 1, 4, 0], ["pilot", 2, 4, 0, 4, 2]]
+    text = revision.describe_note_leader(grid)
+    assert "v5 reading v5's own devil note fixes 1 of 4 and breaks 1 of 4 (misses the stop rule)" in text
+    assert "pilot reading v5's own devil note fixes 2 of 4 and breaks 0 of 4 (meets the stop rule)" in text
+
+
+def test_rounds_table_reads_every_committed_organism_and_its_preregistered_test() -> None:
+    from lase_nb.preregistration import load, primary_from_gated_run
+    from lase_nb.traces import load_run
+
+    table = revision.rounds_table(prereg=load()).set_index("organism")
+    committed = [k for k, f in revision.ROUNDS.items() if (revision.V6_STUDY.parent / f / "lase-full" / "manifest.json").is_file()]
+    assert list(table.index) == committed
+    p = primary_from_gated_run(load(), load_run(revision.V6_STUDY.parent / "arith-organism-point" / "lase-large"))
+    cell = table.loc["v5 (pointing)", "preregistered test, fresh problems"]
+    assert cell.endswith("not claimed") != p["claimed"] and f"on {p['n']}" in cell
+    assert table.loc["v4 (telling)", "preregistered test, fresh problems"].startswith("none")

@@ -555,6 +555,44 @@ def plot_revision_outcomes(outcomes: pd.DataFrame):
     return fig
 
 
+def plot_note_vs_leader(grid: pd.DataFrame, rule: Mapping[str, float] | None = None):
+    """Stage 1 of gated LASE on the same escalated problems: the share of wrong first answers fixed
+    (left) and of right ones broken (right), grouped by the leader that revises, one bar per note it
+    reads (``grid``: :func:`lase_nb.revision.note_leader_grid`); dashed lines: the stop rule's bars."""
+    import matplotlib.pyplot as plt
+
+    from ..revision import STAGE1_RULE
+
+    rule = rule or STAGE1_RULE
+    leaders = list(dict.fromkeys(grid["leader"]))
+    notes = list(dict.fromkeys(grid["note"]))
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4.2), sharey=False)
+    width = 0.8 / len(notes)
+    for ax, (k, n, bar, title) in zip(axes, (("fixed", "wrong", rule["fix"], "wrong first answers FIXED"),
+                                             ("broken", "right", rule["break_"], "right first answers BROKEN"))):
+        for j, note in enumerate(notes):
+            sub = grid[grid["note"] == note].set_index("leader").reindex(leaders)
+            x = np.arange(len(leaders)) + (j - (len(notes) - 1) / 2) * width
+            share = (sub[k] / sub[n]).to_numpy(float)
+            ax.bar(x, share, width, color=f"C{j}", label=f"reads {note}")
+            for xi, v, kk, nn in zip(x, share, sub[k], sub[n]):
+                if not np.isnan(v):
+                    ax.text(xi, v + 0.01, f"{int(kk)}/{int(nn)}", ha="center", va="bottom", fontsize="small")
+        ax.axhline(bar, color="0.3", ls="--", lw=1)
+        ax.text(-0.45, bar, f"stop rule {bar:.0%}", va="bottom", ha="left", fontsize="small", color="0.3",
+                bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.8, "pad": 1})
+        ax.set_xticks(np.arange(len(leaders)), [f"leader: {lv}" for lv in leaders])
+        top = float(np.nanmax((grid[k] / grid[n]).to_numpy(float)))
+        ax.set(title=title, ylabel="share of the escalated problems", ylim=(0, 1.25 * max(top, bar)),
+               xlim=(-0.5, len(leaders) - 0.5))
+        ax.yaxis.set_major_formatter(plt.FuncFormatter(lambda v, _: f"{v:.0%}"))
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=len(notes), fontsize="small", frameon=False)
+    fig.suptitle("Stage 1: the note or the leader? (the problems v5's gate escalates)", fontweight="bold")
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
+    return fig
+
+
 def plot_escalation(esc: pd.DataFrame, cost: pd.DataFrame | None, paper: dict[str, float], tau_lp: float,
                     tau_h: float, model: str | None = None):
     """Left: solo accuracy (the leader alone's colour) and escalation rate (LASE's colour) per level,
