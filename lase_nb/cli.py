@@ -180,7 +180,9 @@ def _strategy_config(args):
                          seed=args.seed, max_tokens=args.max_tokens,
                          supporter_max_tokens=args.supporter_max_tokens, down_final=args.down_final,
                          down_gate=args.down_gate, rounds=args.rounds, examples=examples,
-                         extract_answers=not args.no_extract, top_logprobs=args.top_logprobs)
+                         extract_answers=not args.no_extract, top_logprobs=args.top_logprobs,
+                         ensemble_k=args.group_k, ensemble_rounds=args.group_rounds,
+                         ensemble_consensus=args.consensus)
     if args.samples is not None:
         cfg = replace(cfg, n_samples=args.samples, lase_chains=args.samples)
     return cfg.validate()
@@ -233,9 +235,9 @@ def unboxed_replies(results) -> tuple[int, int]:
     """(graded replies without a ``\\boxed{}`` answer, graded replies) over a run's calls; graded
     replies are every call but the supporters' notes and the answer-extraction steps."""
     from .answers import extract_boxed
-    from .prompts import SUPPORTERS
+    from .prompts import NOTE_ROLES
     from .strategies import EXTRACT_ROLE
-    graded = [c for r in results for c in r.calls if c.role != EXTRACT_ROLE and c.role not in SUPPORTERS]
+    graded = [c for r in results for c in r.calls if c.role != EXTRACT_ROLE and c.role not in NOTE_ROLES]
     return sum(extract_boxed(c.text) is None for c in graded), len(graded)
 
 
@@ -433,6 +435,17 @@ EXAMPLES_HELP = ("worked examples per prompt, recorded in the manifest (default:
                  "model, which needs them to box its answers; 0 for API backends, as in the papers)")
 
 
+def _group_args(p: argparse.ArgumentParser, d) -> None:
+    """The supporter group's knobs (``lase-ensemble``)."""
+    p.add_argument("--group-k", type=int, default=d.ensemble_k,
+                   help=f"lase-ensemble: supporters per escalated stage (default {d.ensemble_k})")
+    p.add_argument("--group-rounds", type=int, default=d.ensemble_rounds,
+                   help=f"lase-ensemble: rounds in which each supporter reads the others' notes (default "
+                        f"{d.ensemble_rounds}; 0 = independent notes)")
+    p.add_argument("--consensus", default=d.ensemble_consensus, choices=["vote", "synthesis"],
+                   help="lase-ensemble: the group's one note by a vote over verdict lines (default) or a moderator's synthesis")
+
+
 def recorded_names() -> list[str]:
     """The run folders ``lase-nb record`` writes by default."""
     from .strategies import recorded
@@ -497,6 +510,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--window", type=int, default=32, help="problems in flight at once")
     r.add_argument("--cache", default=None, help="cache file (default $LASE_CACHE or ~/.cache/lase_nb)")
     r.add_argument("--cache-mode", default="use", help=CACHE_HELP)
+    _group_args(r, d)
     r.add_argument("--quiet", action="store_true", help="no progress bar")
     r.set_defaults(func=cmd_run)
 
@@ -505,7 +519,8 @@ def build_parser() -> argparse.ArgumentParser:
     _backend_args(rec)
     rec.add_argument("--out", required=True, help="study folder (one run folder per strategy goes under it)")
     rec.add_argument("--strategies", nargs="+", default=None,
-                     help=f"run folders to record (default all: {_names(recorded_names())}); lase = lase-full")
+                     help=f"run folders to record (default all: {_names(recorded_names())}; also lase-ensemble); "
+                          f"lase = lase-full")
     rec.add_argument("--label", default=None, help="the study's name in tables and legends (default: the model)")
     rec.add_argument("--dataset", default="arith", help=f"arith (default, generated); {_names(list(DATASETS)[1:])}")
     rec.add_argument("--data-path", default=None, help="file/folder for the paper's data sets")
@@ -534,6 +549,7 @@ def build_parser() -> argparse.ArgumentParser:
     rec.add_argument("--rates", default=None, help="a recorded study whose tokens per call make the estimate "
                                                    "(default data/traces/arith-smollm2)")
     rec.add_argument("--dry-run", action="store_true", help="print the plan and stop (nothing is sent without --pilot)")
+    _group_args(rec, d)
     rec.add_argument("--quiet", action="store_true", help="no progress bar")
     rec.set_defaults(func=cmd_record, samples=None, down_final=d.down_final, down_gate=d.down_gate,
                      rounds=d.rounds, full_chain=False)

@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 from fractions import Fraction
 
-from .prompts import SUPPORTERS
+from .prompts import NOTE_ROLES
 
 __all__ = ["STEP_LABEL", "numbers_in", "mentions", "states_answer", "states_other_value", "count_answer_notes"]
 
@@ -95,7 +95,8 @@ def states_other_value(note: str | None, gold: str, question: str, attempts: str
 
 
 def count_answer_notes(calls: Any, stages: Any, problems: Mapping[str, Any] | Iterable[Any]) -> dict[str, dict[str, dict[str, int]]]:
-    """Per supporter role, the notes that break the rule, counted where each can happen:
+    """Per note-writing role (the supporters, and a supporter group's moderator: :data:`lase_nb.prompts.NOTE_ROLES`),
+    the notes that break the rule, counted where each can happen:
     ``{role: {"on_wrong": {"k", "n"}, "other_on_right": {"k", "n"}}}``. ``on_wrong``: of the notes
     on a wrong leader attempt, how many state the gold answer (:func:`states_answer`);
     ``other_on_right``: of the notes on a right attempt, how many announce another final value or
@@ -134,7 +135,7 @@ def count_answer_notes(calls: Any, stages: Any, problems: Mapping[str, Any] | It
         if graded is None and p is not None:  # no stage row: the leader's own answer, graded
             graded = grade(answer if isinstance(answer, str) else None, p.gold, p.kind)
         right[tuple(key)] = bool(graded)
-    notes = calls[calls["role"].isin(SUPPORTERS)]
+    notes = calls[calls["role"].isin(NOTE_ROLES)]
     for row, key in zip(notes.itertuples(index=False), notes[keys].itertuples(index=False)):
         before = (*tuple(key)[:-1], int(key[-1]) - 1)
         p = by_id.get(row.problem_id)

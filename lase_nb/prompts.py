@@ -1,8 +1,9 @@
 """Every instruction the models see, in one place (our own wording of the LASE paper's roles; see chapter 03).
 
 Four roles share one model: the leader (the only one allowed to write ``\\boxed{}``), the
-devil's advocate, the collaborator and the senior expert. Baselines (majority vote, debate,
-mixture-of-agents, DOWN) reuse the solver prompt so that every strategy starts from the same
+devil's advocate, the collaborator and the senior expert. LASE with a supporter group
+(``lase-ensemble``) adds the verdict line of its vote, the reading round and the moderator's
+synthesis. Baselines (majority vote, debate, mixture-of-agents, DOWN) reuse the solver prompt so that every strategy starts from the same
 single-agent behaviour. Small models need worked examples to box their answers, so by default the solver sees two
 short worked examples as earlier chat turns, chosen by problem kind; ``examples=0`` gives the
 papers' zero-shot prompts (the command line's default for API backends).
@@ -84,6 +85,28 @@ def supporter_system(role: str, critique: bool = False, hints: bool = False) -> 
         seen.append("hints from a collaborator")
     listing = ", ".join(seen[:-1]) + " and " + seen[-1]
     return f"{SUPPORTER_ROLE[role]} You are shown {listing}. {SUPPORTER_RULES}"
+
+
+#: LASE with a supporter group (the paper's Appendix I; ``lase-ensemble``): each supporter of the
+#: vote ends its note with one of two verdict lines ("step N fails" or "every step holds").
+VERDICT_REQUEST = ("End your note with one line giving your verdict on the attempt, exactly one of "
+                   "'Verdict: step N fails' (N the number of the first step that does not hold) or "
+                   "'Verdict: every step holds'.")
+#: The note the leader reads when no supporter of the vote gave a verdict (a tie at zero goes to "holds").
+VERDICT_HOLDS = "Verdict: every step holds"
+#: A reading round of the group: a supporter reads the others' notes and writes its own again.
+GROUP_REQUEST = ("Other reviewers wrote these notes on the same attempt:\n\n{notes}\n\n"
+                 "Check their points against the attempt yourself: keep what you can confirm, drop what "
+                 "you cannot, and write your note again.")
+#: The role of the synthesis call that turns the group's notes into the one note the leader reads.
+MODERATOR = "moderator"
+MODERATOR_SYSTEM = (
+    "You are a moderator. Several reviewers wrote notes on the same attempt at a problem. Write one "
+    "note for the solver from them: keep the points the reviewers share or that you can confirm in the "
+    "attempt, drop claims that do not hold, and name the first step that fails if the notes show one. "
+    + SUPPORTER_RULES)
+#: Every role whose call writes a note for the leader (the supporters and the group's moderator).
+NOTE_ROLES: tuple[str, ...] = (*SUPPORTERS, MODERATOR)
 
 
 #: Back-compatible view: each supporter's instruction as it reads in the paper's order.
@@ -168,6 +191,32 @@ def supporter_messages(problem: Problem, role: str, attempt: str,
     system = supporter_system(role, critique=critique is not None, hints=hints is not None)
     return [{"role": "system", "content": system},
             {"role": "user", "content": "\n\n".join(parts)}]
+
+
+def group_messages(problem: Problem, role: str, attempt: str, critique: str | None = None,
+                   hints: str | None = None, *, verdict: bool = False, own: str | None = None,
+                   others: list[str] = ()) -> list[Message]:
+    """A supporter of the group (``lase-ensemble``): the single supporter's prompt
+    (:func:`supporter_messages`), with the verdict line asked for when ``verdict`` (the vote); in a
+    reading round, its own previous note ``own`` as its reply and the ``others``' notes after it."""
+    msgs = supporter_messages(problem, role, attempt, critique, hints)
+    if verdict:
+        msgs[0] = {"role": "system", "content": f"{msgs[0]['content']} {VERDICT_REQUEST}"}
+    if own is None:
+        return msgs
+    listing = "\n\n".join(f"Reviewer {i + 1}:\n{n}" for i, n in enumerate(others))
+    return [*msgs, {"role": "assistant", "content": own},
+            {"role": "user", "content": GROUP_REQUEST.format(notes=listing)}]
+
+
+def moderator_messages(problem: Problem, role: str, attempt: str, notes: list[str]) -> list[Message]:
+    """The group's synthesis call: the problem, the attempt and the supporters' last notes; it
+    writes the one note that goes where LASE's single ``role`` note goes."""
+    listing = "\n\n".join(f"Reviewer {i + 1}:\n{n}" for i, n in enumerate(notes))
+    task = f"Write the group's {SUPPORTER_TITLES[role].lower()} for the solver."
+    return [{"role": "system", "content": MODERATOR_SYSTEM},
+            {"role": "user", "content": f"Problem:\n{problem.prompt_text()}\n\nCurrent attempt:\n{attempt}\n\n"
+                                        f"Reviewers' notes:\n\n{listing}\n\n{task}"}]
 
 
 def peers_messages(problem: Problem, own: str, peers: list[str],

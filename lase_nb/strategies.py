@@ -1,4 +1,4 @@
-"""Strategies: single, majority vote, MAD, MoA, DOWN, LASE, LASE+MV, each a policy over one call primitive.
+"""Strategies: single, majority vote, MAD, MoA, DOWN, LASE, LASE+MV, LASE with a supporter group, each a policy over one call primitive.
 
 A strategy is a generator function ``(problem, cfg) -> Episode``: it yields a list of steps that
 are ready at the same time and receives their answers in the same order, then returns a
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import random
+import re
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Generator, Mapping, Union
 
@@ -53,7 +54,10 @@ class StrategyConfig:
     down_threshold: float = 0.8  # DOWN: debate when the first response's confidence is <= this
     down_gate: str = "mean-prob"  # DOWN's own score; "answer-span" = LASE's gate (a labelled variant)
     down_final: str = "vote"  # DOWN: "vote" or "judge"
-    temperature: float = 0.7  # for independent samples (MV, debaters, proposers, LASE+MV chains)
+    ensemble_k: int = 3  # lase-ensemble: supporters per escalated stage
+    ensemble_rounds: int = 1  # lase-ensemble: reading rounds after the first notes (0 = independent notes)
+    ensemble_consensus: str = "vote"  # lase-ensemble: "vote" (verdict lines) or "synthesis" (a moderator call)
+    temperature: float = 0.7  # for independent samples (MV, debaters, proposers, LASE+MV chains, the group's supporters)
     max_tokens: int = 512  # leader / solver calls (sized so that < 5% hit it on every recording)
     supporter_max_tokens: int = 384
     extract_max_tokens: int = 24  # the answer-extraction step writes the answer alone
@@ -92,6 +96,10 @@ class StrategyConfig:
             (self.repeat_stop == 0 or self.repeat_stop >= 8,
              f"repeat_stop must be 0 (off) or >= 8 tokens, got {self.repeat_stop}"),
             (self.down_final in ("vote", "judge"), f"down_final must be 'vote' or 'judge', got {self.down_final!r}"),
+            (self.ensemble_k >= 1, f"ensemble_k must be >= 1 supporter per stage, got {self.ensemble_k}"),
+            (self.ensemble_rounds >= 0, f"ensemble_rounds must be >= 0 reading rounds, got {self.ensemble_rounds}"),
+            (self.ensemble_consensus in CONSENSUS_FORMS,
+             f"ensemble_consensus must be one of {', '.join(CONSENSUS_FORMS)}, got {self.ensemble_consensus!r}"),
             (self.temperature >= 0.0, f"temperature must be >= 0, got {self.temperature}"),
             (min(self.max_tokens, self.supporter_max_tokens, self.extract_max_tokens) >= 1,
              "max_tokens, supporter_max_tokens and extract_max_tokens must be >= 1"),
@@ -128,6 +136,8 @@ def default_examples(backend: str, model: str | None = None) -> int:
 
 #: DOWN's gates: its own whole-response mean token probability, or LASE's answer-span p_min.
 DOWN_GATES = ("mean-prob", "answer-span")
+#: How the supporter group of ``lase-ensemble`` forms its one note: a vote over verdict lines, or a moderator's synthesis.
+CONSENSUS_FORMS = ("vote", "synthesis")
 
 
 @dataclass
@@ -477,8 +487,40 @@ def _supporter_order(problem: Problem, cfg: StrategyConfig) -> tuple[str, ...]:
     return tuple(order)
 
 
+@dataclass
+class Note:
+    """What one escalated stage hands the leader: the ``text`` it reads where LASE's single note
+    goes, the agent that wrote it (``writer``, what the revision reads), the calls that made it,
+    and for a group what its supporters said (``group``: verdicts, the consensus, its carrier)."""
+
+    text: str
+    writer: str
+    records: list[CallRecord]
+    group: dict[str, Any] | None = None
+
+
+#: A stage's note maker: ``(problem, cfg, stage, role, attempt, critique, hints, sample)`` -> a
+#: generator of calls returning the :class:`Note` (LASE's one supporter, or the ensemble's group).
+NoteMaker = Callable[..., Generator[list[Call], list[Generation], Note]]
+
+
+def _relays(critique: str | None, hints: str | None) -> tuple[str, ...]:
+    """The earlier stages' notes a supporter reads (the paper's order relays the critique and the hints)."""
+    return (*(["devil"] if critique is not None else []), *(["collaborator"] if hints is not None else []))
+
+
+def _supporter_note(problem: Problem, cfg: StrategyConfig, t: int, role: str, attempt: str,
+                    critique: str | None, hints: str | None, sample: int) -> Generator[list[Call], list[Generation], Note]:
+    """LASE's one supporter of stage ``t``: one greedy note, its boxed answers removed (and counted)."""
+    scall = Call(role, t, prompts.supporter_messages(problem, role, attempt, critique, hints),
+                 cfg.params(sample=sample, supporter=True), agent=role, reads=("leader", *_relays(critique, hints)))
+    (sgen,) = yield [scall]
+    note, leaked = strip_boxed(sgen.text)
+    return Note(note, role, [_record(scall, sgen, leaked=leaked)])
+
+
 def lase(problem: Problem, cfg: StrategyConfig, *, sample: int = 0,
-         temperature: float = 0.0, name: str = "lase") -> Episode:
+         temperature: float = 0.0, name: str = "lase", note_maker: NoteMaker | None = None) -> Episode:
     """LASE: the leader answers; while it is uncertain, one supporter at a time, then it revises.
 
     With ``cfg.full_chain`` every stage runs whatever the gate says, and ``stages`` records the
@@ -487,14 +529,16 @@ def lase(problem: Problem, cfg: StrategyConfig, *, sample: int = 0,
     (``cfg.extract_answers``), and the gate reads that answer's tokens (``gate_call``).
     ``temperature`` samples the leader (LASE+MV's independent chains); supporters always decode
     greedily, so a sampled chain differs by its leader, and its critics do not ramble to their cap.
+    ``note_maker`` writes each stage's note (default one supporter; :func:`lase_ensemble` a group).
     """
     params = cfg.params(sample=sample, temperature=temperature)
-    sparams = cfg.params(sample=sample, supporter=True)
+    make_note = note_maker or _supporter_note
     call = Call("leader", 0, prompts.solver_messages(problem, examples=cfg.examples), params)
     (gen,) = yield [call]
     conf, strict, recs = yield from _answer(problem, cfg, call, gen)
     attempt = gen.text
     notes: dict[str, str] = {}
+    groups: list[dict[str, Any]] = []
 
     def stage_record(t: int, supporter: str | None) -> StageRecord:
         r = recs[-1]
@@ -512,16 +556,13 @@ def lase(problem: Problem, cfg: StrategyConfig, *, sample: int = 0,
             break
         critique = notes.get("devil") if role in ("collaborator", "expert") else None
         hints = notes.get("collaborator") if role == "expert" else None
-        readers = ("leader", *(["devil"] if critique is not None else []),
-                   *(["collaborator"] if hints is not None else []))
-        scall = Call(role, t, prompts.supporter_messages(problem, role, attempt, critique, hints),
-                     sparams, agent=role, reads=readers)
-        (sgen,) = yield [scall]
-        note, leaked = strip_boxed(sgen.text)
-        recs.append(_record(scall, sgen, leaked=leaked))
-        notes[role] = note
-        lcall = Call("leader", t, prompts.revise_messages(problem, attempt, role, note, examples=cfg.examples),
-                     params, reads=(role,))
+        note = yield from make_note(problem, cfg, t, role, attempt, critique, hints, sample)
+        recs += note.records
+        notes[role] = note.text
+        if note.group is not None:
+            groups.append(note.group)
+        lcall = Call("leader", t, prompts.revise_messages(problem, attempt, role, note.text, examples=cfg.examples),
+                     params, reads=(note.writer,))
         (gen,) = yield [lcall]
         conf, strict, new = yield from _answer(problem, cfg, lcall, gen)
         recs += new
@@ -535,8 +576,95 @@ def lase(problem: Problem, cfg: StrategyConfig, *, sample: int = 0,
     return ProblemResult(problem.id, name, final.answer, final.correct,
                          [c for c in recs if c.stage <= stop], stages=stages, stop_stage=stop,
                          recording_calls=[c for c in recs if c.stage > stop],
-                         extra={"escalated": stop > 0, "order": list(_supporter_order(problem, cfg))},
+                         extra={"escalated": stop > 0, "order": list(_supporter_order(problem, cfg)),
+                                **({"group": groups} if note_maker is not None else {})},
                          answer_strict=final.answer_strict, correct_strict=final.correct_strict)
+
+
+#: A verdict line of the vote (:data:`lase_nb.prompts.VERDICT_REQUEST`), read loosely:
+#: "step 2 fails", "Step 2 does not hold", "every step holds" (the last one in a note counts).
+_VERDICT = re.compile(r"\bsteps?\s*(\d+)\s*(?:fails|does\s+not\s+hold)|\b(every|each|all)\s+steps?\s+holds?\b",
+                      re.IGNORECASE)
+
+
+def verdict_of(note: str | None) -> str | None:
+    """A note's verdict: ``"step N fails"``, ``"every step holds"``, or None when it gives neither
+    (the last verdict line in the note counts; a note without one does not vote)."""
+    found = list(_VERDICT.finditer(note or ""))
+    if not found:
+        return None
+    m = found[-1]
+    return f"step {int(m.group(1))} fails" if m.group(1) else "every step holds"
+
+
+def vote_verdicts(verdicts: list[str | None]) -> tuple[str, int | None]:
+    """The vote of a supporter group: ``("fails", i)`` when more notes say a step fails than say
+    every step holds, else ``("holds", i)`` (ties, none voting included, go to "holds"); ``i`` is
+    the first note that carries that verdict (None when none does: no note voted)."""
+    fails = [i for i, v in enumerate(verdicts) if v is not None and v.endswith("fails")]
+    holds = [i for i, v in enumerate(verdicts) if v is not None and not v.endswith("fails")]
+    if len(fails) > len(holds):
+        return "fails", fails[0]
+    return "holds", holds[0] if holds else None
+
+
+def _group_note(problem: Problem, cfg: StrategyConfig, t: int, role: str, attempt: str,
+                critique: str | None, hints: str | None, sample: int) -> Generator[list[Call], list[Generation], Note]:
+    """A group of ``ensemble_k`` supporters of stage ``t``'s role: first notes sampled at
+    ``cfg.temperature`` with distinct seeds, ``ensemble_rounds`` rounds in which each reads the
+    others' previous notes and writes its own again, then one note by ``ensemble_consensus``: the
+    vote (the majority verdict and the first note that carries it; the verdict line alone when no
+    note voted) or a moderator's synthesis (greedy, under the supporters' rule)."""
+    k, vote = cfg.ensemble_k, cfg.ensemble_consensus == "vote"
+    relays = _relays(critique, hints)
+    records: list[CallRecord] = []
+    notes: list[str] = []
+    agents: list[str] = []
+    for rnd in range(cfg.ensemble_rounds + 1):
+        names = [f"{role}{j}" + (f"-r{rnd}" if rnd else "") for j in range(k)]
+        calls = [Call(role, t, prompts.group_messages(problem, role, attempt, critique, hints, verdict=vote,
+                                                      own=notes[j] if rnd else None,
+                                                      others=[n for i, n in enumerate(notes) if i != j]),
+                      cfg.params(sample=sample * k + j, temperature=cfg.temperature, supporter=True),
+                      agent=names[j], reads=("leader", *relays, *(a for i, a in enumerate(agents) if i != j)))
+                 for j in range(k)]
+        gens = yield calls
+        notes, agents = [], names
+        for c, g in zip(calls, gens):
+            note, leaked = strip_boxed(g.text)
+            records.append(_record(c, g, leaked=leaked))
+            notes.append(note)
+    verdicts = [verdict_of(n) for n in notes]
+    group: dict[str, Any] = {"stage": t, "role": role, "verdicts": verdicts}
+    if vote:
+        verdict, carrier = vote_verdicts(verdicts)
+        group.update(verdict=verdict, carrier=carrier)
+        if carrier is None:  # no note voted: the leader reads the verdict the tie rule gives
+            return Note(prompts.VERDICT_HOLDS, f"{role}-vote", records, group)
+        return Note(notes[carrier], agents[carrier], records, group)
+    mcall = Call(prompts.MODERATOR, t, prompts.moderator_messages(problem, role, attempt, notes),
+                 cfg.params(sample=sample, supporter=True), agent=f"{role}-moderator", reads=("leader", *agents))
+    (mgen,) = yield [mcall]
+    note, leaked = strip_boxed(mgen.text)
+    records.append(_record(mcall, mgen, leaked=leaked))
+    group.update(verdict=verdict_of(note), carrier=None)
+    return Note(note, mcall.agent, records, group)
+
+
+def lase_ensemble(problem: Problem, cfg: StrategyConfig) -> Episode:
+    """LASE with a supporter group at each escalated stage (the LASE paper's Appendix I).
+
+    The gate and the star are LASE's: the leader answers, and while it is unsure the stages run in
+    order. At each stage ``k = ensemble_k`` supporters of that stage's role write notes (sampled at
+    ``temperature`` with distinct seeds), then ``r = ensemble_rounds`` reading rounds in which each
+    reads the others' previous notes (``r = 0``: independent notes); one consensus note goes where
+    LASE's single note goes, and the leader revises. Calls per escalated stage:
+    ``k (r + 1)`` notes, plus the consensus (one moderator call under ``"synthesis"``, none under
+    ``"vote"``), plus the revision: ``k (r + 1) + 1`` with the vote, ``k (r + 1) + 2`` with the
+    synthesis (3 x 2 + 1 = 7 and 8 at the defaults, against LASE's 2). Recorded as LASE's full chain
+    is (every stage, for replay) by ``lase-nb record --strategies lase-ensemble``.
+    """
+    return (yield from lase(problem, cfg, name="lase-ensemble", note_maker=_group_note))
 
 
 def lase_shuffled(problem: Problem, cfg: StrategyConfig) -> Episode:
@@ -625,6 +753,48 @@ def _lase_calls(c: Mapping[str, Any], chains: int = 1, exact: bool = False) -> F
     return Formula(text if exact else f"<= {text}", chains * (1 + 2 * t), exact)
 
 
+def _group_sizes(c: Mapping[str, Any]) -> tuple[int, int, int, int]:
+    """lase-ensemble's sizes from a run's config: stages T, supporters k, reading rounds r, and the
+    consensus calls per stage m (1 for the synthesis, 0 for the vote)."""
+    t = len(c.get("supporter_order", prompts.SUPPORTERS))
+    return (t, int(_get(c, "ensemble_k")), int(_get(c, "ensemble_rounds")),
+            int(_get(c, "ensemble_consensus") == "synthesis"))
+
+
+def ensemble_stage_calls(c: Mapping[str, Any]) -> int:
+    """Calls per escalated stage of lase-ensemble: k (r + 1) notes, the consensus call (synthesis
+    only) and the leader's revision (LASE's stage: 2)."""
+    _, k, r, m = _group_sizes(c)
+    return k * (r + 1) + m + 1
+
+
+def _ensemble_calls(c: Mapping[str, Any]) -> Formula:
+    """lase-ensemble: the leader, then k (r + 1) notes, the consensus call and a revision per stage that runs."""
+    t, k, r, m = _group_sizes(c)
+    text = f"1 + T (k(r+1) + {m} + 1) = 1 + {t}*({k}*{r + 1} + {m} + 1)"
+    full = bool(_get(c, "full_chain"))
+    return Formula(text if full else f"<= {text}", 1 + t * ensemble_stage_calls(c), full)
+
+
+def _ensemble_inclusions(c: Mapping[str, Any]) -> Formula:
+    """lase-ensemble: at stage t, each first note reads the attempt and the t - 1 relayed notes; each
+    note of a reading round also the k - 1 others; the moderator the attempt and the k notes; the
+    revision the consensus note."""
+    t, k, r, m = _group_sizes(c)
+    relayed = t * (t + 1) // 2  # sum over stages of (1 + relays)
+    bound = k * relayed + r * k * (relayed + t * (k - 1)) + t * m * (k + 1) + t
+    text = f"<= k S + r k (S + T(k-1)) + T m (k+1) + T, S = T(T+1)/2 = {relayed}"
+    return Formula(f"{text}: {bound}", bound, False)
+
+
+def _describe_ensemble(c: Mapping[str, Any]) -> str:
+    t, k, r, m = _group_sizes(c)
+    form = "a moderator's synthesis of" if m else "a vote over the verdict lines of"
+    return (f"LASE with a group of {k} supporters per escalated stage (the paper's Appendix I): first notes sampled at "
+            f"temperature {_get(c, 'temperature')}, {r} reading round{'s' if r != 1 else ''}, then {form} their notes "
+            f"goes where LASE's one note goes; {ensemble_stage_calls(c)} calls per escalated stage against LASE's 2")
+
+
 def _mad_calls(c: Mapping[str, Any]) -> Formula:
     n, t = int(_get(c, "n_agents")), reading_rounds(c) + 1
     return Formula(f"{n} x {t}", n * t)
@@ -674,7 +844,7 @@ class StrategySpec:
 
     ``run`` is its generator; a *variant* (``variant_of``) runs another strategy's generator
     with ``settings`` over the config (``lase-full``: LASE through every stage, recorded for
-    replay), and a *replayed* strategy (``replayed_from``) is read off that variant's recording
+    replay; a strategy's own ``settings`` apply when it is recorded), and a *replayed* strategy (``replayed_from``) is read off that variant's recording
     at any thresholds (``lase``). ``label``, ``describe``, ``calls`` and ``inclusions`` take a
     run's config (a dict, as in a manifest; missing keys take today's defaults). ``calls``
     counts model calls per problem, answer-extraction steps apart.
@@ -695,6 +865,7 @@ class StrategySpec:
     variant_of: str | None = None
     settings: Mapping[str, Any] = field(default_factory=dict)
     replayed_from: str | None = None
+    optional: bool = False  # recorded only when named (``record --strategies NAME``), not in a default study
 
     @property
     def runnable(self) -> bool:
@@ -713,7 +884,7 @@ class StrategySpec:
             return SPECS[self.replayed_from].recording(cfg)
         if self.variant_of is not None:
             return self.variant_of, replace(cfg, **self.settings)
-        return self.name, cfg
+        return self.name, replace(cfg, **self.settings) if self.settings else cfg
 
 
 #: Every strategy, in display order (tables, figures, chapter 04).
@@ -767,6 +938,13 @@ SPECS: dict[str, StrategySpec] = {s.name: s for s in [
         short="LASE shuffled", color="#882255", marker="p",
         describe=lambda c: "LASE with the supporters in a random order per problem",
         calls=_lase_calls, inclusions=_star_inclusions, topology="star", run=lase_shuffled, gated=True),
+    StrategySpec(
+        name="lase-ensemble",
+        label=lambda c: (f"LASE+group({_group_sizes(c)[1]}x{_group_sizes(c)[2] + 1}, "
+                         f"{_get(c, 'ensemble_consensus')})"),
+        legend="LASE, supporter group", short="LASE group", color="#117733", marker="s",
+        describe=_describe_ensemble, calls=_ensemble_calls, inclusions=_ensemble_inclusions, topology="star",
+        run=lase_ensemble, gated=True, settings={"full_chain": True}, optional=True),
 ]}
 
 #: The strategies ``run`` accepts, by name (variants run as their base strategy).
@@ -782,9 +960,10 @@ def compared() -> list[str]:
     return [n for n, s in SPECS.items() if s.runnable]
 
 
-def recorded() -> list[str]:
-    """The run folders a full recording writes, in display order (``lase-full``, not ``lase``)."""
-    return [n for n, s in SPECS.items() if s.run is not None and s.replayed_from is None]
+def recorded(every: bool = False) -> list[str]:
+    """The run folders a full recording writes, in display order (``lase-full``, not ``lase``);
+    ``every``: also those recorded only when named (``optional``: ``lase-ensemble``)."""
+    return [n for n, s in SPECS.items() if s.run is not None and s.replayed_from is None and (every or not s.optional)]
 
 
 def get_strategy(name: str) -> Callable[[Problem, StrategyConfig], Episode]:

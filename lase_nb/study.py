@@ -70,7 +70,7 @@ def study_runs(names: Iterable[str]) -> list[str]:
     recorded as ``lase-full`` (the chapters replay it); unknown names are an error listing the valid ones."""
     from .names import display, resolve
 
-    valid = {n: n for n in recorded()}
+    valid = {n: n for n in recorded(every=True)}
     valid.update({n: s.replayed_from for n, s in SPECS.items() if s.replayed_from})
     out: list[str] = []
     for typed in names:
@@ -81,7 +81,7 @@ def study_runs(names: Iterable[str]) -> list[str]:
         out.remove("lase-full")
         out.insert(0, "lase-full")
     if not out:
-        raise ConfigError(f"no strategies to record; pass --strategies with some of {', '.join(map(display, recorded()))}")
+        raise ConfigError(f"no strategies to record; pass --strategies with some of {', '.join(map(display, recorded(every=True)))}")
     return out
 
 
@@ -94,7 +94,7 @@ def plan_runs(names: Sequence[str], base: StrategyConfig, problems: Sequence[Pro
     plans = []
     for name in names:
         if name not in SPECS or SPECS[name].run is None:
-            raise ConfigError(f"cannot record {name!r}; use some of {', '.join(recorded())}")
+            raise ConfigError(f"cannot record {name!r}; use some of {', '.join(recorded(every=True))}")
         strategy, cfg = SPECS[name].recording(base)
         probs = problems if cfg.full_chain or baseline_problems is None else baseline_problems
         plans.append(RunPlan(name, strategy, cfg, list(probs),

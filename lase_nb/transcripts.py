@@ -22,10 +22,10 @@ from .errors import DataError
 __all__ = ["ANSWERER_ROLES", "ROLE_TITLES", "SUPPORTERS", "transcript_entries", "render_transcript"]
 
 ANSWERER_ROLES = prompts.ANSWERER_ROLES
-SUPPORTERS = frozenset(prompts.SUPPORTERS)
+SUPPORTERS = frozenset(prompts.NOTE_ROLES)  # every role that writes a note (a group's moderator too)
 ROLE_TITLES = {"leader": "leader", "devil": "devil's advocate", "collaborator": "collaborator",
                "expert": "senior expert", "solver": "solver", "sample": "sample", "debater": "debater",
-               "proposer": "proposer", "aggregator": "aggregator", "judge": "judge"}
+               "proposer": "proposer", "aggregator": "aggregator", "judge": "judge", prompts.MODERATOR: "moderator"}
 FORMATS = ("markdown", "html", "text")
 #: An HTML comment opening every Markdown and HTML transcript: the lecturer's clock
 #: (:func:`lase_nb.budget.chapter_budget`) counts a transcript shown by it, not by its words.

@@ -41,9 +41,9 @@ def main() -> int:
     ap.add_argument("--out", default="data/traces/arith-smollm2")
     ap.add_argument("--n-full", type=int, default=60)
     ap.add_argument("--n-baselines", type=int, default=30)
-    ap.add_argument("--strategies", nargs="*", default=recorded(), choices=recorded() + [LARGE],
-                    help="run folders to write (default: all but lase-large; LASE at any thresholds is "
-                         "replayed from lase-full)")
+    ap.add_argument("--strategies", nargs="*", default=recorded(), choices=recorded(every=True) + [LARGE],
+                    help="run folders to write (default: all but lase-large and lase-ensemble; LASE at any "
+                         "thresholds is replayed from lase-full)")
     ap.add_argument("--n-large", type=int, default=600,
                     help="lase-large: gated LASE on this many problems after lase-full's")
     ap.add_argument("--model", default="smollm2-135m", help="alias, model folder or .gguf file")

@@ -21,9 +21,11 @@ pareto          05_pareto: the accuracy-vs-tokens frontier by replay
 sliders         05_pareto: the threshold sliders
 failures        06_failure_modes: confident errors, failures after a critique, escalation
 claims          07_claims: the paper's claims, ours on each model, verdicts by test
+ensemble        A5_ensemble (appendix to 06): LASE with a supporter group, the paper's Appendix I
 ==============  ==========================================================================
 """
 
 #: Each chapter module's notebook (tests/test_layout.py reads this).
 CHAPTER_OF = {"quickstart": "00", "theory": "01", "calibration": "02", "gate_panel": "02", "pipeline": "03",
-              "correct_seeds": "03", "comparison": "04", "pareto": "05", "sliders": "05", "failures": "06", "claims": "07"}
+              "correct_seeds": "03", "comparison": "04", "pareto": "05", "sliders": "05", "failures": "06", "claims": "07",
+              "ensemble": "06"}

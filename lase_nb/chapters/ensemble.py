@@ -1,0 +1,318 @@
+"""Appendix A5 (notebooks/A5_ensemble, appendix to chapter 06): LASE with a supporter group, the paper's Appendix I.
+
+The strategy is ``lase-ensemble`` (:func:`lase_nb.strategies.lase_ensemble`): LASE's gate and star,
+with ``k`` supporters of a stage's role, ``r`` reading rounds and one consensus note (a vote over
+verdict lines, or a moderator's synthesis) where LASE's one note goes. This module holds what the
+appendix prints and draws:
+
+- :func:`cost_table` / :func:`describe_cost`: the cost arithmetic from the strategy's record;
+- :func:`draw_group_star`: the star with a group at one stage;
+- :func:`load_pair`: LASE's full chain and the group's full chain, on the problems both recorded;
+- :func:`policy_table` / :func:`describe_pair`: accuracy with intervals, tokens and escalation of the
+  leader alone, gated and always-interact, for each; the paired difference in words;
+- :func:`verdict_table` / :func:`describe_verdicts`: what the group's supporters and its vote said
+  on right attempts (false alarms) and on wrong ones (pointers);
+- :func:`fronts` / :func:`plot_fronts`: both accuracy-vs-tokens fronts by replay.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from .. import plots
+from ..errors import DataError
+from ..replay import Chains, chains_from_stages, grid_metrics, outcomes_at, pareto_front, replay
+from ..runs import gain_words, load_runs, resolve_data_path
+from ..stats import paired_test, pct, wilson_interval
+from ..strategies import SPECS, StrategyConfig, ensemble_stage_calls
+from ..traces import Run
+
+__all__ = ["GROUP_RUN", "COMMITTED_GROUP", "cost_table", "describe_cost", "draw_group_star", "Pair", "load_pair",
+           "describe_recording",
+           "policy_table", "describe_pair", "verdict_table", "describe_verdicts", "fronts", "plot_fronts",
+           "describe_fronts"]
+
+#: The group's run folder name (the strategy's name).
+GROUP_RUN = "lase-ensemble"
+#: The committed recording of the group on the embedded model (the problems of ``arith-smollm2``'s lase-full).
+COMMITTED_GROUP = "arith-smollm2-ensemble"
+#: LASE's calls per escalated stage: one supporter's note and the leader's revision.
+LASE_STAGE_CALLS = 2
+
+
+def _config(k: int, r: int, consensus: str) -> dict[str, Any]:
+    return asdict(StrategyConfig(ensemble_k=k, ensemble_rounds=r, ensemble_consensus=consensus, full_chain=True))
+
+
+def cost_table(settings: Sequence[tuple[int, int, str]] = ((1, 0, "vote"), (3, 0, "vote"), (3, 1, "vote"),
+                                                           (3, 1, "synthesis"), (5, 2, "vote"))) -> pd.DataFrame:
+    """Per group setting (k supporters, r reading rounds, consensus form): calls per escalated stage
+    against LASE's 2, and the full chain's calls per problem, from the strategy's record."""
+    rows = []
+    for k, r, form in settings:
+        c = _config(k, r, form)
+        stage = ensemble_stage_calls(c)
+        rows.append({"k x (r + 1) notes": f"{k} x {r + 1}", "consensus": form, "calls per escalated stage": stage,
+                     "x LASE's stage": round(stage / LASE_STAGE_CALLS, 2),
+                     "full chain (calls)": int(SPECS[GROUP_RUN].calls(c).bound)})
+    return pd.DataFrame(rows)
+
+
+def describe_cost(config: Mapping[str, Any] | None = None) -> str:
+    """The arithmetic for one configuration (default: the strategy's defaults), in words."""
+    c = dict(config) if config is not None else _config(3, 1, "vote")
+    k, r, form = int(c["ensemble_k"]), int(c["ensemble_rounds"]), c["ensemble_consensus"]
+    m = int(form == "synthesis")
+    stage = ensemble_stage_calls(c)
+    full = SPECS[GROUP_RUN].calls(c).bound
+    return (f"With k = {k} supporters and r = {r} reading round{'s' if r != 1 else ''} under the {form}, an escalated "
+            f"stage makes k (r + 1) + {m} + 1 = {k} x {r + 1} + {m} + 1 = {stage} calls ({k * (r + 1)} notes, "
+            f"{'one moderator call, ' if m else 'no consensus call (the vote is counted by code), '}the revision), "
+            f"against LASE's {LASE_STAGE_CALLS}: {stage / LASE_STAGE_CALLS:.1f}x per stage; the full chain of 3 stages "
+            f"makes {full:.0f} calls per problem against LASE's 7.")
+
+
+def draw_group_star(k: int = 3, rounds: int = 1, consensus: str = "vote"):
+    """The star of LASE with a group at the first stage: the leader in the centre, the devil's stage
+    as ``k`` supporters (reading each other when ``rounds`` > 0) whose consensus note reaches the
+    leader; the later stages as LASE's single supporters."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7.5, 4.6))
+    ax.set_xlim(-4.2, 4.2)
+    ax.set_ylim(-2.6, 2.6)
+    ax.set_aspect("equal")
+    ax.axis("off")
+    lead, group_c, cons = np.array([0.0, 0.0]), np.array([-2.6, 0.0]), np.array([-1.2, 0.0])
+    color = plots.style(GROUP_RUN)["color"]
+
+    def node(xy, text, fc, r=0.36):
+        ax.add_patch(plt.Circle(xy, r, fc=fc, ec="black", lw=1.0, zorder=3))
+        ax.text(*xy, text, ha="center", va="center", fontsize=9, zorder=4)
+
+    def arrow(a, b, **kw):
+        ax.annotate("", xy=b, xytext=a, zorder=2,
+                    arrowprops=dict(arrowstyle=kw.pop("style", "-|>"), lw=kw.pop("lw", 1.2), shrinkA=14, shrinkB=14,
+                                    color=kw.pop("color", "0.3"), **kw))
+
+    angles = np.linspace(np.pi / 2, np.pi / 2 + 2 * np.pi, k, endpoint=False)
+    members = [group_c + 0.95 * np.array([np.cos(a), np.sin(a)]) for a in angles] if k > 1 else [group_c]
+    if rounds > 0:
+        for i in range(len(members)):
+            for j in range(i + 1, len(members)):
+                arrow(members[i], members[j], style="<|-|>", color=color, lw=1.0)
+    for i, xy in enumerate(members):
+        node(xy, f"devil\n{i + 1}", "#FFFFFF", r=0.34)
+        arrow(lead, xy, color="0.75", lw=0.8)  # each reads the leader's attempt
+        arrow(xy, cons, color=color)
+    node(cons, "vote" if consensus == "vote" else "mod.", "#DDEEDD", r=0.3)
+    arrow(cons, lead, color="black", lw=1.6)
+    node(lead, "leader", plots.style("lase")["color"], r=0.45)
+    for (x, y), name in (((2.2, 1.4), "collab-\norator"), ((2.2, -1.4), "expert")):
+        node((x, y), name, "#FFFFFF")
+        arrow(lead, (x, y), color="0.5", connectionstyle="arc3,rad=0.15")
+        arrow((x, y), lead, color="0.5", connectionstyle="arc3,rad=0.15")
+    ax.text(group_c[0], -1.75, f"stage 1: {k} supporters, {rounds} reading round{'s' if rounds != 1 else ''}",
+            ha="center", fontsize=9)
+    ax.text(2.2, -2.25, "stages 2-3: one supporter each (LASE)", ha="center", fontsize=9)
+    ax.set_title("LASE with a supporter group at one stage (the paper's Appendix I)", fontsize=11)
+    fig.tight_layout()
+    return fig
+
+
+@dataclass
+class Pair:
+    """LASE's full chain and the group's, cut to the problems both recorded (same order)."""
+
+    lase: Chains
+    group: Chains
+    lase_run: Run
+    group_run: Run
+
+    @property
+    def n(self) -> int:
+        return len(self.lase.problem_ids)
+
+
+def _cut(chains: Chains, ids: np.ndarray) -> Chains:
+    where = {p: i for i, p in enumerate(chains.problem_ids.astype(str))}
+    return chains.subset(np.array([where[p] for p in ids], dtype=int))
+
+
+def load_pair(lase_folder: str | Path, group_folder: str | Path) -> Pair | None:
+    """LASE's full chain (``lase_folder``'s ``lase-full``) and the group's (``group_folder``'s
+    ``lase-ensemble``) on their common problems; None, with one printed line, when either is missing."""
+    lase = load_runs(lase_folder, ["lase"]).get("lase")
+    group = load_runs(group_folder, [GROUP_RUN]).get(GROUP_RUN)
+    if lase is None or group is None:
+        missing = "LASE's full chain" if lase is None else f"a {GROUP_RUN} run"
+        where = resolve_data_path(lase_folder if lase is None else group_folder)
+        print(f"no {missing} in {where}: the measured sections are skipped (record it with "
+              f"`lase-nb record --strategies {GROUP_RUN} ...`)")
+        return None
+    a, b = chains_from_stages(lase.stages), chains_from_stages(group.stages)
+    ids = np.array(sorted(set(a.problem_ids.astype(str)) & set(b.problem_ids.astype(str))), dtype=object)
+    if not len(ids):
+        raise DataError(f"the LASE run and the {GROUP_RUN} run share no problem; record both on the same problems")
+    return Pair(_cut(a, ids), _cut(b, ids), lase, group)
+
+
+def describe_recording(pair: Pair) -> str:
+    """What the group's recording is: model, problems, the group's settings, the wall time, and the
+    notes that broke the supporters' rule (from its manifest)."""
+    m = pair.group_run.manifest
+    c = m.get("config") or {}
+    broke = sum(int(d.get("on_wrong", {}).get("k", 0)) for d in (m.get("notes_stating_answer") or {}).values())
+    notes = sum(int(d.get("on_wrong", {}).get("n", 0)) for d in (m.get("notes_stating_answer") or {}).values())
+    return (f"{GROUP_RUN}: {m.get('backend')}:{m.get('model')} on {m.get('dataset')}, {m.get('n')} problems "
+            f"({pair.n} shared with LASE's full chain), k = {c.get('ensemble_k')} supporters sampled at temperature "
+            f"{c.get('temperature')}, r = {c.get('ensemble_rounds')}, consensus by {c.get('ensemble_consensus')}, "
+            f"every stage recorded; {m.get('wall_s')} s of recording; notes on wrong attempts that state the answer: "
+            f"{broke} of {notes}.")
+
+
+def _policies(chains: Chains, tau_lp: float, tau_h: float) -> dict[str, pd.DataFrame]:
+    return {"leader alone": outcomes_at(chains, 0), f"gated at ({tau_lp:g}, {tau_h:g})": replay(chains, tau_lp, tau_h),
+            "always interact": outcomes_at(chains, chains.n_stages - 1)}
+
+
+def policy_table(pair: Pair, tau_lp: float = 0.8, tau_h: float = 0.5) -> pd.DataFrame:
+    """For LASE and the group: the leader alone, gated at (tau_lp, tau_h) and always-interact, each
+    with accuracy and its 95% Wilson interval, tokens per problem (prompt + completion) and the share
+    of problems escalated."""
+    rows = []
+    for who, chains in (("LASE", pair.lase), ("group", pair.group)):
+        for policy, t in _policies(chains, tau_lp, tau_h).items():
+            k, n = int(t["correct"].sum()), len(t)
+            lo, hi = wilson_interval(k, n)
+            rows.append({"supporters": who, "policy": policy,
+                         "accuracy % [95% CI]": f"{100 * k / n:.1f} [{100 * lo:.1f}, {100 * hi:.1f}]",
+                         "tokens / problem": int(round(t["total_tokens"].mean())),
+                         "escalated %": round(100 * float((t["stop_stage"] > 0).mean()), 1)})
+    return pd.DataFrame(rows)
+
+
+def describe_pair(pair: Pair, tau_lp: float = 0.8, tau_h: float = 0.5, seed: int = 0) -> str:
+    """The group against LASE's one supporter, paired on the same problems, gated and always-interact,
+    with the token ratio; exploratory (the problems were spent on chapter 05), so no claim."""
+    out = [f"On {pair.n} problems both recorded (spent before: exploratory, no claim):"]
+    for policy in (f"gated at ({tau_lp:g}, {tau_h:g})", "always interact"):
+        a = _policies(pair.group, tau_lp, tau_h)[policy]
+        b = _policies(pair.lase, tau_lp, tau_h)[policy]
+        test = paired_test(a["correct"].to_numpy(bool), b["correct"].to_numpy(bool), seed=seed)
+        discordant = int(test["b"] + test["c"])
+        ratio = a["total_tokens"].mean() / b["total_tokens"].mean()
+        words = gain_words(test["diff"], test["diff_lo"], test["diff_hi"], test["p_value"], pair.n, discordant,
+                           what="LASE with one supporter")
+        out.append(f"- {policy}: the group {words}; {ratio:.2f}x LASE's tokens.")
+    same = bool((pair.lase.answers[:, 0] == pair.group.answers[:, 0]).all())
+    out.append("- The leader's first answers are " + ("the same in both recordings (one gate, one stage 0)." if same else
+               "not all the same in both recordings (the comparison mixes leader and supporter changes)."))
+    return "\n".join(out)
+
+
+def verdict_table(group_run: Run) -> pd.DataFrame:
+    """Per stage of the group's run: on the attempts that stage read, right or wrong, how many
+    supporter notes gave a verdict, how many of those said a step fails, and how often the
+    consensus said so (false alarms on right attempts, pointers on wrong ones). The consensus is
+    the vote's verdict; under the synthesis, the verdict line of the moderator's note, if any."""
+    probs, stages = group_run.problems, group_run.stages
+    if "x_group" not in probs:
+        raise DataError(f"no group record in this run (x_group); is it a {GROUP_RUN} run?")
+    right = {(str(p), int(s)): bool(c) for p, s, c in zip(stages["problem_id"], stages["stage"], stages["correct"])}
+    rows = []
+    for pid, groups in zip(probs["problem_id"].astype(str), probs["x_group"]):
+        for g in groups or []:
+            was_right = right.get((pid, int(g["stage"]) - 1))
+            if was_right is None:
+                continue
+            said = [v for v in g["verdicts"] if v is not None]
+            rows.append({"stage": int(g["stage"]), "role": g["role"], "attempt": "right" if was_right else "wrong",
+                         "notes": len(g["verdicts"]), "verdicts": len(said),
+                         "say fails": sum(v.endswith("fails") for v in said),
+                         "consensus fails": int(str(g.get("verdict") or "").endswith("fails"))})
+    if not rows:
+        return pd.DataFrame(columns=["stage", "role", "attempt", "stages", "notes", "verdicts", "say fails",
+                                     "consensus fails"])
+    t = pd.DataFrame(rows)
+    out = t.groupby(["stage", "role", "attempt"], sort=True).agg(
+        stages=("notes", "size"), notes=("notes", "sum"), verdicts=("verdicts", "sum"),
+        **{"say fails": ("say fails", "sum"), "consensus fails": ("consensus fails", "sum")}).reset_index()
+    return out
+
+
+def describe_verdicts(table: pd.DataFrame) -> str:
+    """The vote's mechanism on real notes: of the supporters' verdicts on right attempts, the share
+    that said a step fails (one supporter's false-alarm rate), against the share of stages whose
+    consensus said so; the same on wrong attempts (pointers); and how many notes gave no verdict."""
+    if table.empty:
+        return "No escalated stage was recorded: nothing to say about the group's verdicts."
+    parts = []
+    for attempt, what in (("right", "false alarms"), ("wrong", "pointers")):
+        t = table[table["attempt"] == attempt]
+        if t.empty:
+            parts.append(f"no {attempt} attempt reached a group")
+            continue
+        v, f, s, c = (int(t[col].sum()) for col in ("verdicts", "say fails", "stages", "consensus fails"))
+        single = f"{f} of {v} supporter verdicts ({pct(f / v)})" if v else "no supporter verdict"
+        parts.append(f"on {attempt} attempts ({what}): {single} said a step fails; the consensus said so at {c} of "
+                     f"{s} stages ({pct(c / s)})")
+    notes, said = int(table["notes"].sum()), int(table["verdicts"].sum())
+    return ("; ".join(parts) + f". {notes - said} of {notes} notes ({pct((notes - said) / notes)}) gave no verdict "
+            "line; a note without one does not vote.")
+
+
+def fronts(pair: Pair, tau_lp: Sequence[float] | None = None, tau_h: Sequence[float] | None = None) -> pd.DataFrame:
+    """Both accuracy-vs-tokens fronts by replay over a threshold grid (the points no other point of
+    the same recording beats), one row per front point: who, tau_lp, tau_h, accuracy, avg_tokens."""
+    tl = np.asarray(tau_lp if tau_lp is not None else np.linspace(0.0, 1.0, 51), float)
+    th = np.asarray(tau_h if tau_h is not None else [0.0, 0.25, 0.5, 1.0, 2.0, np.inf], float)
+    rows = []
+    for who, chains in (("LASE", pair.lase), ("group", pair.group)):
+        m = grid_metrics(chains, tl, th)
+        a, b = np.meshgrid(tl, th, indexing="ij")
+        acc, tok = m["accuracy"].ravel(), m["avg_tokens"].ravel()
+        for i in pareto_front(tok, acc):
+            rows.append({"supporters": who, "tau_lp": float(a.ravel()[i]), "tau_h": float(b.ravel()[i]),
+                         "accuracy": float(acc[i]), "avg_tokens": float(tok[i])})
+    return pd.DataFrame(rows)
+
+
+def plot_fronts(front: pd.DataFrame, pair: Pair, tau_lp: float = 0.8, tau_h: float = 0.5):
+    """The two fronts, with each recording's default operating point marked."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7.5, 4.6))
+    for who, strategy, chains in (("LASE", "lase", pair.lase), ("group", GROUP_RUN, pair.group)):
+        st = plots.style(strategy)
+        f = front[front["supporters"] == who].sort_values("avg_tokens")
+        ax.step(f["avg_tokens"], 100 * f["accuracy"], where="post", color=st["color"], lw=1.8,
+                label=f"{st['label']}: front by replay")
+        r = replay(chains, tau_lp, tau_h)
+        ax.plot(r["total_tokens"].mean(), 100 * r["correct"].mean(), marker=st["marker"], color=st["color"], ms=11,
+                ls="none", mec="black", label=f"{st['short']} at ({tau_lp:g}, {tau_h:g})")
+    ax.set_xlabel("tokens per problem (prompt + completion)")
+    ax.set_ylabel("accuracy (%)")
+    ax.set_title(f"Fronts by replay on the same {pair.n} problems")
+    ax.legend(fontsize=8, loc="lower right")
+    fig.tight_layout()
+    return fig
+
+
+def describe_fronts(front: pd.DataFrame) -> str:
+    """Each front's reach (the most accurate point and its tokens) and cheapest point, in words."""
+    out = []
+    for who in ("LASE", "group"):
+        f = front[front["supporters"] == who]
+        if f.empty:
+            continue
+        top = f.loc[f["accuracy"].idxmax()]
+        low = f.loc[f["avg_tokens"].idxmin()]
+        out.append(f"{who}: from {100 * low['accuracy']:.1f}% at {low['avg_tokens']:.0f} tokens to "
+                   f"{100 * top['accuracy']:.1f}% at {top['avg_tokens']:.0f} tokens")
+    return "; ".join(out) + "."
