@@ -391,3 +391,18 @@ def test_describe_answers_and_gate_by_hand():
     # escalated: 0.5, 0.3, NaN -> 1 of 3 right; accepted: 0.99, 0.95 -> 1 of 2 right; 1 of 3 errors passes
     assert "escalates 60% of 5 answers" in g and "right 33% of the time, less often than the accepted ones (50%)" in g
     assert "1 of the 3 wrong answers (33%)" in g
+
+
+def test_describe_entropy_says_where_the_tail_matters_from_the_tokens():
+    """Issue 56: the section's verdict on the top-k tail is printed from the tokens it measured
+    (the gap on hesitant tokens against the rest, how many answer tokens hesitate), not asserted."""
+    g = _gen()  # the answer token "7" has exact entropy 1.03 nats; the others 0.4 and 0.0
+    tokens = pd.concat([C.entropy_estimates([g], "number", k=k, answer_only=False) for k in (1, 3)])
+    summary = C.entropy_summary(tokens[tokens["is_answer"]], 0.5)
+    text = C.describe_entropy(summary, tokens, 3, 0.5)
+    assert "on the 1 tokens where the model hesitates (exact entropy above 0.5 nats) the mean gap is 0 nats" in text
+    assert "on the other 2 0 " in text or "on the other 2 0." in text or "on the other 2 0;" in text
+    assert "Here 1 of 1 answer tokens hesitate, too few to say how often answers do" in text
+    assert "rarely" not in text
+    calm = C.describe_entropy(summary, tokens, 3, 2.0)
+    assert "none of them has an exact entropy above 2 nats" in calm and "Here 0 of 1 answer tokens" in calm

@@ -412,6 +412,12 @@ def describe_entropy(summary: pd.DataFrame, tokens: pd.DataFrame, k: int, tau_h:
     at_k, at_1 = s.loc[k], s.iloc[0]
     k1 = int(s.index[0])
     every = tokens[(tokens["k"] == k) & tokens["exact"].notna()]
+    gap, unsure = every["error"].abs(), every["exact"] > tau_h
+    answers = every["is_answer"].astype(bool)
+    where = (f"on the {int(unsure.sum())} tokens where the model hesitates (exact entropy above {tau_h:g} nats) "
+             f"the mean gap is {gap[unsure].mean():.2g} nats, on the other {int((~unsure).sum())} "
+             f"{gap[~unsure].mean():.2g}" if unsure.any() and (~unsure).any() else
+             f"{'every' if unsure.any() else 'none'} of them has an exact entropy above {tau_h:g} nats")
     return (f"**What it shows.** On the {int(at_k['tokens'])} answer tokens the top-{k} estimate is below the "
             f"exact entropy by {at_k['mean_abs_error']:.2g} nats on average and by at most "
             f"{at_k['max_abs_error']:.2g}; the top-{k} alternatives leave {1 - at_k['mean_covered']:.1e} of the "
@@ -420,8 +426,9 @@ def describe_entropy(summary: pd.DataFrame, tokens: pd.DataFrame, k: int, tau_h:
             f"verdict on {int(at_k['gate_flips'])} of {int(at_k['answers'])} answers. With only the top {k1} "
             f"alternative{'s' if k1 > 1 else ''} the mean gap grows to {at_1['mean_abs_error']:.2g} nats and the "
             f"gate flips on {int(at_1['gate_flips'])}. Over all {len(every)} generated tokens, reasoning included, "
-            f"the largest top-{k} gap is {every['error'].abs().max():.2g} nats: **the tail matters where the model "
-            f"hesitates, which is rarely inside a short numeric answer.**")
+            f"the largest top-{k} gap is {gap.max():.2g} nats; {where}. Here {int((unsure & answers).sum())} of "
+            f"{int(answers.sum())} answer tokens hesitate, too few to say how often answers do: section 2.2 counts "
+            f"the recorded answers whose `H_max` is above {tau_h:g}.")
 
 
 # ---------------------------------------------------------------------------------------------
