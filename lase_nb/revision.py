@@ -552,3 +552,63 @@ def rounds_table(traces_root: Path | None = None, tau_lp: float = 0.8, tau_h: fl
                      "devil states the answer": f"{devil.get('k', '?')} of {devil.get('n', '?')}",
                      "preregistered test, fresh problems": fresh})
     return pd.DataFrame(rows)
+
+
+def pilot_audit(rows: pd.DataFrame, problems: Mapping[str, Problem], first: pd.Series) -> dict[str, Any]:
+    """Stage-1 rows (the pilot's replay on v5's notes) less what the audit of the lead found inflates
+    them: escalated problems whose chain a pilot training problem computes (the "sample" training set,
+    which the recording's eval split left in), and fixes after a note that states the gold answer
+    (:func:`lase_nb.notes.states_answer`). The removed problems keep their first answer; ``first``:
+    the leader alone, correct per problem (all the recording's problems). Returns the counts removed,
+    the tally left, and the paired test on all problems."""
+    from .notes import states_answer
+    from .organism import chain_key, training_problems
+
+    trained = {chain_key(p) for p in training_problems("sample")}
+    overlap = {pid for pid in rows["problem_id"] if pid in problems and chain_key(problems[pid]) in trained}
+    told = {r.problem_id for r in rows.itertuples() if r.outcome == "fixed" and r.problem_id in problems
+            and states_answer(r.note, problems[r.problem_id].gold, problems[r.problem_id].question,
+                              problems[r.problem_id].question)}
+    keep = rows[~rows["problem_id"].isin(overlap | told)]
+    after = first.copy()
+    after.loc[keep["problem_id"].to_numpy()] = keep["correct"].to_numpy(bool)
+    fixed, wrong, broken, right = tally(keep)
+    t = paired_test(after.to_numpy(bool), first.to_numpy(bool), n_boot=5000)
+    return {"overlap": len(overlap), "overlap_fixed": int(rows[rows["problem_id"].isin(overlap)]["outcome"].eq("fixed").sum()),
+            "told": len(told - overlap), "fixed": fixed, "wrong": wrong, "broken": broken, "right": right, "test": t}
+
+
+def describe_pilot_audit(raw: pd.DataFrame, audit: Mapping[str, Any], first: pd.Series) -> str:
+    """The pilot's stage-1 lead as found (after the fact) and as audited, in one paragraph."""
+    fixed, wrong, broken, right = tally(raw)
+    after = first.copy()
+    after.loc[raw["problem_id"].to_numpy()] = raw["correct"].to_numpy(bool)
+    t0, t = paired_test(after.to_numpy(bool), first.to_numpy(bool), n_boot=5000), audit["test"]
+    return (f"*Found after the fact* (issue 48's replays, the best of five candidates): the pilot reading v5's own "
+            f"devil notes fixes {fixed} of {wrong} and breaks {broken} of {right} at stage 1, "
+            f"{100 * t0['diff']:+.1f} points on all {t0['n']} problems (McNemar p = {t0['p_value']:.2g}); its break rate "
+            f"{'misses' if broken > STAGE1_RULE['break_'] * right else 'meets'} the {STAGE1_RULE['break_']:.0%} bar. "
+            f"*Audited:* {audit['overlap']} escalated problems compute the same chain as a pilot training problem "
+            f"({audit['overlap_fixed']} of them fixed) and {audit['told']} other "
+            f"{'fix follows a note' if audit['told'] == 1 else 'fixes follow notes'} that state{'s' if audit['told'] == 1 else ''} "
+            f"the gold answer; without them the pilot fixes {audit['fixed']} of {audit['wrong']} and breaks {audit['broken']} of "
+            f"{audit['right']}, {100 * t['diff']:+.1f} points [{100 * t['diff_lo']:+.1f}, {100 * t['diff_hi']:+.1f}] "
+            f"(McNemar p = {t['p_value']:.2g}). Stage 1 only: the whole chain and fresh problems are v6's test.")
+
+
+def describe_v6_verdict(prereg: Mapping[str, Any] | None, study: Path | None = None) -> str:
+    """v6's preregistered verdict, or what stands in its way: no preregistration yet, or no fresh
+    recording yet (then the prediction and the test's power, as fixed)."""
+    from .preregistration import describe_primary, primary_from_gated_run
+    from .traces import load_run
+
+    if prereg is None:
+        return "Organism v6 has no committed preregistration yet, so no fresh test and no verdict."
+    large = Path(study or V6_STUDY) / "lase-large"
+    if (large / "manifest.json").is_file():
+        return describe_primary(primary_from_gated_run(prereg, load_run(large)), prereg)
+    pred = prereg["prediction"]
+    lo, hi = pred["range"]
+    return (f"Organism v6's preregistration was committed on {prereg['date']} before any fresh recording: predicted "
+            f"{100 * pred['effect']:+.1f} points ({100 * lo:+.1f} to {100 * hi:+.1f}), power {pred['power']:.0%} on "
+            f"{prereg['problems']['n']} fresh problems. The fresh recordings are not made yet: no verdict.")

@@ -23,7 +23,8 @@
 # reconsidered (6.1); **execution failure after a critique**, selected by a stated heuristic and
 # shown in transcripts (6.2); **do weaker models escalate more?**, answered in print with
 # intervals (6.3); **answers that never get boxed** (6.4); and **why no gain**: three numbers on
-# the committed pointing organism (6.5) and the ceiling under a perfect note (6.6).
+# the committed pointing organism (6.5), then the note and the leader separated, and the
+# preregistered test of a leader that reads notes (6.6).
 #
 # **You need** chapters 02 (the gate) and 03 (the pipeline). No model is called: everything comes
 # from a study's full-chain recording (`traces`: your study, or the committed recordings). The
@@ -280,60 +281,87 @@ else:
     print("section 6.5 reads the committed preregistered study, which is not shown here: skipped")
 
 # %% [markdown]
-# ## 6.6 Why no gain here: the ceiling under a perfect note
+# ## 6.6 Why no gain here: the note or the leader?
 #
 # The paper's Appendix H names a failure it calls *execution failure post-critique*: a supporter
-# finds the flaw, the leader accepts the critique, and still cannot rebuild the right path.
-# **How much could a perfect supporter get out of our leaders?** For every first answer of a
-# committed full-chain recording whose chain is known, code writes the note a perfect supporter
-# would write by the paper's rule, never stating the final answer: (a) the first failing step;
-# (b) that step and the kind of error (a misread quantity, the wrong operation, an arithmetic
-# slip, a value not carried, a missing step); (c) also that step's right value when it is not the
-# last step, a stronger supporter than the paper's prompts ask for. A right first answer gets
-# "every step checks out", or a false alarm on a random step. Each note goes through the leader's
-# real revision call: `lase_nb/ceiling.py`, run by `benchmarks/ceiling.py` into `data/ceiling/`.
+# finds the flaw, the leader accepts the critique, and still cannot rebuild the right path. Gated
+# LASE's first stage is one devil's note and one revision, so it has two halves: **how good the
+# note is**, and **whether the leader can use it**. This section separates them, then tests the
+# leader that came out of it.
 #
-# No supporter that keeps the rule can point better than notes (a) and (b), so for a leader's
-# revision as it is, these counts are the most a supporter can get out of it. The stop rule was written before any note was sent:
-# train supporters only for a kind of error whose (a) or (b) note fixes at least 60% of the wrong
-# first answers while the same variant's false alarm breaks at most 5% of right ones. Two more
-# measurements share the table: *NoOp* rows are new problems with one irrelevant quantity in the
-# text (errors of reading rather than of arithmetic), and *revision pilot* rows are organism v5
-# with its revision trained alone on such notes for 18 minutes (not shipped): a leader taught to
-# read notes is a different leader, with a ceiling of its own.
-
-# %%
-if any(s.committed for s in shown):
-    ceiling_rows = ceiling.load_rows()
-    display(ceiling.summary(ceiling_rows).set_index("model"))
-    print(ceiling.verdict(ceiling_rows))
-else:
-    print("the ceiling was measured on the committed models only: section 6.6 is skipped for your study")
-
-# %% [markdown]
-# **The two halves of Appendix H, separated.** Gated LASE's first stage is one devil's note and
-# one revision, on the problems the gate escalates. Replayed exactly (the recorded first answer,
-# the note, then a revision call; `lase_nb/revision.py`), it can be fed v5's own devil note or a
-# perfect one (the pointer on a wrong answer, the paper's attack, a false alarm, on a right one),
-# and read by v5's revision or by a revision trained to read notes: *pilot*, the revision pilot
-# above (trained on perfect notes), or *own-notes*, trained on v5's own devil notes of train-split
-# attempts (1/4, 1/2 and all of 426 examples; `data/revision/README.md`). Changing the note with the
-# leader fixed measures **how good the note is**; changing the leader with the note fixed measures
-# **whether the leader can use it**. *What we expected beforehand:* v5 loses on breaks, not on
-# fixes, so a perfect note would help v5 little, and a leader trained on notes would gain. The
-# last row is the whole recorded chain, for scale. Each row is against the leader alone on all the
-# recording's problems (paired bootstrap interval, exact McNemar p).
+# **One denominator.** Every count below is on the problems the default gate (0.8 / 0.5) escalates
+# on v5's recording (the 200 problems of `arith-organism-point/lase-full`): the escalated *wrong*
+# first answers, which a revision can fix, and the escalated *right* ones, which it can break.
+# **One rule**, fixed before issue 48's replays ran (`revision.STAGE1_RULE`): a stage 1 worth
+# training fixes at least 25% of the escalated wrong answers and breaks at most 5% of the right ones.
+#
+# **Two notes.** *v5's own devil note*, as the recording passed it, or a *perfect note* that code
+# writes by the paper's rule, never stating the answer (`lase_nb/ceiling.py`): the first failing step
+# on a wrong answer, a false alarm on a random step of a right one (the paper's attack). **Two
+# leaders.** v5's own revision, or the *pilot*: v5 with its revision trained alone on perfect notes of
+# train-split attempts (18 minutes; `data/organism/revision_pilot.py`). Each cell replays stage 1
+# exactly: the recorded first answer, the note, one revision call (`lase_nb/revision.py`). The
+# pilot's numbers were *found after the fact* (the best of five candidates) and are marked so below;
+# only v6's test on fresh problems is *preregistered*.
 
 # %%
 if point is not None:
     org_cfg = org_run.manifest["config"]  # the thresholds the replays were run at, not this chapter's
-    org_stages = org_run.stages
+    alone = org_run.stages[org_run.stages["stage"] == 0].set_index("problem_id")["correct"].astype(bool)
     decomp = revision.decomposition_sources(org_run, org_problems, ceiling.load_rows(), org_cfg["tau_lp"],
                                             org_cfg["tau_h"])
-    alone = org_stages[org_stages["stage"] == 0].set_index("problem_id")["correct"].astype(bool)
-    display(revision.decomposition(alone, decomp, revision.gated_final(org_stages, org_cfg["tau_lp"], org_cfg["tau_h"]))
-            .set_index("stage 1 of gated LASE"))
-    display(Markdown(revision.describe_decomposition(decomp)))
+    grid = revision.note_leader_grid(decomp)
+    plots.savefig(failures.plot_note_vs_leader(grid), "failure_note_vs_leader")
+    plt.show()
+    display(Markdown(revision.describe_note_leader(grid)))
+    display(Markdown(revision.describe_pilot_audit(decomp["pilot reads v5's devil"],
+                                                   revision.pilot_audit(decomp["pilot reads v5's devil"], org_problems,
+                                                                        alone), alone)))
+else:
+    print("section 6.6 reads the committed pointing organism's study, which is not shown here: skipped")
+
+# %% [markdown]
+# **Read the figure across, then down.** Across a leader (same leader, other note) is how much the
+# note matters; down a note (same note, other leader) is how much the leader matters. The perfect
+# note is the most a supporter that keeps the rule can say, so if it does not lift a leader, no
+# supporter training will.
+#
+# **The candidate, fixed before fresh data: organism v6.** v5 for the first answer and every
+# supporter, the pilot's revision (retrained with the same recipe) for every revision after a note,
+# two adapters routed by role. Its whole chain on the 200 spent problems above gives the prediction
+# (not evidence: these problems chose the candidate); the preregistration
+# (`data/traces/arith-organism-v6/preregistration.json`), committed alone before any fresh recording,
+# fixes the thresholds, 600 fresh problems by seed and hash, the predicted effect with a range, and
+# the primary test: gated LASE over the whole chain against the leader alone, judged once by the
+# exact McNemar test and the paired bootstrap together.
+
+# %%
+if point is not None:
+    v6_full = revision.V6_STUDY / "lase-full"
+    if (v6_full / "manifest.json").is_file():
+        v6_chains = preregistration.chains_of(load_runs(revision.V6_STUDY, ["lase"])["lase"])
+        display(revision.stage_flow(v6_chains, org_cfg["tau_lp"], org_cfg["tau_h"]).set_index("stage"))
+        spent = {"v5 (recorded)": revision.whole_chain_test(preregistration.chains_of(org_run), org_cfg["tau_lp"], org_cfg["tau_h"]),
+                 "v6, spent problems": revision.whole_chain_test(v6_chains, org_cfg["tau_lp"], org_cfg["tau_h"])}
+        display(Markdown(revision.describe_whole_chain(spent, org_cfg["tau_lp"], org_cfg["tau_h"])))
+    else:
+        print("v6's whole chain on the spent problems is not recorded here")
+    prereg_v6 = preregistration.load(preregistration.V6_PATH) if preregistration.V6_PATH.is_file() else None
+    display(revision.rounds_table(prereg=preregistration.load(), prereg_v6=prereg_v6).set_index("organism"))
+    print(revision.describe_v6_verdict(prereg_v6))
+
+# %% [markdown] tags=["book-more"]
+# **The ceiling on every first answer** (not only the escalated ones: its own denominator, every wrong
+# and right first answer of each committed full-chain recording), with the variants (b: the kind of
+# error; c: the failing step's right value, a stronger supporter than the paper's prompts ask for),
+# NoOp problems (one irrelevant quantity: errors of reading), and the ceiling's own stop rule (60%
+# fixed, 5% broken), written before any note was sent (`benchmarks/ceiling.py`, `data/ceiling/`).
+
+# %% tags=["book-more"]
+if any(s.committed for s in shown):
+    ceiling_rows = ceiling.load_rows()
+    display(ceiling.summary(ceiling_rows).set_index("model"))
+    print(ceiling.verdict(ceiling_rows))
     print(revision.learning_curve_verdict())
 
 # %% [markdown]
@@ -376,5 +404,5 @@ if interactive:
 #   word-list heuristic, shown with its transcripts so you can judge it.
 # - Whether a weaker model escalates more is a question of calibration first (6.3 prints the
 #   answer for your studies); **unboxed revisions** are counted in 6.4.
-# - **The ceiling under a perfect note** is the most any supporter that keeps the rule can get out of
-#   a leader's revision as it is; 6.6 separates the note from the leader and prints the stop rules' verdicts.
+# - **The note or the leader?** 6.6 replays stage 1 with each leader and each note on the same
+#   escalated problems, then tests the leader that reads notes (organism v6) as preregistered.

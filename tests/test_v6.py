@@ -124,3 +124,31 @@ def test_rounds_table_reads_every_committed_organism_and_its_preregistered_test(
     cell = table.loc["v5 (pointing)", "preregistered test, fresh problems"]
     assert cell.endswith("not claimed") != p["claimed"] and f"on {p['n']}" in cell
     assert table.loc["v4 (telling)", "preregistered test, fresh problems"].startswith("none")
+
+
+def test_pilot_audit_removes_trained_chains_and_fixes_after_a_told_answer() -> None:
+    from lase_nb import organism
+
+    trained = organism.training_problems("sample", 1)[0]
+    fresh = [p for p in organism.eval_problems(40, seed=5) if organism.chain_key(p) != organism.chain_key(trained)]
+    a, b, c = fresh[:3]
+    problems = {"t": trained, "a": a, "b": b, "c": c}
+    told = f"Step 1 fails: it should be {a.gold}." if str(a.gold) not in a.question else "x"
+    rows = pd.DataFrame({"problem_id": ["t", "a", "b", "c"], "first_correct": [False, False, False, True],
+                         "outcome": ["fixed", "fixed", "fixed", "broken"], "correct": [True, True, True, False],
+                         "note": ["Step 1 fails.", told, "Step 2 fails.", "Step 1 fails."]})
+    first = pd.Series([False, False, False, True, True], index=["t", "a", "b", "c", "d"])
+    audit = revision.pilot_audit(rows, problems, first)
+    assert audit["overlap"] == 1 and audit["overlap_fixed"] == 1
+    assert audit["told"] == (1 if told != "x" else 0)
+    assert (audit["fixed"], audit["broken"], audit["right"]) == (2 - audit["told"], 1, 1)
+    text = revision.describe_pilot_audit(rows, audit, first)
+    assert "fixes 3 of 3 and breaks 1 of 1" in text and "Found after the fact" in text
+
+
+def test_describe_v6_verdict_says_what_stands_in_the_way(tmp_path) -> None:
+    assert "no committed preregistration" in revision.describe_v6_verdict(None)
+    prereg = {"date": "2026-12-04", "prediction": {"effect": 0.045, "range": [0.03, 0.06], "power": 0.81},
+              "problems": {"n": 600}}
+    text = revision.describe_v6_verdict(prereg, tmp_path)
+    assert "+4.5 points (+3.0 to +6.0), power 81% on 600 fresh problems" in text and "no verdict" in text

@@ -928,8 +928,8 @@ def describe_why_no_gain(r: Mapping[str, Any], label: str) -> str:
     if r["separates"] and points_right and not claimed:
         reading = (f"**So, for {label}: the gate sends the right problems, the devil's advocate names the failing "
                    f"step in {named} located wrong answers and keeps the rule, and the leader cannot act on the "
-                   "pointer**: the recomputation a pointing note asks for is where a 135M model fails, so fixes and "
-                   "breaks cancel.")
+                   "pointer**: fixes and breaks cancel. Whether that is this leader's revision or any 135M model's is what "
+                   "6.6 separates.")
     elif claimed:
         reading = f"**For {label} escalation pays**: the preregistered test claims a gain."
     else:
