@@ -193,6 +193,9 @@ def _with_prediction(result: dict[str, Any], prereg: Mapping[str, Any]) -> dict[
     if pred is not None and "gain_lower_bound" in pred:
         result["predicted_lower_bound"] = pred["gain_lower_bound"]
         result["prediction_met"] = bool(result["diff"] >= pred["gain_lower_bound"])
+        # a term's lower bound at or below zero: the product was clipped to 0, the theorem promises nothing
+        result["vacuous_terms"] = {k[:-4]: float(pred[k]) for k in ("p_u1_lcb", "rho_lcb", "delta_lcb")
+                                   if k in pred and not float(pred[k]) > 0}
     elif pred is not None and "range" in pred:  # v6: a predicted effect with a range
         lo, hi = pred["range"]
         result["predicted_range"] = [lo, hi]
@@ -393,7 +396,12 @@ def describe_primary(result: Mapping[str, Any], prereg: Mapping[str, Any]) -> st
         lo, hi = result["predicted_range"]
         text += (f" The preregistered prediction, {100 * lo:+.1f} to {100 * hi:+.1f} points, is "
                  f"{'met' if result['prediction_met'] else 'missed'} by the point estimate.")
-    if "predicted_lower_bound" in result:
+    if result.get("vacuous_terms"):
+        terms = ", ".join(f"{k} >= {v:+.2f}" for k, v in result["vacuous_terms"].items())
+        text += (f" Theorem 3.7's preregistered lower bound is vacuous: a term's lower confidence bound is not "
+                 f"positive ({terms}), so the product was clipped to {100 * result['predicted_lower_bound']:+.1f} "
+                 f"points and the theorem predicts no gain; there is nothing for the gain to meet or miss.")
+    elif "predicted_lower_bound" in result:
         text += (f" Theorem 3.7's preregistered lower bound, {100 * result['predicted_lower_bound']:+.1f} points, is "
                  f"{'met' if result['prediction_met'] else 'missed'} by the point estimate.")
     return text

@@ -11,7 +11,7 @@
 #     name: python3
 # ---
 
-# %% [markdown]
+# %% [markdown] tags=["seminar"]
 # # 00 · Quickstart: one question, one answer, and how sure the model was
 #
 # **The question.** When a language model answers, can we tell from the answer itself whether to
@@ -54,7 +54,7 @@ tau_h = 0.5
 traces = "committed"  # recorded answers (a folder holding lase-full/) for the confidently wrong example; "committed": data/traces/arith-smollm2
 interactive = None  # None: widgets only in a live Jupyter session (never under papermill); True or False forces it
 
-# %%
+# %% tags=["seminar"]
 import math
 
 import matplotlib.pyplot as plt
@@ -75,23 +75,23 @@ interactive = widgets.live_session(interactive)
 engine = live_engine(backend, model, base_url, concurrency=concurrency, timeout=timeout, dtype=dtype)  # the backend, with the call cache
 problem = Problem("quickstart", question, gold="", kind=kind)
 
-# %% [markdown]
+# %% [markdown] tags=["seminar"]
 # The model sees a short instruction, **two worked examples as earlier chat turns** on the local
 # model (small models only box their answers reliably when shown how; API models get none, as in
 # the papers), and then the question:
 
-# %%
+# %% tags=["seminar"]
 messages = solver_messages(problem, examples=default_examples(backend, model))
 for m in messages:
     print(f"[{m['role']}] {m['content']}\n")
 
-# %%
+# %% tags=["seminar"]
 (gen,) = engine.run([Call("solver", 0, messages, GenParams(max_tokens=160, top_logprobs=top_logprobs))])
 print(gen.text)
 print(f"\n{gen.prompt_tokens} prompt tokens, {gen.completion_tokens} completion tokens, "
       f"{gen.latency_s:.2f} s, finish reason: {gen.finish_reason}")
 
-# %% [markdown]
+# %% [markdown] tags=["seminar"]
 # ## Where the answer is, and how sure the model was
 #
 # The confidence proxies look **only at the tokens of the final answer**, the content of the last
@@ -102,7 +102,7 @@ print(f"\n{gen.prompt_tokens} prompt tokens, {gen.completion_tokens} completion 
 # the model *sure* (U = 0) or *unsure* at 0.8 / 0.5? Which token of the answer do you expect to
 # carry the lowest probability: the first digit, the last, or a brace? The next two cells answer.
 
-# %%
+# %% tags=["seminar"]
 conf = measure(gen, problem.kind)
 print(f"extracted answer: {conf.answer}")
 if conf.answer is not None:
@@ -112,7 +112,7 @@ unsure = is_uncertain(conf, tau_lp, tau_h)
 print(f"gate at tau_lp = {tau_lp}, tau_h = {tau_h}: " + ("unsure (U = 1): LASE would call its first supporter"
       if unsure else "sure (U = 0): LASE would stop here and output this answer"))
 
-# %%
+# %% tags=["seminar"]
 if conf.answer is not None:
     from lase_nb.answers import extract_answer
 
@@ -126,7 +126,7 @@ if conf.answer is not None:
     } for i in idx])
     display(table)
 
-# %% [markdown]
+# %% [markdown] tags=["seminar"]
 # **The two numbers, by hand.** A reply is a list of tokens, each with its text, its character
 # offset in the reply, its log-probability and the entropy of the distribution it was drawn from
 # (exact on a local model; an API gives only the top-k alternatives, so the entropy is estimated
@@ -135,7 +135,7 @@ if conf.answer is not None:
 # characters overlap it, and take the **lowest log-probability** and the **highest entropy** among
 # them. Written out with numpy, then checked against `confidence.measure`:
 
-# %%
+# %% tags=["seminar"]
 def entropy(t):
     """Exact when the backend gives it; else the top-k alternatives plus one residual bucket."""
     if t.entropy is not None:
@@ -171,30 +171,30 @@ if conf.answer is not None and kind != "choice" and "\\boxed{" in text:
 else:
     print("no boxed answer in this reply: nothing to measure, and the gate counts it as uncertain")
 
-# %% [markdown]
+# %% [markdown] tags=["seminar"]
 # Every generated token with its probability; the answer tokens are highlighted. A confident
 # answer has high probability on all of its tokens; one low-probability token is enough to make
 # `exp(LP_min)` small and send LASE to its supporters.
 
-# %%
+# %% tags=["seminar"]
 if gen.tokens:
     fig = plots.token_bars([t.token for t in gen.tokens], [math.exp(t.logprob) for t in gen.tokens],
                            set(idx) if conf.answer is not None else set())
     plots.savefig(fig, "quickstart_tokens", live=True)  # a live call: under build/, not figures/
     plt.show()
 
-# %% [markdown]
+# %% [markdown] tags=["seminar"]
 # **Try the gate.** Move $\tau_{lp}$: the tokens of the reply whose probability lies below it light
 # up, in the bars and in the text, and the line above the text says what the gate would do. Only the
 # answer tokens (underlined) count. Every slider position was computed when this cell ran, so the
 # panel works in the HTML book and in JupyterLab without a kernel.
 
-# %%
+# %% tags=["seminar"]
 if gen.tokens:
     display(quickstart.token_panel([t.token for t in gen.tokens], [math.exp(t.logprob) for t in gen.tokens],
                                    idx if conf.answer is not None else [], conf, tau_lp, tau_h))
 
-# %% [markdown]
+# %% [markdown] tags=["seminar"]
 # **What this shows.** The model's answer, whether it was boxed, and the two numbers LASE uses.
 # With the embedded model and the default question, the reply restates the question and then
 # boxes a number it never computed, and the model hesitates on exactly that token: its top
@@ -207,7 +207,7 @@ if gen.tokens:
 # **A confidently wrong answer.** The recorded answers of the same model (`data/traces`, no
 # model call) hold many answers the gate calls *sure* that are wrong. Here is the first one:
 
-# %%
+# %% tags=["seminar"]
 from lase_nb.runs import load_runs, problems_from_manifest
 
 recorded = load_runs(traces, ["lase"])["lase"]
@@ -223,7 +223,7 @@ if len(wrong_and_sure):
     print(f"{len(wrong_and_sure)} of the {int((~first['correct']).sum())} wrong first answers in this recording "
           f"pass the gate as sure")
 
-# %% [markdown]
+# %% [markdown] tags=["seminar"]
 # Such **confident errors** are what no confidence gate can catch. Chapter 02 measures how often
 # they happen, and how well the two numbers separate right from wrong answers overall.
 

@@ -73,7 +73,7 @@ accuracies = sorted({round(a, 2) for a in (initial_accuracy - 0.2, initial_accur
 fig = theory.plot_architectures()
 plots.savefig(fig, "theory_architectures");
 
-# %% [markdown]
+# %% [markdown] tags=["seminar"]
 # ## 1.1 The neutral regime: symmetric debate is a martingale (Theorem 2.7)
 #
 # **Setting (Choi et al.).** Each of $n$ agents keeps a Dirichlet belief over $K$ options. Each
@@ -89,7 +89,7 @@ plots.savefig(fig, "theory_architectures");
 # Left: mean belief (line, 95% band) and share right (dots) per round; middle: the spread across
 # runs; right: each round's majority vote against the round-0 vote.
 
-# %%
+# %% tags=["seminar"]
 traces = {a: theory.dirichlet_debate(n_agents, n_options, n_rounds, a, n_runs=n_runs, seed=seed) for a in accuracies}
 fig = theory.plot_martingale(traces)
 plots.savefig(fig, "theory_martingale");
@@ -104,7 +104,7 @@ pd.DataFrame({"mean increment per round": [t.mean_increment for t in tests.value
               "standard error": [t.se for t in tests.values()],
               "z": [t.z for t in tests.values()]}, index=pd.Index(list(tests), name="initial accuracy"))
 
-# %% [markdown]
+# %% [markdown] tags=["seminar"]
 # Debate changes the spread, not the mean: runs herd towards a consensus, right or wrong, so a
 # later vote can be worse than the round-0 vote (Choi et al.'s reason plain voting often matches
 # debate). **Caveat.** Real LLMs differ in skill, weigh arguments rather than counts and are swayed
@@ -151,7 +151,7 @@ pd.concat({name: theory.seed_effect(t) for name, t in {**worlds, **worlds_low}.i
 # them so. LLM readers are persuaded by fluent text, right or wrong, and copies of one model share
 # blind spots: what amplifies a right argument amplifies a persuasive wrong one.
 
-# %% [markdown]
+# %% [markdown] tags=["seminar"]
 # ## 1.3 LASE's reconciliation: the gated leader star (Proposition 3.2)
 #
 # LASE keeps the neutral update of 1.1 and changes who reads whom, and when: a **directed star**
@@ -167,7 +167,7 @@ pd.concat({name: theory.seed_effect(t) for name, t in {**worlds, **worlds_low}.i
 # starting below 1/K. **Which star gains?** The printed lines answer; the table gives drift and
 # gap per stage for $U=1$ and $U=0$.
 
-# %%
+# %% tags=["seminar"]
 tau = 0.6
 star_gated = theory.gated_star(n_problems, n_options, 3, initial_accuracy, tau=tau, gated=True, seed=seed)
 star_open = theory.gated_star(n_problems, n_options, 3, initial_accuracy, tau=tau, gated=False, seed=seed)
@@ -183,7 +183,7 @@ for name, star in (("gated", star_gated), ("ungated", star_open), (f"gated, star
           f"{star.belief[:, -1].mean():.4f} (z = {z:+.1f})")
 theory.star_drift(star_gated).set_index(["stage", "uncertain"])[["drift", "drift_se", "gap", "gap_se"]]
 
-# %% [markdown]
+# %% [markdown] tags=["seminar"]
 # **Caveat.** This gate is *calibrated* (Assumption 3.3). A confidently wrong leader is never
 # corrected, and a weak model escalates nearly always. Chapter 02 measures real confidence.
 

@@ -119,7 +119,7 @@ else:
 print(source)
 print(calibration.describe_answers(frame))
 
-# %% [markdown]
+# %% [markdown] tags=["seminar"]
 # ## 2.2 Reliability plots, with the paper's numbers as a reference
 #
 # The bins include the paper's cut points (`lase_nb.reference.CALIBRATION`) and the gate
@@ -130,12 +130,12 @@ print(calibration.describe_answers(frame))
 # is most sure of (0.99 and above) be the most accurate bin? Roughly how accurate will the answers
 # below 0.5 be? Write your guesses down; the table and figure below answer.
 
-# %%
+# %% tags=["seminar"]
 fig = calibration.plot_reliability(frame, tau_lp, tau_h, title=f"Reliability of the confidence proxies ({source})")
 plots.savefig(fig, "calibration_reliability")
 plt.show()
 
-# %%
+# %% tags=["seminar"]
 tables = {p: calibration.reliability(frame, p, tau=t) for p, t in (("p_min", tau_lp), ("h_max", tau_h))}
 print(calibration.describe_reliability(tables["p_min"]))
 pd.concat(tables, names=["proxy"]).reset_index(level=0).assign(bin=lambda t: t["proxy"] + " " + t["bin"]) \
@@ -169,7 +169,7 @@ cond = calibration.paper_conditions(frame)
 print(reference.CALIBRATION.attrs["source"])
 cond.set_index("condition")[["n", "accuracy", "ci_lo", "ci_hi", "paper_accuracy"]]
 
-# %% [markdown]
+# %% [markdown] tags=["seminar"]
 # ## 2.3 AUROC and ECE: how well does each proxy flag errors?
 #
 # - **AUROC for errors**: the chance that a randomly chosen wrong answer looks *less* confident
@@ -183,7 +183,7 @@ cond.set_index("condition")[["n", "accuracy", "ci_lo", "ci_hi", "paper_accuracy"
 # - **ECE**: the gap between confidence and accuracy, averaged over ten equal-width bins. Only
 #   `exp(LP_min)` is a probability; for `H_max` we score `exp(-H_max)`, a rough indication.
 
-# %%
+# %% tags=["seminar"]
 scores = calibration.proxy_scores(frame, tau_lp, tau_h, seed=seed)
 display(Markdown(calibration.describe_scores(scores)))
 scores.set_index("proxy")[["n_answered", "errors_answered", "auroc", "auroc_lo", "auroc_hi"]]
@@ -200,14 +200,14 @@ assert np.isclose(auc, scores.loc[0, "auroc"], equal_nan=True)
 print(f"{pairs.shape[0]} wrong x {pairs.shape[1]} right = {pairs.size} pairs; the wrong answer is less sure in "
       f"{(pairs < 0).sum()} (ties {(pairs == 0).sum()}): AUROC = {auc:.3f}")
 
-# %% [markdown]
+# %% [markdown] tags=["seminar"]
 # ## 2.4 What the gate does with these answers
 #
 # The gate escalates an answer when `exp(LP_min) < tau_lp` or `H_max > tau_h` (or when nothing
 # was boxed). **A wrong answer with $U=0$ is a confident error: LASE accepts it and never looks
 # again.** Chapter 06 pulls examples of them from the transcripts.
 
-# %%
+# %% tags=["seminar"]
 split = confidence.gate_split(frame, tau_lp, tau_h)
 print(calibration.describe_gate(split, tau_lp, tau_h))
 

@@ -206,7 +206,7 @@ display(Markdown(pipeline.describe_batch(chains, tau_lp, tau_h)))
 # %% tags=["book-more"]
 display(dist, per_stage, pipeline.gate_reads(chains), pipeline.outcome_flips(chains, tau_lp, tau_h))
 
-# %% [markdown]
+# %% [markdown] tags=["seminar"]
 # ## 3.4 Three regimes, and where each model sits
 #
 # One recording answers two questions, each by a paired test against the leader alone on the same
@@ -217,7 +217,7 @@ display(dist, per_stage, pipeline.gate_reads(chains), pipeline.outcome_flips(cha
 # side. **Predict, then run.** The organisms were trained to review; the embedded model was not.
 # Which regime do you expect for each?
 
-# %%
+# %% tags=["seminar"]
 both = run_store.load_studies(shown, ["lase"], require=["lase"])
 model_chains = run_store.chains_by_model(both)
 display(regimes.regime_table(model_chains, tau_lp, tau_h, seed=seed)[
@@ -308,7 +308,8 @@ pipeline.leak_table(run.calls, problems=problems, stages=run.stages)
 # read (`reads`), so we count rather than trust the formula: for LASE the calls it makes at these
 # thresholds, split into **star** inclusions (supporter reads attempt, leader reads note: at most
 # $2kT$, $k=1$, $T=3$) and **relays** (later supporters read earlier notes: at most $T(T-1)/2$); a
-# MAD run beside it, all-to-all: $Tn(n-1)$. The table under "More" checks every problem (`obeys_formula`).
+# MAD run beside it, all-to-all: $Tn(n-1)$. The table after the figure checks every problem
+# (`obeys_formula`).
 
 # %% tags=["book-more"]
 stops = dict(zip(lase["problem_id"], lase["stop_stage"]))

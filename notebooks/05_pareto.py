@@ -131,7 +131,7 @@ default = operating_point(chains, tau_lp, tau_h)
 solo_tokens = float(chains.total_tokens[:, 0].mean())
 print(sliders.point_sentence(default, solo_tokens))
 
-# %% [markdown]
+# %% [markdown] tags=["seminar"]
 # ## 5.2 The frontier
 #
 # Each dot below is one threshold pair: what LASE would have scored (y) and spent (x, prompt +
@@ -148,7 +148,7 @@ print(sliders.point_sentence(default, solo_tokens))
 # **Predict, then run.** As the thresholds let LASE spend more tokens, does accuracy keep rising?
 # Will the default pair (0.8, 0.5) sit on the frontier or inside it? The figure below answers.
 
-# %%
+# %% tags=["seminar"]
 baseline_runs = load_runs(shown[0].path, baseline_names)
 for s in baseline_names:
     if s not in baseline_runs:
@@ -184,7 +184,7 @@ points["x leader"] = points["avg_tokens"] / points["problems"].map(solo_by)
 points.assign(point=points["policy"] + " (" + points["problems"] + ", n=" + points["n"].astype(str) + ")") \
     .set_index("point")[["accuracy", "acc_lo", "acc_hi", "avg_tokens", "x leader"]]
 
-# %%
+# %% tags=["seminar"]
 effects = pareto.stage_effects(chains)
 display(Markdown(pareto.describe_frontier(grid, policies, oracle, default, effects, baselines,
                                           common["grid"] if common is not None else None)))
@@ -201,7 +201,7 @@ display(Markdown(pareto.describe_frontier(grid, policies, oracle, default, effec
 fig = pareto.plot_escalation(tl, th, metrics, (tau_lp, tau_h), reference.THRESHOLD_SWEEP)
 plots.savefig(fig, "pareto_escalation");
 
-# %% [markdown]
+# %% [markdown] tags=["seminar"]
 # ## 5.4 The paper's threshold sweep beside ours
 #
 # The paper swept $\tau_{lp}$ at a fixed $\tau_h$ (Table 5) and read it as **"the thresholds are
@@ -209,13 +209,13 @@ plots.savefig(fig, "pareto_escalation");
 # verdict is decided on the paired test of the accuracy change from the first pair to the last: the
 # reading is reproduced only when the interval lies within 5 points either way.
 
-# %%
+# %% tags=["seminar"]
 t5 = pareto.paper_sweep_beside(chains)
 print(f"paper: {t5.attrs['model']}, {t5.attrs['dataset']}; this run: {m.get('model')}, {m.get('dataset')}, {n} problems")
 t5.set_index("tau_lp")[["accuracy (this run)", "avg_tokens (this run)", "escalation_rate (this run)", "accuracy (paper)",
                         "avg_tokens (paper)"]]
 
-# %%
+# %% tags=["seminar"]
 display(Markdown(pareto.describe_sweep(t5, grid, n, pareto.sweep_test(chains, seed=seed))))
 
 # %% [markdown] tags=["book-more"]

@@ -31,7 +31,8 @@
 # - **not shown**: neither: on these problems the data cannot tell the difference from chance.
 #   This is not a refutation; read the interval for how large a difference is still possible.
 #
-# The other labels, under "More" in the book, are not verdicts.
+# The other four labels are not verdicts: *not testable here*, *not testable offline*, *too few
+# problems* and *not recorded* (the next cell says what each means).
 
 # %% [markdown] tags=["book-more"]
 # - **not testable here**: on this model the baseline is not answering in its own format. The
@@ -77,7 +78,7 @@ models = run_store.load_studies(shown, strategies.compared(), require=["lase"])
 for label, rs in models.items():
     print(f"{label}: {run_store.model_label(rs['lase'])}, runs {', '.join(rs)}")
 
-# %% [markdown]
+# %% [markdown] tags=["seminar"]
 # ## 7.1 One table
 #
 # **Predict, then run.** Before you run the next cell: which of the paper's claims do you expect
@@ -85,25 +86,25 @@ for label, rs in models.items():
 # Write down a guess for the calibration claim and for "LASE is more accurate than the single
 # agent".
 
-# %%
+# %% tags=["seminar"]
 tables = {m: run_store.strategy_tables(rs, tau_lp, tau_h) for m, rs in models.items()}
 off = {m: run_store.off_format(run_store.baseline_formats(rs)) for m, rs in models.items()}  # chapter 04, section 4.3
 table = claims.claims_by_model(tables, {m: rs["lase"] for m, rs in models.items()}, off)
 table[["paper"] + [c for c in table.columns if c.endswith(": verdict")]]
 
-# %%
+# %% tags=["seminar"]
 display(Markdown(claims.describe_verdicts(table)))
 fig = claims.plot_claims(table)
 plots.savefig(fig, "claims_forest");
 
-# %% [markdown]
+# %% [markdown] tags=["seminar"]
 # **The test that was fixed first.** "LASE is more accurate than the single agent" is the claim the
 # project preregistered for the committed pointing organism (`data/traces/preregistration.json`:
 # thresholds, tests and the predicted bound fixed before any held-out recording), on a separate,
 # larger recording, `lase-large`: gated LASE on further held-out problems, its stage 0 being the
 # leader alone. It runs only when that committed study is shown.
 
-# %%
+# %% tags=["seminar"]
 from lase_nb import preregistration, revision
 
 point = next((s for s in shown if s.committed and s.path.name == "arith-organism-point"), None)
@@ -115,7 +116,7 @@ if point is not None:
 else:
     print("the preregistered primary test reads the committed preregistered study, which is not shown here: skipped")
 
-# %% [markdown]
+# %% [markdown] tags=["seminar"]
 # **Reading it.** How many paired problems does a difference of a few points need before a test
 # can see it? The paper's own margins are of that size (Table 1: LASE 74.2% against the single
 # agent's 73.0% on MATH-500; exercise 07.1). A cost claim has no sampling test here: the token
@@ -150,8 +151,8 @@ with pd.option_context("display.max_colwidth", None):  # each row in full, never
 # > thresholds are nowhere stated; the chapters use 0.8 / 0.5 because that row matches Table 1.
 # > (3) Eq. 7 compares a log-probability with a number in [0.5, 0.95]; read literally, every answer
 # > escalates. (4) $\delta$ is defined against the leader's accuracy on all problems in the main
-# > text and on the escalated problems in Appendix A.2; [appendix A1](A1_bound.ipynb) shows that
-# > the two can differ in sign. Not a contradiction but a rounding: Llama-3-8B's "4.6x" in the text
+# > text and on the escalated problems in Appendix A.2; [appendix A1](A1_bound.ipynb) computes
+# > both on the recordings. Not a contradiction but a rounding: Llama-3-8B's "4.6x" in the text
 # > against 4.7x from its table's rounded totals.
 
 # %% [markdown] tags=["book-more"]

@@ -143,7 +143,8 @@ for label, (rows, problems) in seed_rows.items():
 #
 # - On the same problems "bound vs observed" is an identity; what can fail is A3 (escalation
 #   without a seed must not hurt), and a bound predicted from other problems.
-# - $\delta$ has two definitions in the paper (main text and Appendix A.2), and they can differ in
-#   sign, because the gate selects the harder problems; name the one a number uses.
+# - $\delta$ has two definitions in the paper (main text and Appendix A.2); they differ whenever
+#   the gate selects harder problems (section A1.1 prints both, and our third, per model), so name
+#   the one a number uses.
 # - Back to [chapter 03](03_lase_pipeline.ipynb); the statistics behind the tests are in
 #   [appendix A2](A2_statistics.ipynb).

@@ -251,6 +251,16 @@ def test_comparison_by_model_stacks_the_one_model_tables(two):
     plt.close(fig)
 
 
+def test_one_interval_rule_judges_closeness_in_04_and_07():
+    """Issue 56: "no worse than" needs the interval's lower end at or above -3 points; "about equal"
+    the whole interval within the margin; a point estimate of 0 with a wide interval is neither."""
+    assert comparison.within_margin(-0.03) and comparison.within_margin(-0.0299999999999)
+    assert not comparison.within_margin(-0.058) and not comparison.within_margin(float("nan"))
+    assert comparison.within_margin(0.0, 0.05, 0.05) and not comparison.within_margin(-0.01, 0.0501, 0.05)
+    from lase_nb.chapters import claims
+    assert claims.within_margin is comparison.within_margin
+
+
 def _mv_table(n: int, right: int, tokens: float) -> pd.DataFrame:
     return pd.DataFrame({"problem_id": [f"q{i}" for i in range(n)], "correct": np.arange(n) < right,
                          "total_tokens": np.full(n, tokens)})
@@ -265,7 +275,7 @@ def test_aim_check_scores_both_operating_points_against_single_and_mv():
     assert rec["gain"] == pytest.approx(0.2) and rec["gain_lo"] > 0 and rec["beats_single"]
     assert rec["tokens_lase"] == pytest.approx(0.6 * 120 + 0.4 * 560) and rec["tokens_single"] == 120
     assert rec["x_single"] == pytest.approx(296 / 120) and not rec["within_budget"]
-    assert rec["lase_minus_mv"] == pytest.approx(0.0) and rec["near_mv"]
+    assert rec["lase_minus_mv"] == pytest.approx(0.0) and rec["lase_minus_mv_lo"] < -0.03 and not rec["near_mv"]
     assert rec["share_of_mv"] == pytest.approx(296 / 840) and not rec["cheap_vs_mv"] and not rec["aim_met"]
     # every escalation costs 440 tokens on an unsure (p_min 0.5) answer: within 1.5x, the pair chosen
     # on half A escalates nothing, so on half B LASE is the leader alone
@@ -281,10 +291,14 @@ def test_aim_check_scores_both_operating_points_against_single_and_mv():
 
 def test_aim_check_meets_the_aim_only_when_all_four_hold():
     chains = model(30, 40, fix=20)
-    cheap = comparison.aim_check(chains, _mv_table(100, 52, 3000.0), 0.8, 0.5, budget=2.5, n_boot=500)
-    assert cheap.loc["recorded", "aim_met"]  # +20 points, 2.47x <= 2.5x, 2 points below MV, 0.10 of its tokens
-    far = comparison.aim_check(chains, _mv_table(100, 54, 3000.0), 0.8, 0.5, budget=2.5, n_boot=500)
-    assert not far.loc["recorded", "near_mv"] and not far.loc["recorded", "aim_met"]  # 4 points below MV
+    lase = replay(chains, 0.8, 0.5)
+    mv = pd.DataFrame({"problem_id": lase["problem_id"], "correct": lase["correct"].to_numpy(bool),
+                       "total_tokens": 3000.0})
+    cheap = comparison.aim_check(chains, mv, 0.8, 0.5, budget=2.5, n_boot=500)
+    assert cheap.loc["recorded", "aim_met"]  # +20 points, 2.47x <= 2.5x, MV right on the same problems, 0.10 of its tokens
+    better = mv["correct"].to_numpy(bool) | (np.arange(100) % 10 == 9)  # MV also right on about one problem in ten more
+    far = comparison.aim_check(chains, mv.assign(correct=better), 0.8, 0.5, budget=2.5, n_boot=500).loc["recorded"]
+    assert far["lase_minus_mv_lo"] < -0.03 and not far["near_mv"] and not far["aim_met"]
     no_mv = comparison.aim_check(chains, None, 0.8, 0.5, n_boot=500)
     assert "acc_mv" not in no_mv.columns and not no_mv["near_mv"].any() and not no_mv["aim_met"].any()
     shown = comparison.aim_display(cheap)

@@ -208,8 +208,12 @@ def test_held_out_gains_give_one_verdict_from_the_preregistered_run():
                                                                if k != "lase-large")
     assert gains["lase-large"]["n"] > gains["lase-full"]["n"] > gains["single"]["n"] > 0
     text = P.describe_held_out_gains(gains, doc)
-    verdict = "met" if gains["lase-large"]["prediction_met"] else "missed"
-    assert f"is {verdict} by the point estimate" in text and text.count(" met ") + text.count(" missed ") == 1
+    if gains["lase-large"]["vacuous_terms"]:  # the committed prediction: delta's bound is -0.27, clipped to 0
+        assert "is vacuous" in text and "delta >= -0.27" in text and "clipped to +0.0 points" in text
+        assert "is met" not in text and "is missed" not in text
+    else:
+        verdict = "met" if gains["lase-large"]["prediction_met"] else "missed"
+        assert f"is {verdict} by the point estimate" in text and text.count(" met ") + text.count(" missed ") == 1
     for g in gains.values():
         assert f"{100 * g['diff']:+.1f} points" in text and f"{g['n']} " in text
     only_chains = P.held_out_gains(doc, {"lase": rs["lase"]})
@@ -226,6 +230,9 @@ def test_other_gains_say_whether_their_interval_holds_the_primary_estimate():
     text = P.describe_held_out_gains({"lase-large": primary, "lase-full": near, "single": far},
                                      {"date": "2026-12-01", "thresholds": {"tau_lp": 0.8, "tau_h": 0.5}})
     assert "missed" in text and "on 200 problems, full chains; its interval contains" in text
+    vacuous = P.describe_primary({**primary, "vacuous_terms": {"delta": -0.27}}, {"date": "2026-12-01",
+                                 "thresholds": {"tau_lp": 0.8, "tau_h": 0.5}})
+    assert "vacuous" in vacuous and "delta >= -0.27" in vacuous and "missed" not in vacuous
     assert "on 120 problems, single run; its interval excludes" in text
 
 

@@ -195,3 +195,15 @@ def test_every_committed_figure_is_drawn_by_a_chapter():
         if doc.exists():
             for name in re.findall(r"figures/([\w-]+\.png)", doc.read_text()):
                 assert (REPO / "figures" / name).exists(), f"{doc.name} shows figures/{name}, which does not exist"
+
+
+def test_no_page_points_the_reader_to_a_place_only_the_book_has():
+    """Issue 56: a closed "More" section exists only in the HTML book; in JupyterLab the same cells
+    are open and unmarked, so prose never sends the reader "under 'More'"."""
+    import jupytext
+
+    place = re.compile(r"""(?:under|in|inside) (?:the )?["'\u201c]?More["'\u201d]?(?: section)?\b""")
+    found = [(nb.name, m.group(0)) for nb in sorted((REPO / "notebooks").glob("[0-9A]*.py"))
+             for cell in jupytext.read(nb).cells if cell.cell_type == "markdown"
+             for m in place.finditer(cell.source)]
+    assert not found, found

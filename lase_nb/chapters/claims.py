@@ -7,8 +7,12 @@ A verdict comes from the test a reviewer would run, fixed here before any table 
   "reproduced" needs both to clear in the paper's direction (:func:`lase_nb.stats.clears_both`),
   "refuted" both in the other, and anything else is "not shown" (the data cannot tell); a study's
   paired accuracy tests are one family, so the McNemar p that decides is Holm-adjusted across them;
-- "matches or beats" is a non-inferiority claim: reproduced when the interval's lower end is above
-  ``-MARGIN`` (3 points), refuted when the strategy is significantly worse by both tests;
+- "matches or beats" is a non-inferiority claim: reproduced when the interval's lower end is at or
+  above ``-MARGIN`` (3 points; :func:`lase_nb.chapters.comparison.within_margin`, the rule chapter
+  04's headline test uses too), refuted when the strategy is significantly worse by both tests;
+- every accuracy claim, an equivalence one too, needs :func:`lase_nb.runs.decidable` problems and
+  discordant ones; below that its verdict is "too few problems" (a bootstrap interval over one or
+  two discordant problems is too narrow to trust);
 - a cost claim compares measured token ratios (no test: token counts of the same problems);
 - the calibration claim (Assumption 3.3: low confidence, more errors) is tested by the AUROC for
   errors, its bootstrap interval above 0.5 and the Mann-Whitney test (the AUROC's own test);
@@ -32,13 +36,12 @@ from ..confidence import confidence_frame
 from ..errors import DataError
 from ..stats import MIN_CLASS, auroc_test, clears_both, holm, paired_test
 from ..runs import decidable, main_comparison, paired_correct
+from .comparison import MARGIN, within_margin
 
 __all__ = ["MARGIN", "VERDICTS", "claims_by_model", "accuracy_verdict", "paper_inconsistencies",
            "verdict_counts", "describe_verdicts", "calibration_claim", "plot_claims",
            "VERDICT_COLORS"]
 
-#: Non-inferiority margin of "matches or beats", in accuracy (3 points, chapter 04's headline test).
-MARGIN = 0.03
 VERDICTS = ("reproduced", "refuted", "not shown", "too few problems", "not recorded", "not testable here",
             "not testable offline")
 COST_CLAIM = "LASE costs under half of MV(7)'s tokens (average multiples over the data sets)"
@@ -54,8 +57,8 @@ def accuracy_verdict(test: Mapping[str, float], kind: str = "better") -> str:
     (:func:`lase_nb.runs.decidable`: too few problems, or too few discordant ones), "too few problems"."""
     if kind not in ("better", "no worse", "about equal"):
         raise ValueError(f"kind must be better, no worse or about equal, got {kind!r}")
-    if "b" in test and not decidable(int(test["n"]), test["b"] + test["c"] if kind == "better" else None):
-        return "too few problems"  # an equivalence claim rests on its interval: few discordant problems are its evidence
+    if "b" in test and not decidable(int(test["n"]), test["b"] + test["c"]):
+        return "too few problems"  # one or two discordant problems make a bootstrap interval too narrow to trust
     if kind == "better":
         if clears_both(test):
             return "reproduced"
@@ -63,13 +66,12 @@ def accuracy_verdict(test: Mapping[str, float], kind: str = "better") -> str:
     if kind == "no worse":
         if clears_both(test, above=False):
             return "refuted"
-        return "reproduced" if test["diff_lo"] > -MARGIN else "not shown"
+        return "reproduced" if within_margin(test["diff_lo"]) else "not shown"
     if kind == "about equal":
         if clears_both(test) or clears_both(test, above=False):
             return "refuted"
-        # within the band, its edges included (as the figure draws it; 1e-9 absorbs float rounding of k/n)
-        inside = test["diff_lo"] >= -EQUAL_BAND - 1e-9 and test["diff_hi"] <= EQUAL_BAND + 1e-9
-        return "reproduced" if inside else "not shown"
+        # within the band, its edges included (as the figure draws it)
+        return "reproduced" if within_margin(test["diff_lo"], test["diff_hi"], EQUAL_BAND) else "not shown"
     raise ValueError(f"kind must be better, no worse or about equal, got {kind!r}")
 
 
@@ -127,7 +129,7 @@ def _model_rows(label: str, tables: Mapping[str, pd.DataFrame], run: Any,
             verdict = accuracy_verdict({**t, "p_value": float(q)}, kind)
             raw = accuracy_verdict(t, kind)
             why = {"reproduced": "both tests clear after Holm's adjustment" if kind == "better" else
-                   f"the interval's lower end is above -{100 * MARGIN:.0f} pts" if kind == "no worse"
+                   f"the interval's lower end is at or above -{100 * MARGIN:.0f} pts" if kind == "no worse"
                    else "the interval lies within 5 pts",
                    "refuted": "both tests clear the other way after Holm's adjustment",
                    "too few problems": f"{t['n']} problems, {t['b'] + t['c']} discordant: too few for the test to decide",
@@ -279,7 +281,7 @@ def paper_inconsistencies() -> pd.DataFrame:
                  "numbers": "Assumption 3.5 (main text) compares with P(e(z_L^(0)) = y); Appendix A.2 with "
                             "P(y_solo = y | U = 1)",
                  "why it matters": "the two deltas differ whenever the gate selects harder problems, which it is "
-                                   "built to do; chapter 03 computes both"})
+                                   "built to do; appendix A1 computes both on the recordings"})
     return pd.DataFrame(rows)
 
 
