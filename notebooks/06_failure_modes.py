@@ -70,7 +70,7 @@ m = lase.manifest
 print(f"{m['backend']}:{m['model']} on {m['dataset']}, {len(first)} problems, full chain recorded; "
       f"runs found: {', '.join(runs)}")
 
-# %% [markdown]
+# %% [markdown] tags=["seminar"]
 # ## 6.1 Confident errors
 #
 # The gate accepts an answer when `exp(LP_min) >= tau_lp` and `H_max <= tau_h`. **A wrong answer
@@ -81,7 +81,7 @@ print(f"{m['backend']}:{m['model']} on {m['dataset']}, {len(first)} problems, fu
 # **Predict, then run.** What share of the leader's wrong first answers does the default gate
 # (0.8 / 0.5) let through as *sure*?
 
-# %%
+# %% tags=["seminar"]
 split = confidence.gate_split(first, tau_lp, tau_h)
 ce = failures.confident_errors(lase.stages, tau_lp, tau_h)
 fig = failures.plot_confident_errors(first, tau_lp, tau_h)
@@ -91,13 +91,13 @@ print(f"{int(split['confident_errors'])} of {int(split['errors'])} wrong first a
       f"some later stage is right on {int(ce['later_right'].sum())} and the last stage on {int(ce['final_correct'].sum())}")
 ce.set_index("problem_id")[["answer", "p_min", "h_max", "later_right", "final_correct"]].head(5)
 
-# %% [markdown]
+# %% [markdown] tags=["seminar"]
 # **How to read the figure.** Both axes measure the distance from certainty on a log scale; bottom
 # right is the most confident. The line above says whether escalating the confident errors
 # anyway would have helped. **A confident error, found by hand**: the stage-0 rows the gate
 # accepts that are wrong, most confident first, checked against `failures.confident_errors`:
 
-# %%
+# %% tags=["seminar"]
 st = lase.stages
 lead = st[st["stage"] == 0].set_index("problem_id")
 p, h = lead["p_min"].astype(float), lead["h_max"].astype(float)
@@ -114,14 +114,14 @@ if len(by_hand):
           f"exp(LP_min) = {by_hand['p_min'].iloc[0]:.3f}, H_max = {by_hand['h_max'].iloc[0]:.3f} nats")
     print(chain[["stage", "supporter", "answer", "correct", "p_min", "h_max"]].to_string(index=False))
 
-# %% [markdown]
+# %% [markdown] tags=["seminar"]
 # The most confident of them, as the leader wrote them:
 
-# %%
+# %% tags=["seminar"]
 for r in ce.head(n_examples).itertuples():
     display(HTML(failures.render_answer(lase, r.problem_id, 0, problems.get(r.problem_id), max_chars)))
 
-# %% [markdown]
+# %% [markdown] tags=["seminar"]
 # **What the paper says.** Confident errors are a deliberate trade: LASE never reconsiders an
 # answer with $U=0$. The better a model's calibration, the cheaper this trade.
 
@@ -257,7 +257,7 @@ print(f"{len(unboxed)} of {len(outcomes)} revisions box no answer of their own")
 for r in unboxed.head(1).itertuples():
     display(HTML(failures.render_answer(lase, r.problem_id, r.stage, problems.get(r.problem_id), max_chars)))
 
-# %% [markdown]
+# %% [markdown] tags=["seminar"]
 # ## 6.5 Why no gain on the pointing organism
 #
 # The committed pointing organism is the instructive case: its supporters were trained to do what
@@ -266,7 +266,7 @@ for r in unboxed.head(1).itertuples():
 # notes point and keep the rule**, and **fixes against breaks on the preregistered test**; then two
 # short exchanges, one pointer acted on and one not. It runs only when that committed study is shown.
 
-# %%
+# %% tags=["seminar"]
 point = next((s for s in shown if s.committed and s.path.name == "arith-organism-point"), None)
 if point is not None:
     org_run = load_runs(point.path, ["lase"])["lase"]
@@ -391,9 +391,11 @@ if interactive:
 # confident (`exp(LP_min)` at least 0.99)? No threshold on `exp(LP_min)` below 0.99 can send those
 # to a supporter.
 #
-# **Exercise 06.2.** Failure after a critique: from section 6.2's revision outcomes, at which
-# stage does the leader most often turn a right answer wrong ("broken"), and what share of the
-# broken revisions box no answer of their own (section 6.4)?
+# **Exercise 06.2.** Breaks come from the gate's false alarms: a right first answer the gate calls
+# unsure goes to the supporters, and a revision can turn it wrong. On each study, replay LASE on its
+# full chains at a strict gate (0.95 / 0.2), the default (0.8 / 0.5) and a lax one (0.5 / 1.0): how
+# many wrong first answers end right (fixes), how many right ones end wrong (breaks), and which gate
+# nets most? (`replay.replay`; the first answers are stage 0 of the chains.)
 
 # %% [markdown]
 # ## Summary

@@ -398,6 +398,9 @@ def test_describe_separation_reads_the_numbers():
                           "answered": True})
     text = F.describe_separation("m", frame)
     assert "AUROC of exp(LP_min) for errors 1.00" in text and "sees its errors" in text
+    # issue 56: separation on average says nothing about which level escalates more
+    assert "does not make a level where it fails more often escalate more often" in text
+    assert "so a level where it fails more often escalates more often" not in text
     frame["correct"] = [True, False] * 12
     frame["p_min"] = np.repeat([0.9, 0.8, 0.7, 0.6], 6)
     assert "cannot be shown" in F.describe_separation("m", frame)

@@ -269,8 +269,9 @@ def describe_separation(label: str, frame: pd.DataFrame, n_boot: int = 2000, see
     t = auroc_test(-p, ok, n_boot=n_boot, seed=seed)
     med_r, med_w = float(np.median(p[ok])), float(np.median(p[~ok]))
     if t["separates"]:
-        how = ("its gate sees its errors: wrong answers are less confident, so a level where it fails more "
-               "often escalates more often")
+        how = ("its gate sees its errors on average: wrong answers are less confident. That alone does not make a "
+               "level where it fails more often escalate more often (a level's escalation also follows how sure its "
+               "right answers are): the figure above shows each level")
     else:
         how = ("its gate cannot be shown to tell its errors apart (interval and Mann-Whitney test, both needed): "
                "a level where it fails more often need not escalate more often")

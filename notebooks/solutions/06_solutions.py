@@ -8,7 +8,6 @@
 # %%
 import os
 
-from lase_nb.chapters import failures
 from lase_nb.confidence import confidence_frame, gate_split
 from lase_nb.runs import display_name, load_runs, problems_from_manifest
 
@@ -29,20 +28,24 @@ for name, f in firsts.items():
     assert very <= gate_split(f, 0.99, float("inf"))["errors"]
 
 # %% [markdown]
-# **Exercise 06.2.** Failure after a critique: from section 6.2's revision outcomes, at which
-# stage does the leader most often turn a right answer wrong ("broken"), and what share of the
-# broken revisions box no answer of their own (section 6.4)?
+# **Exercise 06.2.** Breaks come from the gate's false alarms: a right first answer the gate calls
+# unsure goes to the supporters, and a revision can turn it wrong. On each study, replay LASE on its
+# full chains at a strict gate (0.95 / 0.2), the default (0.8 / 0.5) and a lax one (0.5 / 1.0): how
+# many wrong first answers end right (fixes), how many right ones end wrong (breaks), and which gate
+# nets most? (`replay.replay`; the first answers are stage 0 of the chains.)
 
 # %%
+from lase_nb.replay import chains_from_stages, replay
+
 for name, run in runs.items():
-    outcomes = failures.revision_outcomes(run, problems_from_manifest(run.manifest))
-    broken = outcomes[outcomes["outcome"].str.startswith("broke")]
-    by_stage = broken.groupby("stage").size().reindex(sorted(outcomes["stage"].unique()), fill_value=0)
-    unboxed = int(broken["answer_strict"].isna().sum())
-    if broken.empty:
-        print(f"{name}: no revision breaks a right answer")
-        continue
-    worst = int(by_stage.idxmax())
-    print(f"{name}: {len(broken)} broken revisions, by stage { {int(k): int(v) for k, v in by_stage.items()} }: most at stage {worst}; "
-          f"{unboxed} of {len(broken)} ({unboxed / len(broken):.0%}) box no answer of their own")
-    assert by_stage.sum() == len(broken) and unboxed <= len(broken)
+    chains = chains_from_stages(run.stages)
+    first = chains.correct[:, 0].astype(bool)
+    nets = {}
+    for gate in ((0.95, 0.2), (0.8, 0.5), (0.5, 1.0)):
+        end = replay(chains, *gate)["correct"].to_numpy(bool)
+        fixes, breaks = int((~first & end).sum()), int((first & ~end).sum())
+        nets[gate] = fixes - breaks
+        print(f"{name}, gate {gate[0]} / {gate[1]}: {fixes} fixed, {breaks} broken, net {fixes - breaks:+d} of {len(first)}")
+        assert fixes - breaks == int(end.sum()) - int(first.sum())  # the net is the accuracy change
+    best = [f"{g[0]} / {g[1]}" for g, v in nets.items() if v == max(nets.values())]
+    print(f"{name}: the most net: {' and '.join(best)}")
