@@ -102,7 +102,10 @@ plots.savefig(fig, "claims_forest");
 # project preregistered for the committed pointing organism (`data/traces/preregistration.json`:
 # thresholds, tests and the predicted bound fixed before any held-out recording), on a separate,
 # larger recording, `lase-large`: gated LASE on further held-out problems, its stage 0 being the
-# leader alone. It runs only when that committed study is shown.
+# leader alone. The next organism, v6 (v5 with a leader that reads notes, chapter 06, 6.6), has a
+# preregistration of its own (`data/traces/arith-organism-v6/preregistration.json`), committed
+# before its fresh recordings; its verdict is printed under the same rule. It runs only when that
+# committed study is shown.
 
 # %% tags=["seminar"]
 from lase_nb import preregistration, revision
@@ -112,7 +115,8 @@ if point is not None:
     prereg = preregistration.load()
     gains = preregistration.held_out_gains(prereg, run_store.load_runs(point.path, ["lase", "lase-large", "single"]))
     display(Markdown(preregistration.describe_held_out_gains(gains, prereg)))
-    print(revision.learning_curve_verdict())  # the next organism's revision, stopped or not (chapter 06, 6.6)
+    prereg_v6 = preregistration.load(preregistration.V6_PATH) if preregistration.V6_PATH.is_file() else None
+    display(Markdown(revision.describe_v6_verdict(prereg_v6)))  # organism v6, chapter 06, 6.6
 else:
     print("the preregistered primary test reads the committed preregistered study, which is not shown here: skipped")
 

@@ -11,6 +11,13 @@ alarm (a right attempt: the target keeps the attempt's chain). One epoch of LoRA
 adapter, the recipe's settings (``train.py``); the adapter and its log go to
 ``build/revision-pilot/``. ``benchmarks/ceiling.py --model-dir build/revision-pilot/merged``
 measures the ceiling again on the held-out recording. Never run in CI.
+
+    .venv/bin/python data/organism/revision_pilot.py --ship
+
+copies the trained adapter to ``data/organism/revision/`` (organism v6's revision, ``--model
+organism-revision``; routed by role in ``--model organism-v6``) with a manifest: its sha256, the
+recipe, the adapter it started from, the training log, and ``training_sets`` (what trained it, read
+by the overlap checks).
 """
 
 from __future__ import annotations
@@ -68,7 +75,10 @@ def main() -> int:
     ap.add_argument("--lr", type=float, default=3e-4)
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--ship", action="store_true", help="copy the trained adapter to data/organism/revision/")
     args = ap.parse_args()
+    if args.ship:
+        return ship(args.out)
 
     import peft
     import torch
@@ -94,6 +104,35 @@ def main() -> int:
                merged=str(merged))
     (args.out / "log.json").write_text(json.dumps(log, indent=1) + "\n")
     print(json.dumps({k: v for k, v in log.items() if k != "loss_curve"}, indent=1))
+    return 0
+
+
+def ship(out: Path) -> int:
+    """Copy the adapter trained into ``out`` to ``data/organism/revision/`` with its manifest."""
+    import shutil
+
+    from lase_nb.backends.local.files import REVISION_DIR, _sha256
+
+    log = json.loads((out / "log.json").read_text())
+    REVISION_DIR.mkdir(parents=True, exist_ok=True)
+    for name in ("adapter_config.json", "adapter_model.safetensors"):
+        shutil.copyfile(out / "adapter" / name, REVISION_DIR / name)
+    manifest = {
+        "adapter_sha256": _sha256(REVISION_DIR / "adapter_model.safetensors"),
+        "what": "LoRA adapter on SmolLM2-135M-Instruct: organism v6's leader revision (the revision pilot of issue 42, "
+                "retrained with the same data, seed and recipe); v6 routes the leader's revisions to it and every "
+                "other call to v5 (data/organism/)",
+        "from_adapter": log["from_adapter"],
+        "recipe": {"script": "data/organism/revision_pilot.py", "lr": 3e-4, "batch": 8, "epochs": 1, "seed": 0,
+                   "examples": "the stage-1 solver's own sampled attempts (attempts.jsonl) with a perfect note of "
+                               "variant a or b (wrong attempt -> the gold chain), the all-clear note or a false alarm "
+                               "(right attempt -> the attempt kept); lase_nb.prompts.revise_messages, no worked examples"},
+        "training_sets": {"sample": organism.TRAINING_SETS["sample"]},
+        "train_log": {k: v for k, v in log.items() if k not in ("merged", "loss_curve")},
+        "loss_curve": log.get("loss_curve"),
+    }
+    (REVISION_DIR / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
+    print(f"shipped {REVISION_DIR} (sha256 {manifest['adapter_sha256'][:12]})")
     return 0
 
 

@@ -4,6 +4,7 @@ any held-out recording: commit it first, so the history shows the order.
     python data/traces/preregister.py --calibration build/organism/eval/lase-full
     python data/traces/preregister.py --round3 --calibration build/r3/eval/lase-full \
         --out data/traces/arith-organism/preregistration.json
+    python data/traces/preregister.py --v6     # organism v6, from its whole chain on the spent problems
 
 The calibration run is a full-chain LASE run of the organism on calibration problems of the eval
 split (``benchmarks/organism_skills.py`` writes one; its seed is never recorded). See
@@ -29,15 +30,25 @@ from lase_nb.traces import load_run  # noqa: E402
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--calibration", type=Path, required=True, help="a full-chain LASE run on calibration problems")
+    ap.add_argument("--calibration", type=Path, help="a full-chain LASE run on calibration problems")
+    ap.add_argument("--v6", action="store_true",
+                    help="organism v6's preregistration (lase_nb.preregistration.V6_PATH): its prediction from its "
+                         "whole chain on the spent problems (arith-organism-v6/lase-full) beside v5's, its fresh "
+                         "problems and control problems fixed by seed, exclusions and hash")
+    ap.add_argument("--n", type=int, default=600, help="with --v6: fresh problems for the primary test")
+    ap.add_argument("--n-control", type=int, default=120, help="with --v6: level-1 control problems")
     ap.add_argument("--out", type=Path, default=preregistration.PATH)
     ap.add_argument("--budget", type=float, default=1.5)
     ap.add_argument("--round3", action="store_true",
                     help="the second preregistration (round 3's organism): pins --adapter, chooses the "
-                         "thresholds on the calibration chains, fixes every recording's slice (organism.RECORDINGS_R3)")
+                         "thresholds on the calibration chains, fixes every recording's slice (organism_round3.RECORDINGS_R3)")
     ap.add_argument("--adapter", type=Path, default=ROOT / "data" / "organism" / "adapter_model.safetensors",
                     help="with --round3: the adapter the calibration chains were run with")
     args = ap.parse_args(argv)
+    if args.v6:
+        return _v6(args)
+    if args.calibration is None:
+        ap.error("--calibration is required (except with --v6)")
     run = load_run(args.calibration)
     if run.manifest.get("seed") in (EVAL_SEEDS["record"], EVAL_SEEDS["record3"]):
         ap.error("the calibration run uses a recording seed: calibrate on other problems")
@@ -67,7 +78,7 @@ def _round3(args, run) -> int:
     """The second preregistration, written to ``--out`` (by convention the organism's folder)."""
     import hashlib
 
-    from lase_nb.organism import RECORDINGS_R3
+    from lase_nb.organism_round3 import RECORDINGS_R3
 
     if run.manifest.get("problem_set") != "organism-eval":
         raise SystemExit(f"{args.calibration}: not a run on organism.eval_problems (problem_set organism-eval)")
@@ -79,7 +90,7 @@ def _round3(args, run) -> int:
            "split": "eval", "problem_set": "organism-eval", "levels": run.manifest.get("levels"),
            "n": len(chains.problem_ids)}
     held = {"problem_set": "organism-held-out-r3", "seed": EVAL_SEEDS["record3"], "model": "organism",
-            "levels": [1, 2, 3], "draw": "lase_nb.organism.held_out_problems: the eval split less every chain of "
+            "levels": [1, 2, 3], "draw": "lase_nb.organism_round3.held_out_problems: the eval split less every chain of "
             "the training sets, both calibration pools and every recording before round 3",
             "runs": RECORDINGS_R3, "gated_at": "the thresholds above; DOWN at its own calibrated threshold"}
     out = preregistration.build_round3(
@@ -92,6 +103,52 @@ def _round3(args, run) -> int:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(out, indent=1) + "\n")
     print(out["calibration_summary"])
+    return 0
+
+
+def _v6(args) -> int:
+    """Organism v6's preregistration, written alone to :data:`lase_nb.preregistration.V6_PATH`."""
+    from lase_nb import organism, revision
+    from lase_nb.backends.local.files import ORGANISM_DIR, REVISION_DIR
+    from lase_nb.stats import mcnemar_power
+
+    th = (0.8, 0.5)
+    runs = {"v5": load_run(revision.V5_FULL), "v6": load_run(revision.V6_STUDY / "lase-full")}
+    spent = {k: revision.whole_chain_test(preregistration.chains_of(r), *th) for k, r in runs.items()}
+    flow = revision.stage_flow(preregistration.chains_of(runs["v6"]), *th)
+    files = runs["v6"].manifest.get("model_files") or {}
+    for name, folder in (("organism", ORGANISM_DIR), ("organism-revision", REVISION_DIR)):
+        committed = json.loads((folder / "manifest.json").read_text())["adapter_sha256"]
+        if (files.get("models") or {}).get(name, {}).get("adapter_sha256") != committed:
+            raise SystemExit(f"the spent-problem chain was not recorded with the committed {name} adapter ({committed[:12]})")
+    prediction = preregistration.v6_prediction(spent["v6"])
+    disc = (spent["v6"]["b"] + spent["v6"]["c"]) / spent["v6"]["n"]  # discordant share on the spent problems
+    gain = prediction["effect"]
+    p_gain, p_loss = max((disc + gain) / 2, 0.0), max((disc - gain) / 2, 0.0)
+    power = mcnemar_power(args.n, p_gain, p_loss)
+    seed = EVAL_SEEDS["record6"]
+    fresh = organism.v6_problems("problems", args.n, seed=seed, levels=(1, 2, 3))
+    control = organism.v6_problems("control", args.n_control, seed=seed, levels=(1,))
+    what = organism.v6_exclusions()
+
+    def listed(ps, levels) -> dict:
+        return {"problem_set": "organism-v6", "split": "eval", "seed": seed, "levels": list(levels), "n": len(ps),
+                "per_level": {str(lv): sum(p.meta["level"] == lv for p in ps) for lv in levels},
+                "excluded": what, "sha256": organism.problems_sha256(ps),
+                "ids_first": [p.id for p in ps[:3]]}
+
+    out = preregistration.build_v6(
+        model_files=files, problems=listed(fresh, (1, 2, 3)),
+        control={**listed(control, (1,)), "models": ["smollm2-135m", "organism-v6"],
+                 "what": "both models' whole chains (every stage) on these level-1 problems: the organism's gain "
+                         "minus the base model's, the negative control"},
+        spent=spent, prediction=prediction, power=power, tau_lp=th[0], tau_h=th[1])
+    out["spent"]["v6_stage_flow"] = flow.to_dict(orient="records")
+    out["prediction"]["power_at"] = {"n": args.n, "p_gain": round(p_gain, 4), "p_loss": round(p_loss, 4),
+                                     "discordant_on_spent": round(disc, 4)}
+    preregistration.V6_PATH.parent.mkdir(parents=True, exist_ok=True)
+    preregistration.V6_PATH.write_text(json.dumps(out, indent=1) + "\n")
+    print(json.dumps({k: out[k] for k in ("spent", "prediction")}, indent=1))
     return 0
 
 

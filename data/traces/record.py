@@ -66,6 +66,10 @@ def main() -> int:
     ap.add_argument("--split", choices=["eval"], default=None,
                     help="arith: draw from the eval split (disjoint by content from the organism's training "
                          f"problems); the organism's recordings use --split eval --seed {EVAL_SEEDS['record']}")
+    ap.add_argument("--preregistration", type=Path, default=None,
+                    help="organism v6's preregistration (data/traces/arith-organism-v6/preregistration.json): "
+                         "lase-large (gated at its thresholds) and the baselines run on its fresh problems, "
+                         "lase-full on its control problems; the problem lists must hash as it says")
     ap.add_argument("--dry-run", action="store_true", help="print the plan (calls per run, estimated tokens) and stop")
     args = ap.parse_args()
     if args.model.startswith(ORGANISM) and args.split != "eval":
@@ -80,7 +84,9 @@ def main() -> int:
         base = replace(base, **{k: v for k, v in (("tau_lp", args.tau_lp), ("tau_h", args.tau_h)) if v is not None})
         gate = {"gate": {"tau_lp": base.tau_lp, "tau_h": base.tau_h, "rule": "given on the command line"}}
     plans = []
-    for name in args.strategies:
+    if args.preregistration is not None:
+        plans = _v6_plans(base, args)
+    for name in args.strategies if args.preregistration is None else ():
         if name == LARGE:
             strategy, cfg, problems, extra = _large(base, args)
             plans.append(RunPlan(name, strategy, cfg, problems, manifest=extra))
@@ -129,6 +135,45 @@ def _large(base: StrategyConfig, args) -> tuple[str, StrategyConfig, list, dict]
         "tau_lp": cfg.tau_lp, "tau_h": cfg.tau_h, "rule": "preregistered (data/traces/preregistration.json)",
         "preregistration_date": prereg.get("date")},
         "offset": args.n_full}
+
+
+def _v6_plans(base: StrategyConfig, args) -> list[RunPlan]:
+    """The fresh recordings organism v6's preregistration fixes: ``lase-large`` (gated LASE at its
+    thresholds, each stage's confidence recorded) and any baseline (``mv``) on its fresh problems,
+    ``lase-full`` on its control problems (the control pair: run once per model). Refuses problem
+    lists whose sha256 is not the preregistered one, and a recording asked for before the
+    preregistration is committed."""
+    import subprocess
+
+    from lase_nb import organism
+
+    prereg = preregistration.load(args.preregistration)
+    tracked = subprocess.run(["git", "log", "--format=%h", "-1", "--", str(args.preregistration)],
+                             capture_output=True, text=True, cwd=Path(__file__).parent).stdout.strip()
+    if not tracked:
+        raise SystemExit(f"{args.preregistration} is not committed: commit the preregistration alone first, "
+                         "so the history shows it came before the recordings")
+    th = prereg["thresholds"]
+    plans = []
+    for name in args.strategies:
+        which = "control" if name == "lase-full" else "problems"
+        spec = prereg[which]
+        problems = organism.v6_problems(which, spec["n"], seed=spec["seed"], levels=spec["levels"])
+        if organism.problems_sha256(problems) != spec["sha256"]:
+            raise SystemExit(f"the {which} regenerated here do not hash as the preregistration says: the generator or "
+                             "the exclusions changed since it was written; do not record")
+        fields = {"problem_set": f"organism-v6-{which}", "preregistration": str(args.preregistration),
+                  "preregistration_commit": tracked}
+        if name == LARGE:
+            cfg = replace(base, tau_lp=float(th["tau_lp"]), tau_h=float(th["tau_h"]), full_chain=False)
+            plans.append(RunPlan(name, "lase", cfg, problems, manifest={**fields, "gate": {
+                "tau_lp": cfg.tau_lp, "tau_h": cfg.tau_h, "rule": f"preregistered ({args.preregistration})",
+                "preregistration_date": prereg.get("date")}}))
+            continue
+        (plan,) = plan_runs([name], base, problems)
+        plan.manifest = fields
+        plans.append(plan)
+    return plans
 
 
 def _thresholds_from(base: StrategyConfig, args) -> tuple[StrategyConfig, dict]:
