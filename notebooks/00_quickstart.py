@@ -233,8 +233,9 @@ if len(wrong_and_sure):
 # Solutions are kept apart, in `notebooks/solutions/00_solutions.py` (run it as a script or open it
 # as a notebook); the test suite runs them, so they stay right.
 #
-# **Exercise 00.1.** At the default gate (0.8 / 0.5) and at a stricter one (0.95 / 0.2), what share of
-# the first answers is escalated, and how many answers change side between the two gates?
+# **Exercise 00.1.** The gate escalates an answer when `exp(LP_min)` is below 0.8 **or** `H_max` is
+# above 0.5 nats. On the recorded first answers, how many does each test flag on its own, how many
+# both, and how many decisions would change if the gate read `exp(LP_min)` alone?
 #
 # **Exercise 00.2.** Find the least confident right first answer (the lowest `exp(LP_min)` among
 # right answers). What did the leader answer, and would the default gate (0.8 / 0.5) escalate it?

@@ -280,9 +280,10 @@ if interactive:
 # with 9 agents starting at 70% accuracy for 10 rounds. Does the group's belief in the right answer
 # drift? Test its mean one-round increment against zero.
 #
-# **Exercise 01.3.** Proposition 3.8. How many messages does an all-to-all debate of 5 agents over
-# 3 rounds put into contexts, and how many does a star with one peer per round? Count them on the
-# schedules themselves and compare with the closed forms.
+# **Exercise 01.3.** Proposition 3.8 in use. A context window holds a fixed number of messages: over
+# 3 rounds, how many agents can an all-to-all debate have before it puts more than 100 messages into
+# contexts, and how many can a star with one peer per round? Count on the schedules
+# (`theory.all_to_all_schedule`, `theory.star_schedule`), then say which closed form predicts each.
 
 # %% [markdown]
 # ## Summary

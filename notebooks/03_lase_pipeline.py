@@ -242,12 +242,15 @@ else:
     display(regimes.control_table(same, *labels))
     display(Markdown(regimes.describe_control(same, *labels)))
 
-# %% [markdown] tags=["book-more"]
-# **The pointing organism, stage by stage.** The same walk as 3.2, on the problem picked by rule
+# %% [markdown] tags=["seminar"]
+# **The mechanism, on the pointing organism.** The same walk as 3.2, on the problem picked by rule
 # (`correct_seeds.pick_fix`): the first whose leader was wrong alone, where a note it read holds a
-# correct seed (appendix A1) and LASE ends right, a fix by the paper's rule taken first.
+# correct seed (appendix A1) and LASE ends right, a fix by the paper's rule taken first. Watch two
+# things: the gate after each revision (does LASE stop before the last supporter?), and the note
+# the leader read before its answer changed (the transcript, to LASE's stop). The embedded model's
+# walk in 3.2 is the contrast.
 
-# %% tags=["book-more"]
+# %% tags=["seminar"]
 org = shown[1].label if len(shown) > 1 else None  # the first study beside yours (the pointing organism by default)
 if org in both:
     o_run, o_chains = both[org]["lase"], model_chains[org]
@@ -264,6 +267,10 @@ if org in both:
         plots.savefig(fig, "pipeline_stage_walk_organism")
         plt.show()
         display(Markdown(pipeline.describe_walk(o_walk, o_change)))
+        o_stop = int(np.flatnonzero(o_walk["lase"].to_numpy() == "stops here")[0])
+        o_entries = transcripts.transcript_entries(o_run.calls, o_pid, stop_stage=o_stop, tau_lp=tau_lp, tau_h=tau_h,
+                                                   gold=o_problems[o_pid].gold, kind=kind)
+        display(Markdown(transcripts.render_transcript([e for e in o_entries if e["stage"] <= o_stop], max_chars=300)))
 else:
     print("no study beside yours (studies): the second walk-through is skipped")
 

@@ -392,9 +392,11 @@ if interactive:
 # row. With that many tests at alpha = 0.05, how likely is at least one false alarm if no strategy
 # differs (tests taken as independent)? Adjust the p-values with Holm's method: does any difference survive?
 #
-# **Exercise 04.2.** Accuracy per token: rank the strategies by right answers per 1,000 tokens
-# (prompt + completion). Which one buys its accuracy most cheaply, and why is that not the same
-# as "best"?
+# **Exercise 04.2.** Compute matched, pair by pair. How many of MV's recorded samples does LASE's
+# average token count buy (MV's tokens per sample on these problems)? Vote over that many
+# (`comparison.mv_subsample`, the first k samples of each problem) and test MV(k) against LASE on the
+# same problems with the exact McNemar test and the paired interval: at equal compute, which is
+# ahead, and can the test tell?
 #
 # **Exercise 04.3.** MAD against LASE, pair by pair: on the problems both ran, how many does each
 # get right that the other gets wrong, and what do the exact McNemar test and the paired bootstrap

@@ -240,6 +240,12 @@ def test_comparison_by_model_stacks_the_one_model_tables(two):
     assert panels[0].get_xlim() == panels[1].get_xlim()
     assert fig.get_size_inches()[0] <= 10  # legible at a notebook's width
     plt.close(fig)
+    # three models, two a row: the panel above another still labels its ticks (issue 56: SmolLM2's had none)
+    fig = comparison.plot_accuracy_vs_tokens_by_model(pd.concat([t, t[t["model"] == "base"].assign(model="third")]))
+    fig.canvas.draw()
+    for ax in (a for a in fig.axes if a.get_title()):
+        assert any(x.get_visible() and x.get_text() for x in ax.get_xticklabels()), ax.get_title()
+    plt.close(fig)
     # a baseline that is not comparable on one model is drawn hollow there, and the figure says so
     fig = comparison.plot_accuracy_vs_tokens_by_model(t, not_comparable={"again": {"mad"}})
     faces = {ax.get_title().split()[0]: [matplotlib.colors.to_hex(c.lines[0].get_markerfacecolor())

@@ -702,6 +702,17 @@ def test_executed_chapter_draws_the_committed_figures(nb: Path, tmp_path_factory
                          "figures/ (or find what made the drawing change)")
 
 
+@pytest.mark.slow
+def test_make_notebooks_writes_exactly_the_committed_figures(tmp_path_factory):
+    """Issue 56: the set of figures the chapters write on their defaults (as `make notebooks` runs
+    them) is the set committed in figures/: a committed figure no default run draws (one that needs
+    several difficulty levels, say) is stale, and a figure drawn but not committed is missing."""
+    written = {p.name for nb in DRAWING for p in _executed(nb, tmp_path_factory)[1].glob("*.png")}
+    committed = {p.name for p in (NOTEBOOKS.parent / "figures").glob("*.png")}
+    assert written == committed, (f"committed but not drawn: {sorted(committed - written)}; "
+                                  f"drawn but not committed: {sorted(written - committed)}")
+
+
 def test_book_pages_link_to_each_other_describe_figures_and_hide_set_up_code(tmp_path):
     """Issue 51: previous/next links on every page, an alternative text naming each figure's section
     (not nbconvert's "No description has been provided"), and the set-up and loader code hidden

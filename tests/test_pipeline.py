@@ -169,6 +169,11 @@ def test_describe_texts_follow_the_data(chain_stages):
     walk = pipeline.stage_table(chain_stages, "p1", 0.8, 0.5)
     text = pipeline.describe_walk(walk, pipeline.walkthrough_change(chains, "p1", 0.8, 0.5))
     assert "from a wrong answer to the right one" in text and "stops at stage 2" in text and "650" in text
+    # issue 56: whether the gate stopped early is said from the walk (here stage 2 of 0-3: the expert never called)
+    assert len(walk) == 4 and "so LASE stopped early: expert was never called" in text
+    last = walk.assign(lase=["continues", "continues", "continues", "stops here"], uncertain=[True, True, True, True])
+    ran = pipeline.describe_walk(last, pipeline.walkthrough_change(chains, "p1", 0.8, 0.5))
+    assert "LASE ran every stage, and the leader was still unsure after it." in ran and "stopped early" not in ran
     batch = pipeline.describe_batch(chains, 0.8, 0.5)
     assert "escalates **75%** of the 4 problems" in batch and "rescued **1**" in batch
 

@@ -601,9 +601,10 @@ def plot_accuracy_vs_tokens_by_model(table: pd.DataFrame, labels: Mapping[str, s
         row[0].set_ylabel("accuracy %")
     for ax in flat[len(groups):]:
         ax.axis("off")
+    for ax in flat[:len(groups)]:  # every panel its own tick labels (shared axes hide them above a panel)
+        ax.xaxis.set_tick_params(labelbottom=True)
     for ax in flat[len(groups) - ncols:len(groups)]:
         ax.set_xlabel("average tokens per problem (log scale)")
-        ax.xaxis.set_tick_params(labelbottom=True)
     handles: dict[str, Any] = {}
     for ax in flat[:len(groups)]:
         for h, lab in zip(*ax.get_legend_handles_labels()):

@@ -17,7 +17,7 @@ Transcripts are drawn by :mod:`lase_nb.chapters.transcripts`, runs loaded by :mo
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -540,7 +540,18 @@ def describe_walk(walk: pd.DataFrame, change: Mapping[str, Any]) -> str:
         out += (f"LASE stops at stage {stop} ({walk['supporter'].iloc[stop]}) with {_ans(sl['answer'])} "
                 f"({'right' if sl['correct'] else 'wrong'}), having spent {int(sl['total_tokens'])} tokens "
                 f"(prompt + completion) against {int(s0['total_tokens'])} for the leader alone.")
+        left = list(walk["supporter"].iloc[stop + 1:])
+        out += (f" The gate found the leader sure after stage {stop} ({conf(sl)}), so LASE stopped early: "
+                f"{_names(left)} {'was' if len(left) == 1 else 'were'} never called." if left else
+                " The gate never found the leader sure before the last stage: LASE ran every stage"
+                + (", and the leader was still unsure after it." if walk["uncertain"].iloc[stop] else "."))
     return out
+
+
+def _names(items: Sequence[str]) -> str:
+    """``"a"``, ``"a and b"``, ``"a, b and c"``."""
+    items = [str(i) for i in items]
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
 def describe_batch(chains: Chains, tau_lp: float, tau_h: float) -> str:

@@ -45,14 +45,23 @@ print(f"mean increment of the group's belief per round {test.mean_increment:+.5f
 assert abs(test.z) < 3  # no drift: the expected accuracy after any round equals the start
 
 # %% [markdown]
-# **Exercise 01.3.** Proposition 3.8. How many messages does an all-to-all debate of 5 agents over
-# 3 rounds put into contexts, and how many does a star with one peer per round? Count them on the
-# schedules themselves and compare with the closed forms.
+# **Exercise 01.3.** Proposition 3.8 in use. A context window holds a fixed number of messages: over
+# 3 rounds, how many agents can an all-to-all debate have before it puts more than 100 messages into
+# contexts, and how many can a star with one peer per round? Count on the schedules
+# (`theory.all_to_all_schedule`, `theory.star_schedule`), then say which closed form predicts each.
 
 # %%
-full = theory.count_inclusions(theory.all_to_all_schedule(5, 3))
-star = theory.count_inclusions(theory.star_schedule(5, 3, k_peers=1))
-print(f"all-to-all: {full} inclusions (T n (n-1) = {theory.inclusions_formula('all_to_all', 5, 3)}); "
-      f"star: {star} (2 k T = {theory.inclusions_formula('star', 5, 3)})")
-assert full == theory.inclusions_formula("all_to_all", 5, 3)
-assert star <= theory.inclusions_formula("star", 5, 3)
+def most_agents(schedule, cap: int = 100, rounds: int = 3, limit: int = 60) -> int:
+    """The most agents whose schedule puts at most ``cap`` messages into contexts over ``rounds``."""
+    fits = [n for n in range(2, limit) if theory.count_inclusions(schedule(n, rounds)) <= cap]
+    return max(fits)
+
+
+n_full = most_agents(theory.all_to_all_schedule)
+n_star = most_agents(lambda n, t: theory.star_schedule(n, t, k_peers=1))
+print(f"all-to-all: at most {n_full} agents (T n (n-1) = {theory.inclusions_formula('all_to_all', n_full, 3)} "
+      f"messages; {n_full + 1} agents: {theory.inclusions_formula('all_to_all', n_full + 1, 3)})")
+print(f"star, one peer a round: {'every size tried' if n_star == 59 else f'at most {n_star} agents'} "
+      f"(2 k T = {theory.inclusions_formula('star', n_star, 3)} messages whatever n)")
+assert theory.inclusions_formula("all_to_all", n_full, 3) <= 100 < theory.inclusions_formula("all_to_all", n_full + 1, 3)
+assert n_star > n_full

@@ -33,14 +33,28 @@ for s, p, q in zip(others.index, others["p_vs_single"], adjusted):
 assert np.all(adjusted >= others["p_vs_single"].to_numpy() - 1e-12)  # Holm never lowers a p-value
 
 # %% [markdown]
-# **Exercise 04.2.** Accuracy per token: rank the strategies by right answers per 1,000 tokens
-# (prompt + completion). Which one buys its accuracy most cheaply, and why is that not the same
-# as "best"?
+# **Exercise 04.2.** Compute matched, pair by pair. How many of MV's recorded samples does LASE's
+# average token count buy (MV's tokens per sample on these problems)? Vote over that many
+# (`comparison.mv_subsample`, the first k samples of each problem) and test MV(k) against LASE on the
+# same problems with the exact McNemar test and the paired interval: at equal compute, which is
+# ahead, and can the test tell?
 
 # %%
-per_k = (1000 * table["accuracy"] / table["avg_tokens"]).sort_values(ascending=False)
-print(per_k.round(3).to_string())
-assert per_k.index[0] in table.index
+from lase_nb.chapters import comparison
+
+mv_calls, mv_problems = runs["mv"].calls, runs["mv"].problems
+per_sample = mv_problems["total_tokens"].mean() / mv_calls.groupby("problem_id").size().mean()
+k = max(1, int(tables["lase"]["total_tokens"].mean() // per_sample))
+votes = comparison.mv_subsample(mv_calls, mv_problems, ks=[k])
+mv_k = votes[votes["k"] == k].set_index("problem_id")["correct"]
+lase = tables["lase"].set_index("problem_id")["correct"]
+both = lase.index.intersection(mv_k.index)
+t = stats.paired_test(mv_k.loc[both].to_numpy(bool), lase.loc[both].to_numpy(bool), n_boot=2000, seed=0)
+print(f"LASE spends {tables['lase']['total_tokens'].mean():.0f} tokens a problem, MV {per_sample:.0f} a sample: "
+      f"MV({k}) at equal compute; on {len(both)} problems MV({k}) - LASE = {100 * t['diff']:+.1f} points "
+      f"[{100 * t['diff_lo']:+.1f}, {100 * t['diff_hi']:+.1f}], McNemar p = {t['p_value']:.2g}, "
+      f"{t['b'] + t['c']} problems differ")
+assert 1 <= k and t["n"] == len(both)
 
 # %% [markdown]
 # **Exercise 04.3.** MAD against LASE, pair by pair: on the problems both ran, how many does each
