@@ -59,7 +59,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--recordings", nargs="*", default=list(RECORDINGS), choices=list(RECORDINGS))
     ap.add_argument("--noop", type=int, default=0, help="section 2: this many NoOp problems per model")
-    ap.add_argument("--readme", action="store_true", help="only rewrite the README's table from data/ceiling")
+    ap.add_argument("--summary", action="store_true", help="only print the summary and the verdict from data/ceiling")
     ap.add_argument("--pilot", type=Path, default=None,
                     help="also the organism's recording through this merged model folder (the revision pilot, "
                          "data/organism/revision_pilot.py), written as organism-pilot")
@@ -68,8 +68,8 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=ROOT / "data" / "ceiling")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
-    if args.readme:
-        write_readme(ceiling.load_rows(args.out))
+    if args.summary:
+        print_summary(ceiling.load_rows(args.out))
         return 0
     cache = CallCache()
     frames = []
@@ -102,16 +102,14 @@ def main() -> int:
         print(ceiling.ceiling_table(rows).to_string(index=False))
         print(ceiling.right_table(rows).to_string(index=False))
         print(ceiling.stop_rule(rows).to_string(index=False))
-    write_readme(ceiling.load_rows(args.out))
+    print_summary(ceiling.load_rows(args.out))
     return 0
 
 
-def write_readme(rows: pd.DataFrame, readme: Path = ROOT / "README.md") -> None:
-    """Print the summary table and the stop rule's verdict, and write the verdict alone between the
-    README's ``ceiling`` markers (the table lives in chapter 06; a test holds the README to the rows)."""
-    table, verdict = ceiling.markdown(ceiling.summary(rows)), ceiling.verdict(rows)
-    print(table, verdict, sep="\n\n")
-    ceiling.write_between_markers(readme, "ceiling", verdict)
+def print_summary(rows: pd.DataFrame) -> None:
+    """Print the summary table and the stop rule's verdict (chapter 06 shows both from the same
+    functions; the README tells the story in three sentences, :func:`lase_nb.revision.readme_summary`)."""
+    print(ceiling.markdown(ceiling.summary(rows)), ceiling.verdict(rows), sep="\n\n")
 
 
 def noop_study(args, cache: CallCache) -> list[pd.DataFrame]:

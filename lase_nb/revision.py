@@ -396,11 +396,6 @@ def learning_curve_verdict(folder: Path | None = None) -> str:
     return f"Learning curve of the revision on v5's own notes (stage 1, held out): {sizes}. " + stage1_verdict(curve)
 
 
-def write_readme(readme: Path, folder: Path | None = None) -> None:
-    """Write :func:`learning_curve_verdict` between the README's ``revision`` markers."""
-    write_between_markers(readme, "revision", learning_curve_verdict(folder))
-
-
 # ---------------------------------------------------------------- the whole chain (organism v6)
 
 #: Where the organism v6's study lives: ``lase-full`` (the whole chain on the 200 spent problems of
@@ -612,3 +607,38 @@ def describe_v6_verdict(prereg: Mapping[str, Any] | None, study: Path | None = N
     return (f"Organism v6's preregistration was committed on {prereg['date']} before any fresh recording: predicted "
             f"{100 * pred['effect']:+.1f} points ({100 * lo:+.1f} to {100 * hi:+.1f}), power {pred['power']:.0%} on "
             f"{prereg['problems']['n']} fresh problems. The fresh recordings are not made yet: no verdict.")
+
+
+def readme_summary(prereg: Mapping[str, Any], prereg_v6: Mapping[str, Any] | None,
+                   traces_root: Path | None = None) -> str:
+    """The README's three sentences on why no gain so far and the test that could show one, from the
+    committed data: v5's preregistered test, the note and the leader separated at stage 1, and v6's
+    verdict or what stands in its way (:func:`describe_v6_verdict`)."""
+    from .ceiling import load_rows
+    from .preregistration import primary_from_gated_run
+    from .runs import problems_from_manifest
+    from .traces import load_run
+
+    root = Path(traces_root) if traces_root else V6_STUDY.parent
+    p = primary_from_gated_run(prereg, load_run(root / "arith-organism-point" / "lase-large"))
+    run = load_run(root / "arith-organism-point" / "lase-full")
+    grid = note_leader_grid(decomposition_sources(run, problems_from_manifest(run.manifest), load_rows(),
+                                                  prereg["thresholds"]["tau_lp"], prereg["thresholds"]["tau_h"]))
+    g = grid.set_index(["leader", "note"])["fixed"]
+    own, perfect = "v5's own devil note", "a perfect note"
+    wrong = int(grid["wrong"].iloc[0])
+    first = (f"On the pointing organism (v5), gated LASE against the leader alone on {p['n']} fresh problems, as "
+             f"preregistered: {100 * p['diff']:+.1f} points [{100 * p['diff_lo']:+.1f}, {100 * p['diff_hi']:+.1f}], "
+             f"{'claimed' if p['claimed'] else 'not claimed'}.")
+    second = (f"Replaying its first stage on the {wrong} escalated wrong answers separates the note from the leader: "
+              f"v5's revision fixes {g[('v5', own)]} after its own devil's note and "
+              f"{g[('v5', perfect)]} after a perfect one; a revision trained to read notes fixes "
+              f"{g[('pilot', own)]} after the same notes (found after the fact).")
+    return f"{first} {second} {describe_v6_verdict(prereg_v6, root / 'arith-organism-v6')}"
+
+
+def write_readme_summary(readme: Path) -> None:
+    """Write :func:`readme_summary` between the README's ``v6`` markers."""
+    from .preregistration import V6_PATH, load
+
+    write_between_markers(readme, "v6", readme_summary(load(), load(V6_PATH) if V6_PATH.is_file() else None))

@@ -154,10 +154,13 @@ def test_a_note_that_states_the_answer_makes_no_training_example():
     assert "redo 4 + 5" in messages[-1]["content"] and target.endswith("\\boxed{18}")
 
 
-def test_the_readme_prints_the_committed_learning_curve():
+def test_the_readme_says_why_no_gain_from_the_committed_data():
+    from lase_nb.preregistration import V6_PATH, load
+
     text = (ROOT / "README.md").read_text()
-    block = text.split("<!-- revision:start -->", 1)[1].split("<!-- revision:end -->", 1)[0]
-    assert block.strip() == revision.learning_curve_verdict()
+    block = text.split("<!-- v6:start -->", 1)[1].split("<!-- v6:end -->", 1)[0]
+    assert block.strip() == revision.readme_summary(load(), load(V6_PATH) if V6_PATH.is_file() else None)
+    assert "06_failure_modes.ipynb" in text.split("<!-- v6:end -->", 1)[1].split("## ", 1)[0], "a link to 6.6"
 
 
 def test_the_replay_with_v5_reproduces_the_recorded_revisions():

@@ -195,7 +195,7 @@ def verdict(args) -> int:
              for f in SIZES if (OUT / f"own-size-{f:g}.jsonl").is_file()}
     print(revision.stage_one_table(pd.concat(curve.values(), ignore_index=True)).to_string(index=False))
     print(revision.stage1_verdict(curve))
-    revision.write_readme(ROOT / "README.md")
+    revision.write_readme_summary(ROOT / "README.md")
     return 0
 
 
