@@ -304,9 +304,10 @@ def problems_from_manifest(manifest: Mapping[str, Any], data_path: str | None = 
     return {p.id: p for p in probs}
 
 
-#: A manifest's ``problem_set``: the organism's held-out lists (:mod:`lase_nb.organism`), which
-#: leave out problems by chain, so ``load_dataset`` alone would not regenerate them.
-PROBLEM_SETS = ("organism-eval", "organism-held-out-r3")
+#: A manifest's ``problem_set``: the organism's held-out lists (:mod:`lase_nb.organism`; round 3's in
+#: :mod:`lase_nb.organism_round3`), which leave out problems by chain, so ``load_dataset`` alone would
+#: not regenerate them.
+PROBLEM_SETS = ("organism-eval", "organism-held-out-r3", "organism-v6-problems", "organism-v6-control")
 
 
 def _organism_problem_set(manifest: Mapping[str, Any], n: int | None) -> list[Any] | None:
@@ -316,12 +317,15 @@ def _organism_problem_set(manifest: Mapping[str, Any], n: int | None) -> list[An
         return None
     if kind not in PROBLEM_SETS or n is None:
         raise DataError(f"problem_set {kind!r} with n={n}: expected one of {', '.join(PROBLEM_SETS)} and a count")
-    from . import organism
+    from . import organism, organism_round3
 
     seed = int(manifest.get("seed", 0))
     if kind == "organism-eval":
         return organism.eval_problems(n, seed=seed, levels=manifest.get("levels") or (1, 2, 3))
-    return organism.held_out_problems(n, seed=seed)
+    if kind.startswith("organism-v6-"):  # organism v6's fresh or control problems (its preregistration)
+        return organism.v6_problems(kind.removeprefix("organism-v6-"), n, seed=seed,
+                                    levels=manifest.get("levels") or (1, 2, 3))
+    return organism_round3.held_out_problems(n, seed=seed)
 
 
 def common_ids(runs: Mapping[str, Run], problem_ids: Sequence[str]) -> np.ndarray:

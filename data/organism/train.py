@@ -40,7 +40,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from lase_nb import organism  # noqa: E402
+from lase_nb import organism, organism_round3  # noqa: E402
 from lase_nb.backends.local.files import ORGANISM_DIR  # noqa: E402
 from lase_nb.organism import TRAINING_SETS  # noqa: E402
 
@@ -221,9 +221,9 @@ def round3_roles(args, work: Path, unit: Path, merged: Path, log: dict, save_log
         by_id = {p.id: p for p in problems}
         tagged = []
         for r in rows:
-            tagged += organism.round3_examples(by_id[r["id"]], r["texts"], rng)
-        steps = dict(organism.UNIT_STEPS, n=args.unit_keep, seed=organism.UNIT_STEPS["seed"] + 1)
-        tagged += [("unit", e) for e in organism.unit_examples(organism.unit_steps(**steps))]
+            tagged += organism_round3.round3_examples(by_id[r["id"]], r["texts"], rng)
+        steps = dict(organism_round3.UNIT_STEPS, n=args.unit_keep, seed=organism_round3.UNIT_STEPS["seed"] + 1)
+        tagged += [("unit", e) for e in organism_round3.unit_examples(organism_round3.unit_steps(**steps))]
         tagged += [("solve", e) for e in organism.solve_examples(organism.training_problems("solve2", args.solve2))]
         counts = {}
         for role, _ in tagged:
@@ -268,13 +268,13 @@ def write_round3(args, final: Path, log: dict) -> None:
         "what": "LoRA adapter on SmolLM2-135M-Instruct (the embedded model): the model organism, round 3: "
                 "supporters that point by the careful method and never state the answer, a leader that redoes "
                 "the step it is pointed at and carries the new value, every strategy's follow-ups in their own format",
-        "recipe": {"module": "lase_nb.organism", "starts_from": f"v5's adapter ({before.get('replaces', 'v5')})",
+        "recipe": {"module": "lase_nb.organism_round3", "starts_from": f"v5's adapter ({before.get('replaces', 'v5')})",
                    "lora": LORA, "lr": args.lr, "batch": args.batch, "epochs_per_stage": 1, "seed": args.seed,
-                   "unit_examples": args.unit_pilot or organism.UNIT_STEPS["n"], "unit_kept_in_roles": args.unit_keep,
+                   "unit_examples": args.unit_pilot or organism_round3.UNIT_STEPS["n"], "unit_kept_in_roles": args.unit_keep,
                    "sample_temperature": args.temperature, "attempts_per_problem": 3,
-                   "roles_trained": organism.ROLE_TRAINING},
+                   "roles_trained": organism_round3.ROLE_TRAINING},
         "training_sets": sets,
-        "unit_steps": dict(organism.UNIT_STEPS, n=args.unit_pilot or organism.UNIT_STEPS["n"]),
+        "unit_steps": dict(organism_round3.UNIT_STEPS, n=args.unit_pilot or organism_round3.UNIT_STEPS["n"]),
         "training": log,
         "prompt_fingerprint": organism.prompt_fingerprint(),
         "device": f"cpu ({args.threads} threads, {platform.processor() or platform.machine()})",
@@ -361,8 +361,8 @@ def main(argv=None) -> int:
         if not (unit / "adapter_config.json").is_file():
             model = AutoModelForCausalLM.from_pretrained(str(base), local_files_only=True, dtype=torch.float32)
             model = peft.PeftModel.from_pretrained(model, str(args.base_adapter), is_trainable=True)
-            steps = dict(organism.UNIT_STEPS, n=args.unit_pilot or organism.UNIT_STEPS["n"], shapes=args.unit_shapes)
-            ex = organism.unit_examples(organism.unit_steps(**steps))
+            steps = dict(organism_round3.UNIT_STEPS, n=args.unit_pilot or organism_round3.UNIT_STEPS["n"], shapes=args.unit_shapes)
+            ex = organism_round3.unit_examples(organism_round3.unit_steps(**steps))
             ex += organism.solve_examples(organism.training_problems("solve2", args.solve2))
             log["unit"] = train(model, tok, ex, lr=args.lr, batch=args.batch, seed=args.seed + 2,
                                 label="unit skill: the careful method", dtype=args.dtype)
