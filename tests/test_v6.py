@@ -152,3 +152,39 @@ def test_describe_v6_verdict_says_what_stands_in_the_way(tmp_path) -> None:
               "problems": {"n": 600}}
     text = revision.describe_v6_verdict(prereg, tmp_path)
     assert "+4.5 points (+3.0 to +6.0), power 81% on 600 fresh problems" in text and "no verdict" in text
+
+
+V6_FULL = revision.V6_STUDY / "lase-full"
+needs_v6 = pytest.mark.skipif(not (V6_FULL / "manifest.json").is_file(), reason="v6's chain is not recorded")
+
+
+@needs_v6
+def test_v6s_recorded_chain_names_both_adapters_and_is_v5_for_first_answers_and_notes() -> None:
+    import json
+
+    from lase_nb.backends.local.files import ORGANISM_DIR, REVISION_DIR
+    from lase_nb.traces import load_run
+
+    v6 = load_run(V6_FULL)
+    models = v6.manifest["model_files"]["models"]
+    for name, folder in (("organism", ORGANISM_DIR), ("organism-revision", REVISION_DIR)):
+        assert models[name]["adapter_sha256"] == json.loads((folder / "manifest.json").read_text())["adapter_sha256"]
+    same = revision.reproduces(v6.calls, load_run(revision.V5_FULL).calls, [("leader", 0), ("devil", 1)])
+    assert all(k == n == 200 for k, n in same.values()), same
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not preregistration.V6_PATH.is_file(), reason="no v6 preregistration")
+def test_v6s_problem_lists_regenerate_as_preregistered() -> None:
+    from lase_nb import organism
+
+    pre = preregistration.load(preregistration.V6_PATH)
+    for which in ("problems", "control"):
+        spec = pre[which]
+        got = organism.v6_problems(which, spec["n"], seed=spec["seed"], levels=spec["levels"])
+        assert organism.problems_sha256(got) == spec["sha256"]
+        assert {str(lv): sum(p.meta["level"] == int(lv) for p in got) for lv in spec["per_level"]} == spec["per_level"]
+    fresh = {organism.chain_key(p) for p in organism.v6_problems("problems", pre["problems"]["n"])}
+    control = {organism.chain_key(p) for p in organism.v6_problems("control", pre["control"]["n"], levels=(1,))}
+    spent = organism.recorded_chains(organism.RECORDED_BEFORE_V6) | organism.training_chains()
+    assert not fresh & spent and not control & spent and not fresh & control
