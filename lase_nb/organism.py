@@ -662,20 +662,23 @@ CALIBRATION_POOL = 1000
 
 def recorded_chains(folders: Sequence[str], traces_root: str | Path | None = None) -> frozenset:
     """The chain of every problem of every run in ``folders`` (under ``data/traces``), each run's
-    problems regenerated from its manifest; a run whose problems cannot be regenerated is an error
-    (the exclusion would be incomplete)."""
+    problems regenerated from its manifest as :func:`lase_nb.runs.problems_from_manifest` does; a run
+    not on the arithmetic generator is an error (its problems could not be left out)."""
     import json
 
-    from .runs import problems_from_manifest
+    from .datasets import load_dataset
 
     root = Path(traces_root) if traces_root else Path(__file__).resolve().parents[1] / "data" / "traces"
     chains: set = set()
     for folder in folders:
         for manifest in sorted((root / folder).rglob("manifest.json")):
-            problems = problems_from_manifest(json.loads(manifest.read_text()))
-            if not problems:
-                raise ValueError(f"{manifest}: its problems cannot be regenerated, so they cannot be excluded")
-            chains |= {chain_key(p) for p in problems.values()}
+            m = json.loads(manifest.read_text())
+            if m.get("dataset", "arith") != "arith" or m.get("problem_set") or m.get("n") is None:
+                raise ValueError(f"{manifest}: not a run on the arithmetic generator, so its problems cannot be left out")
+            offset = int(m.get("offset") or 0)
+            problems = load_dataset("arith", None, int(m["n"]) + offset, int(m.get("seed", 0)),
+                                    levels=m.get("levels") or None, split=m.get("split"))[offset:]
+            chains |= {chain_key(p) for p in problems}
     return frozenset(chains)
 
 

@@ -26,11 +26,11 @@ from pathlib import Path
 from typing import Sequence
 
 from . import prompts
-from .datasets import arithmetic_problems, load_dataset
-from .organism import (_APPLY, _INVERSE, _OP_OF, _SIGN, EVAL_SEEDS, ROLE_WEIGHTS, Example, Label, Step,
+from .datasets import arithmetic_problems
+from .organism import (_APPLY, _INVERSE, _OP_OF, _SIGN, CALIBRATION_POOL, EVAL_SEEDS, ROLE_WEIGHTS, Example, Label, Step,
                        _attempt_of, _expected, _obeys, _riskiest, _sources, chain_key, collaborator_note,
                        eval_problems, expert_note, first_fault, flagged_step, gold_steps, label_attempt,
-                       number_sources, parse_steps, solution_text)
+                       number_sources, parse_steps, recorded_chains, solution_text)
 from .types import Problem
 
 #: Round 3's unit-skill steps, as the keyword arguments of :func:`unit_steps` ("train" steps only).
@@ -40,27 +40,13 @@ UNIT_STEPS = {"n": 1000, "seed": 211, "split": "train"}
 #: The recordings made before round 3 (folders under ``data/traces``): round 3's held-out problems
 #: share no chain with any of their problems.
 RECORDED_BEFORE_R3 = ("arith-smollm2", "arith-organism-tell", "arith-organism-point", "control-level1")
-#: How many problems of each calibration seed round 3's held-out problems stay clear of.
-CALIBRATION_POOL = 1000
 
 
 def chains_recorded_before_r3(traces_root: str | Path | None = None) -> frozenset:
     """The chain of every problem in a recording of :data:`RECORDED_BEFORE_R3` (each run's problems
-    regenerated from its manifest) and of the first :data:`CALIBRATION_POOL` problems of each
-    calibration seed: what round 3's recordings must not repeat."""
-    import json
-
-    root = Path(traces_root) if traces_root else Path(__file__).resolve().parents[1] / "data" / "traces"
-    chains = set()
-    for folder in RECORDED_BEFORE_R3:
-        for manifest in sorted((root / folder).rglob("manifest.json")):
-            m = json.loads(manifest.read_text())  # recorded on arithmetic_problems, before any problem_set
-            if m.get("dataset", "arith") != "arith" or m.get("problem_set") or m.get("n") is None:
-                raise ValueError(f"{manifest}: not a run on the arithmetic generator, so round 3 cannot avoid it")
-            offset = int(m.get("offset") or 0)  # the same call as runs.problems_from_manifest makes
-            problems = load_dataset("arith", None, int(m["n"]) + offset, int(m.get("seed", 0)),
-                                    levels=m.get("levels") or None, split=m.get("split"))[offset:]
-            chains |= {chain_key(p) for p in problems}
+    regenerated from its manifest, :func:`lase_nb.organism.recorded_chains`) and of the first
+    :data:`CALIBRATION_POOL` problems of each calibration seed: what round 3's recordings must not repeat."""
+    chains = set(recorded_chains(RECORDED_BEFORE_R3, traces_root))
     for name in ("calibrate", "calibrate3"):
         chains |= {chain_key(p) for p in eval_problems(CALIBRATION_POOL, seed=EVAL_SEEDS[name])}
     return frozenset(chains)
