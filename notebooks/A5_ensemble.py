@@ -85,7 +85,7 @@ plots.savefig(fig, "ensemble_star");
 
 # %%
 print(ensemble.describe_cost())
-ensemble.cost_table()
+ensemble.cost_table().set_index("k x (r + 1) notes")
 
 # %% [markdown]
 # ## A5.3 Measured on the embedded model, beside LASE (exploratory)

@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-import signal
 import subprocess
 import sys
-import time
 from dataclasses import asdict
 from pathlib import Path
 
@@ -34,6 +32,7 @@ from lase_nb.strategies import (EXTRACT_ROLE, SPECS, StrategyConfig, ensemble_st
                                 vote_verdicts)
 from lase_nb.study import study_runs
 from lase_nb.types import Problem
+from tests.test_reliability import _env, start_and_kill
 from tests.wire_servers import OpenAIWireServer, Reply, fixed, start_subprocess
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -266,21 +265,12 @@ def test_a_killed_recording_resumes_without_repeating_a_finished_call(tmp_path):
     cmd = [sys.executable, "-m", "lase_nb", "run", "--strategy", "lase-ensemble", "--full-chain", "--backend",
            "openai", "--n", str(n), "--out", str(out), "--cache", str(cache), "--concurrency", "2",
            "--max-retries", "0", "--quiet", "--base-url"]
-    env = {k: v for k, v in __import__("os").environ.items() if not k.endswith("_API_KEY")}
-    env.update(PYTHONPATH=str(ROOT), HF_HUB_OFFLINE="1", OMP_WAIT_POLICY="PASSIVE")
     with start_subprocess("openai", tmp_path / "srv", latency_s=0.05, reply="Adding gives \\boxed{4}.") as srv:
-        proc = subprocess.Popen([*cmd, srv.base_url], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE)
-        deadline = time.monotonic() + 90
-        while srv.request_count < 30 and proc.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.01)
-        assert proc.poll() is None, f"run ended before it could be killed: {proc.communicate()[1][-2000:]!r}"
-        proc.send_signal(signal.SIGKILL)
-        proc.communicate(timeout=30)
+        start_and_kill([*cmd, srv.base_url], tmp_path, srv, after=30)
         assert not (out / "manifest.json").exists()
         finished = len(CallCache(cache))
         first = srv.request_count
-        second = subprocess.run([*cmd, srv.base_url], cwd=tmp_path, env=env, capture_output=True, text=True,
+        second = subprocess.run([*cmd, srv.base_url], cwd=tmp_path, env=_env(), capture_output=True, text=True,
                                 timeout=180)
         assert second.returncode == 0, second.stderr[-2000:]
         total = srv.request_count
@@ -382,7 +372,7 @@ def test_cost_table_and_sentence_follow_the_record():
     assert t["x LASE's stage"].tolist() == [3.5, 4.0, 1.0] and t["full chain (calls)"].tolist() == [22, 25, 7]
     assert ensemble.describe_cost() == (
         "With k = 3 supporters and r = 1 reading round under the vote, an escalated stage makes k (r + 1) + 0 + 1 = "
-        "3 x 2 + 0 + 1 = 7 calls (6 notes, no consensus call (the vote is counted by code), the revision), against "
+        "3 x 2 + 0 + 1 = 7 calls (6 notes, the revision, and no consensus call: code counts the vote), against "
         "LASE's 2: 3.5x per stage; the full chain of 3 stages makes 22 calls per problem against LASE's 7.")
 
 
@@ -441,4 +431,4 @@ def test_load_pair_says_what_is_missing(tmp_path, capsys):
     from lase_nb.chapters import ensemble
 
     assert ensemble.load_pair(tmp_path, tmp_path) is None
-    assert "no LASE's full chain in" in capsys.readouterr().out
+    assert "no finished lase-full run in" in capsys.readouterr().out

@@ -302,6 +302,18 @@ def _env() -> dict[str, str]:
     return env
 
 
+def start_and_kill(cmd: list[str], cwd: Path, srv: Any, after: int, timeout_s: float = 90) -> None:
+    """Start ``cmd`` and SIGKILL it once the server has seen ``after`` requests (it must still be running)."""
+    proc = subprocess.Popen(cmd, cwd=cwd, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + timeout_s
+    while srv.request_count < after and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert proc.poll() is None, f"run ended before it could be killed: {proc.communicate()[1][-2000:]!r}"
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate(timeout=30)
+    assert proc.returncode == -signal.SIGKILL
+
+
 def _log_bodies(log: Path) -> list[str]:
     lines = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
     return [call_of(rec["body"]) for rec in lines if rec["method"] == "POST"]
@@ -313,14 +325,7 @@ def test_sigkilled_run_resumes_without_repeating_finished_calls(tmp_path):
     with start_subprocess("openai", tmp_path / "srv", latency_s=0.1,
                           reply="Adding the numbers gives \\boxed{4}.") as srv:
         cmd = _lase_cmd(srv.base_url, out, cache, n)
-        proc = subprocess.Popen(cmd, cwd=tmp_path, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        deadline = time.monotonic() + 90
-        while srv.request_count < 20 and proc.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.01)
-        assert proc.poll() is None, f"run ended before it could be killed: {proc.communicate()[1][-2000:]!r}"
-        proc.send_signal(signal.SIGKILL)
-        proc.communicate(timeout=30)
-        assert proc.returncode == -signal.SIGKILL
+        start_and_kill(cmd, tmp_path, srv, after=20)
         assert not (out / "manifest.json").exists() and not (out / "problems.jsonl").exists()
         assert integrity_ok(cache)
         finished = set(cached_calls(cache))

@@ -32,7 +32,7 @@ from ..stats import paired_test, pct, wilson_interval
 from ..strategies import SPECS, StrategyConfig, ensemble_stage_calls
 from ..traces import Run
 
-__all__ = ["GROUP_RUN", "COMMITTED_GROUP", "cost_table", "describe_cost", "draw_group_star", "Pair", "load_pair",
+__all__ = ["GROUP_RUN", "COMMITTED_GROUP", "RECORD_COMMAND", "cost_table", "describe_cost", "draw_group_star", "Pair", "load_pair",
            "describe_recording",
            "policy_table", "describe_pair", "verdict_table", "describe_verdicts", "fronts", "plot_fronts",
            "describe_fronts"]
@@ -41,6 +41,9 @@ __all__ = ["GROUP_RUN", "COMMITTED_GROUP", "cost_table", "describe_cost", "draw_
 GROUP_RUN = "lase-ensemble"
 #: The committed recording of the group on the embedded model (the problems of ``arith-smollm2``'s lase-full).
 COMMITTED_GROUP = "arith-smollm2-ensemble"
+#: The command that records :data:`COMMITTED_GROUP` (the problems of ``arith-smollm2``'s lase-full, its settings).
+RECORD_COMMAND = (f"python data/traces/record.py --n-full 80 --strategies {GROUP_RUN} "
+                  f"--out data/traces/{COMMITTED_GROUP} --max-batch 24 --window 48")
 #: LASE's calls per escalated stage: one supporter's note and the leader's revision.
 LASE_STAGE_CALLS = 2
 
@@ -72,7 +75,7 @@ def describe_cost(config: Mapping[str, Any] | None = None) -> str:
     full = SPECS[GROUP_RUN].calls(c).bound
     return (f"With k = {k} supporters and r = {r} reading round{'s' if r != 1 else ''} under the {form}, an escalated "
             f"stage makes k (r + 1) + {m} + 1 = {k} x {r + 1} + {m} + 1 = {stage} calls ({k * (r + 1)} notes, "
-            f"{'one moderator call, ' if m else 'no consensus call (the vote is counted by code), '}the revision), "
+            f"{'one moderator call and the revision' if m else 'the revision, and no consensus call: code counts the vote'}), "
             f"against LASE's {LASE_STAGE_CALLS}: {stage / LASE_STAGE_CALLS:.1f}x per stage; the full chain of 3 stages "
             f"makes {full:.0f} calls per problem against LASE's 7.")
 
@@ -83,43 +86,45 @@ def draw_group_star(k: int = 3, rounds: int = 1, consensus: str = "vote"):
     leader; the later stages as LASE's single supporters."""
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(7.5, 4.6))
-    ax.set_xlim(-4.2, 4.2)
-    ax.set_ylim(-2.6, 2.6)
+    width, xlim = 7.5, (-5.0, 3.5)
+    fig, ax = plt.subplots(figsize=(width, 4.4))
+    ax.set_xlim(*xlim)
+    ax.set_ylim(-2.4, 2.4)
     ax.set_aspect("equal")
     ax.axis("off")
-    lead, group_c, cons = np.array([0.0, 0.0]), np.array([-2.6, 0.0]), np.array([-1.2, 0.0])
+    pt = 72 * width / (xlim[1] - xlim[0])  # points per data unit (the axes fill about the figure's width)
     color = plots.style(GROUP_RUN)["color"]
 
-    def node(xy, text, fc, r=0.36):
+    def node(xy, text, fc, r):
         ax.add_patch(plt.Circle(xy, r, fc=fc, ec="black", lw=1.0, zorder=3))
         ax.text(*xy, text, ha="center", va="center", fontsize=9, zorder=4)
+        return np.asarray(xy, float), r
 
-    def arrow(a, b, **kw):
-        ax.annotate("", xy=b, xytext=a, zorder=2,
-                    arrowprops=dict(arrowstyle=kw.pop("style", "-|>"), lw=kw.pop("lw", 1.2), shrinkA=14, shrinkB=14,
-                                    color=kw.pop("color", "0.3"), **kw))
+    def arrow(a, b, color="0.3", lw=1.2, style="-|>", rad=0.0):
+        (xa, ra), (xb, rb) = a, b
+        ax.annotate("", xy=xb, xytext=xa, zorder=2,
+                    arrowprops=dict(arrowstyle=style, lw=lw, color=color, shrinkA=ra * pt * 0.85,
+                                    shrinkB=rb * pt * 0.85, connectionstyle=f"arc3,rad={rad}"))
 
-    angles = np.linspace(np.pi / 2, np.pi / 2 + 2 * np.pi, k, endpoint=False)
-    members = [group_c + 0.95 * np.array([np.cos(a), np.sin(a)]) for a in angles] if k > 1 else [group_c]
+    lead = node((0.0, 0.0), "leader", plots.style("lase")["color"], 0.5)
+    cons = node((-1.6, 0.0), "vote" if consensus == "vote" else "moder-\nator", "#DDEEDD", 0.36)
+    angles = np.linspace(np.pi / 2, 3 * np.pi / 2, k) if k > 1 else np.array([np.pi])
+    members = [node((-3.3 + 1.15 * np.cos(a), 1.15 * np.sin(a)), f"devil\n{i + 1}", "#FFFFFF", 0.36)
+               for i, a in enumerate(angles)]
     if rounds > 0:
         for i in range(len(members)):
             for j in range(i + 1, len(members)):
-                arrow(members[i], members[j], style="<|-|>", color=color, lw=1.0)
-    for i, xy in enumerate(members):
-        node(xy, f"devil\n{i + 1}", "#FFFFFF", r=0.34)
-        arrow(lead, xy, color="0.75", lw=0.8)  # each reads the leader's attempt
-        arrow(xy, cons, color=color)
-    node(cons, "vote" if consensus == "vote" else "mod.", "#DDEEDD", r=0.3)
-    arrow(cons, lead, color="black", lw=1.6)
-    node(lead, "leader", plots.style("lase")["color"], r=0.45)
-    for (x, y), name in (((2.2, 1.4), "collab-\norator"), ((2.2, -1.4), "expert")):
-        node((x, y), name, "#FFFFFF")
-        arrow(lead, (x, y), color="0.5", connectionstyle="arc3,rad=0.15")
-        arrow((x, y), lead, color="0.5", connectionstyle="arc3,rad=0.15")
-    ax.text(group_c[0], -1.75, f"stage 1: {k} supporters, {rounds} reading round{'s' if rounds != 1 else ''}",
-            ha="center", fontsize=9)
-    ax.text(2.2, -2.25, "stages 2-3: one supporter each (LASE)", ha="center", fontsize=9)
+                arrow(members[i], members[j], color=color, lw=1.0, style="<|-|>", rad=0.2)
+    for m in members:
+        arrow(m, cons, color=color)
+    arrow(cons, lead, color="black", lw=1.8)
+    for xy, name in (((2.3, 1.35), "collab-\norator"), ((2.3, -1.35), "expert")):
+        other = node(xy, name, "#FFFFFF", 0.42)
+        arrow(lead, other, color="0.5", rad=0.15)
+        arrow(other, lead, color="0.5", rad=0.15)
+    ax.text(-3.3, -2.05, f"stage 1: {k} supporters read the attempt,\n{rounds} reading round{'s' if rounds != 1 else ''}"
+            f" among them, one {consensus} note", ha="center", va="center", fontsize=8.5)
+    ax.text(2.3, -2.2, "stages 2-3: one supporter each", ha="center", va="center", fontsize=8.5)
     ax.set_title("LASE with a supporter group at one stage (the paper's Appendix I)", fontsize=11)
     fig.tight_layout()
     return fig
@@ -150,10 +155,10 @@ def load_pair(lase_folder: str | Path, group_folder: str | Path) -> Pair | None:
     lase = load_runs(lase_folder, ["lase"]).get("lase")
     group = load_runs(group_folder, [GROUP_RUN]).get(GROUP_RUN)
     if lase is None or group is None:
-        missing = "LASE's full chain" if lase is None else f"a {GROUP_RUN} run"
+        missing = "lase-full" if lase is None else GROUP_RUN
         where = resolve_data_path(lase_folder if lase is None else group_folder)
-        print(f"no {missing} in {where}: the measured sections are skipped (record it with "
-              f"`lase-nb record --strategies {GROUP_RUN} ...`)")
+        how = RECORD_COMMAND if Path(where).name == COMMITTED_GROUP else f"lase-nb record --strategies {missing} ..."
+        print(f"no finished {missing} run in {where}: the measured sections are skipped (record it with `{how}`)")
         return None
     a, b = chains_from_stages(lase.stages), chains_from_stages(group.stages)
     ids = np.array(sorted(set(a.problem_ids.astype(str)) & set(b.problem_ids.astype(str))), dtype=object)
