@@ -68,7 +68,7 @@ import pandas as pd
 from IPython.display import Markdown, display
 
 from lase_nb import plots, prompts, runs as run_store, widgets
-from lase_nb import regimes, transcripts
+from lase_nb import regimes, revision, transcripts
 from lase_nb.chapters import correct_seeds, pipeline
 from lase_nb.replay import chains_from_stages, replay
 
@@ -259,20 +259,37 @@ if org in both:
     if o_pid is None:
         print(f"{org}: no escalated problem has a seed that LASE turned into a right answer at these thresholds")
     else:
-        o_walk = pipeline.stage_table(o_run.stages, o_pid, tau_lp, tau_h)
-        o_change = pipeline.walkthrough_change(o_chains, o_pid, tau_lp, tau_h)
+        o_walk, o_words, o_transcript = pipeline.fix_walk(o_run, o_chains, o_problems, o_pid, tau_lp, tau_h, kind)
         print(f"{org}, problem {o_pid}:", o_problems[o_pid].prompt_text(), f"(gold {o_problems[o_pid].gold})")
         fig = pipeline.plot_stage_walk(o_walk, tau_lp, tau_h, title=f"{org}, problem {o_pid}: the leader after "
                                        "each stage")
         plots.savefig(fig, "pipeline_stage_walk_organism")
         plt.show()
-        display(Markdown(pipeline.describe_walk(o_walk, o_change)))
-        o_stop = int(np.flatnonzero(o_walk["lase"].to_numpy() == "stops here")[0])
-        o_entries = transcripts.transcript_entries(o_run.calls, o_pid, stop_stage=o_stop, tau_lp=tau_lp, tau_h=tau_h,
-                                                   gold=o_problems[o_pid].gold, kind=kind)
-        display(Markdown(transcripts.render_transcript([e for e in o_entries if e["stage"] <= o_stop], max_chars=300)))
+        display(Markdown(o_words))
+        display(Markdown(o_transcript))
 else:
     print("no study beside yours (studies): the second walk-through is skipped")
+
+# %% [markdown] tags=["book-more"]
+# **The same walk on organism v6** (v5 with a leader that reads notes, chapter 06, 6.6): its whole
+# chain on the same problems as the pointing organism's, the problem picked by the same rule. Its
+# first answer and the devil's note are v5's; only the revision differs.
+
+# %% tags=["book-more"]
+v6_folder = revision.V6_STUDY
+if (v6_folder / "lase-full" / "manifest.json").is_file():
+    v6_run = run_store.load_runs(v6_folder, ["lase"])["lase"]
+    v6_chains, v6_problems = chains_from_stages(v6_run.stages), run_store.problems_from_manifest(v6_run.manifest)
+    v6_pid = correct_seeds.pick_fix(correct_seeds.seed_table(v6_chains, v6_run.calls, v6_problems, tau_lp, tau_h))
+    if v6_pid is None:
+        print("organism v6: no escalated problem has a seed that LASE turned into a right answer at these thresholds")
+    else:
+        _, v6_words, v6_transcript = pipeline.fix_walk(v6_run, v6_chains, v6_problems, v6_pid, tau_lp, tau_h, kind)
+        print(f"organism v6, problem {v6_pid}:", v6_problems[v6_pid].prompt_text(), f"(gold {v6_problems[v6_pid].gold})")
+        display(Markdown(v6_words))
+        display(Markdown(v6_transcript))
+else:
+    print("organism v6's chain is not recorded here: skipped")
 
 # %% [markdown]
 # ## 3.5 Supporters that give the answer away

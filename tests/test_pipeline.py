@@ -243,3 +243,17 @@ def test_fixes_by_rule_tells_a_told_fix_from_a_pointed_one():
     assert (r["notes_on_wrong"], r["stating_on_wrong"]) == (2, 1)
     t = pipeline.telling_vs_pointing({"m": run}, {"m": probs}, 0.8, 0.5)
     assert t.loc["m", "stating_share"] == 0.5
+
+
+def test_fix_walk_gives_the_stage_table_the_words_and_the_transcript_up_to_the_stop() -> None:
+    from lase_nb.chapters import correct_seeds
+    from lase_nb.replay import chains_from_stages
+    from lase_nb.runs import COMMITTED_DIR, load_runs, problems_from_manifest
+
+    run = load_runs(COMMITTED_DIR / "arith-organism-point", ["lase"])["lase"]
+    chains, problems = chains_from_stages(run.stages), problems_from_manifest(run.manifest)
+    pid = correct_seeds.pick_fix(correct_seeds.seed_table(chains, run.calls, problems, 0.8, 0.5))
+    walk, words, transcript = pipeline.fix_walk(run, chains, problems, pid, 0.8, 0.5)
+    stop = int((walk["lase"] == "stops here").to_numpy().argmax())
+    assert words == pipeline.describe_walk(walk, pipeline.walkthrough_change(chains, pid, 0.8, 0.5))
+    assert stop >= 1 and "devil" in transcript.lower()

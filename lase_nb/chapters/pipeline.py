@@ -514,6 +514,20 @@ def _ans(a: Any) -> str:
     return "no boxed answer" if a is None else f"answer {a}"
 
 
+def fix_walk(run: Any, chains: Chains, problems: Mapping[str, Any], pid: str, tau_lp: float, tau_h: float,
+             kind: str = "number", max_chars: int = 300) -> tuple[pd.DataFrame, str, str]:
+    """One problem's walk on a recorded full chain: its stage table (:func:`stage_table`), the walk in
+    words (:func:`describe_walk`) and the transcript up to LASE's stop (markdown)."""
+    from ..transcripts import render_transcript, transcript_entries
+
+    walk = stage_table(run.stages, pid, tau_lp, tau_h)
+    words = describe_walk(walk, walkthrough_change(chains, pid, tau_lp, tau_h))
+    stop = int(np.flatnonzero(walk["lase"].to_numpy() == "stops here")[0])
+    entries = transcript_entries(run.calls, pid, stop_stage=stop, tau_lp=tau_lp, tau_h=tau_h,
+                                 gold=problems[pid].gold, kind=kind)
+    return walk, words, render_transcript([e for e in entries if e["stage"] <= stop], max_chars=max_chars)
+
+
 def describe_walk(walk: pd.DataFrame, change: Mapping[str, Any]) -> str:
     """The walk-through problem in words, from :func:`stage_table` and :func:`walkthrough_change`."""
     stop = int(np.flatnonzero(walk["lase"].to_numpy() == "stops here")[0])
