@@ -282,6 +282,7 @@ def cmd_record(args) -> int:
     """A study in the layout every chapter reads: the plan (calls, tokens, dollars) first, then
     one run folder per strategy through the call cache (:mod:`lase_nb.study`)."""
     from . import study, traces
+    from .schema import RecordingError
     from .backends import DEFAULT_MODELS
     from .costs import PRICES_PATH, cost_table, load_prices
     from .datasets import load_dataset
@@ -322,9 +323,11 @@ def cmd_record(args) -> int:
     else:
         try:
             rates = study.rates_from_folder(args.rates or study.DEFAULT_RATES, min_prefix)
-        except LaseError:
+        except LaseError as e:
             if args.rates:
                 raise
+            if isinstance(e, RecordingError):
+                print(f"note: no recorded rates for the plan ({e})")
             rates = None
     label = args.label or model
     where = f"{args.backend}" + (f", {public_url(args.base_url)}" if args.base_url else "")
@@ -396,6 +399,8 @@ def cmd_report(args) -> int:
     """Each study's table (:mod:`lase_nb.report`: chapter 04's comparison, the paired tests, calls,
     tokens and dollars per strategy), printed and written as one CSV."""
     from . import report
+    from .confidence import check_thresholds
+    check_thresholds(args.tau_lp, args.tau_h)  # before any study is read
     reports, heads = report.study_reports(args.studies, args.price, args.prices, args.tau_lp, args.tau_h)
     print(report.format_reports(reports, heads))
     print(f"\nwrote {report.to_csv(reports, args.csv)}")
@@ -403,7 +408,9 @@ def cmd_report(args) -> int:
 
 
 def cmd_sweep(args) -> int:
+    from .confidence import check_thresholds
     from .replay import load_chains, sweep
+    check_thresholds(args.tau_lp, args.tau_h)  # before the run is read
     chains = load_chains(args.run)
     table = sweep(chains, args.tau_lp, args.tau_h)
     print(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
@@ -418,9 +425,28 @@ def cmd_notebooks(args) -> int:
     if args.cell_timeout <= 0:
         raise ConfigError(f"--cell-timeout must be a positive number of seconds (got {args.cell_timeout})")
     params = {key: parse_value(value) for key, value in args.param or []}
-    run_notebooks(args.names or None, params, Path(args.out), timeout=args.cell_timeout,
-                  figures=Path(args.figures) if args.figures else None, jobs=args.jobs)
+    try:
+        run_notebooks(args.names or None, params, Path(args.out), timeout=args.cell_timeout,
+                      figures=Path(args.figures) if args.figures else None, jobs=args.jobs)
+    except Exception as e:  # papermill's error: a chapter stopped on an error a user can fix is one line
+        if getattr(e, "ename", None) not in _user_error_names():
+            raise
+        raise LaseError(f"the chapter stopped at cell {getattr(e, 'exec_count', '?')}: {e.ename}: {e.evalue} "
+                        f"(the executed copy is in {args.out})") from None
     return 0
+
+
+def _user_error_names() -> set[str]:
+    """The names of the package's user-facing errors (:class:`lase_nb.errors.LaseError` and its
+    subclasses): how a chapter's kernel reports one back through papermill."""
+    from . import schema  # noqa: F401  (defines RecordingError)
+
+    names, todo = set(), [LaseError]
+    while todo:
+        cls = todo.pop()
+        names.add(cls.__name__)
+        todo += cls.__subclasses__()
+    return names
 
 
 def cmd_book(args) -> int:

@@ -162,18 +162,28 @@ def measure(gen: Generation, kind: str, fallback: bool = False, n_choices: int |
     return Confidence(got.text, lp_min, h_max, len(idx), estimator, got.span)
 
 
-def _check_thresholds(tau_lp: float | np.ndarray, tau_h: float | np.ndarray) -> None:
+def _got(value: Any, bad: np.ndarray | None) -> str:
+    """The threshold values that are out of range, as a user typed them (``7``, ``-0.5``; each
+    once), whether one number or a grid of them was passed."""
+    if bad is None:
+        return repr(value)
+    return ", ".join(dict.fromkeys(f"{float(v):g}" for v in bad.ravel()))
+
+
+def check_thresholds(tau_lp: float | np.ndarray, tau_h: float | np.ndarray) -> None:
     """Thresholds (scalars or arrays, for grids) must lie in their ranges."""
     lp = np.asarray(tau_lp, dtype=float) if np.asarray(tau_lp).dtype.kind in "iuf" else None
     if lp is None or np.isnan(lp).any() or (lp < 0.0).any() or (lp > 1.0).any():
+        bad = None if lp is None else lp[np.isnan(lp) | (lp < 0.0) | (lp > 1.0)]
         raise ConfigError(
-            f"tau_lp is a probability threshold on exp(LP_min) and must lie in [0, 1] (got {tau_lp!r}); "
+            f"tau_lp is a probability threshold on exp(LP_min) and must lie in [0, 1] (got {_got(tau_lp, bad)}); "
             "e.g. 0.9. To gate on a log-probability l, pass exp(l)."
         )
     h = np.asarray(tau_h, dtype=float) if np.asarray(tau_h).dtype.kind in "iuf" else None
     if h is None or np.isnan(h).any() or (h < 0.0).any():
+        bad = None if h is None else h[np.isnan(h) | (h < 0.0)]
         raise ConfigError(
-            f"tau_h is an entropy threshold in nats and must be >= 0 (got {tau_h!r}); e.g. 0.5, "
+            f"tau_h is an entropy threshold in nats and must be >= 0 (got {_got(tau_h, bad)}); e.g. 0.5, "
             "or float('inf') to switch the entropy gate off."
         )
 
@@ -186,7 +196,7 @@ def uncertain_mask(p_min: np.ndarray, h_max: np.ndarray, tau_lp: float | np.ndar
     ``nan`` ``h_max`` (entropy unknown) is uncertain unless the entropy gate is off
     (``tau_h = inf``). Returns a boolean array of the broadcast shape.
     """
-    _check_thresholds(tau_lp, tau_h)
+    check_thresholds(tau_lp, tau_h)
     p = np.asarray(p_min, dtype=float)
     h = np.asarray(h_max, dtype=float)
     no_answer = np.isnan(p)

@@ -46,3 +46,21 @@ class DataError(LaseError):
 
 class BackendError(LaseError):
     """A backend failed after its bounded retries; the message names the fault."""
+
+
+def show_in_one_line() -> None:
+    """In an IPython kernel (a chapter, JupyterLab), show a :class:`LaseError` as the one line
+    ``ErrorName: message`` the command line prints, not a traceback into library code. The cell
+    still fails, so a chapter stops there (papermill too). Outside IPython, or where a handler of
+    the user's own is set, it does nothing."""
+    import sys
+
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None
+    if shell is None or shell.custom_exceptions not in ((), (LaseError,)):
+        return
+
+    def one_line(shell, etype, value, tb, tb_offset=None):  # IPython's CustomTB signature
+        shell._showtraceback(etype, value, [f"{etype.__name__}: {value}"])
+
+    shell.set_custom_exc((LaseError,), one_line)

@@ -37,16 +37,22 @@ REPORT_COLUMNS = ("study", "strategy", "n", "accuracy", "acc_lo", "acc_hi", "dif
 
 
 def load_study(folder: str | Path) -> dict[str, Any]:
-    """A study's runs by strategy (``lase`` = its full chain), as chapter 04 loads them; a clear
-    error when the folder holds no finished run."""
+    """A study's runs by strategy (``lase`` = its full chain), as chapter 04 loads them, each
+    checked against the recording's schema (:mod:`lase_nb.schema`). A clear error for a folder
+    that does not exist ("no such folder"), one that holds no finished run ("no recordings in")
+    and a damaged run (:class:`~lase_nb.schema.RecordingError`)."""
     from .errors import DataError
     from .runs import load_runs, resolve_data_path
     from .strategies import compared
 
-    runs = load_runs(folder, compared())
+    where = resolve_data_path(folder)
+    if not where.is_dir():
+        raise DataError(f"no such folder: {folder} (a relative path is read from the folder you ran the command "
+                        f"in); pass a study folder written by `lase-nb record --out FOLDER`")
+    runs = load_runs(where, compared())
     if not runs:
-        raise DataError(f"no finished runs in {resolve_data_path(folder)}; pass a study folder written by "
-                        f"`lase-nb record --out FOLDER` (one run folder per strategy)")
+        raise DataError(f"no recordings in {folder}: no run folder with a manifest.json; pass a study folder "
+                        f"written by `lase-nb record --out FOLDER` (one run folder per strategy)")
     return runs
 
 

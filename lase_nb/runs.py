@@ -24,13 +24,16 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from .errors import DataError, LaseError
+from .errors import DataError, LaseError, show_in_one_line
+from .schema import RecordingError, read_manifest
 from .stats import bool_array, mcnemar, wilson_interval
 from .strategies import SPECS
 from .traces import Run, call_rows, load_run, problem_rows, stage_rows
 
 if TYPE_CHECKING:
     from .replay import Chains
+
+show_in_one_line()  # in a notebook, an error a reader can fix (a damaged study) is one line, not a traceback
 
 __all__ = ["RUN_DIRS", "CONTRASTS", "resolve_data_path", "load_runs", "load_models", "chains_by_model", "control_models", "paired_correct", "model_label",
            "record_command", "check_format", "run_from_results", "problems_from_manifest", "common_ids",
@@ -154,6 +157,8 @@ def load_models(folders: Mapping[str, str | Path | None], names: Iterable[str] |
             try:
                 runs = load_runs(folder, names, require)
                 why = "" if runs else f"no finished runs in {resolve_data_path(folder)}"
+            except RecordingError:
+                raise  # a damaged study stops the chapter; only a missing one is skipped
             except DataError as e:
                 why = str(e).split(";")[0]
             if not why:
@@ -223,12 +228,10 @@ def display_name(folder: str | Path) -> str:
     shows as what it does and its version: ``"pointing organism (v5)"``, ``"telling organism
     (v4)"``; an adapter without one as ``"organism"``; else the manifest's model
     (``"smollm2-135m"`` shows as ``"SmolLM2-135M"``)."""
-    import json
-
     path = resolve_data_path(folder) / RUN_DIRS.get("lase", "lase-full") / "manifest.json"
     if not path.is_file():
         raise DataError(f"no full-chain run at {path.parent}; {RECORD_HINT}")
-    m = json.loads(path.read_text())
+    m = read_manifest(path)
     variant = m.get("organism_variant")
     if variant:
         version, _, what = str(variant.get("name", "")).partition(",")
@@ -633,6 +636,8 @@ def study_label(path: str | Path) -> str:
             pass
     try:
         return display_name(p)
+    except RecordingError:
+        raise
     except DataError:
         return p.name
 
@@ -689,13 +694,11 @@ def chapter_studies(traces: Any, studies: Any = AUTO, committed: Sequence[str] =
 
 def describe_study(study: Study) -> str:
     """One line naming a study: its label, folder, and its full-chain run's model, data set and size."""
-    import json
-
     where = str(study.path.relative_to(REPO_ROOT)) if REPO_ROOT in study.path.parents else str(study.path)
     path = study.path / RUN_DIRS.get("lase", "lase-full") / "manifest.json"
     if not path.is_file():
         return f"study {study.label!r}: {where} (no full-chain run)"
-    m = json.loads(path.read_text())
+    m = read_manifest(path)
     return (f"study {study.label!r}: {where}; {m.get('backend')}:{str(m.get('model')).split(' (')[0]}, "
             f"{m.get('dataset')}, {m.get('n')} problems{', committed' if study.committed else ''}")
 

@@ -21,6 +21,7 @@ import pandas as pd
 
 from . import __version__
 from .errors import ConfigError, DataError
+from .schema import read_manifest, read_tables
 from .strategies import ProblemResult
 from .types import Problem
 
@@ -164,15 +165,14 @@ class Run:
 
 
 def load_run(path: str | Path) -> Run:
-    """Read a run folder written by :func:`write_run`."""
+    """Read a run folder written by :func:`write_run`: the one door every reader of a run goes
+    through. Each file is checked against the recording's schema first (:mod:`lase_nb.schema`); a
+    damaged run raises :class:`~lase_nb.schema.RecordingError`, one line naming the file, the line,
+    the field and the fix."""
     path = Path(path)
-    mf = path / "manifest.json"
-    if not mf.exists():
+    if not path.is_dir():
+        raise DataError(f"no such folder: {path} (a relative path is read from the folder you ran the command in)")
+    if not (path / "manifest.json").exists():
         raise DataError(f"{path} is not a finished run (no manifest.json); run `lase-nb run ... --out {path}`")
-    tables = {}
-    for name in TABLES:
-        f = path / f"{name}.jsonl"
-        # answers stay strings ("7" must not become 7.0)
-        tables[name] = (pd.read_json(f, lines=True, dtype={"answer": str, "gold": str, "text": str})
-                        if f.stat().st_size else pd.DataFrame())
-    return Run(path, json.loads(mf.read_text()), **tables)
+    manifest = read_manifest(path)
+    return Run(path, manifest, **read_tables(path, manifest))

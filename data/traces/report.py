@@ -21,6 +21,7 @@ import numpy as np
 
 from lase_nb import preregistration as P
 from lase_nb import regimes
+from lase_nb.errors import LaseError
 from lase_nb.runs import display_name, load_runs, strategy_tables
 from lase_nb.stats import points
 
@@ -107,4 +108,8 @@ def main() -> int:
 
 if __name__ == "__main__":
     np.seterr(all="ignore")
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except LaseError as e:  # a missing or damaged recording: one line, as `lase-nb` prints it
+        print(f"report.py: error: {e}", file=sys.stderr)
+        sys.exit(2)
