@@ -302,11 +302,14 @@ def _env() -> dict[str, str]:
     return env
 
 
-def start_and_kill(cmd: list[str], cwd: Path, srv: Any, after: int, timeout_s: float = 90) -> None:
-    """Start ``cmd`` and SIGKILL it once the server has seen ``after`` requests (it must still be running)."""
+def start_and_kill(cmd: list[str], cwd: Path, srv: Any, after: int, timeout_s: float = 90,
+                   ready: Callable[[], bool] | None = None) -> None:
+    """Start ``cmd`` and SIGKILL it once the server has seen ``after`` requests, or once ``ready()``
+    holds when given (it must still be running)."""
     proc = subprocess.Popen(cmd, cwd=cwd, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     deadline = time.monotonic() + timeout_s
-    while srv.request_count < after and proc.poll() is None and time.monotonic() < deadline:
+    ready = ready or (lambda: srv.request_count >= after)
+    while not ready() and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.01)
     assert proc.poll() is None, f"run ended before it could be killed: {proc.communicate()[1][-2000:]!r}"
     proc.send_signal(signal.SIGKILL)
