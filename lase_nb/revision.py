@@ -642,3 +642,15 @@ def write_readme_summary(readme: Path) -> None:
     from .preregistration import V6_PATH, load
 
     write_between_markers(readme, "v6", readme_summary(load(), load(V6_PATH) if V6_PATH.is_file() else None))
+
+
+def agrees_with_replay(run: Any, rows: pd.DataFrame, stage: int = 1) -> dict[str, int]:
+    """How far a recorded chain's revisions at ``stage`` agree with a committed stage-1 replay of the
+    same problems (``rows``: :func:`load_replay`): identical texts, and the same answer when not."""
+    calls = run.calls
+    rec = calls[(calls["role"] == "leader") & (calls["stage"] == stage)].drop_duplicates("problem_id").set_index("problem_id")
+    ids = [pid for pid in rows["problem_id"] if pid in rec.index]
+    mine = rows.set_index("problem_id").loc[ids]
+    same_text = int((rec.loc[ids, "text"].astype(str) == mine["revision"].astype(str)).sum())
+    same_answer = int(sum(str(a) == str(b) for a, b in zip(rec.loc[ids, "answer"], mine["answer"])))
+    return {"compared": len(ids), "identical": same_text, "same_answer": same_answer}

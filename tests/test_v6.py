@@ -188,3 +188,13 @@ def test_v6s_problem_lists_regenerate_as_preregistered() -> None:
     control = {organism.chain_key(p) for p in organism.v6_problems("control", pre["control"]["n"], levels=(1,))}
     spent = organism.recorded_chains(organism.RECORDED_BEFORE_V6) | organism.training_chains()
     assert not fresh & spent and not control & spent and not fresh & control
+
+
+def test_agrees_with_replay_counts_identical_revisions_and_answers() -> None:
+    from types import SimpleNamespace
+
+    calls = pd.DataFrame({"problem_id": ["a", "b", "c", "a"], "role": ["leader"] * 3 + ["devil"], "stage": [1, 1, 1, 1],
+                          "text": ["x = \\boxed{4}", "y = \\boxed{5}", "z", "note"], "answer": ["4", "5", None, None]})
+    rows = pd.DataFrame({"problem_id": ["a", "b", "c", "d"], "revision": ["x = \\boxed{4}", "y2 = \\boxed{5}", "w", "q"],
+                         "answer": ["4", "5", "7", "1"]})
+    assert revision.agrees_with_replay(SimpleNamespace(calls=calls), rows) == {"compared": 3, "identical": 1, "same_answer": 2}
