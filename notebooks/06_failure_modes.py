@@ -280,7 +280,7 @@ if point is not None:
 else:
     print("section 6.5 reads the committed preregistered study, which is not shown here: skipped")
 
-# %% [markdown]
+# %% [markdown] tags=["seminar"]
 # ## 6.6 Why no gain here: the note or the leader?
 #
 # The paper's Appendix H names a failure it calls *execution failure post-critique*: a supporter
@@ -304,7 +304,7 @@ else:
 # pilot's numbers were *found after the fact* (the best of five candidates) and are marked so below;
 # only v6's test on fresh problems is *preregistered*.
 
-# %%
+# %% tags=["seminar"]
 if point is not None:
     org_cfg = org_run.manifest["config"]  # the thresholds the replays were run at, not this chapter's
     alone = org_run.stages[org_run.stages["stage"] == 0].set_index("problem_id")["correct"].astype(bool)
@@ -320,7 +320,7 @@ if point is not None:
 else:
     print("section 6.6 reads the committed pointing organism's study, which is not shown here: skipped")
 
-# %% [markdown]
+# %% [markdown] tags=["seminar"]
 # **Read the figure across, then down.** Across a leader (same leader, other note) is how much the
 # note matters; down a note (same note, other leader) is how much the leader matters. The perfect
 # note is the most a supporter that keeps the rule can say, so if it does not lift a leader, no
@@ -335,7 +335,7 @@ else:
 # the primary test: gated LASE over the whole chain against the leader alone, judged once by the
 # exact McNemar test and the paired bootstrap together.
 
-# %%
+# %% tags=["seminar"]
 if point is not None:
     v6_full = revision.V6_STUDY / "lase-full"
     if (v6_full / "manifest.json").is_file():
