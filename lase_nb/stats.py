@@ -20,6 +20,8 @@ __all__ = [
     "bool_array",
     "mcnemar",
     "mcnemar_power",
+    "MARGIN",
+    "within_margin",
     "pct",
     "p_text",
     "points",
@@ -390,3 +392,17 @@ def auroc_difference(score_a: np.ndarray, correct_a: np.ndarray, score_b: np.nda
     p = min(1.0, 2 * min(float((d <= 0).mean()), float((d >= 0).mean())))
     return {"auroc_a": a, "auroc_b": b, "diff": a - b, "lo": float(np.quantile(d, q)),
             "hi": float(np.quantile(d, 1 - q)), "p_value": p}
+
+
+#: The margin of "no worse than" (LASE against MV(7), accuracy: 3 points), in chapters 04 and 07.
+MARGIN = 0.03
+
+
+def within_margin(lo: float, hi: float | None = None, margin: float = MARGIN) -> bool:
+    """The one rule chapters 04 and 07 judge a closeness claim by: the paired 95% interval of a
+    difference (a minus b) must fit in the margin. "No worse than" (``hi`` None): its lower end
+    ``lo`` at or above ``-margin``; "about equal": the whole interval within ``margin`` either way.
+    Edges count as inside (1e-9 absorbs the float rounding of k/n); a missing end (NaN) is outside."""
+    tol = 1e-9
+    inside = bool(lo >= -margin - tol)
+    return inside and (hi is None or bool(hi <= margin + tol))

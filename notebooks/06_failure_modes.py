@@ -311,7 +311,8 @@ if point is not None:
     decomp = revision.decomposition_sources(org_run, org_problems, ceiling.load_rows(), org_cfg["tau_lp"],
                                             org_cfg["tau_h"])
     grid = revision.note_leader_grid(decomp)
-    plots.savefig(failures.plot_note_vs_leader(grid), "failure_note_vs_leader")
+    fig = failures.plot_note_vs_leader(grid)
+    plots.savefig(fig, "failure_note_vs_leader")
     plt.show()
     display(Markdown(revision.describe_note_leader(grid)))
     display(Markdown(revision.describe_pilot_audit(decomp["pilot reads v5's devil"],
@@ -408,3 +409,5 @@ if interactive:
 #   answer for your studies); **unboxed revisions** are counted in 6.4.
 # - **The note or the leader?** 6.6 replays stage 1 with each leader and each note on the same
 #   escalated problems, then tests the leader that reads notes (organism v6) as preregistered.
+# - A supporter's **false alarms** are half of why stage 1 breaks right answers; the paper's Appendix I
+#   proposes a group of supporters instead of one, built and measured in [appendix A5](A5_ensemble.ipynb).

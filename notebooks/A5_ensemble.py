@@ -17,8 +17,8 @@
 #
 # The LASE paper closes (Appendix I) with one direction it did not build: replace the single
 # supporter at each stage by a small group that debates among itself and hands the leader one
-# consensus signal, more robust, at a higher cost. Chapter 06 shows where robustness could
-# matter: a supporter that raises a false alarm on a right answer invites the leader to break it.
+# consensus signal, more robust, at a higher cost. [Chapter 06](06_failure_modes.ipynb) (6.6) shows
+# where robustness could matter: a supporter that raises a false alarm on a right answer invites the leader to break it.
 # Independent supporters rarely share a false alarm unless their errors are shared, so a vote or
 # a debate among them could keep the pointers and drop the alarms. **That is a hypothesis, not a
 # result**: this appendix states the design, its cost, and what one recording on spent problems

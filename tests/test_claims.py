@@ -47,7 +47,7 @@ def test_closeness_claims_rest_on_enough_discordant_problems():
     even = _test(7, 7, 60, 46)
     assert even["diff"] == 0 and even["diff_lo"] < -0.03
     assert claims.accuracy_verdict(even, "no worse") == "not shown"
-    from lase_nb.chapters.comparison import within_margin
+    from lase_nb.stats import within_margin
     assert not within_margin(even["diff_lo"]) and claims.MARGIN == 0.03
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from lase_nb.stats import within_margin
+
 import math
 
 import matplotlib
@@ -260,9 +262,9 @@ def test_comparison_by_model_stacks_the_one_model_tables(two):
 def test_one_interval_rule_judges_closeness_in_04_and_07():
     """Issue 56: "no worse than" needs the interval's lower end at or above -3 points; "about equal"
     the whole interval within the margin; a point estimate of 0 with a wide interval is neither."""
-    assert comparison.within_margin(-0.03) and comparison.within_margin(-0.0299999999999)
-    assert not comparison.within_margin(-0.058) and not comparison.within_margin(float("nan"))
-    assert comparison.within_margin(0.0, 0.05, 0.05) and not comparison.within_margin(-0.01, 0.0501, 0.05)
+    assert within_margin(-0.03) and within_margin(-0.0299999999999)
+    assert not within_margin(-0.058) and not within_margin(float("nan"))
+    assert within_margin(0.0, 0.05, 0.05) and not within_margin(-0.01, 0.0501, 0.05)
     from lase_nb.chapters import claims
     assert claims.within_margin is comparison.within_margin
 

@@ -8,7 +8,7 @@ A verdict comes from the test a reviewer would run, fixed here before any table 
   "refuted" both in the other, and anything else is "not shown" (the data cannot tell); a study's
   paired accuracy tests are one family, so the McNemar p that decides is Holm-adjusted across them;
 - "matches or beats" is a non-inferiority claim: reproduced when the interval's lower end is at or
-  above ``-MARGIN`` (3 points; :func:`lase_nb.chapters.comparison.within_margin`, the rule chapter
+  above ``-MARGIN`` (3 points; :func:`lase_nb.stats.within_margin`, the rule chapter
   04's headline test uses too), refuted when the strategy is significantly worse by both tests;
 - every accuracy claim, an equivalence one too, needs :func:`lase_nb.runs.decidable` problems and
   discordant ones; below that its verdict is "too few problems" (a bootstrap interval over one or
@@ -34,9 +34,8 @@ import pandas as pd
 from .. import reference
 from ..confidence import confidence_frame
 from ..errors import DataError
-from ..stats import MIN_CLASS, auroc_test, clears_both, holm, paired_test
+from ..stats import MARGIN, MIN_CLASS, auroc_test, clears_both, holm, paired_test, within_margin
 from ..runs import decidable, main_comparison, paired_correct
-from .comparison import MARGIN, within_margin
 
 __all__ = ["MARGIN", "VERDICTS", "claims_by_model", "accuracy_verdict", "paper_inconsistencies",
            "verdict_counts", "describe_verdicts", "calibration_claim", "plot_claims",

@@ -32,7 +32,7 @@ from ..errors import DataError
 from ..plots import Spot, label, place_label, style
 from ..replay import choose_thresholds, gate_for_budget, split_halves
 from ..runs import comparison_table, main_comparison, paired_correct, split_by_coverage  # noqa: F401 (re-exported)
-from ..stats import paired_test, pct, points
+from ..stats import MARGIN, paired_test, pct, points, within_margin
 from ..strategies import EXTRACT_ROLE, SPECS, StrategyConfig, majority_vote
 
 _DEFAULT_TEMPERATURE = StrategyConfig().temperature
@@ -44,21 +44,8 @@ __all__ = [
     "SHORT_COLUMNS", "plot_accuracy_vs_tokens",
     "run_overview", "calls_per_problem", "describe_matched",
     "comparison_by_model", "comparison_display_by_model", "plot_accuracy_vs_tokens_by_model",
-    "aim_check", "aim_display", "MARGIN", "within_margin",
+    "aim_check", "aim_display",
 ]
-
-#: The margin of "no worse than" (LASE against MV(7), accuracy: 3 points), in chapters 04 and 07.
-MARGIN = 0.03
-
-
-def within_margin(lo: float, hi: float | None = None, margin: float = MARGIN) -> bool:
-    """The one rule chapters 04 and 07 judge a closeness claim by: the paired 95% interval of a
-    difference (a minus b) must fit in the margin. "No worse than" (``hi`` None): its lower end
-    ``lo`` at or above ``-margin``; "about equal": the whole interval within ``margin`` either way.
-    Edges count as inside (1e-9 absorbs the float rounding of k/n); a missing end (NaN) is outside."""
-    tol = 1e-9
-    inside = bool(lo >= -margin - tol)
-    return inside and (hi is None or bool(hi <= margin + tol))
 
 #: The comparison chapter's strategies, in display order ("lase" is replayed from ``lase-full``):
 #: every strategy's record, :data:`lase_nb.strategies.SPECS`.
