@@ -50,6 +50,7 @@ def test_v6_route_sends_only_the_leaders_revisions_to_the_revision_adapter() -> 
             assert v6_route(role, stage) == ORGANISM_MODEL
 
 
+@pytest.mark.slow  # two models decode every call: tens of seconds on two cores
 def test_each_call_reaches_the_model_its_role_routes_to(pair, tmp_path) -> None:
     calls = _calls()
     routed = Engine(pair, CallCache(tmp_path / "c.sqlite")).run(calls)
@@ -60,6 +61,7 @@ def test_each_call_reaches_the_model_its_role_routes_to(pair, tmp_path) -> None:
         assert gen.text == alone[v6_route(c.role, c.stage)][calls.index(c)], (c.role, c.stage)
 
 
+@pytest.mark.slow  # two models decode every call: tens of seconds on two cores
 def test_the_cache_key_names_the_model_that_answers(pair, tmp_path) -> None:
     engine = Engine(pair, CallCache(tmp_path / "c.sqlite"))
     for c in _calls():
@@ -71,6 +73,7 @@ def test_the_cache_key_names_the_model_that_answers(pair, tmp_path) -> None:
     assert again.stats.model_calls == 0 and again.stats.cache_hits == len(_calls())
 
 
+@pytest.mark.slow  # two models decode every call: tens of seconds on two cores
 def test_a_routed_backend_refuses_calls_without_their_role(pair) -> None:
     c = _calls()[0]
     with pytest.raises(ConfigError, match="routes each call by its role"):
