@@ -34,7 +34,7 @@ def test_pipeline_chapter_runs_live_on_the_embedded_model(tmp_path, monkeypatch)
     extractions = sum(bool(r["params"].get("prefix")) for r in requests)
     assert extractions <= 8  # at most one per leader response (2 chains x 4 stages)
     # two full chains = 2 x (1 leader + 3 x (supporter + revision)) = 14 calls, plus the extractions, all made now
-    assert f"live run: {14 + extractions} model calls, 0 from the cache" in text
+    assert f"live: {14 + extractions} model calls, 0 answered from the cache" in text
     assert len(requests) == 14 + extractions
     assert "2 problems, 4 stages each" in text
     # the transcript is shown up to the stage whose note changed the answer (or LASE's stop)
