@@ -354,10 +354,10 @@ def cmd_record(args) -> int:
     dtype = getattr(engine.backend, "dtype", None)
     if dtype:
         fields["dtype"] = dtype
-    fields = {k: v for k, v in fields.items() if v is not None or k in ("levels",)}
-    try:
     if callable(getattr(engine.backend, "model_files", None)):  # a local model: its folder, adapters, sha256
         fields["model_files"] = engine.backend.model_files()
+    fields = {k: v for k, v in fields.items() if v is not None or k in ("levels",)}
+    try:
         done = study.record_study(engine, plans, out, fields, rates=rates, window=args.window,
                                   progress=not args.quiet, label=label)
     except BaseException:

@@ -6,9 +6,10 @@ reader sees it, :func:`read_tables` checks every file against the recording's sc
 the file, the line, the field and what to do.
 
 - **Each row** (pydantic models, strict: no string is taken for a number): the fields and their
-  types, probabilities in [0, 1] or absent, entropies, token counts, stages and seconds >= 0.
-  A run written by lase-nb (its manifest says ``"package": "lase-nb"``) must carry every field of
-  the current format; tables written by hand only need ``problem_id`` (and ``stage``), and what
+  types, probabilities in [0, 1] or absent (null, or NaN: unknown), entropies, token counts,
+  stages and seconds >= 0.
+  A run written by lase-nb (its manifest carries the writer's provenance) must carry every field
+  of the current format; tables written by hand only need ``problem_id`` (and ``stage``), and what
   they carry is checked the same way.
 - **Each file**: every row carries the same fields, each field holds one kind of value (numbers,
   text, ...) in every row, and no id is repeated (a problem once in ``problems.jsonl``, a
@@ -16,7 +17,8 @@ the file, the line, the field and what to do.
 - **Across files**: every ``problem_id`` of ``calls.jsonl`` and ``stages.jsonl`` is in
   ``problems.jsonl``; each problem has its ``n_calls`` used calls; LASE's leader (role and agent
   ``leader``) has one stage row per call, stages counted from 0 without gaps; the manifest's ``n``
-  equals the problems, and its ``cap_hits`` the calls of each role.
+  equals the problems, its ``cap_hits`` the calls of each role and its ``answers`` the answers
+  they gave (so another run's manifest is told apart even when the counts agree).
 
 The fix a message names: ``git checkout -- RUN`` for a run git tracks (the committed
 recordings), else the command that recorded it, rerun with the same call cache (every call it
@@ -34,7 +36,7 @@ from pathlib import Path
 from typing import Annotated, Any, Iterable, Mapping, Sequence, get_type_hints
 
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
 
 from .errors import ConfigError, DataError
 from .strategies import StrategyConfig
@@ -45,8 +47,22 @@ __all__ = ["RecordingError", "TABLES", "ROW_MODELS", "Manifest", "MANIFEST_REQUI
 #: The tables of a run folder, in the order they are read.
 TABLES = ("problems", "calls", "stages")
 
-Probability = Annotated[float, Field(ge=0.0, le=1.0)]
-Nats = Annotated[float, Field(ge=0.0)]
+class Bounds:
+    """A number's range, ``lo <= x <= hi``, where NaN passes: the writer's "unknown" (a backend
+    that returned no log-probabilities leaves p_min and h_max NaN)."""
+
+    def __init__(self, lo: float, hi: float = float("inf")):
+        self.lo, self.hi = lo, hi
+
+    def __call__(self, x: float) -> float:
+        if x != x or self.lo <= x <= self.hi:
+            return x
+        raise ValueError(f"should lie in [{self.lo:g}, {self.hi:g}]" if self.hi < float("inf") else
+                         f"should be >= {self.lo:g}")
+
+
+Probability = Annotated[float, AfterValidator(Bounds(0.0, 1.0))]
+Nats = Annotated[float, AfterValidator(Bounds(0.0))]
 Count = Annotated[int, Field(ge=0)]
 Seconds = Annotated[float, Field(ge=0.0)]
 
@@ -197,10 +213,20 @@ class CapHits(BaseModel):
     loop_stops: Count | None = None
 
 
+class AnswerCounts(BaseModel):
+    """Per role, the answers its calls gave (``study.answer_distribution``): how many, the most
+    common with their counts, the top one's share."""
+
+    model_config = ConfigDict(strict=True, extra="allow")
+    n: Count
+    top: list[Annotated[list[str | Count], Field(min_length=2, max_length=2)]]
+    top_share: Probability
+
+
 class Manifest(BaseModel):
     """``manifest.json``: provenance, the configuration and the counts a reader checks the tables
     against. Every field is typed; the ones :data:`MANIFEST_REQUIRED` names are required of a run
-    written by lase-nb (``package`` is ``"lase-nb"``)."""
+    written by lase-nb (one that carries the writer's provenance)."""
 
     model_config = ConfigDict(strict=True, extra="allow")
     package: str | None = None
@@ -232,7 +258,7 @@ class Manifest(BaseModel):
     cache: dict[str, Any] | None = None
     engine: dict[str, Count] | None = None
     wall_s: Seconds | None = None
-    answers: dict[str, Any] | None = None
+    answers: dict[str, AnswerCounts] | None = None
     cap_hits: dict[str, CapHits] | None = None
     notes_stating_answer: dict[str, Any] | None = None
     down_threshold: dict[str, Any] | None = None
@@ -245,9 +271,14 @@ MANIFEST_REQUIRED = ("package", "version", "date", "command", "strategy", "backe
                      "seed", "config", "cap_hits")
 
 
+#: Fields only lase-nb's writer puts in a manifest (``traces.provenance`` and ``write_run``).
+_PROVENANCE = ("package", "version", "python", "platform", "versions", "cap_hits")
+
+
 def _by_lase_nb(manifest: Mapping[str, Any]) -> bool:
-    """Written by lase-nb (every field of the current format required), not by hand."""
-    return manifest.get("package") == "lase-nb"
+    """Written by lase-nb (every field of the current format required), not by hand: the
+    manifest carries any of the writer's own fields (one deleted still leaves the others)."""
+    return any(k in manifest for k in _PROVENANCE)
 
 
 def read_manifest(path: str | Path) -> dict[str, Any]:
@@ -280,6 +311,8 @@ def read_manifest(path: str | Path) -> dict[str, Any]:
         err = e.errors()[0]
         raise RecordingError(path, _what(err), field=_dotted(err["loc"])) from None
     if _by_lase_nb(data):
+        if data.get("package", "lase-nb") != "lase-nb":
+            raise RecordingError(path, f"{json.dumps(data['package'])[:40]} is not lase-nb's", field="package")
         missing = [k for k in MANIFEST_REQUIRED if k not in data]
         if missing:
             raise RecordingError(path, "missing; every run lase-nb writes has it", field=missing[0])
@@ -337,7 +370,8 @@ def _what(err: Mapping[str, Any]) -> str:
     shown = json.dumps(value)[:40] if not isinstance(value, (dict, BaseModel)) else "an object"
     if err["type"] == "missing":
         return "missing"
-    return f"{shown} is not allowed: {err['msg'][0].lower()}{err['msg'][1:]}"
+    msg = err["msg"].removeprefix("Value error, ")
+    return f"{shown} is not allowed: {msg[0].lower()}{msg[1:]}"
 
 
 def _dotted(loc: Sequence[Any]) -> str:
@@ -425,6 +459,21 @@ def _check_across(folder: Path, manifest: Mapping[str, Any],
             if calls and "hit_cap" in calls[0][1] and stopped[role] != cap.get(role, {}).get("cap_hits", 0):
                 raise RecordingError(m_path, f"counts {cap[role]['cap_hits']} capped calls of role {role!r}, "
                                              f"calls.jsonl has {stopped[role]}", field=f"cap_hits.{role}.cap_hits")
+    answers = manifest.get("answers")
+    if answers and calls and "answer" in calls[0][1] and "role" in calls[0][1]:
+        given: dict[str, Counter] = defaultdict(Counter)
+        for _, r in calls:
+            if r["answer"] is not None:
+                given[r["role"]][r["answer"]] += 1
+        for role, counted in answers.items():
+            got = given.get(role, Counter())
+            wrong = [(a, k) for a, k in counted["top"] if got[a] != k]
+            if counted["n"] != sum(got.values()) or wrong:
+                told = (f"{counted['n']} answers" if counted["n"] != sum(got.values())
+                        else f"answer {wrong[0][0]!r} {wrong[0][1]} times")
+                raise RecordingError(m_path, f"counts {told} of role {role!r}, calls.jsonl "
+                                             f"{sum(got.values()) if not wrong else got[wrong[0][0]]}: the manifest "
+                                             "of another run?", field=f"answers.{role}")
     seen: dict[tuple[str, int], int] = {}
     by_problem: dict[str, list[int]] = defaultdict(list)
     for line, r in stages:

@@ -617,7 +617,8 @@ def _readme_path_minutes() -> dict[str, int]:
 
 def test_readme_names_the_sections_the_seminar_presents():
     """The README's path column lists, per chapter, the sections tagged ``seminar`` in its source
-    ("reading" where it presents none), and its minutes with the discussion stay within the slot."""
+    ("the whole chapter" where its opening is tagged and it has no numbered section, "reading" where
+    it presents none), and its minutes with the discussion stay within the slot."""
     from lase_nb.budget import CORE_MINUTES, DISCUSSION_MINUTES, seminar_sections
 
     table = _readme_path()
@@ -625,7 +626,8 @@ def test_readme_names_the_sections_the_seminar_presents():
     for nb in CORE:
         sections = seminar_sections(nb.with_suffix(".py"))
         written = table[nb.stem][0].strip()
-        assert written == (", ".join(sections) if sections else "reading"), (nb.stem, written, sections)
+        expected = ("the whole chapter" if sections == [nb.stem[:2]] else ", ".join(sections) or "reading")
+        assert written == expected, (nb.stem, written, sections)
     assert sum(_readme_path_minutes().values()) + DISCUSSION_MINUTES <= CORE_MINUTES
 
 
@@ -746,3 +748,37 @@ def test_book_pages_link_to_each_other_describe_figures_and_hide_set_up_code(tmp
     assert "import pandas" not in body and "load_everything" not in body  # set-up and loader code hidden
     assert "study &#x27;SmolLM2-135M&#x27;: committed" in body or "study 'SmolLM2-135M': committed" in body
     assert "loaded 7 runs" in body  # their printed lines stay
+
+
+def test_seminar_book_builds_the_path_alone_and_the_full_book_marks_it(tmp_path, capsys):
+    """Issue 56: `lase-nb book --seminar` writes a page per chapter that presents something: the
+    title, the cells tagged ``seminar`` in order (figures included), the sections and minutes, a
+    link to the full chapter built beside it; nothing loaded from the network. The full book marks
+    the path's cells; a chapter that presents nothing has no seminar page."""
+    md, code = nbformat.v4.new_markdown_cell, nbformat.v4.new_code_cell
+    (tmp_path / "nb").mkdir()
+    _executed_notebook(tmp_path / "nb" / "97_reading.ipynb")  # no seminar cell: reading only
+    nb = _executed_notebook()
+    section = md("## 98.2 The gate\n\nThe **gate** decides; see [A1](A1_bound.ipynb).")
+    figure = next(c for c in nb.cells if c.cell_type == "code" and c.get("outputs")
+                  and "image/png" in c.outputs[0].get("data", {}))
+    for cell in (section, figure):
+        cell.metadata["tags"] = [bud.SEMINAR]
+    nb.cells = nb.cells[:9] + [section] + nb.cells[9:]  # just before the figure: one run of path cells
+    nbformat.write(nb, str(tmp_path / "nb" / "98_budget.ipynb"))
+    index = build_book(tmp_path / "nb", tmp_path / "seminar", seminar=True).read_text()
+    assert (tmp_path / "seminar" / "full" / "98_budget.html").is_file() and (tmp_path / "seminar" / "full" / "index.html").is_file()
+    assert not (tmp_path / "seminar" / "97_reading.html").exists()
+    page = (tmp_path / "seminar" / "98_budget.html").read_text()
+    body = page[page.index("<body"):]
+    assert "98. Budget: a chapter to count" in body and "98.2 The gate" in body and "data:image/png;base64," in body
+    assert "The first words of" not in body and "The gate escalates 12 problems" not in body  # untagged cells left out
+    assert "Seminar path: 1 section (98.2), about" in body and 'href="full/98_budget.html"' in body
+    assert 'href="full/A1_bound.html"' in body  # links to other chapters open the full book
+    assert not re.search(r'src="https?://', page)
+    minutes = round(bud.seminar_budget(tmp_path / "nb" / "98_budget.ipynb").minutes)
+    assert "the seminar path</h1>" in index and f"about {minutes} min" in index and "97_reading" not in index
+    full = (tmp_path / "seminar" / "full" / "98_budget.html").read_text()
+    body = full[full.index("<body"):]
+    assert body.count('class="lase-seminar"') == 1 and body.index('class="lase-seminar"') < body.index("98.2 The gate")
+    assert "The gate escalates 12 problems" in body and "seminar path" in (tmp_path / "seminar" / "full" / "index.html").read_text()
