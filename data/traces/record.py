@@ -148,7 +148,7 @@ def _v6_plans(base: StrategyConfig, args) -> list[RunPlan]:
     from lase_nb import organism
 
     prereg = preregistration.load(args.preregistration)
-    tracked = subprocess.run(["git", "log", "--format=%h", "-1", "--", str(args.preregistration)],
+    tracked = subprocess.run(["git", "log", "--format=%h", "-1", "--", str(Path(args.preregistration).resolve())],
                              capture_output=True, text=True, cwd=Path(__file__).parent).stdout.strip()
     if not tracked:
         raise SystemExit(f"{args.preregistration} is not committed: commit the preregistration alone first, "
