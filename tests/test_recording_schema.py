@@ -424,8 +424,6 @@ def test_fuzz_a_seeded_sample(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=False, reason="issue 57, in progress at the stop of 2026-12-04: the whole sweep failed on "
-                   "some committed run files (the fast tier's seeded sample passes); the next session fixes it")
 @pytest.mark.parametrize("folder", RUN_FOLDERS, ids=lambda p: str(p.relative_to(TRACES)))
 def test_fuzz_every_committed_run_file(folder: Path, tmp_path):
     """Slow tier: 200 seeded damages on every file of every committed run (each kind of damage
