@@ -394,8 +394,10 @@ def describe_primary(result: Mapping[str, Any], prereg: Mapping[str, Any]) -> st
             f"A gain is claimed only where both tests clear: **{'claimed' if result['claimed'] else 'not claimed'}**.")
     if "predicted_range" in result:
         lo, hi = result["predicted_range"]
-        text += (f" The preregistered prediction, {100 * lo:+.1f} to {100 * hi:+.1f} points, is "
-                 f"{'met' if result['prediction_met'] else 'missed'} by the point estimate.")
+        side = ("met" if result["prediction_met"] else
+                "missed: the point estimate lies above its range" if result["diff"] > hi else
+                "missed: the point estimate lies below its range")
+        text += f" The preregistered prediction, {100 * lo:+.1f} to {100 * hi:+.1f} points, is {side}."
     if result.get("vacuous_terms"):
         terms = ", ".join(f"{k} >= {v:+.2f}" for k, v in result["vacuous_terms"].items())
         text += (f" Theorem 3.7's preregistered lower bound is vacuous: a term's lower confidence bound is not "

@@ -95,6 +95,8 @@ def test_the_primary_result_reads_a_predicted_range() -> None:
     assert res["predicted_range"] == [0.03, 0.06] and res["prediction_met"]  # +5.0 points
     res["escalated"] = 4
     assert "+3.0 to +6.0 points, is met" in preregistration.describe_primary(res, prereg)
+    above = {**res, "diff": 0.093, "prediction_met": False}  # v6's fresh +9.3 points
+    assert "is missed: the point estimate lies above its range" in preregistration.describe_primary(above, prereg)
 
 
 def _rows(first: list[bool], outcomes: list[str]) -> pd.DataFrame:
