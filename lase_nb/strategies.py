@@ -18,7 +18,7 @@ import math
 import random
 import re
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Generator, Mapping, Union
+from typing import Any, Callable, Generator, Mapping, Sequence, Union
 
 from . import prompts
 from .answers import grade, normalize_answer, reply_states, strip_boxed
@@ -608,6 +608,16 @@ def vote_verdicts(verdicts: list[str | None]) -> tuple[str, int | None]:
     return "holds", holds[0] if holds else None
 
 
+def vote_notes(notes: Sequence[str]) -> tuple[list[str | None], str, int | None, str]:
+    """The vote over a group's notes, as :func:`_group_note` forms it: each note's verdict
+    (:func:`verdict_of`), the majority verdict and its carrier (:func:`vote_verdicts`, ties to
+    "holds"), and the text the leader reads: the carrier's note, or the verdict line
+    :data:`lase_nb.prompts.VERDICT_HOLDS` when no note voted."""
+    verdicts = [verdict_of(n) for n in notes]
+    verdict, carrier = vote_verdicts(verdicts)
+    return verdicts, verdict, carrier, prompts.VERDICT_HOLDS if carrier is None else notes[carrier]
+
+
 def _group_note(problem: Problem, cfg: StrategyConfig, t: int, role: str, attempt: str,
                 critique: str | None, hints: str | None, sample: int) -> Generator[list[Call], list[Generation], Note]:
     """A group of ``ensemble_k`` supporters of stage ``t``'s role: first notes sampled at
@@ -637,11 +647,10 @@ def _group_note(problem: Problem, cfg: StrategyConfig, t: int, role: str, attemp
     verdicts = [verdict_of(n) for n in notes]
     group: dict[str, Any] = {"stage": t, "role": role, "verdicts": verdicts}
     if vote:
-        verdict, carrier = vote_verdicts(verdicts)
+        _, verdict, carrier, text = vote_notes(notes)
         group.update(verdict=verdict, carrier=carrier)
-        if carrier is None:  # no note voted: the leader reads the verdict the tie rule gives
-            return Note(prompts.VERDICT_HOLDS, f"{role}-vote", records, group)
-        return Note(notes[carrier], agents[carrier], records, group)
+        # no note voted: the leader reads the verdict line the tie rule gives
+        return Note(text, f"{role}-vote" if carrier is None else agents[carrier], records, group)
     mcall = Call(prompts.MODERATOR, t, prompts.moderator_messages(problem, role, attempt, notes),
                  cfg.params(sample=sample, supporter=True), agent=f"{role}-moderator", reads=("leader", *agents))
     (mgen,) = yield [mcall]

@@ -4,7 +4,10 @@ Over the OpenAI wire server with scripted stand-ins: the calls per stage against
 arithmetic, the vote's verdicts and its tie rule, the moderator's synthesis, a note that states
 the answer counted as in every recording, a study recorded and read by replay, sweep and report,
 a killed recording resumed, and the mechanism the strategy is for (a vote of three supporters
-that each raise a false alarm one time in three passes fewer alarms than one supporter).
+that each raise a false alarm one time in three passes fewer alarms than one supporter). Then
+the pure functions that read the organism's stage-1 replay (issue 58, 3(b);
+``data/revision/ensemble_stage1.py``) on hand-built cases: the vote over sampled devil notes,
+the arm counts, the paired table, the expectation and the lead.
 """
 
 from __future__ import annotations
@@ -17,16 +20,19 @@ import sys
 from dataclasses import asdict
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from lase_nb import cli, prompts
 from lase_nb.backends.openai_backend import OpenAIBackend
 from lase_nb.cache import CallCache
+from lase_nb.chapters import ensemble as ens
 from lase_nb.datasets import arithmetic_problems
 from lase_nb.engine import Engine
 from lase_nb.errors import ConfigError
 from lase_nb.notes import states_answer
 from lase_nb.replay import chains_from_stages, load_chains, replay
+from lase_nb.revision import StageOneCase
 from lase_nb.runner import run_problems
 from lase_nb.runs import load_runs
 from lase_nb.strategies import (EXTRACT_ROLE, SPECS, StrategyConfig, ensemble_stage_calls, recorded, verdict_of,
@@ -446,3 +452,143 @@ def test_load_pair_says_what_is_missing(tmp_path, capsys):
 
     assert ensemble.load_pair(tmp_path, tmp_path) is None
     assert "no finished lase-full run in" in capsys.readouterr().out
+
+
+# ---------------------------------------------------------------- the organism's stage 1: one devil or a vote (pure)
+
+
+def chain_problem(pid: str) -> Problem:
+    """3 + 3 = 6, 6 x 3 = 18, 18 - 15 = 3, with the chain the organism's labels read."""
+    return Problem(pid, "Start with 3; then + 3, * 3, - 15.", "3",
+                   meta={"start": 3, "ops": [["+", 3], ["*", 3], ["-", 15]], "level": 3})
+
+
+CHAIN_RIGHT = "3 + 3 = 6\n6 × 3 = 18\n18 - 15 = \\boxed{3}"
+CHAIN_WRONG = "3 + 3 = 7\n7 × 3 = 21\n21 - 15 = \\boxed{6}"  # slips at step 1, carried on
+POINT = "Step 1 fails: redo 3 + 3 column by column."
+ALARM = "Step 3 fails: redo 18 - 15 column by column."
+CLEAR = "Every step holds; the riskiest is step 2, 6 × 3: defend it."
+
+
+def stage1_case(pid: str, right: bool, note: str) -> StageOneCase:
+    return StageOneCase(chain_problem(pid), CHAIN_RIGHT if right else CHAIN_WRONG, "3" if right else "6", right,
+                        note, "", right)
+
+
+#: r1, r2 right first answers; w1, w2 wrong ones: the recorded single note, the three sampled notes.
+SINGLE = {"r1": ALARM, "r2": ALARM, "w1": POINT, "w2": CLEAR}
+MEMBERS = {"r1": [ALARM, CLEAR, CLEAR],  # the vote drops r1's alarm (2 to 1 for holds)
+           "r2": [ALARM, ALARM, CLEAR],  # and keeps r2's
+           "w1": [CLEAR, POINT, POINT],  # keeps w1's pointer (carried by the second note)
+           "w2": [POINT, POINT, "Looks fine."]}  # and points where the single note did not (one note without a verdict)
+BOX = {"right": "3 + 3 = 6\n6 × 3 = 18\n18 - 15 = \\boxed{3}", "wrong": "\\boxed{4}", "kept wrong": "\\boxed{6}"}
+
+
+def hand_stage1(leaders=("v5", "v6")) -> pd.DataFrame:
+    cases = [stage1_case(p, p.startswith("r"), SINGLE[p]) for p in SINGLE]
+    voted, votes = ens.vote_cases(cases, [MEMBERS[p] for p in SINGLE])
+    single_rev = [BOX["wrong"], BOX["right"], BOX["right"], BOX["kept wrong"]]  # r1 broken, w1 fixed
+    vote_rev = [BOX["right"], BOX["wrong"], BOX["right"], BOX["right"]]  # r2 broken, w1 and w2 fixed
+    frames = []
+    for leader in leaders:
+        frames += [ens.stage1_rows(cases, single_rev, notes="single", leader=leader),
+                   ens.stage1_rows(voted, vote_rev, notes="vote", leader=leader, votes=votes)]
+    return pd.concat(frames, ignore_index=True)
+
+
+def test_the_vote_over_sampled_devil_notes_is_the_strategys_vote_and_tie_rule():
+    cases = [stage1_case(p, p.startswith("r"), SINGLE[p]) for p in SINGLE]
+    voted, votes = ens.vote_cases(cases, [MEMBERS[p] for p in SINGLE])
+    assert [v["verdict"] for v in votes] == ["holds", "fails", "fails", "fails"]
+    assert [v["carrier"] for v in votes] == [1, 0, 1, 0]
+    assert [c.note for c in voted] == [CLEAR, ALARM, POINT, POINT]
+    assert votes[3]["verdicts"] == ["step 1 fails", "step 1 fails", None]
+    assert [c.attempt for c in voted] == [c.attempt for c in cases]  # only the note changes
+    # a tie goes to holds; nobody voting hands the leader the verdict line alone
+    (tie,), (v,) = ens.vote_cases(cases[:1], [[ALARM, CLEAR, "no verdict here"]])
+    assert v["verdict"] == "holds" and tie.note == CLEAR
+    (none,), (v,) = ens.vote_cases(cases[:1], [["a", "b", "c"]])
+    assert v["carrier"] is None and none.note == prompts.VERDICT_HOLDS
+    with pytest.raises(ValueError):
+        ens.vote_cases(cases, [MEMBERS["r1"]])  # one member list per case
+
+
+def test_stage1_arms_count_alarms_pointers_fixes_and_breaks_by_hand():
+    rows = hand_stage1()
+    assert len(rows) == 16 and set(rows["notes"]) == {"single", "vote"}
+    arms = ens.stage1_arms(rows).set_index(["notes", "leader"])
+    single, vote = arms.loc[("single", "v5")], arms.loc[("vote", "v5")]
+    assert (single["right"], single["false alarms"], single["wrong"], single["flags"], single["pointers"]) == (2, 2, 2, 1, 1)
+    assert (vote["false alarms"], vote["flags"], vote["pointers"]) == (1, 2, 2)
+    assert (single["fixed"], single["broken"], single["net"]) == (1, 1, 0)
+    assert (vote["fixed"], vote["broken"], vote["net"]) == (2, 1, 1)
+    assert single["member alarms"] == "2/2" and vote["member alarms"] == "3/6" and vote["member flags"] == "4/5"
+    assert int(arms["states answer"].sum()) == 0
+    assert arms.loc[("vote", "v6"), "fixed"] == 2
+
+
+def test_stage1_paired_gives_the_discordant_problems_and_exact_mcnemar():
+    paired = ens.stage1_paired(hand_stage1())
+    t = paired.set_index(["measure", "leader"])
+    # the note's measures once (they do not depend on the leader), the leader's per leader
+    assert list(paired["measure"]).count("false alarm") == 1 and list(paired["measure"]).count("fixed") == 2
+    alarm = t.loc[("false alarm", "-")]
+    assert (alarm["n"], alarm["single"], alarm["vote"], alarm["vote only"], alarm["single only"]) == (2, 2, 1, 0, 1)
+    assert alarm["McNemar p"] == 1.0
+    pointer = t.loc[("pointer", "-")]
+    assert (pointer["single"], pointer["vote"], pointer["vote only"], pointer["single only"]) == (1, 2, 1, 0)
+    broken = t.loc[("broken", "v5")]
+    assert (broken["n"], broken["vote only"], broken["single only"]) == (2, 1, 1)
+    after = t.loc[("right after stage 1", "v6")]
+    assert (after["n"], after["single"], after["vote"]) == (4, 2, 3)
+
+
+def test_the_expectation_and_the_lead_are_judged_from_the_paired_table():
+    def table(alarms_single, alarms_vote, pointers_single, pointers_vote, p=0.5):
+        return pd.DataFrame([
+            {"measure": "false alarm", "first answers": "right", "leader": "-", "n": 40, "single": alarms_single,
+             "vote": alarms_vote, "vote only": 0, "single only": alarms_single - alarms_vote, "McNemar p": p},
+            {"measure": "pointer", "first answers": "wrong", "leader": "-", "n": 64, "single": pointers_single,
+             "vote": pointers_vote, "vote only": 0, "single only": 0, "McNemar p": 1.0},
+            {"measure": "flag", "first answers": "wrong", "leader": "-", "n": 64, "single": 52, "vote": 50,
+             "vote only": 0, "single only": 2, "McNemar p": 0.5}])
+
+    arms = pd.DataFrame([{"escalated": 104, "leader": "v5"}])
+    expected = table(30, 24, 33, 31)
+    assert ens.stage1_expectation(expected) == {"alarms": True, "pointers": True, "halved_at_equal_pointers": True,
+                                                "any_p_below_0.05": True}
+    assert "did not halve" in ens.describe_stage1(arms, expected)
+    lead = table(30, 12, 33, 33, p=0.001)
+    assert ens.stage1_expectation(lead) == {"alarms": False, "pointers": True, "halved_at_equal_pointers": False,
+                                            "any_p_below_0.05": False}
+    words = ens.describe_stage1(arms, lead)
+    assert "halved the false alarms at equal pointers: a lead for a preregistered test" in words
+    assert "exploratory, no claim" in words and "30 of 40 with the single note, 12 with the vote" in words
+    assert ens.stage1_expectation(table(0, 0, 0, 0))["alarms"] is None  # no single alarm: no share to judge
+    assert ens.describe_stage1(arms.iloc[:0], expected) == "No stage-1 rows to describe."
+
+
+def test_limit_cases_keeps_both_kinds_of_first_answer_in_order():
+    cases = [stage1_case(p, r, CLEAR) for p, r in (("a", False), ("b", False), ("c", True), ("d", False), ("e", True))]
+    assert [c.problem.id for c in ens.limit_cases(cases, 2)] == ["a", "c"]
+    assert [c.problem.id for c in ens.limit_cases(cases, 3)] == ["a", "b", "c"]
+    assert [c.problem.id for c in ens.limit_cases(cases, 99)] == ["a", "b", "c", "d", "e"]
+    assert ens.limit_cases(cases, None) == cases
+
+
+def test_same_revisions_compares_the_single_note_with_a_committed_replay():
+    rows = hand_stage1(("v5",))
+    ref = rows[rows["notes"] == "single"][["problem_id", "revision", "answer"]].copy()
+    ref.loc[ref["problem_id"] == "r1", "revision"] = "another text, \\boxed{4}"
+    ref = pd.concat([ref, pd.DataFrame([{"problem_id": "elsewhere", "revision": "", "answer": None}])])
+    assert ens.same_revisions(rows, {"v5": ref}) == {"v5": {"compared": 4, "identical": 3, "same_answer": 4}}
+
+
+def test_stage1_rows_refuse_a_vote_without_its_votes():
+    case = stage1_case("r1", True, ALARM)
+    with pytest.raises(ValueError, match="votes"):
+        ens.stage1_rows([case], [BOX["right"]], notes="vote", leader="v5")
+    with pytest.raises(ValueError, match="notes must be"):
+        ens.stage1_rows([case], [BOX["right"]], notes="three", leader="v5")
+    row = ens.stage1_rows([case], [BOX["right"]], notes="single", leader="v5").iloc[0]
+    assert (row["verdict"], bool(row["says_fails"]), row["note_kind"], row["outcome"]) == ("fails", True, "alarm", "kept")

@@ -12,7 +12,11 @@ appendix prints and draws:
   leader alone, gated and always-interact, for each; the paired difference in words;
 - :func:`verdict_table` / :func:`describe_verdicts`: what the group's supporters and its vote said
   on right attempts (false alarms) and on wrong ones (pointers);
-- :func:`fronts` / :func:`plot_fronts`: both accuracy-vs-tokens fronts by replay.
+- :func:`fronts` / :func:`plot_fronts`: both accuracy-vs-tokens fronts by replay;
+- :func:`vote_cases`, :func:`stage1_rows`, :func:`stage1_arms`, :func:`stage1_paired`,
+  :func:`describe_stage1`: the organism's stage 1 on its spent escalated problems, the recorded
+  devil's note against a vote of sampled devils, read by v5's and v6's revision (issue 58, 3(b);
+  ``data/revision/ensemble_stage1.py`` makes the rows, :data:`STAGE1_EXPECTATION` was said first).
 """
 
 from __future__ import annotations
@@ -28,14 +32,16 @@ from .. import plots
 from ..errors import DataError
 from ..replay import Chains, chains_from_stages, grid_metrics, outcomes_at, pareto_front, replay
 from ..runs import gain_words, load_runs, resolve_data_path
-from ..stats import paired_test, pct, wilson_interval
+from ..stats import p_text, paired_test, pct, wilson_interval
 from ..strategies import SPECS, StrategyConfig, ensemble_stage_calls
 from ..traces import Run
 
 __all__ = ["GROUP_RUN", "COMMITTED_GROUP", "RECORD_COMMAND", "cost_table", "describe_cost", "draw_group_star", "Pair", "load_pair",
            "describe_recording",
            "policy_table", "describe_pair", "verdict_table", "describe_verdicts", "fronts", "plot_fronts",
-           "describe_fronts"]
+           "describe_fronts", "STAGE1_NAME", "STAGE1_NOTES", "STAGE1_LEADERS", "STAGE1_EXPECTATION",
+           "STAGE1_MEASURES", "limit_cases", "vote_cases", "stage1_rows", "stage1_arms", "stage1_paired",
+           "stage1_expectation", "same_revisions", "describe_stage1"]
 
 #: The group's run folder name (the strategy's name).
 GROUP_RUN = "lase-ensemble"
@@ -321,3 +327,243 @@ def describe_fronts(front: pd.DataFrame) -> str:
         out.append(f"{who}: from {100 * low['accuracy']:.1f}% at {low['avg_tokens']:.0f} tokens to "
                    f"{100 * top['accuracy']:.1f}% at {top['avg_tokens']:.0f} tokens")
     return "; ".join(out) + "."
+
+
+# ---------------------------------------------------------------- the organism's stage 1, one devil or a vote of three
+#
+# Issue 58, 3(b): on the 104 problems v5's default gate (0.8 / 0.5) escalates in
+# ``arith-organism-point/lase-full``, stage 1 replayed as issue 48 replayed it
+# (:func:`lase_nb.revision.stage_one_cases`): the recorded first answer, then either the recorded
+# devil's note ("single") or the vote of k devils sampled from v5 ("vote", the strategy's own
+# :func:`lase_nb.strategies.vote_notes`), each read by v5's revision and by v6's (the revision
+# adapter). ``data/revision/ensemble_stage1.py`` runs it; these functions read its rows.
+
+#: The replay's file stem in ``data/revision/`` (rows ``.jsonl``, summary ``.json``).
+STAGE1_NAME = "ensemble-stage1"
+#: The note each arm's leader reads, and the leaders (label: model alias of its revision call).
+STAGE1_NOTES = ("single", "vote")
+STAGE1_LEADERS = {"v5": "organism", "v6": "organism-revision"}
+
+#: What we expect, written before any vote was sampled (issue 58: say it beforehand). On the 104
+#: escalated problems the recorded single note raises a false alarm on 30 of the 40 right first
+#: answers, says a step fails on 52 of the 64 wrong ones and names the first failing step on 33;
+#: v5's revision fixes 8 and breaks 5 after it, v6's fixes 23 and breaks 4. The three devils are
+#: one model on one prompt, so most of their slips are shared: the vote should drop some false
+#: alarms, not half of them, and lose a few pointers where two sampled notes outvote a right one.
+#: Fewer alarms should save v5 a break or two and cost it a fix; v6 redoes the chain after any
+#: note, so its counts should move less. No contrast is expected to reach p < 0.05 on 104
+#: problems, and none would be a claim: the problems are spent.
+STAGE1_EXPECTATION = {
+    "alarms": (0.6, 0.95),  # the vote's false alarms as a share of the single note's
+    "pointers": (0.8, 1.05),  # the vote's pointers as a share of the single note's
+    "halved_at_equal_pointers": False,  # the lead of issue 58 (alarms halved, pointers kept): not expected
+    "any_p_below_0.05": False,
+}
+
+
+def limit_cases(cases: Sequence[Any], n: int | None) -> list[Any]:
+    """At most ``n`` stage-1 cases for a short run: the first ``ceil(n / 2)`` with a wrong first
+    answer and the first ``floor(n / 2)`` with a right one (so a short run sees both), in their
+    order; all of them when ``n`` is None."""
+    if n is None:
+        return list(cases)
+    wrong = [c for c in cases if not c.first_correct][:(n + 1) // 2]
+    right = [c for c in cases if c.first_correct][:n // 2]
+    keep = {id(c) for c in wrong + right}
+    return [c for c in cases if id(c) in keep]
+
+
+def vote_cases(cases: Sequence[Any], members: Sequence[Sequence[str]]) -> tuple[list[Any], list[dict[str, Any]]]:
+    """Each case with the note its leader reads under the vote (:func:`lase_nb.strategies.vote_notes`
+    over that case's sampled notes ``members``), and the vote's record per case: the members'
+    verdicts, the majority verdict and its carrier (None when no note voted)."""
+    from dataclasses import replace
+
+    from ..strategies import vote_notes
+
+    out, votes = [], []
+    for c, notes in zip(cases, members, strict=True):
+        verdicts, verdict, carrier, text = vote_notes(list(notes))
+        out.append(replace(c, note=text))
+        votes.append({"verdicts": verdicts, "verdict": verdict, "carrier": carrier, "members": list(notes)})
+    return out, votes
+
+
+def stage1_rows(cases: Sequence[Any], revisions: Sequence[str], *, notes: str, leader: str,
+                votes: Sequence[Mapping[str, Any]] | None = None) -> pd.DataFrame:
+    """One arm's rows (:func:`lase_nb.revision.score`, one per escalated problem) with what the note
+    said: ``verdict`` (``"fails"`` / ``"holds"`` / None: the single note's own verdict line, or the
+    vote's), ``says_fails``, the members' verdicts and notes (the vote), and whether the note the
+    leader read states the answer (``states_answer``, the paper's rule as :func:`lase_nb.ceiling.obeys_rule`)."""
+    from ..ceiling import obeys_rule
+    from ..revision import score
+    from ..strategies import verdict_of
+
+    if notes not in STAGE1_NOTES:
+        raise ValueError(f"notes must be one of {STAGE1_NOTES}, got {notes!r}")
+    if (votes is None) != (notes == "single"):
+        raise ValueError("the vote's rows need its votes (vote_cases); the single note's take none")
+    rows = score(cases, revisions, f"{notes} note / {leader}")
+    rows.insert(1, "notes", notes)
+    rows.insert(2, "leader", leader)
+    if votes is None:
+        said = [verdict_of(c.note) for c in cases]
+        rows["verdict"] = [None if v is None else v.split()[-1] for v in said]
+        rows["member_verdicts"] = [[v] for v in said]
+        rows["carrier"] = None
+        rows["members"] = None
+    else:
+        rows["verdict"] = [v["verdict"] for v in votes]
+        rows["member_verdicts"] = [list(v["verdicts"]) for v in votes]
+        rows["carrier"] = [v["carrier"] for v in votes]
+        rows["members"] = [list(v["members"]) for v in votes]
+    rows["says_fails"] = rows["verdict"].eq("fails")
+    rows["states_answer"] = [not obeys_rule(c.note, c.problem, c.attempt) for c in cases]
+    return rows
+
+
+def _member_fails(verdicts: Any) -> tuple[int, int]:
+    said = [v for v in (verdicts or []) if v is not None]
+    return sum(str(v).endswith("fails") for v in said), len(said)
+
+
+def stage1_arms(rows: pd.DataFrame) -> pd.DataFrame:
+    """Per arm (note x leader): false alarms (the note's verdict says a step fails) on the right first
+    answers, flags (the same) and pointers (the note names the first failing step, ``note_kind``
+    ``pointed``) on the wrong ones, the single devils' own verdicts that said a step fails on right
+    and on wrong first answers (one devil's rate beside the vote's), fixes and breaks
+    (:func:`lase_nb.revision.tally`), net problems, and notes read that state the answer."""
+    from ..revision import tally
+
+    out = []
+    for (notes, leader), g in rows.groupby(["notes", "leader"], sort=False):
+        right, wrong = g[g["first_correct"].astype(bool)], g[~g["first_correct"].astype(bool)]
+        fixed, n_wrong, broken, n_right = tally(g)
+        mr = [_member_fails(v) for v in right["member_verdicts"]]
+        mw = [_member_fails(v) for v in wrong["member_verdicts"]]
+        out.append({"notes": notes, "leader": leader, "escalated": len(g), "right": n_right,
+                    "false alarms": int(right["says_fails"].sum()), "wrong": n_wrong,
+                    "flags": int(wrong["says_fails"].sum()), "pointers": int(wrong["note_kind"].eq("pointed").sum()),
+                    "member alarms": f"{sum(a for a, _ in mr)}/{sum(b for _, b in mr)}",
+                    "member flags": f"{sum(a for a, _ in mw)}/{sum(b for _, b in mw)}",
+                    "fixed": fixed, "broken": broken, "net": fixed - broken,
+                    "states answer": int(g["states_answer"].sum())})
+    return pd.DataFrame(out)
+
+
+#: The paired contrasts of the vote against the single note: (measure, which first answers, column).
+STAGE1_MEASURES = (("false alarm", "right", "says_fails"), ("flag", "wrong", "says_fails"),
+                   ("pointer", "wrong", "pointed"), ("fixed", "wrong", "fixed"), ("broken", "right", "broken"),
+                   ("right after stage 1", "all", "correct"))
+
+
+def _measure(g: pd.DataFrame, column: str) -> np.ndarray:
+    if column == "pointed":
+        return g["note_kind"].eq("pointed").to_numpy(bool)
+    if column in ("fixed", "broken"):
+        return g["outcome"].eq(column).to_numpy(bool)
+    return g[column].astype(bool).to_numpy()
+
+
+def stage1_paired(rows: pd.DataFrame) -> pd.DataFrame:
+    """The vote against the single note, paired on the same problems, per leader and measure
+    (:data:`STAGE1_MEASURES`): how many of the ``n`` first answers of that kind each arm counts, the
+    problems only the vote counts and only the single note counts, and the exact McNemar p
+    (:func:`lase_nb.stats.mcnemar`). The note's own measures (alarms, flags, pointers) do not depend on
+    the leader and are given once (leader ``-``)."""
+    from ..stats import mcnemar
+
+    out = []
+    leaders = list(dict.fromkeys(rows["leader"]))
+    for measure, which, column in STAGE1_MEASURES:
+        for leader in (leaders[:1] if column in ("says_fails", "pointed") else leaders):
+            arms = {}
+            for notes in STAGE1_NOTES:
+                g = rows[(rows["notes"] == notes) & (rows["leader"] == leader)].set_index("problem_id")
+                arms[notes] = g
+            if any(g.empty for g in arms.values()):
+                continue
+            ids = [p for p in arms["single"].index if p in arms["vote"].index]
+            first = arms["single"].loc[ids, "first_correct"].astype(bool).to_numpy()
+            keep = first if which == "right" else ~first if which == "wrong" else np.ones(len(ids), bool)
+            ids = [p for p, k in zip(ids, keep) if k]
+            a = _measure(arms["vote"].loc[ids], column) if ids else np.zeros(0, bool)
+            b = _measure(arms["single"].loc[ids], column) if ids else np.zeros(0, bool)
+            vote_only, single_only, p = mcnemar(a, b)
+            out.append({"measure": measure, "first answers": which,
+                        "leader": "-" if column in ("says_fails", "pointed") else leader, "n": len(ids),
+                        "single": int(b.sum()), "vote": int(a.sum()), "vote only": vote_only,
+                        "single only": single_only, "McNemar p": round(p, 3)})
+    return pd.DataFrame(out)
+
+
+def stage1_expectation(paired: pd.DataFrame, expectation: Mapping[str, Any] = STAGE1_EXPECTATION
+                       ) -> dict[str, bool | None]:
+    """Whether each item of the expectation held on the paired table (None where its denominator is
+    zero): the vote's alarms and pointers as shares of the single note's within the stated ranges,
+    the lead (alarms at most half, pointers at least as many), and whether any contrast reached p < 0.05."""
+    t = paired.set_index("measure")
+
+    def share(measure: str) -> float | None:
+        if measure not in t.index or not t.at[measure, "single"]:
+            return None
+        return float(t.at[measure, "vote"]) / float(t.at[measure, "single"])
+
+    out: dict[str, bool | None] = {}
+    for key, measure in (("alarms", "false alarm"), ("pointers", "pointer")):
+        s = share(measure)
+        lo, hi = expectation[key]
+        out[key] = None if s is None else bool(lo <= s <= hi)
+    a, p = share("false alarm"), share("pointer")
+    lead = None if a is None or p is None else bool(a <= 0.5 and p >= 1.0)
+    out["halved_at_equal_pointers"] = None if lead is None else lead == expectation["halved_at_equal_pointers"]
+    low = bool((paired["McNemar p"] < 0.05).any()) if len(paired) else False
+    out["any_p_below_0.05"] = low == expectation["any_p_below_0.05"]
+    return out
+
+
+def same_revisions(rows: pd.DataFrame, committed: Mapping[str, pd.DataFrame]) -> dict[str, dict[str, int]]:
+    """The single note's revisions against a committed replay of the same calls, per leader
+    (``{"v5": v5-replay rows, "v6": pilot rows}``): how many are identical, character for character,
+    and how many give the same answer, of those compared."""
+    out = {}
+    for leader, ref in committed.items():
+        mine = rows[(rows["notes"] == "single") & (rows["leader"] == leader)].set_index("problem_id")
+        ref = ref.set_index("problem_id")
+        ids = [p for p in mine.index if p in ref.index]
+        out[leader] = {"compared": len(ids),
+                       "identical": int(sum(str(mine.at[p, "revision"]) == str(ref.at[p, "revision"]) for p in ids)),
+                       "same_answer": int(sum(str(mine.at[p, "answer"]) == str(ref.at[p, "answer"]) for p in ids))}
+    return out
+
+
+def describe_stage1(arms: pd.DataFrame, paired: pd.DataFrame, k: int = 3) -> str:
+    """The replay in words: the vote's false alarms and pointers against the single note's, each
+    leader's fixes and breaks after each, the paired tests, and whether the vote halved the false
+    alarms at equal pointers (then a lead for a preregistered test, never a claim: spent problems)."""
+    if arms.empty or paired.empty:
+        return "No stage-1 rows to describe."
+    t = paired.set_index(["measure", "leader"])
+
+    def pair(measure: str, leader: str = "-") -> str:
+        if (measure, leader) not in t.index:
+            return f"no {measure} to compare"
+        r = t.loc[(measure, leader)]
+        return (f"{r['single']} of {r['n']} with the single note, {r['vote']} with the vote "
+                f"({r['vote only']} only the vote, {r['single only']} only the single note; exact McNemar {p_text(r['McNemar p'])})")
+
+    out = [f"Stage 1 on {int(arms['escalated'].iloc[0])} escalated spent problems (exploratory, no claim): "
+           f"the recorded devil's note against a vote of {k} sampled devils.",
+           f"False alarms on right first answers: {pair('false alarm')}.",
+           f"Pointers (the first failing step named) on wrong first answers: {pair('pointer')}; "
+           f"flags (a step said to fail): {pair('flag')}."]
+    for leader in dict.fromkeys(arms["leader"]):
+        out.append(f"{leader}'s revision fixes {pair('fixed', leader)}; breaks {pair('broken', leader)}.")
+    alarms, pointers = t.loc[("false alarm", "-")], t.loc[("pointer", "-")]
+    if alarms["single"] and 2 * alarms["vote"] <= alarms["single"] and pointers["vote"] >= pointers["single"]:
+        out.append("The vote halved the false alarms at equal pointers: a lead for a preregistered test on fresh "
+                   "problems, not a result.")
+    else:
+        out.append("The vote did not halve the false alarms at equal pointers: no lead for a preregistered test "
+                   "from this replay.")
+    return " ".join(out)
