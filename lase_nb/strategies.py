@@ -644,13 +644,12 @@ def _group_note(problem: Problem, cfg: StrategyConfig, t: int, role: str, attemp
             note, leaked = strip_boxed(g.text)
             records.append(_record(c, g, leaked=leaked))
             notes.append(note)
-    verdicts = [verdict_of(n) for n in notes]
-    group: dict[str, Any] = {"stage": t, "role": role, "verdicts": verdicts}
     if vote:
-        _, verdict, carrier, text = vote_notes(notes)
-        group.update(verdict=verdict, carrier=carrier)
+        verdicts, verdict, carrier, text = vote_notes(notes)
+        group: dict[str, Any] = {"stage": t, "role": role, "verdicts": verdicts, "verdict": verdict, "carrier": carrier}
         # no note voted: the leader reads the verdict line the tie rule gives
         return Note(text, f"{role}-vote" if carrier is None else agents[carrier], records, group)
+    group = {"stage": t, "role": role, "verdicts": [verdict_of(n) for n in notes]}
     mcall = Call(prompts.MODERATOR, t, prompts.moderator_messages(problem, role, attempt, notes),
                  cfg.params(sample=sample, supporter=True), agent=f"{role}-moderator", reads=("leader", *agents))
     (mgen,) = yield [mcall]
