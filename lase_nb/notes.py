@@ -20,13 +20,14 @@ That errs on the side of flagging: a reader checking a recording can see every f
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 from fractions import Fraction
 
 from .prompts import NOTE_ROLES
 
-__all__ = ["STEP_LABEL", "numbers_in", "mentions", "states_answer", "states_other_value", "count_answer_notes"]
+__all__ = ["STEP_LABEL", "numbers_in", "mentions", "states_answer", "states_other_value", "count_answer_notes",
+           "judge_notes", "problems_told_the_answer"]
 
 #: "Step 2", "steps 2 and 3", "Step 2-3": labels, not values.
 STEP_LABEL = re.compile(r"\b[Ss]teps?\s+\d+(?:\s*(?:,|-|and|to)\s*\d+)*")
@@ -108,15 +109,32 @@ def count_answer_notes(calls: Any, stages: Any, problems: Mapping[str, Any] | It
     reply of the stage before, its revision the leader's reply of the note's stage; every recorded
     note counts (whether or not LASE used it). Without a stage row (LASE+MV's chains) the attempt is
     graded from its own extracted answer."""
+    out: dict[str, dict[str, dict[str, int]]] = {}
+    for problem_id, role, where, broke in judge_notes(calls, stages, problems):
+        cell = out.setdefault(role, {"on_wrong": {"k": 0, "n": 0}, "other_on_right": {"k": 0, "n": 0}})[where]
+        cell["n"] += 1
+        cell["k"] += int(broke)
+    return out
+
+
+def problems_told_the_answer(calls: Any, stages: Any, problems: Mapping[str, Any] | Iterable[Any]) -> set[str]:
+    """The problems on which some recorded note on a wrong leader attempt states the gold answer
+    (the ``on_wrong`` breaks that :func:`count_answer_notes` counts), for a sensitivity analysis that
+    sets them aside."""
+    return {pid for pid, _, where, broke in judge_notes(calls, stages, problems) if where == "on_wrong" and broke}
+
+
+def judge_notes(calls: Any, stages: Any, problems: Mapping[str, Any] | Iterable[Any]) -> Iterator[tuple[str, str, str, bool]]:
+    """Every recorded note judged by the rule, as :func:`count_answer_notes` describes:
+    ``(problem_id, role, "on_wrong" or "other_on_right", broke)``."""
     import pandas as pd
 
     from .answers import grade
 
     by_id = problems if isinstance(problems, Mapping) else {p.id: p for p in problems}
     calls, stages = pd.DataFrame(calls), pd.DataFrame(stages)
-    out: dict[str, dict[str, dict[str, int]]] = {}
     if calls.empty or "role" not in calls:
-        return out
+        return
     # LASE+MV runs several chains per problem (agents "chain0.leader", ...) and records no stage rows
     calls = calls.assign(chain=calls["agent"].astype(str).str.rpartition(".")[0] if "agent" in calls else "")
     both = "strategy" in calls and (stages.empty or "strategy" in stages)
@@ -141,13 +159,8 @@ def count_answer_notes(calls: Any, stages: Any, problems: Mapping[str, Any] | It
         p = by_id.get(row.problem_id)
         if p is None or before not in attempt:
             continue
-        cell = out.setdefault(row.role, {"on_wrong": {"k": 0, "n": 0}, "other_on_right": {"k": 0, "n": 0}})
         if right.get(before, False):
-            where = cell["other_on_right"]
-            broke = states_other_value(row.text, p.gold, p.question, attempt[before], answers.get(tuple(key)))
+            yield row.problem_id, row.role, "other_on_right", states_other_value(
+                row.text, p.gold, p.question, attempt[before], answers.get(tuple(key)))
         else:
-            where = cell["on_wrong"]
-            broke = states_answer(row.text, p.gold, p.question, attempt[before])
-        where["n"] += 1
-        where["k"] += int(broke)
-    return out
+            yield row.problem_id, row.role, "on_wrong", states_answer(row.text, p.gold, p.question, attempt[before])

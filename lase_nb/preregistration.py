@@ -230,6 +230,35 @@ def primary_from_gated_run(prereg: Mapping[str, Any], run: Any) -> dict[str, Any
     return _with_prediction(out, prereg)
 
 
+def told_answer_sensitivity(prereg: Mapping[str, Any], run: Any, problems: Mapping[str, Any]) -> dict[str, Any]:
+    """The primary comparison (:func:`primary_from_gated_run`) again without the problems on which a
+    supporter's note on a wrong attempt states the gold answer (:func:`lase_nb.notes.problems_told_the_answer`):
+    whether the gain stands without notes that break the rule. Not preregistered; a sensitivity
+    analysis beside the primary test. ``problems``: the run's problems by id."""
+    from .notes import problems_told_the_answer
+
+    primary_from_gated_run(prereg, run)  # the same refusals
+    told = problems_told_the_answer(run.calls, run.stages, problems)
+    alone = run.stages[run.stages["stage"] == 0].set_index("problem_id")["correct"]
+    final = run.problems.set_index("problem_id")["correct"]
+    ids = [pid for pid in final.index.intersection(alone.index) if pid not in told]
+    out = _test(final.loc[ids].to_numpy(bool), alone.loc[ids].to_numpy(bool), prereg)
+    out["removed"] = len(told)
+    out["removed_fixed"] = int(sum(bool(final.get(pid)) and not bool(alone.get(pid)) for pid in told))
+    return out
+
+
+def describe_told_answer_sensitivity(result: Mapping[str, Any]) -> str:
+    """Markdown: :func:`told_answer_sensitivity` in one sentence."""
+    k = result["removed"]
+    return (f"*Sensitivity, not preregistered:* on {k} problem{'' if k == 1 else 's'} a supporter's note on a wrong attempt "
+            f"states the gold answer, which the rule forbids ({result['removed_fixed']} of them end fixed); without "
+            f"them, {result['n']} problems: {100 * result['diff']:+.1f} points [{100 * result['diff_lo']:+.1f}, "
+            f"{100 * result['diff_hi']:+.1f}], {result['b']} fixed and {result['c']} broken, exact McNemar "
+            f"p = {result['p_value']:.3g}: the gain {'stands by both tests' if result['claimed'] else 'no longer clears both tests'} "
+            f"without the notes that break the rule.")
+
+
 #: The recordings on which the organism's gain of gated LASE over the leader alone can be read, the
 #: preregistered one first (:func:`held_out_gains`): key -> what the number is.
 GAIN_RECORDINGS = {

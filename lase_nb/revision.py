@@ -592,16 +592,24 @@ def describe_pilot_audit(raw: pd.DataFrame, audit: Mapping[str, Any], first: pd.
 
 
 def describe_v6_verdict(prereg: Mapping[str, Any] | None, study: Path | None = None) -> str:
-    """v6's preregistered verdict, or what stands in its way: no preregistration yet, or no fresh
+    """v6's preregistered verdict (with the sensitivity analysis that sets aside the problems whose
+    notes state the answer), or what stands in its way: no preregistration yet, or no fresh
     recording yet (then the prediction and the test's power, as fixed)."""
-    from .preregistration import describe_primary, primary_from_gated_run
+    from .preregistration import (describe_primary, describe_told_answer_sensitivity, primary_from_gated_run,
+                                  told_answer_sensitivity)
+    from .runs import problems_from_manifest
     from .traces import load_run
 
     if prereg is None:
         return "Organism v6 has no committed preregistration yet, so no fresh test and no verdict."
     large = Path(study or V6_STUDY) / "lase-large"
     if (large / "manifest.json").is_file():
-        return describe_primary(primary_from_gated_run(prereg, load_run(large)), prereg)
+        run = load_run(large)
+        text = describe_primary(primary_from_gated_run(prereg, run), prereg)
+        problems = problems_from_manifest(run.manifest)
+        if problems:
+            text += " " + describe_told_answer_sensitivity(told_answer_sensitivity(prereg, run, problems))
+        return text
     pred = prereg["prediction"]
     lo, hi = pred["range"]
     return (f"Organism v6's preregistration was committed on {prereg['date']} before any fresh recording: predicted "

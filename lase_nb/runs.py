@@ -326,9 +326,32 @@ def _organism_problem_set(manifest: Mapping[str, Any], n: int | None) -> list[An
     if kind == "organism-eval":
         return organism.eval_problems(n, seed=seed, levels=manifest.get("levels") or (1, 2, 3))
     if kind.startswith("organism-v6-"):  # organism v6's fresh or control problems (its preregistration)
-        return organism.v6_problems(kind.removeprefix("organism-v6-"), n, seed=seed,
-                                    levels=manifest.get("levels") or (1, 2, 3))
+        which = kind.removeprefix("organism-v6-")
+        spec = _v6_spec(manifest, which)
+        if spec is not None:  # the preregistration fixes the list's seed (the manifest's seed is the strategies')
+            seed = int(spec["seed"])
+        problems = organism.v6_problems(which, n, seed=seed, levels=manifest.get("levels") or (1, 2, 3))
+        if spec is not None and n == spec["n"] and organism.problems_sha256(problems) != spec["sha256"]:
+            raise DataError(f"the {which} regenerated from {manifest['preregistration']} do not hash as it says: the "
+                            "generator changed since the recording; check out the commit the manifest names")
+        return problems
     return organism_round3.held_out_problems(n, seed=seed)
+
+
+def _v6_spec(manifest: Mapping[str, Any], which: str) -> Mapping[str, Any] | None:
+    """The problem list's entry (``problems`` or ``control``) of the preregistration a v6 recording
+    names, read from the repository's copy; None when the manifest names none."""
+    from .preregistration import V6_PATH, load
+
+    name = manifest.get("preregistration")
+    if not name:
+        return None
+    path = Path(name)
+    if not path.is_file():  # written relative to the repository's root
+        path = V6_PATH.parents[3] / name
+    if not path.is_file():
+        raise DataError(f"{name}: the preregistration this recording names is not here; restore it from git")
+    return load(path)[which]
 
 
 def common_ids(runs: Mapping[str, Run], problem_ids: Sequence[str]) -> np.ndarray:

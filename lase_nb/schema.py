@@ -264,6 +264,8 @@ class Manifest(BaseModel):
     down_threshold: dict[str, Any] | None = None
     gate: dict[str, Any] | None = None
     organism_variant: dict[str, Any] | None = None
+    preregistration: str | None = None  # the preregistration file a fresh recording read
+    preregistration_commit: str | None = None  # the commit that holds it
 
 
 #: What every run written by lase-nb's ``write_run`` carries in its manifest.

@@ -57,6 +57,15 @@ def test_every_committed_recording_passes_the_schema():
         assert manifest["package"] == "lase-nb"
 
 
+def test_every_field_of_a_committed_manifest_is_typed():
+    """A manifest field the schema does not name passes any value (``extra="allow"``): the slow
+    fuzz sweep then finds a wrong type read silently. Every field a committed run carries is typed."""
+    untyped = {f"{folder.relative_to(TRACES)}: {key}" for folder in RUN_FOLDERS
+               for key in json.loads((folder / "manifest.json").read_text())
+               if key not in schema.Manifest.model_fields}
+    assert not untyped, "type these manifest fields in lase_nb.schema.Manifest"
+
+
 def test_a_checked_run_reads_as_the_tables_always_read():
     """Validation changes nothing in what a reader gets (the same frames pandas read before)."""
     for folder in (SMOLLM2 / "lase-full", SMOLLM2 / "mv"):

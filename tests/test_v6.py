@@ -3,6 +3,8 @@ prediction rule, the power of the exact test, and the preregistration's required
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -200,3 +202,48 @@ def test_agrees_with_replay_counts_identical_revisions_and_answers() -> None:
     rows = pd.DataFrame({"problem_id": ["a", "b", "c", "d"], "revision": ["x = \\boxed{4}", "y2 = \\boxed{5}", "w", "q"],
                          "answer": ["4", "5", "7", "1"]})
     assert revision.agrees_with_replay(SimpleNamespace(calls=calls), rows) == {"compared": 3, "identical": 1, "same_answer": 2}
+
+
+def test_told_answer_sensitivity_sets_aside_problems_whose_note_states_the_answer() -> None:
+    """A note on a wrong attempt that states the gold answer takes its problem out of the
+    sensitivity analysis; a note that only points stays; the refusals of the primary test hold."""
+    from lase_nb import organism
+    from lase_nb.notes import numbers_in
+    from lase_nb.traces import Run
+
+    a, b, c = [p for p in organism.eval_problems(40, seed=7) if not numbers_in(p.question) & numbers_in(str(p.gold))][:3]
+    problems = {p.id: p for p in (a, b, c)}
+    calls = pd.DataFrame({
+        "problem_id": [a.id, a.id, a.id, b.id, b.id, b.id, c.id],
+        "role": ["leader", "devil", "leader"] * 2 + ["leader"],
+        "stage": [0, 1, 1] * 2 + [0],
+        "text": ["wrong: \\boxed{0}", f"Step 1 fails: it should give {a.gold}.", f"\\boxed{{{a.gold}}}",
+                 "wrong: \\boxed{0}", "Step 1 fails.", f"\\boxed{{{b.gold}}}", f"\\boxed{{{c.gold}}}"],
+        "answer": ["0", None, str(a.gold), "0", None, str(b.gold), str(c.gold)]})
+    stages = pd.DataFrame({"problem_id": [a.id, a.id, b.id, b.id, c.id], "stage": [0, 1, 0, 1, 0],
+                           "correct": [False, True, False, True, True]})
+    final = pd.DataFrame({"problem_id": [a.id, b.id, c.id], "correct": [True, True, True], "stop_stage": [1, 1, 0]})
+    prereg = {"thresholds": {"tau_lp": 0.8, "tau_h": 0.5},
+              "primary": {"tests": {"bootstrap": {"n_boot": 200, "seed": 0, "level": 0.95},
+                                    "mcnemar": {"alpha": 0.05}}}}
+    run = Run(Path("x"), {"config": {"tau_lp": 0.8, "tau_h": 0.5}}, final, calls, stages)
+    r = preregistration.told_answer_sensitivity(prereg, run, problems)
+    assert (r["removed"], r["removed_fixed"], r["n"], r["b"], r["c"]) == (1, 1, 2, 1, 0)
+    text = preregistration.describe_told_answer_sensitivity(r)
+    assert "on 1 problem a" in text and "2 problems: +50.0 points" in text and "no longer clears both tests" in text
+    with pytest.raises(DataError, match="thresholds"):
+        preregistration.told_answer_sensitivity(prereg, Run(Path("x"), {"config": {"tau_lp": 0.5, "tau_h": 0.5}},
+                                                            final, calls, stages), problems)
+
+
+@pytest.mark.skipif(not (revision.V6_STUDY / "lase-large" / "manifest.json").is_file(), reason="not recorded")
+def test_a_fresh_v6_recordings_problems_regenerate_from_its_preregistration() -> None:
+    """The manifest's seed is the strategies'; the list's is the preregistration's: the problems
+    regenerated from the manifest are the recorded ones, gold for gold."""
+    from lase_nb.runs import problems_from_manifest
+    from lase_nb.traces import load_run
+
+    run = load_run(revision.V6_STUDY / "lase-large")
+    problems = problems_from_manifest(run.manifest)
+    recorded = dict(zip(run.problems["problem_id"], run.problems["gold"].astype(str)))
+    assert recorded == {pid: str(p.gold) for pid, p in problems.items()}
