@@ -605,7 +605,8 @@ def describe_v6_verdict(prereg: Mapping[str, Any] | None, study: Path | None = N
     large = Path(study or V6_STUDY) / "lase-large"
     if (large / "manifest.json").is_file():
         run = load_run(large)
-        text = describe_primary(primary_from_gated_run(prereg, run), prereg)
+        text = ("Organism v6 (v5, with a second adapter for the leader's revision after a note): "
+                + describe_primary(primary_from_gated_run(prereg, run), prereg))
         problems = problems_from_manifest(run.manifest)
         if problems:
             text += " " + describe_told_answer_sensitivity(told_answer_sensitivity(prereg, run, problems))
@@ -662,3 +663,73 @@ def agrees_with_replay(run: Any, rows: pd.DataFrame, stage: int = 1) -> dict[str
     same_text = int((rec.loc[ids, "text"].astype(str) == mine["revision"].astype(str)).sum())
     same_answer = int(sum(str(a) == str(b) for a, b in zip(rec.loc[ids, "answer"], mine["answer"])))
     return {"compared": len(ids), "identical": same_text, "same_answer": same_answer}
+
+
+#: Organism v6's control pair (``control-level1-v6/<model>/lase-full``: the preregistration's level-1 problems).
+V6_CONTROL = V6_STUDY.parent / "control-level1-v6"
+
+
+def v6_secondary(prereg: Mapping[str, Any], study: Path | None = None, control: Path | None = None) -> pd.DataFrame:
+    """Organism v6's preregistered secondary endpoints, each with the numbers it names and, where it
+    compares two answers per problem, the exact McNemar p and the paired bootstrap interval
+    (reported, no claim: the preregistration claims only the primary test). Rows for recordings
+    not made yet say so. ``study``: v6's folder (``lase-large``, ``mv``); ``control``: the control
+    pair's folder (``organism-v6`` and ``smollm2``, each ``lase-full``)."""
+    from .preregistration import AIM, aim_result, chains_of
+    from .regimes import compare_gains
+    from .traces import load_run
+
+    study, control = Path(study or V6_STUDY), Path(control or V6_CONTROL)
+    th = prereg["thresholds"]
+    rows: list[dict[str, Any]] = []
+
+    def add(endpoint: str, result: str, t: Mapping[str, Any] | None = None) -> None:
+        rows.append({"endpoint": endpoint, "result": result,
+                     "difference, points [95% CI]": (f"{100 * t['diff']:+.1f} [{100 * t['diff_lo']:+.1f}, "
+                                                     f"{100 * t['diff_hi']:+.1f}]" if t else ""),
+                     "exact McNemar p": f"{t['p_value']:.2g}" if t else ""})
+
+    large = study / "lase-large"
+    if not (large / "manifest.json").is_file():
+        add("all", "lase-large is not recorded yet")
+        return pd.DataFrame(rows).set_index("endpoint")
+    run = load_run(large)
+    st = run.stages
+    s0 = st[st["stage"] == 0].set_index("problem_id")
+    s1 = st[st["stage"] == 1].set_index("problem_id")
+    ids = s1.index.intersection(s0.index)
+    first, second = s0.loc[ids, "correct"].to_numpy(bool), s1.loc[ids, "correct"].to_numpy(bool)
+    t1 = paired_test(second, first, n_boot=2000, seed=0)
+    add("stage 1 on the escalated problems", f"{len(ids)} escalated: fixes {int((~first & second).sum())} of {int((~first).sum())} wrong "
+        f"first answers, breaks {int((first & ~second).sum())} of {int(first.sum())} right ones", t1)
+    final = run.problems.set_index("problem_id")
+    alone_tokens = (s0["prompt_tokens"] + s0["completion_tokens"]).reindex(final.index)
+    add("tokens against the leader alone", f"{final['total_tokens'].mean():.0f} vs {alone_tokens.mean():.0f} per "
+        f"problem: {final['total_tokens'].mean() / alone_tokens.mean():.2f}x")
+    mv = study / "mv"
+    if (mv / "manifest.json").is_file():
+        mv_run = load_run(mv)
+        aim = aim_result(run.problems, mv_run.problems)
+        pair = final.join(mv_run.problems.set_index("problem_id")["correct"].rename("mv"), how="inner")
+        add("the paper's headline against MV(7)", f"LASE {100 * aim['acc_lase']:.1f}% vs MV(7) {100 * aim['acc_mv']:.1f}% "
+            f"on {aim['n']} problems at {aim['token_ratio']:.2f}x its tokens: the aim (within "
+            f"{100 * AIM['points']:g} point, at most {AIM['token_ratio']:g}x) is {'met' if aim['met'] else 'not met'}",
+            paired_test(pair["correct"].to_numpy(bool), pair["mv"].to_numpy(bool), n_boot=2000, seed=0))
+    else:
+        add("the paper's headline against MV(7)", "mv is not recorded yet")
+    notes = run.manifest.get("notes_stating_answer") or {}
+    add("notes stating the final answer", "; ".join(f"{role} {c['on_wrong']['k']} of {c['on_wrong']['n']}"
+                                                    for role, c in notes.items()) + " (on wrong attempts)")
+    pair = {m: control / m / "lase-full" for m in ("organism-v6", "smollm2")}
+    if all((p / "manifest.json").is_file() for p in pair.values()):
+        c = compare_gains(chains_of(load_run(pair["organism-v6"])), chains_of(load_run(pair["smollm2"])),
+                          th["tau_lp"], th["tau_h"])
+        ra, rb = c["regime_a"], c["regime_b"]
+        add("the control: each model's gain on its level-1 problems",
+            f"organism v6 {100 * ra['gain']:+.1f} [{100 * ra['gain_lo']:+.1f}, {100 * ra['gain_hi']:+.1f}] "
+            f"(p = {ra['p_value']:.2g}), SmolLM2 {100 * rb['gain']:+.1f} [{100 * rb['gain_lo']:+.1f}, "
+            f"{100 * rb['gain_hi']:+.1f}] (p = {rb['p_value']:.2g}) on {c['n']} problems; difference of the gains",
+            c["difference"])
+    else:
+        add("the control: each model's gain on its level-1 problems", "the control pair is not recorded yet")
+    return pd.DataFrame(rows).set_index("endpoint")

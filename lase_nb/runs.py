@@ -40,7 +40,7 @@ __all__ = ["RUN_DIRS", "CONTRASTS", "resolve_data_path", "load_runs", "load_mode
            "comparison_table", "strategy_tables", "display_name", "by_display_name",
            "REVISION_TEXT", "FOLLOW_UP_ROLES", "FORMAT_TOLERANCE", "baseline_formats", "off_format",
            "FIRST_ROUND", "FIRST_ROUND_LABEL", "sampling_gap", "describe_sampling_gap",
-           "Study", "AUTO", "COMMITTED", "COMMITTED_STUDIES", "COMMITTED_CONTROL", "PATH_PARAMETERS", "absolute_paths",
+           "Study", "AUTO", "COMMITTED", "COMMITTED_STUDIES", "HEADLINE_STUDIES", "COMMITTED_CONTROL", "PATH_PARAMETERS", "absolute_paths",
            "study_folder", "study_label", "chapter_studies", "describe_study", "control_studies", "load_studies",
            "MIN_DECIDABLE", "MIN_DISCORDANT", "decidable", "gain_words",
            "split_by_coverage", "main_comparison"]
@@ -576,6 +576,10 @@ COMMITTED_DIR = REPO_ROOT / "data" / "traces"
 #: or ``"committed"`` (every committed study the chapter shows by default) asks for them by name.
 COMMITTED_STUDIES = ("arith-smollm2", "arith-organism-point", "arith-organism-tell")
 
+#: The studies the headline figure shows (chapter 05, section 5.6): the embedded model and organism
+#: v6, whose gain over its leader alone was claimed by its preregistered test (chapter 06, 6.6).
+HEADLINE_STUDIES = ("arith-smollm2", "arith-organism-v6")
+
 #: The committed negative control: two studies of the same problems (``control-level1/<model>``).
 COMMITTED_CONTROL = ("control-level1/smollm2", "control-level1/organism")
 
@@ -637,7 +641,7 @@ def study_folder(value: str | Path) -> tuple[Path, bool]:
     name = str(value)
     if name.startswith(f"{COMMITTED}:"):
         name = name.split(":", 1)[1]
-    if name in COMMITTED_STUDIES or name in COMMITTED_CONTROL:
+    if name in COMMITTED_STUDIES or name in HEADLINE_STUDIES or name in COMMITTED_CONTROL:
         return COMMITTED_DIR / name, True
     p = resolve_data_path(value).resolve()
     return p, COMMITTED_DIR.resolve() in p.parents

@@ -62,7 +62,8 @@ from lase_nb.runs import chains_by_model, common_ids, load_runs
 plots.set_style()
 pd.set_option("display.precision", 3)
 interactive = widgets.live_session(interactive)
-shown = run_store.chapter_studies(traces, studies)  # the reader's study first; one line each
+# the reader's study first; one line each. Beside the committed embedded model: organism v6 (5.6)
+shown = run_store.chapter_studies(traces, studies, committed=run_store.HEADLINE_STUDIES)
 baseline_names = pareto.paper_baselines()  # the paper's Table 1 baselines (MV, MAD), drawn as points
 
 run = load_runs(shown[0].path, ["lase"], require=["lase"])["lase"]  # the lase-full folder
@@ -257,7 +258,10 @@ pd.DataFrame({
 # %% [markdown] tags=["book-more"]
 # ## 5.6 Studies side by side
 #
-# The same replay on every study in `studies` (chapter 03 introduces the committed ones). Each
+# The same replay on every study in `studies`: by default the embedded model and **organism v6**,
+# the organism whose leader reads notes (chapter 06, 6.6). v6's panel replays its full chains on
+# the 200 problems its prediction was written on, spent problems and so not evidence; its
+# preregistered test on 600 fresh problems is chapter 06's (6.6) and chapter 07's. Each
 # panel is one study's threshold grid with its front, its oracle staircase, the leader alone,
 # always-interact and LASE at the chapter's thresholds (the star). **Where the supporters can
 # correct the leader, the front rises above the leader alone; where they cannot, it stays flat or
@@ -325,7 +329,7 @@ if interactive:
 # budget (the median over the grid) on half A and score it on half B. What is the median optimism
 # (accuracy on A minus accuracy on B)? It is negative on some splits: why? Compare the *gains*
 # over the leader alone on each half instead, which removes how hard each half happens to be. Use
-# the pointing organism: on the embedded model the chosen pair hardly escalates, so its gain is 0.
+# organism v6: on the embedded model the chosen pair hardly escalates, so its gain is 0.
 
 # %% [markdown]
 # ## Summary

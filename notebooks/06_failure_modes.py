@@ -281,7 +281,7 @@ else:
     print("section 6.5 reads the committed preregistered study, which is not shown here: skipped")
 
 # %% [markdown] tags=["seminar"]
-# ## 6.6 Why no gain here: the note or the leader?
+# ## 6.6 The note or the leader? From v5's null result to v6's preregistered test
 #
 # The paper's Appendix H names a failure it calls *execution failure post-critique*: a supporter
 # finds the flaw, the leader accepts the critique, and still cannot rebuild the right path. Gated
@@ -350,6 +350,18 @@ if point is not None:
     prereg_v6 = preregistration.load(preregistration.V6_PATH) if preregistration.V6_PATH.is_file() else None
     display(revision.rounds_table(prereg=preregistration.load(), prereg_v6=prereg_v6).set_index("organism"))
     print(revision.describe_v6_verdict(prereg_v6))
+
+# %% [markdown] tags=["book-more"]
+# **v6's secondary endpoints**, as its preregistration lists them: stage 1 on the escalated
+# problems, the tokens, the paper's headline against MV(7) on the same fresh problems (the aim:
+# within a point of MV(7) at no more than 0.7x its tokens), the notes that state the answer, and
+# the control pair on level-1 problems no other recording uses. Each with both tests where it
+# compares answers, **reported without a claim**: only the primary test above was fixed to decide.
+
+# %% tags=["book-more"]
+if point is not None and prereg_v6 is not None:
+    with pd.option_context("display.max_colwidth", None):
+        display(revision.v6_secondary(prereg_v6))
 
 # %% [markdown] tags=["book-more"]
 # **The ceiling on every first answer** (not only the escalated ones: its own denominator, every wrong

@@ -3,7 +3,7 @@
 #
 # The exercises replay the recorded full chains of the studies the chapter shows by default in
 # section 5.6 (`data/traces/arith-smollm2`, or the study in `$LASE_SOLUTION_TRACES`, and the
-# committed pointing organism) on the chapter's grid (`grid_size` 41); no model call.
+# committed organism v6) on the chapter's grid (`grid_size` 41); no model call.
 
 # %%
 import os
@@ -14,7 +14,7 @@ from lase_nb.chapters import pareto
 from lase_nb.replay import chains_from_stages, choose_thresholds, operating_point, pareto_front, split_halves, sweep
 from lase_nb.runs import display_name, load_runs
 
-FOLDERS = (os.environ.get("LASE_SOLUTION_TRACES", "data/traces/arith-smollm2"), "data/traces/arith-organism-point")
+FOLDERS = (os.environ.get("LASE_SOLUTION_TRACES", "data/traces/arith-smollm2"), "data/traces/arith-organism-v6")
 chains = {display_name(f): chains_from_stages(load_runs(f, ["lase"])["lase"].stages) for f in FOLDERS}
 axes = {name: pareto.threshold_axes(c, 41) for name, c in chains.items()}
 grids = {name: sweep(c, *axes[name]) for name, c in chains.items()}
@@ -54,9 +54,9 @@ for name, grid in grids.items():
 # budget (the median over the grid) on half A and score it on half B. What is the median optimism
 # (accuracy on A minus accuracy on B)? It is negative on some splits: why? Compare the *gains*
 # over the leader alone on each half instead, which removes how hard each half happens to be. Use
-# the pointing organism: on the embedded model the chosen pair hardly escalates, so its gain is 0.
+# organism v6: on the embedded model the chosen pair hardly escalates, so its gain is 0.
 #
-# On the pointing organism, at the budget section 5.5 uses:
+# On organism v6, at the budget section 5.5 uses:
 
 # %%
 name = display_name(FOLDERS[1])
