@@ -131,6 +131,9 @@ def test_the_report_script_prints_every_preregistered_section(tmp_path):
     missing = subprocess.run([sys.executable, str(script), "--control", str(tmp_path / "none")], capture_output=True,
                              text=True, check=True).stdout
     assert "## The negative control: not yet recorded (organism, smollm2)" in missing
+    v6 = subprocess.run([sys.executable, str(script), "--v6"], capture_output=True, text=True, check=True).stdout
+    assert "# Organism v6 (preregistered" in v6 and "## Secondary endpoints (reported, no claim)" in v6
+    assert v6.count("\n| ") == 1 + 5  # the header and one row per secondary endpoint
 
 
 def test_the_report_scripts_primary_numbers_are_the_recordings():

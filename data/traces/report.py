@@ -1,6 +1,7 @@
 """The controlled experiment's numbers, as the preregistration fixed them: print them as markdown.
 
     python data/traces/report.py [--organism data/traces/arith-organism-point] [--control data/traces/control-level1]
+    python data/traces/report.py --v6      # organism v6's own preregistration (arith-organism-v6)
 
 The preregistration was written for the pointing organism (v5), whose recordings are in
 ``data/traces/arith-organism-point`` (the default); ``--organism`` reads another organism's.
@@ -44,7 +45,11 @@ def main() -> int:
     ap.add_argument("--organism", default="data/traces/arith-organism-point",
                     help="the organism's recordings (default: the pointing organism, v5)")
     ap.add_argument("--control", default="data/traces/control-level1")
+    ap.add_argument("--v6", action="store_true",
+                    help="organism v6's preregistered test and secondary endpoints (arith-organism-v6, control-level1-v6)")
     args = ap.parse_args()
+    if args.v6:
+        return v6_report()
     prereg = P.load()
     th = prereg["thresholds"]
     runs = load_runs(args.organism, ["single", "mv", "mad", "moa", "down", "lase", "lase-mv", "lase-shuffled",
@@ -103,6 +108,22 @@ def main() -> int:
         else:
             missing = [m for m, r in ctl.items() if r is None]
             print(f"## The negative control: not yet recorded ({', '.join(missing)})")
+    return 0
+
+
+def v6_report() -> int:
+    """Organism v6's preregistration (``arith-organism-v6/preregistration.json``): the primary test
+    with the told-answer sensitivity, and the secondary endpoints, reported without a claim."""
+    from lase_nb import revision
+
+    prereg = P.load(P.V6_PATH)
+    print(f"# Organism v6 (preregistered {prereg['date']})\n")
+    print(revision.describe_v6_verdict(prereg) + "\n")
+    print("## Secondary endpoints (reported, no claim)\n")
+    table = revision.v6_secondary(prereg).reset_index()
+    print("| " + " | ".join(table.columns) + " |\n|" + "---|" * len(table.columns))
+    for row in table.itertuples(index=False):
+        print("| " + " | ".join(str(v) for v in row) + " |")
     return 0
 
 
