@@ -590,7 +590,7 @@ COMMITTED = "committed"
 
 #: Parameters that name recordings or data files: ``lase-nb notebooks`` makes their relative paths
 #: absolute from the caller's working folder (papermill runs the chapters from ``notebooks/``).
-PATH_PARAMETERS = ("traces", "studies", "control_traces", "data_path")
+PATH_PARAMETERS = ("traces", "studies", "control_traces", "data_path", "group_traces", "stage1_traces")
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@
 # %% tags=["parameters"]
 traces = "committed"  # a study holding LASE's full chain (lase-full/); "committed": data/traces/arith-smollm2
 group_traces = "committed"  # a study holding a lase-ensemble/ run of the same problems; "committed": data/traces/arith-smollm2-ensemble
+stage1_traces = "committed"  # the organism's stage-1 replay (ensemble_stage1.py's --out); "committed": data/revision
 tau_lp = 0.8  # gate: exp(LP_min) below this is uncertain
 tau_h = 0.5  # gate: H_max (nats) above this is uncertain
 seed = 0  # bootstrap seed
@@ -127,6 +128,31 @@ if pair is not None:
     fig = ensemble.plot_fronts(front, pair, tau_lp, tau_h)
     plots.savefig(fig, "ensemble_fronts")
     print(ensemble.describe_fronts(front))
+
+# %% [markdown]
+# ## A5.5 The organism's stage 1: one devil or a vote of three (exploratory)
+#
+# Where supporters can point, the question is sharper. On the 104 problems the default gate
+# escalates on the pointing organism's recording (chapter 06, 6.6: 64 wrong and 40 right first
+# answers, spent problems), stage 1 is replayed twice: with the **recorded devil's note**, and with
+# the **vote of 3 devils** sampled from the same model at temperature 0.7 (the strategy's own vote:
+# the majority verdict, ties to "holds"). Each note is read by v5's revision and by v6's. What we
+# expected was written before any vote was sampled (`ensemble.STAGE1_EXPECTATION`, in
+# `data/revision/README.md`): fewer false alarms, not half as many, and a few pointers lost.
+
+# %%
+stage1 = ensemble.load_stage1(None if stage1_traces == "committed" else stage1_traces)
+if stage1 is None:
+    print("the stage-1 replay is not run here (python data/revision/ensemble_stage1.py writes it)")
+else:
+    s1_rows, s1_meta = stage1
+    s1_arms, s1_paired = ensemble.stage1_arms(s1_rows), ensemble.stage1_paired(s1_rows)
+    display(s1_arms.set_index(["notes", "leader"]))
+    display(s1_paired.set_index(["measure", "leader"]))
+    print(ensemble.describe_stage1(s1_arms, s1_paired, k=int(s1_meta["k"])))
+    held = ensemble.stage1_expectation(s1_paired)
+    print("what we said beforehand: " + "; ".join(f"{k}: {'held' if v else 'did not hold' if v is not None else 'no denominator'}"
+                                                   for k, v in held.items()))
 
 # %% [markdown]
 # **Where this could be tested.** A lead, if one shows here, would be a hypothesis for a

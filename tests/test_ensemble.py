@@ -592,3 +592,25 @@ def test_stage1_rows_refuse_a_vote_without_its_votes():
         ens.stage1_rows([case], [BOX["right"]], notes="three", leader="v5")
     row = ens.stage1_rows([case], [BOX["right"]], notes="single", leader="v5").iloc[0]
     assert (row["verdict"], bool(row["says_fails"]), row["note_kind"], row["outcome"]) == ("fails", True, "alarm", "kept")
+
+
+def test_load_stage1_reads_what_the_script_writes_and_refuses_a_short_run(tmp_path) -> None:
+    import json
+
+    import pandas as pd
+
+    from lase_nb.chapters import ensemble
+    from lase_nb.errors import DataError
+
+    assert ensemble.load_stage1(tmp_path) is None
+    rows = pd.DataFrame({"problem_id": ["a", "b"], "notes": ["single", "vote"], "answer": ["07", None],
+                         "first_correct": [True, False], "member_verdicts": [["step 1 fails"], ["holds", None]]})
+    rows.to_json(tmp_path / f"{ensemble.STAGE1_NAME}.jsonl", orient="records", lines=True)
+    (tmp_path / f"{ensemble.STAGE1_NAME}.json").write_text(json.dumps({"k": 3, "limit": None}))
+    back, meta = ensemble.load_stage1(tmp_path)
+    assert back["answer"].iloc[0] == "07" and pd.isna(back["answer"].iloc[1])  # "07" stays text
+    assert back["member_verdicts"].tolist()[1] == ["holds", None]
+    assert back["first_correct"].tolist() == [True, False] and meta["k"] == 3
+    (tmp_path / f"{ensemble.STAGE1_NAME}.json").write_text(json.dumps({"k": 3, "limit": 2}))
+    with pytest.raises(DataError, match="--limit 2"):
+        ensemble.load_stage1(tmp_path)

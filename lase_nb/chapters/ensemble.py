@@ -361,6 +361,26 @@ STAGE1_EXPECTATION = {
 }
 
 
+#: Where ``data/revision/ensemble_stage1.py`` writes the replay (``STAGE1_NAME`` + ``.jsonl`` / ``.json``).
+STAGE1_DIR = Path(__file__).resolve().parents[2] / "data" / "revision"
+
+
+def load_stage1(folder: str | Path | None = None) -> tuple[pd.DataFrame, dict[str, Any]] | None:
+    """The stage-1 replay's rows and summary as ``ensemble_stage1.py`` wrote them (values as written,
+    no type guessing: an answer ``"07"`` stays text), or None when it has not been run there. A short run (``--limit``) is refused:
+    its rows are a smoke test, not the measurement."""
+    import json
+
+    folder = Path(folder) if folder is not None else STAGE1_DIR
+    rows_path, meta_path = folder / f"{STAGE1_NAME}.jsonl", folder / f"{STAGE1_NAME}.json"
+    if not (rows_path.is_file() and meta_path.is_file()):
+        return None
+    meta = json.loads(meta_path.read_text())
+    if meta.get("limit") is not None:
+        raise DataError(f"{meta_path}: a short run (--limit {meta['limit']}); run ensemble_stage1.py without --limit")
+    return pd.DataFrame([json.loads(line) for line in rows_path.read_text().splitlines() if line.strip()]), meta
+
+
 def limit_cases(cases: Sequence[Any], n: int | None) -> list[Any]:
     """At most ``n`` stage-1 cases for a short run: the first ``ceil(n / 2)`` with a wrong first
     answer and the first ``floor(n / 2)`` with a right one (so a short run sees both), in their
