@@ -329,7 +329,7 @@ def cmd_record(args) -> int:
             if isinstance(e, RecordingError):
                 print(f"note: no recorded rates for the plan ({e})")
             rates = None
-    label = args.label or model
+    label = args.label or study.recorded_label(args.out) or model  # a second command keeps the study's label
     where = f"{args.backend}" + (f", {public_url(args.base_url)}" if args.base_url else "")
     header = (f"study {label!r}: {model} ({where}) on {args.dataset}, seed {args.seed}, "
               f"{len(problems)} problems -> {args.out}")

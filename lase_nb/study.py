@@ -545,15 +545,33 @@ def record_study(engine: Engine, plans: Sequence[RunPlan], out: str | Path, fiel
     return done
 
 
+def recorded_label(out: str | Path) -> str | None:
+    """The label an earlier command wrote into the study's ``study.json`` (None when none)."""
+    try:
+        label = json.loads((Path(out) / STUDY_FILE).read_text()).get("label")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return str(label) if label else None
+
+
 #: Manifest fields written after ``n`` (the order the recordings have).
 _AFTER_N = ("levels", "model_files", "seed", "data_path", "label")
 
 
 def _write_study(out: Path, plans: Sequence[RunPlan], fields: Mapping[str, Any], label: str | None) -> None:
-    """``study.json``: what the study is (label, backend, model, dtype, data set, n, runs)."""
+    """``study.json``: what the study is (label, backend, model, dtype, data set, n, runs). A study
+    recorded in several commands keeps what an earlier one wrote: its label (unless this one names
+    one) and its runs beside this command's."""
     keep = ("backend", "model", "base_url", "dtype", "dataset", "data_path", "levels", "split", "seed", "command")
-    study = {"label": label or str(fields.get("model", out.name)),
+    try:
+        before = json.loads((out / STUDY_FILE).read_text())
+    except (OSError, ValueError):
+        before = {}
+    before = before if isinstance(before, dict) else {}
+    runs = {**(before.get("runs") if isinstance(before.get("runs"), dict) else {}),
+            **{p.name: {"strategy": p.strategy, "n": len(p.problems)} for p in plans}}
+    study = {"label": label or before.get("label") or str(fields.get("model", out.name)),
              **{k: fields[k] for k in keep if fields.get(k) is not None},
-             "n": max((len(p.problems) for p in plans), default=0),
-             "runs": {p.name: {"strategy": p.strategy, "n": len(p.problems)} for p in plans}}
+             "n": max([len(p.problems) for p in plans] + [r.get("n", 0) for r in runs.values() if isinstance(r, dict)]),
+             "runs": runs}
     traces._atomic_write(out / STUDY_FILE, json.dumps(study, indent=2, default=str) + "\n")

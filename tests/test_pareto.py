@@ -418,6 +418,12 @@ def test_gain_rows_and_figure_use_the_paired_tests():
     reach = float(np.abs(rows[["lo", "hi"]].to_numpy()).max())  # issue 51: the left panel spans the intervals, not +-100
     assert reach <= fig.axes[0].get_xlim()[1] <= (np.ceil(reach * 10) / 10) * 1.05 + 1e-9
     plt.close(fig)
+    fig = P2.plot_gains(rows)  # the default zoom holds every gated interval, in steps of 5 points, at least 8
+    gated = rows[~rows["policy"].str.startswith("always")]
+    inner = float(np.abs(gated[["lo", "hi"]].to_numpy()).max())
+    limit = fig.axes[1].get_xlim()[1] / 1.05
+    assert inner <= limit + 1e-9 and limit >= 0.08 and (limit <= 0.08 + 1e-9 or limit - inner < 0.05)
+    plt.close(fig)
 
 
 # ---- label placement (issue 37, item 6) -------------------------------------------------------------

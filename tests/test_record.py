@@ -82,6 +82,15 @@ def test_whole_study_in_the_layout_the_chapters_read(tmp_path, capsys):
     assert re.search(r"input_tokens", tokens) and not re.search(r"\d\.0\b", tokens), tokens  # never "16421.0"
 
 
+def test_a_study_recorded_in_two_commands_keeps_both_runs_and_its_label(tmp_path, capsys):
+    out, cache = tmp_path / "mine", tmp_path / "c.sqlite"
+    with OpenAIWireServer(oracle(golds())) as srv:
+        assert record(capsys, srv.base_url, out, cache, "--strategies", "single", "--label", "my model")[0] == 0
+        assert record(capsys, srv.base_url, out, cache, "--strategies", "mv")[0] == 0
+    study = json.loads((out / STUDY_FILE).read_text())
+    assert study["label"] == "my model" and set(study["runs"]) == {"single", "mv"} and study["n"] == N
+
+
 @pytest.mark.parametrize("name", FIXED + GATED)
 def test_dry_run_counts_the_calls_then_made(name, tmp_path, capsys):
     cache = tmp_path / f"{name}.sqlite"  # a cache of its own: no call answered by another run

@@ -859,10 +859,11 @@ def gain_rows(chains_by_model: Mapping[str, Chains], tau_lp: float, tau_h: float
     return pd.DataFrame(rows)
 
 
-def plot_gains(rows: pd.DataFrame, zoom: float = 0.08):
+def plot_gains(rows: pd.DataFrame, zoom: float | None = None):
     """Each model's gains over its leader alone (:func:`gain_rows`), points with their paired 95%
     intervals: on a scale that holds every interval (left, rounded up to 10 points) and zoomed to
-    +-``zoom`` (right), where a gain of a few points
+    +-``zoom`` (right; None: the smallest multiple of 5 points, at least 8, that holds every gated
+    LASE interval), where a gain of a few points
     and whether its interval crosses zero can be read; each row's numbers are written above its
     interval in the zoomed panel. Gated LASE is LASE's star on a solid line, always-interact a white
     diamond on a dashed line (two policies in two oranges need more than their colour). An arrow
@@ -875,6 +876,10 @@ def plot_gains(rows: pd.DataFrame, zoom: float = 0.08):
         st = style("lase" if gated else "always-interact")
         looks[p] = dict(color=st["color"], marker="*" if gated else "D", ms=15 if gated else 9,
                         mfc=st["color"] if gated else "white", ls="-" if gated else "--")
+    if zoom is None:
+        gated = rows[~rows["policy"].astype(str).str.startswith("always")]
+        inner = float(np.nanmax(np.abs(gated[["lo", "hi"]].to_numpy(float)))) if len(gated) else 0.0
+        zoom = max(0.08, float(np.ceil(inner * 20 - 1e-9) / 20))
     # the left panel spans every interval, rounded up to 10 points (on +-100 the points sat in an empty strip)
     reach = float(np.nanmax(np.abs(rows[["lo", "hi", "gain"]].to_numpy(float)))) if len(rows) else zoom
     full = max(zoom, float(np.ceil(reach * 10 + 1e-9) / 10))
