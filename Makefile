@@ -36,9 +36,11 @@ test: $(STAMP)
 	$(PY) -m pytest -m "not slow" -n $(TEST_WORKERS)
 
 # the slow tier: strategies on the embedded model, replay vs live, every notebook under papermill,
-# chapter 03 live, the browser test of the sliders
+# chapter 03 live, the browser test of the sliders. The fuzz sweep of the committed recordings
+# (one Python thread per run) goes first on every core; the rest, whose models use every core, after.
 test-slow: $(STAMP)
-	$(PY) -m pytest -m slow
+	$(PY) -m pytest -m slow -n $(TEST_WORKERS) tests/test_recording_schema.py
+	$(PY) -m pytest -m slow --ignore=tests/test_recording_schema.py
 
 test-all: $(STAMP)
 	$(PY) -m pytest
