@@ -671,7 +671,8 @@ V6_CONTROL = V6_STUDY.parent / "control-level1-v6"
 
 def v6_secondary(prereg: Mapping[str, Any], study: Path | None = None, control: Path | None = None) -> pd.DataFrame:
     """Organism v6's preregistered secondary endpoints, each with the numbers it names and, where it
-    compares two answers per problem, the exact McNemar p and the paired bootstrap interval
+    compares two answers per problem, the paired bootstrap interval and the exact p (McNemar; for
+    the control's difference of two gains, the sign test of :func:`lase_nb.stats.gain_difference`)
     (reported, no claim: the preregistration claims only the primary test). Rows for recordings
     not made yet say so. ``study``: v6's folder (``lase-large``, ``mv``); ``control``: the control
     pair's folder (``organism-v6`` and ``smollm2``, each ``lase-full``)."""
@@ -687,7 +688,7 @@ def v6_secondary(prereg: Mapping[str, Any], study: Path | None = None, control: 
         rows.append({"endpoint": endpoint, "result": result,
                      "difference, points [95% CI]": (f"{100 * t['diff']:+.1f} [{100 * t['diff_lo']:+.1f}, "
                                                      f"{100 * t['diff_hi']:+.1f}]" if t else ""),
-                     "exact McNemar p": f"{t['p_value']:.2g}" if t else ""})
+                     "exact p": f"{t['p_value']:.2g}" if t else ""})
 
     large = study / "lase-large"
     if not (large / "manifest.json").is_file():
@@ -728,7 +729,8 @@ def v6_secondary(prereg: Mapping[str, Any], study: Path | None = None, control: 
         add("the control: each model's gain on its level-1 problems",
             f"organism v6 {100 * ra['gain']:+.1f} [{100 * ra['gain_lo']:+.1f}, {100 * ra['gain_hi']:+.1f}] "
             f"(p = {ra['p_value']:.2g}), SmolLM2 {100 * rb['gain']:+.1f} [{100 * rb['gain_lo']:+.1f}, "
-            f"{100 * rb['gain_hi']:+.1f}] (p = {rb['p_value']:.2g}) on {c['n']} problems; difference of the gains",
+            f"{100 * rb['gain_hi']:+.1f}] (p = {rb['p_value']:.2g}) on {c['n']} problems; the difference of the gains "
+            "(sign test)",
             c["difference"])
     else:
         add("the control: each model's gain on its level-1 problems", "the control pair is not recorded yet")
