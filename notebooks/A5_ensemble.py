@@ -150,9 +150,7 @@ else:
     display(s1_arms.set_index(["notes", "leader"]))
     display(s1_paired.set_index(["measure", "leader"]))
     print(ensemble.describe_stage1(s1_arms, s1_paired, k=int(s1_meta["k"])))
-    held = ensemble.stage1_expectation(s1_paired)
-    print("what we said beforehand: " + "; ".join(f"{k}: {'held' if v else 'did not hold' if v is not None else 'no denominator'}"
-                                                   for k, v in held.items()))
+    print(ensemble.describe_expectation(ensemble.stage1_expectation(s1_paired)))
 
 # %% [markdown]
 # **Where this could be tested.** A lead, if one shows here, would be a hypothesis for a

@@ -614,3 +614,28 @@ def test_load_stage1_reads_what_the_script_writes_and_refuses_a_short_run(tmp_pa
     (tmp_path / f"{ensemble.STAGE1_NAME}.json").write_text(json.dumps({"k": 3, "limit": 2}))
     with pytest.raises(DataError, match="--limit 2"):
         ensemble.load_stage1(tmp_path)
+
+
+def test_describe_expectation_says_each_item_and_whether_it_held() -> None:
+    from lase_nb.chapters import ensemble
+
+    held = {"alarms": False, "pointers": True, "halved_at_equal_pointers": True, "any_p_below_0.05": None}
+    text = ensemble.describe_expectation(held)
+    assert "false alarms at 60%-95% of the single note's: did not hold" in text
+    assert "pointers at 80%-105% of the single note's: held" in text
+    assert "no halving of the false alarms at equal pointers (no lead): held" in text
+    assert "no paired contrast at p < 0.05: no denominator" in text
+
+
+def test_the_committed_stage1_replay_reads_back_as_its_summary_says() -> None:
+    """A5.5 recomputes the arms and the paired table from the committed rows: the same as the
+    script's summary, and every single-note revision identical to the committed replays."""
+    from lase_nb.chapters import ensemble
+
+    stage1 = ensemble.load_stage1()
+    if stage1 is None:
+        pytest.skip("the stage-1 replay is not committed")
+    rows, meta = stage1
+    assert ensemble.stage1_arms(rows).to_dict(orient="records") == meta["arms"]
+    assert ensemble.stage1_paired(rows).to_dict(orient="records") == meta["paired"]
+    assert all(v["identical"] == v["compared"] == meta["escalated"] for v in meta["single_vs_committed_replays"].values())

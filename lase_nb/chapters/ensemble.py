@@ -542,6 +542,21 @@ def stage1_expectation(paired: pd.DataFrame, expectation: Mapping[str, Any] = ST
     return out
 
 
+def describe_expectation(held: Mapping[str, bool | None], expectation: Mapping[str, Any] = STAGE1_EXPECTATION) -> str:
+    """:func:`stage1_expectation`'s verdicts as sentences: what was said beforehand, item by item,
+    and whether it held."""
+    said = {"alarms": "the vote's false alarms at {:.0%}-{:.0%} of the single note's".format(*expectation["alarms"]),
+            "pointers": "its pointers at {:.0%}-{:.0%} of the single note's".format(*expectation["pointers"]),
+            "halved_at_equal_pointers": ("the false alarms halved at equal pointers (the lead)"
+                                         if expectation["halved_at_equal_pointers"] else
+                                         "no halving of the false alarms at equal pointers (no lead)"),
+            "any_p_below_0.05": ("some paired contrast at p < 0.05" if expectation["any_p_below_0.05"] else
+                                 "no paired contrast at p < 0.05")}
+    parts = [f"{said[k]}: {'held' if v else 'did not hold' if v is not None else 'no denominator'}"
+             for k, v in held.items() if k in said]
+    return "Said beforehand: " + "; ".join(parts) + "."
+
+
 def same_revisions(rows: pd.DataFrame, committed: Mapping[str, pd.DataFrame]) -> dict[str, dict[str, int]]:
     """The single note's revisions against a committed replay of the same calls, per leader
     (``{"v5": v5-replay rows, "v6": pilot rows}``): how many are identical, character for character,
