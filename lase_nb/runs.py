@@ -341,17 +341,19 @@ def _organism_problem_set(manifest: Mapping[str, Any], n: int | None) -> list[An
 def _v6_spec(manifest: Mapping[str, Any], which: str) -> Mapping[str, Any] | None:
     """The problem list's entry (``problems`` or ``control``) of the preregistration a v6 recording
     names, read from the repository's copy; None when the manifest names none."""
-    from .preregistration import V6_PATH, load
+    import json
 
     name = manifest.get("preregistration")
     if not name:
         return None
     path = Path(name)
     if not path.is_file():  # written relative to the repository's root
-        path = V6_PATH.parents[3] / name
-    if not path.is_file():
-        raise DataError(f"{name}: the preregistration this recording names is not here; restore it from git")
-    return load(path)[which]
+        path = REPO_ROOT / name
+    try:
+        return json.loads(path.read_text())[which]
+    except (OSError, ValueError, KeyError) as e:
+        raise DataError(f"{name}: the preregistration this recording names cannot be read here ({e}); "
+                        "restore it from git") from None
 
 
 def common_ids(runs: Mapping[str, Run], problem_ids: Sequence[str]) -> np.ndarray:

@@ -131,7 +131,9 @@ def test_committed_stage_one_rows_match_their_metadata():
             continue
         meta = json.loads(meta_path.read_text())
         rows = pd.read_json(meta_path.with_suffix(".jsonl"), lines=True)
-        assert len(rows) == meta["escalated"], meta_path.name
+        arms = len(meta.get("arms", [None]))  # the ensemble's replay: one row per problem and arm
+        assert len(rows) == meta["escalated"] * arms, meta_path.name
+        assert rows.groupby("problem_id").size().eq(arms).all(), meta_path.name
 
 
 def test_contrast_says_more_only_when_the_paired_test_says_so():
