@@ -545,12 +545,18 @@ def record_study(engine: Engine, plans: Sequence[RunPlan], out: str | Path, fiel
     return done
 
 
+def _study_meta(out: str | Path) -> dict[str, Any]:
+    """What an earlier command wrote into the study's ``study.json`` ({} when nothing readable)."""
+    try:
+        meta = json.loads((Path(out) / STUDY_FILE).read_text())
+    except (OSError, ValueError):
+        return {}
+    return meta if isinstance(meta, dict) else {}
+
+
 def recorded_label(out: str | Path) -> str | None:
     """The label an earlier command wrote into the study's ``study.json`` (None when none)."""
-    try:
-        label = json.loads((Path(out) / STUDY_FILE).read_text()).get("label")
-    except (OSError, ValueError, AttributeError):
-        return None
+    label = _study_meta(out).get("label")
     return str(label) if label else None
 
 
@@ -563,15 +569,12 @@ def _write_study(out: Path, plans: Sequence[RunPlan], fields: Mapping[str, Any],
     recorded in several commands keeps what an earlier one wrote: its label (unless this one names
     one) and its runs beside this command's."""
     keep = ("backend", "model", "base_url", "dtype", "dataset", "data_path", "levels", "split", "seed", "command")
-    try:
-        before = json.loads((out / STUDY_FILE).read_text())
-    except (OSError, ValueError):
-        before = {}
-    before = before if isinstance(before, dict) else {}
+    before = _study_meta(out)
     runs = {**(before.get("runs") if isinstance(before.get("runs"), dict) else {}),
             **{p.name: {"strategy": p.strategy, "n": len(p.problems)} for p in plans}}
     study = {"label": label or before.get("label") or str(fields.get("model", out.name)),
              **{k: fields[k] for k in keep if fields.get(k) is not None},
-             "n": max([len(p.problems) for p in plans] + [r.get("n", 0) for r in runs.values() if isinstance(r, dict)]),
+             "n": max([len(p.problems) for p in plans] + [r.get("n", 0) for r in runs.values() if isinstance(r, dict)],
+                      default=0),
              "runs": runs}
     traces._atomic_write(out / STUDY_FILE, json.dumps(study, indent=2, default=str) + "\n")
