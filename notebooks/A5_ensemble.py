@@ -21,8 +21,9 @@
 # where robustness could matter: a supporter that raises a false alarm on a right answer invites the leader to break it.
 # Independent supporters rarely share a false alarm unless their errors are shared, so a vote or
 # a debate among them could keep the pointers and drop the alarms. **That is a hypothesis, not a
-# result**: this appendix states the design, its cost, and what one recording on spent problems
-# shows, without a claim. No model is called.
+# result**: this appendix states the design, its cost, and what spent problems show, without a
+# claim: the embedded model's recording beside LASE's (A5.3-A5.4) and the organism's first stage
+# replayed with one devil or a vote of three (A5.5). No model is called.
 #
 # The strategy is `lase-ensemble` (`lase_nb/strategies.py`); this appendix's logic lives in
 # `lase_nb/chapters/ensemble.py`.
