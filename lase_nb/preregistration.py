@@ -216,6 +216,15 @@ def primary_from_gated_run(prereg: Mapping[str, Any], run: Any) -> dict[str, Any
     """The primary comparison on a gated LASE run recorded at the preregistered thresholds
     (``lase-large``): its answers vs its own stage 0 (the leader alone), paired by problem. Refuses a
     run recorded at other thresholds."""
+    final, alone = _gated_and_alone(prereg, run)
+    out = _test(final.to_numpy(bool), alone.to_numpy(bool), prereg)
+    out["escalated"] = int((run.problems.set_index("problem_id").loc[final.index, "stop_stage"] > 0).sum())
+    return _with_prediction(out, prereg)
+
+
+def _gated_and_alone(prereg: Mapping[str, Any], run: Any) -> tuple[Any, Any]:
+    """A gated run's final and stage-0 correctness, by problem id on the problems both have;
+    refuses a full-chain run and one recorded at other thresholds than the preregistered ones."""
     th, cfg = prereg["thresholds"], run.manifest.get("config", {})
     if cfg.get("full_chain"):
         raise DataError(f"{run.path}: a full-chain run; use primary_result(prereg, chains_of(run))")
@@ -225,9 +234,7 @@ def primary_from_gated_run(prereg: Mapping[str, Any], run: Any) -> dict[str, Any
     alone = run.stages[run.stages["stage"] == 0].set_index("problem_id")["correct"]
     final = run.problems.set_index("problem_id")["correct"]
     ids = final.index.intersection(alone.index)
-    out = _test(final.loc[ids].to_numpy(bool), alone.loc[ids].to_numpy(bool), prereg)
-    out["escalated"] = int((run.problems.set_index("problem_id").loc[ids, "stop_stage"] > 0).sum())
-    return _with_prediction(out, prereg)
+    return final.loc[ids], alone.loc[ids]
 
 
 def told_answer_sensitivity(prereg: Mapping[str, Any], run: Any, problems: Mapping[str, Any]) -> dict[str, Any]:
@@ -237,12 +244,10 @@ def told_answer_sensitivity(prereg: Mapping[str, Any], run: Any, problems: Mappi
     analysis beside the primary test. ``problems``: the run's problems by id."""
     from .notes import problems_told_the_answer
 
-    primary_from_gated_run(prereg, run)  # the same refusals
+    final, alone = _gated_and_alone(prereg, run)
     told = problems_told_the_answer(run.calls, run.stages, problems)
-    alone = run.stages[run.stages["stage"] == 0].set_index("problem_id")["correct"]
-    final = run.problems.set_index("problem_id")["correct"]
-    ids = [pid for pid in final.index.intersection(alone.index) if pid not in told]
-    out = _test(final.loc[ids].to_numpy(bool), alone.loc[ids].to_numpy(bool), prereg)
+    keep = ~final.index.isin(list(told))
+    out = _test(final[keep].to_numpy(bool), alone[keep].to_numpy(bool), prereg)
     out["removed"] = len(told)
     out["removed_fixed"] = int(sum(bool(final.get(pid)) and not bool(alone.get(pid)) for pid in told))
     return out

@@ -114,16 +114,13 @@ def main() -> int:
 def v6_report() -> int:
     """Organism v6's preregistration (``arith-organism-v6/preregistration.json``): the primary test
     with the told-answer sensitivity, and the secondary endpoints, reported without a claim."""
-    from lase_nb import revision
+    from lase_nb import ceiling, revision
 
     prereg = P.load(P.V6_PATH)
     print(f"# Organism v6 (preregistered {prereg['date']})\n")
     print(revision.describe_v6_verdict(prereg) + "\n")
     print("## Secondary endpoints (reported, no claim)\n")
-    table = revision.v6_secondary(prereg).reset_index()
-    print("| " + " | ".join(table.columns) + " |\n|" + "---|" * len(table.columns))
-    for row in table.itertuples(index=False):
-        print("| " + " | ".join(str(v) for v in row) + " |")
+    print(ceiling.markdown(revision.v6_secondary(prereg).reset_index()))
     return 0
 
 
