@@ -148,17 +148,18 @@ def same_problems(a: Chains, b: Chains) -> tuple[Chains, Chains]:
 
 
 def compare_gains(a: Chains, b: Chains, tau_lp: float, tau_h: float, n_boot: int = 2000,
-                  seed: int = 0) -> dict[str, Any]:
+                  seed: int = 0, level: float = 0.95) -> dict[str, Any]:
     """Two models on the same problems (:func:`same_problems`): each one's gated gain over its own
     leader (:func:`gain_regime`), the difference of the gains with its tests
     (:func:`lase_nb.stats.gain_difference`), and the escalation rates with the exact McNemar test of
     escalated-or-not on the same problems. Keys: n, regime_a, regime_b, difference, escalated_a,
     escalated_b, escalation_p."""
     a, b = same_problems(a, b)
-    ra, rb = gain_regime(a, tau_lp, tau_h, n_boot=n_boot, seed=seed), gain_regime(b, tau_lp, tau_h, n_boot=n_boot, seed=seed)
+    boot = {"n_boot": n_boot, "seed": seed, "level": level}
+    ra, rb = gain_regime(a, tau_lp, tau_h, **boot), gain_regime(b, tau_lp, tau_h, **boot)
     la, lb = replay(a, tau_lp, tau_h), replay(b, tau_lp, tau_h)
     diff = gain_difference(la["correct"].to_numpy(bool), a.correct[:, 0], lb["correct"].to_numpy(bool),
-                           b.correct[:, 0], n_boot=n_boot, seed=seed)
+                           b.correct[:, 0], **boot)
     ea, eb = la["stop_stage"].to_numpy() > 0, lb["stop_stage"].to_numpy() > 0
     return {"n": len(a.problem_ids), "regime_a": ra, "regime_b": rb, "difference": diff,
             "escalated_a": float(ea.mean()), "escalated_b": float(eb.mean()), "escalation_p": mcnemar(ea, eb)[2]}

@@ -673,7 +673,8 @@ def v6_secondary(prereg: Mapping[str, Any], study: Path | None = None, control: 
     """Organism v6's preregistered secondary endpoints, each with the numbers it names and, where it
     compares two answers per problem, the paired bootstrap interval and the exact p (McNemar; for
     the control's difference of two gains, the sign test of :func:`lase_nb.stats.gain_difference`)
-    (reported, no claim: the preregistration claims only the primary test). Rows for recordings
+    (reported, no claim: the preregistration claims only the primary test). The bootstrap is the
+    preregistration's own (its resamples and seed: "the same two tests"). Rows for recordings
     not made yet say so. ``study``: v6's folder (``lase-large``, ``mv``); ``control``: the control
     pair's folder (``organism-v6`` and ``smollm2``, each ``lase-full``)."""
     from .preregistration import AIM, aim_result, chains_of
@@ -682,6 +683,8 @@ def v6_secondary(prereg: Mapping[str, Any], study: Path | None = None, control: 
 
     study, control = Path(study or V6_STUDY), Path(control or V6_CONTROL)
     th = prereg["thresholds"]
+    boot = prereg["primary"]["tests"]["bootstrap"]
+    same_tests = {"n_boot": boot["n_boot"], "seed": boot["seed"], "level": boot["level"]}
     rows: list[dict[str, Any]] = []
 
     def add(endpoint: str, result: str, t: Mapping[str, Any] | None = None) -> None:
@@ -700,7 +703,7 @@ def v6_secondary(prereg: Mapping[str, Any], study: Path | None = None, control: 
     s1 = st[st["stage"] == 1].set_index("problem_id")
     ids = s1.index.intersection(s0.index)
     first, second = s0.loc[ids, "correct"].to_numpy(bool), s1.loc[ids, "correct"].to_numpy(bool)
-    t1 = paired_test(second, first, n_boot=2000, seed=0)
+    t1 = paired_test(second, first, **same_tests)
     add("stage 1 on the escalated problems", f"{len(ids)} escalated: fixes {int((~first & second).sum())} of {int((~first).sum())} wrong "
         f"first answers, breaks {int((first & ~second).sum())} of {int(first.sum())} right ones", t1)
     final = run.problems.set_index("problem_id")
@@ -715,7 +718,7 @@ def v6_secondary(prereg: Mapping[str, Any], study: Path | None = None, control: 
         add("the paper's headline against MV(7)", f"LASE {100 * aim['acc_lase']:.1f}% vs MV(7) {100 * aim['acc_mv']:.1f}% "
             f"on {aim['n']} problems at {aim['token_ratio']:.2f}x its tokens: the aim (within "
             f"{100 * AIM['points']:g} point, at most {AIM['token_ratio']:g}x) is {'met' if aim['met'] else 'not met'}",
-            paired_test(pair["correct"].to_numpy(bool), pair["mv"].to_numpy(bool), n_boot=2000, seed=0))
+            paired_test(pair["correct"].to_numpy(bool), pair["mv"].to_numpy(bool), **same_tests))
     else:
         add("the paper's headline against MV(7)", "mv is not recorded yet")
     notes = run.manifest.get("notes_stating_answer") or {}
@@ -724,7 +727,7 @@ def v6_secondary(prereg: Mapping[str, Any], study: Path | None = None, control: 
     pair = {m: control / m / "lase-full" for m in ("organism-v6", "smollm2")}
     if all((p / "manifest.json").is_file() for p in pair.values()):
         c = compare_gains(chains_of(load_run(pair["organism-v6"])), chains_of(load_run(pair["smollm2"])),
-                          th["tau_lp"], th["tau_h"])
+                          th["tau_lp"], th["tau_h"], **same_tests)
         ra, rb = c["regime_a"], c["regime_b"]
         add("the control: each model's gain on its level-1 problems",
             f"organism v6 {100 * ra['gain']:+.1f} [{100 * ra['gain_lo']:+.1f}, {100 * ra['gain_hi']:+.1f}] "

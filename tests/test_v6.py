@@ -270,3 +270,27 @@ def test_v6_secondary_endpoints_say_what_is_missing_and_compare_like_with_like(t
     assert "at 1.00x its tokens" in row["result"] and "is not met" in row["result"]
     assert row["difference, points [95% CI]"] == "+0.0 [+0.0, +0.0]" and row["exact p"] == "1"
     assert "not recorded yet" in revision.v6_secondary(prereg, tmp_path / "none").loc["all", "result"]
+
+
+@pytest.mark.skipif(not (revision.V6_STUDY / "lase-large" / "manifest.json").is_file(), reason="not recorded")
+def test_v6_secondary_intervals_are_the_preregistrations_bootstrap() -> None:
+    """The secondary endpoints use "the same two tests" as the primary: the stage-1 interval is the
+    paired bootstrap with the preregistration's resamples and seed, and changes when they change."""
+    import copy
+
+    from lase_nb.stats import paired_test
+    from lase_nb.traces import load_run
+
+    prereg = preregistration.load(preregistration.V6_PATH)
+    st = load_run(revision.V6_STUDY / "lase-large").stages
+    s0, s1 = (st[st["stage"] == k].set_index("problem_id") for k in (0, 1))
+    ids = s1.index.intersection(s0.index)
+    boot = prereg["primary"]["tests"]["bootstrap"]
+    t = paired_test(s1.loc[ids, "correct"].to_numpy(bool), s0.loc[ids, "correct"].to_numpy(bool),
+                    n_boot=boot["n_boot"], seed=boot["seed"], level=boot["level"])
+    row = "stage 1 on the escalated problems"
+    cell = revision.v6_secondary(prereg).loc[row, "difference, points [95% CI]"]
+    assert cell == f"{100 * t['diff']:+.1f} [{100 * t['diff_lo']:+.1f}, {100 * t['diff_hi']:+.1f}]"
+    narrow = copy.deepcopy(prereg)
+    narrow["primary"]["tests"]["bootstrap"]["level"] = 0.5
+    assert revision.v6_secondary(narrow).loc[row, "difference, points [95% CI]"] != cell
