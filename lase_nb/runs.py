@@ -40,7 +40,7 @@ __all__ = ["RUN_DIRS", "CONTRASTS", "resolve_data_path", "load_runs", "load_mode
            "comparison_table", "strategy_tables", "display_name", "by_display_name",
            "REVISION_TEXT", "FOLLOW_UP_ROLES", "FORMAT_TOLERANCE", "baseline_formats", "off_format",
            "FIRST_ROUND", "FIRST_ROUND_LABEL", "sampling_gap", "describe_sampling_gap",
-           "Study", "AUTO", "COMMITTED", "COMMITTED_STUDIES", "HEADLINE_STUDIES", "COMMITTED_CONTROL", "PATH_PARAMETERS", "absolute_paths",
+           "Study", "AUTO", "COMMITTED", "COMMITTED_STUDIES", "HEADLINE_STUDIES", "REGIME_STUDIES", "COMMITTED_CONTROL", "V6_CONTROL", "control_pairs", "PATH_PARAMETERS", "absolute_paths",
            "study_folder", "study_label", "chapter_studies", "describe_study", "control_studies", "load_studies",
            "MIN_DECIDABLE", "MIN_DISCORDANT", "decidable", "gain_words",
            "split_by_coverage", "main_comparison"]
@@ -61,7 +61,7 @@ def resolve_data_path(path: str | Path) -> Path:
     Returns ``path`` unchanged when none exists (the caller's error names it)."""
     if str(path) == COMMITTED:  # the keyword of a recording slot: the first committed study
         return COMMITTED_DIR / COMMITTED_STUDIES[0]
-    if str(path) in COMMITTED_STUDIES or str(path) in COMMITTED_CONTROL:
+    if _is_committed_name(str(path)):
         return COMMITTED_DIR / str(path)
     p = Path(path).expanduser()
     if p.is_absolute() or p.exists():
@@ -582,8 +582,21 @@ COMMITTED_STUDIES = ("arith-smollm2", "arith-organism-point", "arith-organism-te
 #: v6, whose gain over its leader alone was claimed by its preregistered test (chapter 06, 6.6).
 HEADLINE_STUDIES = ("arith-smollm2", "arith-organism-v6")
 
-#: The committed negative control: two studies of the same problems (``control-level1/<model>``).
+#: Chapter 03's regime table (3.4): every committed study and organism v6's whole chain on its 200
+#: spent problems (the first model whose gated gain clears both tests).
+REGIME_STUDIES = COMMITTED_STUDIES + ("arith-organism-v6",)
+
+#: The committed negative control: two studies of the same problems (``control-level1/<model>``),
+#: the pointing organism (v5) beside the embedded model, in v5's preregistered family.
 COMMITTED_CONTROL = ("control-level1/smollm2", "control-level1/organism")
+
+#: Organism v6's control, as its preregistration fixed it: both models on the same 120 level-1 problems.
+V6_CONTROL = ("control-level1-v6/smollm2", "control-level1-v6/organism-v6")
+
+
+def _is_committed_name(name: str) -> bool:
+    """Whether ``name`` names a committed study (a folder under ``data/traces``) by its short name."""
+    return name in REGIME_STUDIES or name in HEADLINE_STUDIES or name in COMMITTED_CONTROL or name in V6_CONTROL
 
 #: A recording slot's value meaning "the committed recordings when the reader named none of theirs".
 AUTO = "auto"
@@ -643,7 +656,7 @@ def study_folder(value: str | Path) -> tuple[Path, bool]:
     name = str(value)
     if name.startswith(f"{COMMITTED}:"):
         name = name.split(":", 1)[1]
-    if name in COMMITTED_STUDIES or name in HEADLINE_STUDIES or name in COMMITTED_CONTROL:
+    if _is_committed_name(name):
         return COMMITTED_DIR / name, True
     p = resolve_data_path(value).resolve()
     return p, COMMITTED_DIR.resolve() in p.parents
@@ -741,7 +754,7 @@ def control_studies(control: Any, traces: Any, quiet: bool = False) -> list[Stud
     if control is None or (control == AUTO and own):
         return []
     if control in (AUTO, COMMITTED):
-        return chapter_studies(COMMITTED_CONTROL[0], [COMMITTED_CONTROL[1]], committed=COMMITTED_CONTROL, quiet=quiet)
+        return _pair(COMMITTED_CONTROL, quiet)
     if isinstance(control, (str, Path)):
         folder = resolve_data_path(control)
         subs = sorted(p for p in folder.iterdir() if (p / RUN_DIRS.get("lase", "lase-full")).is_dir()) \
@@ -752,6 +765,21 @@ def control_studies(control: Any, traces: Any, quiet: bool = False) -> list[Stud
         return chapter_studies(subs[0], [str(s) for s in subs[1:]], quiet=quiet)
     items = list(control)
     return chapter_studies(items[0] if not isinstance(items[0], (list, tuple)) else items[0][1], items[1:], quiet=quiet)
+
+
+def _pair(names: Sequence[str], quiet: bool) -> list[Study]:
+    return chapter_studies(names[0], list(names[1:]), committed=tuple(names), quiet=quiet)
+
+
+def control_pairs(control: Any, traces: Any, quiet: bool = False) -> list[list[Study]]:
+    """Every same-problems comparison a chapter shows: for ``"auto"`` (with the committed traces)
+    or ``"committed"``, both committed controls (v5's, :data:`COMMITTED_CONTROL`, then v6's,
+    :data:`V6_CONTROL`); otherwise the one :func:`control_studies` reads, or none."""
+    own = traces not in (None, AUTO, COMMITTED)
+    if control == COMMITTED or (control == AUTO and not own):
+        return [_pair(COMMITTED_CONTROL, quiet), _pair(V6_CONTROL, quiet)]
+    pair = control_studies(control, traces, quiet)
+    return [pair] if pair else []
 
 
 def load_studies(studies: Sequence[Study], names: Iterable[str] | None = None,

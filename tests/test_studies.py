@@ -59,6 +59,21 @@ def test_control_auto_only_without_own_traces(tmp_path):
     assert [s.path.name for s in got] == ["smollm2", "organism"]
 
 
+def test_control_pairs_are_both_committed_controls_or_the_readers_one(tmp_path):
+    """With the committed traces a chapter shows v5's control and v6's, each its two models on one
+    problem set; a reader's own control is the one pair; none when asked for none."""
+    pairs = runs.control_pairs("auto", "committed", quiet=True)
+    assert [[s.path.parent.name + "/" + s.path.name for s in p] for p in pairs] == \
+        [list(runs.COMMITTED_CONTROL), list(runs.V6_CONTROL)]
+    assert all(s.committed for p in pairs for s in p)
+    assert runs.control_pairs(None, "committed", quiet=True) == []
+    assert runs.control_pairs("auto", str(tmp_path), quiet=True) == []
+    for m in ("x", "y"):
+        (tmp_path / "mine" / m / "lase-full").mkdir(parents=True)
+    (own,) = runs.control_pairs(str(tmp_path / "mine"), str(tmp_path), quiet=True)
+    assert [s.path.name for s in own] == ["x", "y"]
+
+
 def test_absolute_paths_from_the_caller(tmp_path):
     got = runs.absolute_paths({"traces": "traces/mine", "studies": [["A", "x"], "y/z"], "control_traces": "auto",
                                "data_path": None, "model": "gpt-4.1-mini"}, cwd=tmp_path)
