@@ -108,7 +108,9 @@ if pair is not None:
 # %% [markdown]
 # **Did the vote drop false alarms?** Each escalated stage read an attempt that was right or
 # wrong. On a right attempt a "step N fails" verdict is a false alarm; on a wrong one it is a
-# pointer. The table counts the supporters' own verdicts and the consensus, stage by stage.
+# pointer. The table counts the supporters' own verdicts and the consensus, stage by stage. A vote
+# can only work with supporters that write its verdict line and sometimes say a step fails, so
+# read the `verdicts` and `say fails` columns first: can this model take part in a vote at all?
 
 # %%
 if pair is not None:

@@ -429,7 +429,13 @@ def test_verdicts_count_false_alarms_and_pointers_and_the_vote():
         "on right attempts (false alarms): 2 of 5 supporter verdicts (40%) said a step fails; the consensus said so "
         "at 0 of 2 stages (0%); on wrong attempts (pointers): 2 of 2 supporter verdicts (100%) said a step fails; "
         "the consensus said so at 1 of 2 stages (50%). 5 of 12 notes (42%) gave no verdict line; a note without "
-        "one does not vote.")
+        "one does not vote. At 1 of 4 stages (25%) no note gave one (under the vote the leader then reads the line "
+        "\"Verdict: every step holds\" alone).")
+    assert t.loc["wrong", "no verdict"] == 1 and t.loc["right", "no verdict"] == 0
+    holds_only = t.reset_index().assign(**{"say fails": 0, "consensus fails": 0})
+    assert ensemble.describe_verdicts(holds_only).endswith(
+        "No supporter verdict said a step fails, so the consensus said every step holds at every stage: the group "
+        "dropped no false alarm because it raised none, and passed no pointer.")
     assert ensemble.describe_verdicts(t.iloc[0:0]).startswith("No escalated stage")
 
 
@@ -439,7 +445,8 @@ def test_fronts_by_replay_on_hand_built_chains(tmp_path, monkeypatch):
 
     pair = hand_pair()
     front = ensemble.fronts(pair)
-    assert ensemble.describe_fronts(front) == ("LASE: from 50.0% at 100 tokens to 50.0% at 100 tokens; "
+    assert ensemble.describe_fronts(front) == ("LASE: one point, 50.0% at 100 tokens (no threshold pair that "
+                                               "escalates is more accurate); "
                                                "group: from 50.0% at 100 tokens to 75.0% at 625 tokens.")
     monkeypatch.setenv("LASE_FIGURES_DIR", str(tmp_path))
     plots.savefig(ensemble.plot_fronts(front, pair), "ensemble_fronts_test")

@@ -32,6 +32,7 @@ from .. import plots
 from ..errors import DataError
 from ..replay import Chains, chains_from_stages, grid_metrics, outcomes_at, pareto_front, replay
 from ..runs import gain_words, load_runs, resolve_data_path
+from ..prompts import VERDICT_HOLDS
 from ..stats import p_text, paired_test, pct, wilson_interval
 from ..strategies import SPECS, StrategyConfig, ensemble_stage_calls
 from ..traces import Run
@@ -229,7 +230,8 @@ def describe_pair(pair: Pair, tau_lp: float = 0.8, tau_h: float = 0.5, seed: int
 
 def verdict_table(group_run: Run) -> pd.DataFrame:
     """Per stage of the group's run: on the attempts that stage read, right or wrong, how many
-    supporter notes gave a verdict, how many of those said a step fails, and how often the
+    supporter notes gave a verdict, how many of those said a step fails, at how many stages no note
+    gave one (``no verdict``: the vote then hands the leader its verdict line alone), and how often the
     consensus said so (false alarms on right attempts, pointers on wrong ones). The consensus is
     the vote's verdict; under the synthesis, the verdict line of the moderator's note, if any."""
     probs, stages = group_run.problems, group_run.stages
@@ -245,15 +247,16 @@ def verdict_table(group_run: Run) -> pd.DataFrame:
             said = [v for v in g["verdicts"] if v is not None]
             rows.append({"stage": int(g["stage"]), "role": g["role"], "attempt": "right" if was_right else "wrong",
                          "notes": len(g["verdicts"]), "verdicts": len(said),
-                         "say fails": sum(v.endswith("fails") for v in said),
+                         "say fails": sum(v.endswith("fails") for v in said), "no verdict": int(not said),
                          "consensus fails": int(str(g.get("verdict") or "").endswith("fails"))})
     if not rows:
         return pd.DataFrame(columns=["stage", "role", "attempt", "stages", "notes", "verdicts", "say fails",
-                                     "consensus fails"])
+                                     "no verdict", "consensus fails"])
     t = pd.DataFrame(rows)
     out = t.groupby(["stage", "role", "attempt"], sort=True).agg(
         stages=("notes", "size"), notes=("notes", "sum"), verdicts=("verdicts", "sum"),
-        **{"say fails": ("say fails", "sum"), "consensus fails": ("consensus fails", "sum")}).reset_index()
+        **{"say fails": ("say fails", "sum"), "no verdict": ("no verdict", "sum"),
+           "consensus fails": ("consensus fails", "sum")}).reset_index()
     return out
 
 
@@ -274,49 +277,72 @@ def describe_verdicts(table: pd.DataFrame) -> str:
         parts.append(f"on {attempt} attempts ({what}): {single} said a step fails; the consensus said so at {c} of "
                      f"{s} stages ({pct(c / s)})")
     notes, said = int(table["notes"].sum()), int(table["verdicts"].sum())
-    return ("; ".join(parts) + f". {notes - said} of {notes} notes ({pct((notes - said) / notes)}) gave no verdict "
-            "line; a note without one does not vote.")
+    stages, mute = int(table["stages"].sum()), int(table["no verdict"].sum())
+    out = ("; ".join(parts) + f". {notes - said} of {notes} notes ({pct((notes - said) / notes)}) gave no verdict "
+           f"line; a note without one does not vote. At {mute} of {stages} stages ({pct(mute / stages)}) no note "
+           f"gave one (under the vote the leader then reads the line \"{VERDICT_HOLDS}\" alone).")
+    if said and not int(table["say fails"].sum()):
+        out += (" No supporter verdict said a step fails, so the consensus said every step holds at every stage: "
+                "the group dropped no false alarm because it raised none, and passed no pointer.")
+    return out
+
+
+_GRID_LP = np.linspace(0.0, 1.0, 51)
+_GRID_H = (0.0, 0.25, 0.5, 1.0, 2.0, np.inf)
+
+
+def _grid(chains: Chains, tau_lp: Sequence[float] | None, tau_h: Sequence[float] | None) -> pd.DataFrame:
+    """Every threshold pair of the grid replayed: tau_lp, tau_h, accuracy, avg_tokens."""
+    tl = np.asarray(tau_lp if tau_lp is not None else _GRID_LP, float)
+    th = np.asarray(tau_h if tau_h is not None else _GRID_H, float)
+    m = grid_metrics(chains, tl, th)
+    a, b = np.meshgrid(tl, th, indexing="ij")
+    return pd.DataFrame({"tau_lp": a.ravel(), "tau_h": b.ravel(), "accuracy": m["accuracy"].ravel(),
+                         "avg_tokens": m["avg_tokens"].ravel()})
 
 
 def fronts(pair: Pair, tau_lp: Sequence[float] | None = None, tau_h: Sequence[float] | None = None) -> pd.DataFrame:
     """Both accuracy-vs-tokens fronts by replay over a threshold grid (the points no other point of
     the same recording beats), one row per front point: who, tau_lp, tau_h, accuracy, avg_tokens."""
-    tl = np.asarray(tau_lp if tau_lp is not None else np.linspace(0.0, 1.0, 51), float)
-    th = np.asarray(tau_h if tau_h is not None else [0.0, 0.25, 0.5, 1.0, 2.0, np.inf], float)
     rows = []
     for who, chains in (("LASE", pair.lase), ("group", pair.group)):
-        m = grid_metrics(chains, tl, th)
-        a, b = np.meshgrid(tl, th, indexing="ij")
-        acc, tok = m["accuracy"].ravel(), m["avg_tokens"].ravel()
-        for i in pareto_front(tok, acc):
-            rows.append({"supporters": who, "tau_lp": float(a.ravel()[i]), "tau_h": float(b.ravel()[i]),
-                         "accuracy": float(acc[i]), "avg_tokens": float(tok[i])})
-    return pd.DataFrame(rows)
+        g = _grid(chains, tau_lp, tau_h)
+        f = g.iloc[pareto_front(g["avg_tokens"].to_numpy(), g["accuracy"].to_numpy())]
+        rows.append(f.assign(supporters=who)[["supporters", "tau_lp", "tau_h", "accuracy", "avg_tokens"]])
+    return pd.concat(rows, ignore_index=True)
 
 
 def plot_fronts(front: pd.DataFrame, pair: Pair, tau_lp: float = 0.8, tau_h: float = 0.5):
-    """The two fronts, with each recording's default operating point marked."""
+    """The two fronts (markers on their points, so a front of one point shows), every other threshold
+    pair of the grid faintly behind them, and each recording's point at (tau_lp, tau_h) marked."""
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(7.5, 4.6))
-    for who, strategy, chains in (("LASE", "lase", pair.lase), ("group", GROUP_RUN, pair.group)):
+    fig, ax = plt.subplots(figsize=(8.5, 4.8))
+    for (who, strategy, chains), hollow in zip((("LASE", "lase", pair.lase), ("group", GROUP_RUN, pair.group)),
+                                               (False, True)):
         st = plots.style(strategy)
+        g = _grid(chains, None, None)
+        ax.scatter(g["avg_tokens"], 100 * g["accuracy"], s=9, color=st["color"], alpha=0.25, lw=0,
+                   label=f"{st['short']}: every threshold pair")
         f = front[front["supporters"] == who].sort_values("avg_tokens")
-        ax.step(f["avg_tokens"], 100 * f["accuracy"], where="post", color=st["color"], lw=1.8,
-                label=f"{st['label']}: front by replay")
+        ax.step(f["avg_tokens"], 100 * f["accuracy"], where="post", color=st["color"], lw=1.8, marker="o",
+                ms=10 if hollow else 5, mfc="none" if hollow else st["color"], mew=1.6,
+                label=f"{st['label']}: front by replay ({len(f)} point{'s' if len(f) != 1 else ''})")
         r = replay(chains, tau_lp, tau_h)
         ax.plot(r["total_tokens"].mean(), 100 * r["correct"].mean(), marker=st["marker"], color=st["color"], ms=11,
                 ls="none", mec="black", label=f"{st['short']} at ({tau_lp:g}, {tau_h:g})")
-    ax.set_xlabel("tokens per problem (prompt + completion)")
+    ax.set_xscale("log")
+    ax.set_xlabel("tokens per problem (prompt + completion, log scale)")
     ax.set_ylabel("accuracy (%)")
     ax.set_title(f"Fronts by replay on the same {pair.n} problems")
-    ax.legend(fontsize=8, loc="lower right")
+    ax.legend(fontsize=8, loc="best")
     fig.tight_layout()
     return fig
 
 
 def describe_fronts(front: pd.DataFrame) -> str:
-    """Each front's reach (the most accurate point and its tokens) and cheapest point, in words."""
+    """Each front's reach (the most accurate point and its tokens) and cheapest point, in words; a
+    front of one point says that no threshold pair beats its cheapest point."""
     out = []
     for who in ("LASE", "group"):
         f = front[front["supporters"] == who]
@@ -324,8 +350,12 @@ def describe_fronts(front: pd.DataFrame) -> str:
             continue
         top = f.loc[f["accuracy"].idxmax()]
         low = f.loc[f["avg_tokens"].idxmin()]
-        out.append(f"{who}: from {100 * low['accuracy']:.1f}% at {low['avg_tokens']:.0f} tokens to "
-                   f"{100 * top['accuracy']:.1f}% at {top['avg_tokens']:.0f} tokens")
+        if len(f) == 1:
+            out.append(f"{who}: one point, {100 * low['accuracy']:.1f}% at {low['avg_tokens']:.0f} tokens (no threshold "
+                       "pair that escalates is more accurate)")
+        else:
+            out.append(f"{who}: from {100 * low['accuracy']:.1f}% at {low['avg_tokens']:.0f} tokens to "
+                       f"{100 * top['accuracy']:.1f}% at {top['avg_tokens']:.0f} tokens")
     return "; ".join(out) + "."
 
 
