@@ -254,3 +254,17 @@ def test_the_aim_is_met_only_within_a_point_of_mv_at_most_0_7x_its_tokens():
     assert not P.aim_result(table(["a", "b", "c", "d"], [1, 0, 0, 1], [10] * 4), mv)["met"]  # 25 points below
     with pytest.raises(DataError, match="share no problem"):
         P.aim_result(table(["z"], [1], [1]), mv)
+
+
+def test_the_controls_bootstrap_is_the_one_both_preregistrations_fix():
+    """compare_gains' default bootstrap (chapters 03 and A2, report.py) is the one v5's and v6's
+    preregistrations fix for their tests, so a control's interval reads the same everywhere."""
+    import inspect
+
+    from lase_nb.regimes import compare_gains
+
+    defaults = {k: v.default for k, v in inspect.signature(compare_gains).parameters.items()
+                if k in ("n_boot", "seed", "level")}
+    for path in (P.PATH, P.V6_PATH):
+        boot = P.load(path)["primary"]["tests"]["bootstrap"]
+        assert defaults == {"n_boot": boot["n_boot"], "seed": boot["seed"], "level": boot["level"]}
