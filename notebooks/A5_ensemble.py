@@ -123,7 +123,9 @@ if pair is not None:
 #
 # Both recordings hold every stage, so chapter 05's replay gives each one's accuracy and tokens at
 # any thresholds without a model call. Change `tau_lp` / `tau_h` above and rerun to move the
-# marked points; the fronts are every threshold pair's best points.
+# marked points. The faint points are every threshold pair of the grid; each front (the line
+# through its circles) keeps the pairs that no other pair beats at equal or lower cost. A front
+# of one point means that escalating never paid on these problems.
 
 # %%
 if pair is not None:
