@@ -30,9 +30,9 @@ import pandas as pd
 
 from .. import plots
 from ..errors import DataError
+from ..prompts import VERDICT_HOLDS
 from ..replay import Chains, chains_from_stages, grid_metrics, outcomes_at, pareto_front, replay
 from ..runs import gain_words, load_runs, resolve_data_path
-from ..prompts import VERDICT_HOLDS
 from ..stats import p_text, paired_test, pct, wilson_interval
 from ..strategies import SPECS, StrategyConfig, ensemble_stage_calls
 from ..traces import Run
