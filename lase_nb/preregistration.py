@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 __all__ = ["PATH", "SECONDARY", "SECONDARY_R3", "build", "build_round3", "describe_calibration", "load", "primary_result", "primary_from_gated_run", "secondary_pairs",
            "GAIN_RECORDINGS", "held_out_gains",
            "secondary_results", "secondary_table", "describe_secondary", "chains_of", "AIM", "aim_result",
-           "V6_PATH", "v6_prediction", "build_v6"]
+           "V6_PATH", "v6_prediction", "build_v6", "bootstrap_settings"]
 
 #: Where the committed preregistration lives.
 PATH = Path(__file__).resolve().parents[1] / "data" / "traces" / "preregistration.json"
@@ -178,10 +178,16 @@ def load(path: str | Path = PATH) -> dict[str, Any]:
     return json.loads(p.read_text())
 
 
-def _test(a: np.ndarray, b: np.ndarray, prereg: Mapping[str, Any]) -> dict[str, Any]:
+def bootstrap_settings(prereg: Mapping[str, Any]) -> dict[str, Any]:
+    """The paired bootstrap a preregistration fixes, as keyword arguments (n_boot, seed, level) of
+    :func:`lase_nb.stats.paired_test` and :func:`lase_nb.regimes.compare_gains`."""
     boot = prereg["primary"]["tests"]["bootstrap"]
+    return {"n_boot": boot["n_boot"], "seed": boot["seed"], "level": boot["level"]}
+
+
+def _test(a: np.ndarray, b: np.ndarray, prereg: Mapping[str, Any]) -> dict[str, Any]:
     alpha = prereg["primary"]["tests"]["mcnemar"]["alpha"]
-    t = paired_test(a, b, n_boot=boot["n_boot"], seed=boot["seed"], level=boot["level"])
+    t = paired_test(a, b, **bootstrap_settings(prereg))
     t["claimed"] = clears_both(t, alpha)
     return t
 

@@ -677,14 +677,13 @@ def v6_secondary(prereg: Mapping[str, Any], study: Path | None = None, control: 
     preregistration's own (its resamples and seed: "the same two tests"). Rows for recordings
     not made yet say so. ``study``: v6's folder (``lase-large``, ``mv``); ``control``: the control
     pair's folder (``organism-v6`` and ``smollm2``, each ``lase-full``)."""
-    from .preregistration import AIM, aim_result, chains_of
+    from .preregistration import AIM, aim_result, bootstrap_settings, chains_of
     from .regimes import compare_gains
     from .traces import load_run
 
     study, control = Path(study or V6_STUDY), Path(control or V6_CONTROL)
     th = prereg["thresholds"]
-    boot = prereg["primary"]["tests"]["bootstrap"]
-    same_tests = {"n_boot": boot["n_boot"], "seed": boot["seed"], "level": boot["level"]}
+    same_tests = bootstrap_settings(prereg)
     rows: list[dict[str, Any]] = []
 
     def add(endpoint: str, result: str, t: Mapping[str, Any] | None = None) -> None:

@@ -61,7 +61,7 @@ def resolve_data_path(path: str | Path) -> Path:
     Returns ``path`` unchanged when none exists (the caller's error names it)."""
     if str(path) == COMMITTED:  # the keyword of a recording slot: the first committed study
         return COMMITTED_DIR / COMMITTED_STUDIES[0]
-    if _is_committed_name(str(path)):
+    if str(path) in _COMMITTED_NAMES:
         return COMMITTED_DIR / str(path)
     p = Path(path).expanduser()
     if p.is_absolute() or p.exists():
@@ -594,9 +594,8 @@ COMMITTED_CONTROL = ("control-level1/smollm2", "control-level1/organism")
 V6_CONTROL = ("control-level1-v6/smollm2", "control-level1-v6/organism-v6")
 
 
-def _is_committed_name(name: str) -> bool:
-    """Whether ``name`` names a committed study (a folder under ``data/traces``) by its short name."""
-    return name in REGIME_STUDIES or name in HEADLINE_STUDIES or name in COMMITTED_CONTROL or name in V6_CONTROL
+#: Every committed study's short name (its folder under ``data/traces``).
+_COMMITTED_NAMES = frozenset(REGIME_STUDIES + HEADLINE_STUDIES + COMMITTED_CONTROL + V6_CONTROL)
 
 #: A recording slot's value meaning "the committed recordings when the reader named none of theirs".
 AUTO = "auto"
@@ -656,7 +655,7 @@ def study_folder(value: str | Path) -> tuple[Path, bool]:
     name = str(value)
     if name.startswith(f"{COMMITTED}:"):
         name = name.split(":", 1)[1]
-    if _is_committed_name(name):
+    if name in _COMMITTED_NAMES:
         return COMMITTED_DIR / name, True
     p = resolve_data_path(value).resolve()
     return p, COMMITTED_DIR.resolve() in p.parents
@@ -775,11 +774,10 @@ def control_pairs(control: Any, traces: Any, quiet: bool = False) -> list[list[S
     """Every same-problems comparison a chapter shows: for ``"auto"`` (with the committed traces)
     or ``"committed"``, both committed controls (v5's, :data:`COMMITTED_CONTROL`, then v6's,
     :data:`V6_CONTROL`); otherwise the one :func:`control_studies` reads, or none."""
-    own = traces not in (None, AUTO, COMMITTED)
-    if control == COMMITTED or (control == AUTO and not own):
-        return [_pair(COMMITTED_CONTROL, quiet), _pair(V6_CONTROL, quiet)]
     pair = control_studies(control, traces, quiet)
-    return [pair] if pair else []
+    if not pair:
+        return []
+    return [pair, _pair(V6_CONTROL, quiet)] if control in (AUTO, COMMITTED) else [pair]
 
 
 def load_studies(studies: Sequence[Study], names: Iterable[str] | None = None,

@@ -266,5 +266,4 @@ def test_the_controls_bootstrap_is_the_one_both_preregistrations_fix():
     defaults = {k: v.default for k, v in inspect.signature(compare_gains).parameters.items()
                 if k in ("n_boot", "seed", "level")}
     for path in (P.PATH, P.V6_PATH):
-        boot = P.load(path)["primary"]["tests"]["bootstrap"]
-        assert defaults == {"n_boot": boot["n_boot"], "seed": boot["seed"], "level": boot["level"]}
+        assert defaults == P.bootstrap_settings(P.load(path))

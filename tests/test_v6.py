@@ -285,9 +285,8 @@ def test_v6_secondary_intervals_are_the_preregistrations_bootstrap() -> None:
     st = load_run(revision.V6_STUDY / "lase-large").stages
     s0, s1 = (st[st["stage"] == k].set_index("problem_id") for k in (0, 1))
     ids = s1.index.intersection(s0.index)
-    boot = prereg["primary"]["tests"]["bootstrap"]
     t = paired_test(s1.loc[ids, "correct"].to_numpy(bool), s0.loc[ids, "correct"].to_numpy(bool),
-                    n_boot=boot["n_boot"], seed=boot["seed"], level=boot["level"])
+                    **preregistration.bootstrap_settings(prereg))
     row = "stage 1 on the escalated problems"
     cell = revision.v6_secondary(prereg).loc[row, "difference, points [95% CI]"]
     assert cell == f"{100 * t['diff']:+.1f} [{100 * t['diff_lo']:+.1f}, {100 * t['diff_hi']:+.1f}]"
