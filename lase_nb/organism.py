@@ -569,16 +569,48 @@ def slipped_attempt(problem: Problem, rng: random.Random) -> str | None:
     return None
 
 
-def chain_key(problem: Problem) -> tuple:
-    """What a problem computes, whatever its template and wording: its start and its operations
-    with their operands, in order."""
+#: Operations whose two operands may be written in either order (7 + 9 and 9 + 7 compute the same step).
+COMMUTATIVE = ("+", "*")
+
+
+def draw_key(problem: Problem) -> tuple:
+    """The key every committed problem draw was made with: the start and the operations with their
+    operands, in order, so ``7 + 9`` and ``9 + 7`` differ. Kept as it was, so that each committed
+    list regenerates with its preregistered sha256; to ask what a problem computes, use :func:`chain_key`."""
     return (int(problem.meta["start"]), tuple((op, int(v)) for op, v in problem.meta["ops"]))
+
+
+def chain_key(problem: Problem) -> tuple:
+    """What a problem computes, whatever its template, wording and the order of a commutative step's
+    operands: the first step's two operands as an unordered pair when its operation is ``+`` or ``*``
+    (a later step's left operand is the previous result, so its order is fixed), then every operation
+    with its operand. L2-0023 (9 + 7 = 16, 16 / 2 = 8) and a problem computing 7 + 9 = 16, 16 / 2 = 8
+    share one key."""
+    start, ops = draw_key(problem)
+    if not ops:
+        return (start, ops)
+    (op, v), rest = ops[0], ops[1:]
+    first = (op, tuple(sorted((start, v)))) if op in COMMUTATIVE else (op, (start, v))
+    return (first, rest)
+
+
+def training_overlap(problems: Sequence[Problem], trained: set | frozenset | None = None) -> list[str]:
+    """The ids of ``problems`` whose chain (:func:`chain_key`, commutative operands in either order)
+    a training problem computes: held out by :func:`draw_key` yet repeating a training problem's
+    arithmetic."""
+    trained = training_chains() if trained is None else trained
+    return [p.id for p in problems if chain_key(p) in trained]
 
 
 def training_chains() -> set[tuple]:
     """The chain of every problem any organism was trained on (:data:`TRAINING_SETS`, the earlier
     organisms' sets included, since round 3 starts from v5's adapter)."""
     return {chain_key(p) for name in TRAINING_SETS for p in training_problems(name)}
+
+
+def training_draw_keys() -> set[tuple]:
+    """:func:`training_chains` by :func:`draw_key`: what the committed draws left out."""
+    return {draw_key(p) for name in TRAINING_SETS for p in training_problems(name)}
 
 
 def eval_problems(n: int, seed: int = EVAL_SEEDS["calibrate"], levels: Sequence[int] = (1, 2, 3),
@@ -593,11 +625,11 @@ def eval_problems(n: int, seed: int = EVAL_SEEDS["calibrate"], levels: Sequence[
         raise ValueError(f"evaluation problems come from the eval split (got split={split!r}): the organism "
                          "was trained on the train split, and split=None mixes both")
     levels = tuple(levels)
-    trained = training_chains() | set(exclude)
+    trained = training_draw_keys() | set(exclude)
     size = n + n // 4 + 8
     while True:
         drawn = [p for p in arithmetic_problems(size, seed=seed, levels=levels, split=split)
-                 if chain_key(p) not in trained]
+                 if draw_key(p) not in trained]
         per_level = {lv: [p for p in drawn if p.meta["level"] == lv] for lv in levels}
         if all(len(v) >= -(-n // len(levels)) for v in per_level.values()):
             return [per_level[levels[i % len(levels)]][i // len(levels)] for i in range(n)]
@@ -626,7 +658,8 @@ __all__ = ["ORGANISM", "TRAINING_SETS", "EVAL_SEEDS", "Step", "Label",
            "column", "devil_note", "collaborator_note", "expert_note", "NOTES", "note_flags", "flagged_step",
            "departure_step",
            "revision_text", "solve_examples", "support_examples", "slipped_attempt", "training_problems",
-           "eval_problems", "chain_key", "training_chains", "prompt_fingerprint", "describe_answer_rule",
+           "eval_problems", "draw_key", "chain_key", "COMMUTATIVE", "training_chains", "training_draw_keys",
+           "training_overlap", "prompt_fingerprint", "describe_answer_rule",
            "CALIBRATION_POOL", "RECORDED_BEFORE_V6", "recorded_chains", "noop_chains", "v6_exclusions", "v6_problems",
            "problems_sha256"]
 
@@ -678,7 +711,7 @@ def recorded_chains(folders: Sequence[str], traces_root: str | Path | None = Non
             offset = int(m.get("offset") or 0)
             problems = load_dataset("arith", None, int(m["n"]) + offset, int(m.get("seed", 0)),
                                     levels=m.get("levels") or None, split=m.get("split"))[offset:]
-            chains |= {chain_key(p) for p in problems}
+            chains |= {draw_key(p) for p in problems}
     return frozenset(chains)
 
 
@@ -692,14 +725,14 @@ def noop_chains(ceiling_root: str | Path | None = None) -> frozenset:
     chains: set = set()
     for f in sorted(root.glob("noop-*.json")):
         m = json.loads(f.read_text())
-        chains |= {chain_key(p) for p in noop_problems(int(m["n"]), seed=int(m["seed"]), levels=m["levels"],
+        chains |= {draw_key(p) for p in noop_problems(int(m["n"]), seed=int(m["seed"]), levels=m["levels"],
                                                        split=m.get("split", "eval"))}
     return frozenset(chains)
 
 
 @functools.lru_cache(maxsize=1)
 def _v6_excluded() -> frozenset:
-    pools = {chain_key(p) for name in ("calibrate", "calibrate3")
+    pools = {draw_key(p) for name in ("calibrate", "calibrate3")
              for p in eval_problems(CALIBRATION_POOL, seed=EVAL_SEEDS[name])}
     return recorded_chains(RECORDED_BEFORE_V6) | noop_chains() | frozenset(pools)
 
@@ -721,7 +754,7 @@ def v6_problems(which: str, n: int, seed: int = EVAL_SEEDS["record6"], levels: S
     every chain of :func:`v6_exclusions`, with ids of their own (``arith-v6-problems-L1-0000``)."""
     excluded = _v6_excluded()
     if which == "control":
-        excluded = excluded | {chain_key(p) for p in v6_problems("problems", 600, seed)}
+        excluded = excluded | {draw_key(p) for p in v6_problems("problems", 600, seed)}
     elif which != "problems":
         raise ValueError(f"which must be 'problems' or 'control' (got {which!r})")
     # ids of their own, so that no id means two problems in a study that also holds the spent chain

@@ -28,7 +28,7 @@ from typing import Sequence
 from . import prompts
 from .datasets import arithmetic_problems
 from .organism import (_APPLY, _INVERSE, _OP_OF, _SIGN, CALIBRATION_POOL, EVAL_SEEDS, ROLE_WEIGHTS, Example, Label, Step,
-                       _attempt_of, _expected, _obeys, _riskiest, _sources, chain_key, collaborator_note,
+                       _attempt_of, _expected, _obeys, _riskiest, _sources, collaborator_note, draw_key,
                        eval_problems, expert_note, first_fault, flagged_step, gold_steps, label_attempt,
                        number_sources, parse_steps, recorded_chains, solution_text)
 from .types import Problem
@@ -48,7 +48,7 @@ def chains_recorded_before_r3(traces_root: str | Path | None = None) -> frozense
     :data:`CALIBRATION_POOL` problems of each calibration seed: what round 3's recordings must not repeat."""
     chains = set(recorded_chains(RECORDED_BEFORE_R3, traces_root))
     for name in ("calibrate", "calibrate3"):
-        chains |= {chain_key(p) for p in eval_problems(CALIBRATION_POOL, seed=EVAL_SEEDS[name])}
+        chains |= {draw_key(p) for p in eval_problems(CALIBRATION_POOL, seed=EVAL_SEEDS[name])}
     return frozenset(chains)
 
 

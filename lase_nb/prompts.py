@@ -171,10 +171,20 @@ def solver_messages(problem: Problem, system: str = SOLVER_SYSTEM,
             {"role": "user", "content": problem.prompt_text()}]
 
 
-def revise_messages(problem: Problem, attempt: str, role: str, note: str,
+#: The revision request with the supporter's note taken out (a control of what the note adds: the
+#: smallest change of :data:`REVISE_REQUEST` that drops the note and the words that point at it).
+REVISE_ALONE_REQUEST = (
+    "Check your work, and solve the problem again step by step. "
+    "End with the final answer alone inside \\boxed{}."
+)
+
+
+def revise_messages(problem: Problem, attempt: str, role: str, note: str | None,
                     examples: int = DEFAULT_EXAMPLES) -> list[Message]:
-    """The leader sees its own attempt and one supporter's note, and answers again."""
-    request = REVISE_REQUEST.format(title=SUPPORTER_TITLES[role], note=note)
+    """The leader sees its own attempt and one supporter's note, and answers again; ``note=None``
+    asks for the same second look with no note (:data:`REVISE_ALONE_REQUEST`)."""
+    request = (REVISE_ALONE_REQUEST if note is None
+               else REVISE_REQUEST.format(title=SUPPORTER_TITLES[role], note=note))
     return [*solver_messages(problem, examples=examples), {"role": "assistant", "content": attempt},
             {"role": "user", "content": request}]
 

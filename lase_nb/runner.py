@@ -111,10 +111,13 @@ class _Episodes:
 
 def run_problems(strategy: str, problems: Sequence[Problem], engine: Engine,
                  cfg: StrategyConfig | None = None, window: int = 32, progress: bool = True,
-                 on_result: Callable[[ProblemResult], None] | None = None) -> list[ProblemResult]:
-    """Run ``strategy`` on every problem; results come back in the problems' order."""
+                 on_result: Callable[[ProblemResult], None] | None = None,
+                 policy: Callable[[Problem, StrategyConfig], Episode] | None = None) -> list[ProblemResult]:
+    """Run ``strategy`` on every problem; results come back in the problems' order. ``policy``
+    runs an episode of your own under the name ``strategy`` (a control arm, say) instead of the
+    registered strategy of that name."""
     cfg = (cfg or StrategyConfig()).validate()
-    policy = get_strategy(strategy)
+    policy = policy or get_strategy(strategy)
     if window < 1:
         raise ConfigError(f"window must be >= 1 problem in flight, got {window}")
     if len({p.id for p in problems}) != len(problems):

@@ -581,6 +581,19 @@ def lase(problem: Problem, cfg: StrategyConfig, *, sample: int = 0,
                          answer_strict=final.answer_strict, correct_strict=final.correct_strict)
 
 
+def revise_once(problem: Problem, cfg: StrategyConfig, attempt: str, note: str | None, *,
+                role: str = "devil", name: str = "revise-once") -> Episode:
+    """One leader revision of a given ``attempt`` after a given supporter's ``note`` (``None``: the
+    same request with no note, :data:`lase_nb.prompts.REVISE_ALONE_REQUEST`), made exactly as gated
+    LASE makes its stage-1 revision (same prompt, greedy, caps and answer-extraction step). A control
+    of what the note adds; run it through :func:`lase_nb.runner.run_problems` with a policy."""
+    call = Call("leader", 1, prompts.revise_messages(problem, attempt, role, note, examples=cfg.examples),
+                cfg.params(), reads=(role,) if note is not None else ())
+    (gen,) = yield [call]
+    conf, strict, recs = yield from _answer(problem, cfg, call, gen)
+    return _finish(problem, name, conf.answer, recs, answer_strict=strict.answer)
+
+
 #: A verdict line of the vote (:data:`lase_nb.prompts.VERDICT_REQUEST`), read loosely:
 #: "step 2 fails", "Step 2 does not hold", "every step holds" (the last one in a note counts).
 _VERDICT = re.compile(r"\bsteps?\s*(\d+)\s*(?:fails|does\s+not\s+hold)|\b(every|each|all)\s+steps?\s+holds?\b",

@@ -5,6 +5,7 @@ any held-out recording: commit it first, so the history shows the order.
     python data/traces/preregister.py --round3 --calibration build/r3/eval/lase-full \
         --out data/traces/arith-organism/preregistration.json
     python data/traces/preregister.py --v6     # organism v6, from its whole chain on the spent problems
+    python data/traces/preregister.py --v6-controls   # what v6's gain is made of (lase_nb.controls)
 
 The calibration run is a full-chain LASE run of the organism on calibration problems of the eval
 split (``benchmarks/organism_skills.py`` writes one; its seed is never recorded). See
@@ -44,7 +45,12 @@ def main(argv=None) -> int:
                          "thresholds on the calibration chains, fixes every recording's slice (organism_round3.RECORDINGS_R3)")
     ap.add_argument("--adapter", type=Path, default=ROOT / "data" / "organism" / "adapter_model.safetensors",
                     help="with --round3: the adapter the calibration chains were run with")
+    ap.add_argument("--v6-controls", action="store_true",
+                    help="the controls of organism v6's gain (lase_nb.controls.PREREG_PATH): note vs no note vs another "
+                         "problem's note at stage 1, the revision adapter alone and the cascade; fixed before any call")
     args = ap.parse_args(argv)
+    if args.v6_controls:
+        return _v6_controls()
     if args.v6:
         return _v6(args)
     if args.calibration is None:
@@ -149,6 +155,29 @@ def _v6(args) -> int:
     preregistration.V6_PATH.parent.mkdir(parents=True, exist_ok=True)
     preregistration.V6_PATH.write_text(json.dumps(out, indent=1) + "\n")
     print(json.dumps({k: out[k] for k in ("spent", "prediction")}, indent=1))
+    return 0
+
+
+
+
+def _v6_controls() -> int:
+    """The controls' preregistration, written alone to :data:`lase_nb.controls.PREREG_PATH`."""
+    from lase_nb import controls, organism
+
+    v6 = preregistration.load(preregistration.V6_PATH)
+    run = load_run(controls.STUDY / "lase-large")
+    problems = organism.v6_problems("problems", v6["problems"]["n"], seed=v6["problems"]["seed"])
+    if organism.problems_sha256(problems) != v6["problems"]["sha256"]:
+        raise SystemExit("v6's fresh problems do not regenerate with their preregistered sha256: do not go on")
+    th = v6["thresholds"]
+    cases = controls.escalated_cases(run, {p.id: p for p in problems}, th["tau_lp"], th["tau_h"])
+    power = {f"discordant {int(100 * d)}%, {k}": v for d in (0.2, 0.3)
+             for k, v in controls.power_at(len(cases), d).items()}
+    out = controls.build_prereg(run=run, cases=cases, problems=problems, v6_prereg=v6, power=power,
+                                tau_lp=th["tau_lp"], tau_h=th["tau_h"])
+    controls.PREREG_PATH.parent.mkdir(parents=True, exist_ok=True)
+    controls.PREREG_PATH.write_text(json.dumps(out, indent=1, ensure_ascii=False) + "\n")
+    print(json.dumps(out, indent=1, ensure_ascii=False))
     return 0
 
 

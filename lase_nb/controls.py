@@ -1,0 +1,603 @@
+"""What organism v6's gain is made of: the note, or a second solver, and at what cost.
+
+Organism v6's preregistered test (chapter 06, 6.6) shows gated LASE beating the leader alone on 600
+fresh problems. v6 differs from v5 only in its revision adapter, which redoes the whole chain after
+any note. So the gain may come from the note, from a second look, or from a second solver re-answering
+the problems the gate picks. This module holds the controls that can tell them apart, preregistered
+(``data/traces/arith-organism-v6/controls/preregistration.json``, committed alone before any call):
+
+- **note**: the recorded stage-1 revision after the devil's note (a sample replayed to show it is exact);
+- **no note**: the same revision prompt with the note taken out (:data:`lase_nb.prompts.REVISE_ALONE_REQUEST`);
+- **other note**: the recorded devil's note of another escalated problem of the same level (:func:`derangement`);
+- **alone**: the revision adapter given the problem only, on all 600; by replay, the **cascade**: the same
+  gate decides, and an escalated problem takes that adapter's own answer.
+
+The analysis (:func:`primary`, :func:`secondary`, :func:`cost_table`) reads the arms' run folders and the
+recording (``lase-large``) and prints its sentences through the ``describe_*`` functions (chapter 06, 6.6;
+chapter 07; the README).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from . import prompts
+from .errors import DataError
+from .revision import StageOneCase, stage_one_cases
+from .stats import bootstrap_ci, clears_both, holm, mcnemar_power, paired_test, pct, p_text, wilson_interval
+from .types import Problem
+
+ROOT = Path(__file__).resolve().parents[1]
+#: The fresh recording the controls read (organism v6, gated at its preregistered 0.8 / 0.5).
+STUDY = ROOT / "data" / "traces" / "arith-organism-v6"
+#: The controls' run folders and their preregistration.
+FOLDER = STUDY / "controls"
+PREREG_PATH = FOLDER / "preregistration.json"
+
+#: The arms recorded as run folders under :data:`FOLDER` (``note`` is the recording's own stage 1).
+ARMS = {
+    "note-replay": "the recorded devil's note, replayed on a fixed sample: shows the replay is exact",
+    "no-note": "the same revision prompt with the supporter's note taken out",
+    "other-note": "the recorded devil's note of another escalated problem of the same level (a fixed derangement)",
+    "alone": "the revision adapter given the problem only (the leader's first-answer prompt), on all 600",
+}
+#: Which model answers each arm (``lase_nb.backends.local`` aliases): the routed organism sends a
+#: leader's stage-1 revision and its extraction step to the revision adapter, as the recording did.
+ARM_MODELS = {"note-replay": "organism-v6", "no-note": "organism-v6", "other-note": "organism-v6",
+              "alone": "organism-revision"}
+#: Problems of the note arm replayed (a seeded draw of the escalated ones).
+REPLAY_SAMPLE = 40
+#: The primary's margin: a difference whose interval lies within +-7 points is "no difference that
+#: matters" (wider, "undecided"). 7 points is half of what stage 1 gains on the escalated problems in the
+#: recording (68 fixed, 16 broken of 364: +14.3 points over the first answers): inside it, the note adds
+#: less than half of stage 1's gain.
+MARGIN = 0.07
+#: The paper's headline aim (the same as :data:`lase_nb.preregistration.AIM`) and its LASE/single token multiple.
+PAPER_LASE_MULTIPLE = 1.3
+
+
+# ---------------------------------------------------------------- the cases and the arms' inputs
+
+
+def escalated_cases(run: Any, problems: Mapping[str, Problem], tau_lp: float, tau_h: float) -> list[StageOneCase]:
+    """The problems the gate escalated in a gated recording (``lase-large``), each with its recorded
+    first attempt, devil's note (boxed answers removed, as the pipeline passed it) and stage-1 revision;
+    refuses a run whose stop stages do not match the gate (it was recorded at other thresholds)."""
+    cases = stage_one_cases(run, problems, tau_lp, tau_h)
+    stops = run.problems.set_index("problem_id")["stop_stage"]
+    escalated = set(stops[stops > 0].index)
+    if {c.problem.id for c in cases} != escalated:
+        raise DataError(f"{run.path}: the gate at {tau_lp} / {tau_h} does not escalate the problems the run "
+                        "escalated; read the run at its own thresholds")
+    return cases
+
+
+def derangement(cases: Sequence[StageOneCase]) -> dict[str, str]:
+    """Whose note each escalated problem reads in the *other note* arm: within each level, the problems
+    sorted by id, problem i reads the note of problem i + 1 (the last reads the first's). A cyclic shift,
+    so no problem reads its own note; fixed before any call."""
+    out: dict[str, str] = {}
+    levels = sorted({c.problem.meta.get("level") for c in cases})
+    for lv in levels:
+        ids = sorted(c.problem.id for c in cases if c.problem.meta.get("level") == lv)
+        if len(ids) < 2:
+            raise DataError(f"level {lv} has {len(ids)} escalated problem(s): a derangement needs two")
+        out.update({pid: ids[(i + 1) % len(ids)] for i, pid in enumerate(ids)})
+    return out
+
+
+def replay_sample(cases: Sequence[StageOneCase], k: int = REPLAY_SAMPLE, seed: int = 0) -> list[str]:
+    """The ids of the note arm's replayed sample: ``k`` escalated problems drawn with ``seed``, in id order."""
+    ids = sorted(c.problem.id for c in cases)
+    pick = np.random.default_rng(seed).choice(len(ids), size=min(k, len(ids)), replace=False)
+    return sorted(ids[i] for i in pick)
+
+
+def sha256_of(obj: Any) -> str:
+    """The sha256 of a JSON-able object (sorted keys): what the preregistration pins."""
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+
+
+def arm_inputs(cases: Sequence[StageOneCase], arm: str, pairs: Mapping[str, str] | None = None,
+               sample: Sequence[str] | None = None) -> dict[str, tuple[str, str | None]]:
+    """Each revision arm's input by problem id: ``(attempt, note)`` (the note None in ``no-note``)."""
+    by_id = {c.problem.id: c for c in cases}
+    if arm == "no-note":
+        return {pid: (c.attempt, None) for pid, c in by_id.items()}
+    if arm == "other-note":
+        if pairs is None:
+            raise ValueError("the other-note arm needs the derangement's pairs")
+        return {pid: (c.attempt, by_id[pairs[pid]].note) for pid, c in by_id.items()}
+    if arm == "note-replay":
+        return {pid: (by_id[pid].attempt, by_id[pid].note) for pid in (sample or [])}
+    raise ValueError(f"not a revision arm: {arm!r} (one of no-note, other-note, note-replay)")
+
+
+def prompt_texts() -> dict[str, str]:
+    """The last user message of each revision arm, as sent (``{note}`` marks where a note goes)."""
+    return {"note": prompts.REVISE_REQUEST.format(title=prompts.SUPPORTER_TITLES["devil"], note="{note}"),
+            "no-note": prompts.REVISE_ALONE_REQUEST,
+            "other-note": prompts.REVISE_REQUEST.format(title=prompts.SUPPORTER_TITLES["devil"],
+                                                        note="{another problem's note}")}
+
+
+# ---------------------------------------------------------------- the preregistration
+
+
+def build_prereg(*, run: Any, cases: Sequence[StageOneCase], problems: Sequence[Problem], v6_prereg: Mapping[str, Any],
+                 power: Mapping[str, float], tau_lp: float, tau_h: float, n_boot: int = 5000) -> dict[str, Any]:
+    """The controls' preregistration: the arms and their exact prompts, the problems (the escalated ids
+    and the 600, each with its sha256), the derangement, the replayed sample, the primary contrast and
+    its tests, the prediction and its power, the secondary analyses, and what is said for each outcome."""
+    pairs = derangement(cases)
+    sample = replay_sample(cases)
+    ids = sorted(c.problem.id for c in cases)
+    files = run.manifest.get("model_files") or {}
+    return {
+        "what": "what organism v6's gain is made of: controls on the fresh recording's escalated problems, fixed "
+                "before any control call (issue 'What organism v6's gain is made of'); read by lase_nb.controls",
+        "date": time.strftime("%Y-%m-%d"),
+        "recording": {"run": str(Path(run.path).relative_to(ROOT)), "n": int(len(run.problems)),
+                      "thresholds": {"tau_lp": tau_lp, "tau_h": tau_h},
+                      "v6_preregistration": "data/traces/arith-organism-v6/preregistration.json",
+                      "problems_sha256": v6_prereg["problems"]["sha256"]},
+        "model_files": {k: {f: v.get(f) for f in ("adapter", "adapter_sha256")} for k, v in (files.get("models") or {}).items()},
+        "settings": "v6's revision adapter as recorded: greedy, the recording's caps (512 leader tokens, 24 for the "
+                    "answer-extraction step), no worked examples, the answer-extraction step when a reply has no "
+                    "answer; every call through the call cache; each arm a run folder under controls/",
+        "arms": {**ARMS, "note": "the recorded stage-1 revision of lase-large (no new call)"},
+        "arm_models": ARM_MODELS,
+        "prompts": {"revision_request": prompt_texts(),
+                    "alone": "the leader's first-answer prompt (prompts.solver_messages, no worked examples)",
+                    "rule": "no-note is the smallest change of the revision request that drops the note: the "
+                            "'Critique from a reviewer:' block and 'Take this into account,' go; the attempt and "
+                            "the rest of the request stay"},
+        "escalated": {"n": len(ids), "per_level": {str(lv): sum(c.problem.meta.get("level") == lv for c in cases)
+                                                   for lv in sorted({c.problem.meta.get("level") for c in cases})},
+                      "first_right": int(sum(c.first_correct for c in cases)), "sha256": sha256_of(ids),
+                      "ids_first": ids[:3]},
+        "derangement": {"rule": "within each level, the escalated problems sorted by id; problem i reads the "
+                                "recorded devil's note of problem i + 1 (the last reads the first's)",
+                        "sha256": sha256_of(pairs)},
+        "note_replay": {"n": len(sample), "seed": 0, "ids_sha256": sha256_of(sample),
+                        "expected": "every replayed revision identical to the recorded one, character for character"},
+        "primary": {
+            "comparison": "note vs no note at stage 1: correctness after the stage-1 revision (the extraction step "
+                          "counted, as the recording grades), paired by problem on the escalated problems",
+            "tests": {"mcnemar": {"exact": True, "two_sided": True, "alpha": 0.05},
+                      "bootstrap": {"kind": "paired percentile", "level": 0.95, "n_boot": n_boot, "seed": 0}},
+            "margin": MARGIN,
+            "margin_rule": "half of stage 1's recorded gain over the first answers on the escalated problems "
+                           "(68 fixed, 16 broken of 364: +14.3 points)",
+            "outcomes": {
+                "note-helps": "both tests clear above zero: at stage 1 v6's revision does better with the devil's note "
+                              "than with none; the chapters may say v6's leader reads notes, by that much",
+                "note-hurts": "both tests clear below zero: the revision does better without the note",
+                "no-difference": "not claimed either way and the interval lies within +-7 points (half of stage 1's recorded gain "
+                                 "on these problems, +14.3 points): the note is not shown to matter; the chapters say stage 1 gains from a second look by the revision "
+                                 "adapter, not from what the note says, and never call v6 a leader that reads notes",
+                "undecided": "not claimed and the interval reaches beyond +-7 points: the data cannot tell; the "
+                             "chapters say so and make no claim about the note"},
+        },
+        "prediction": {
+            "effect": 0.01, "range": [-0.03, 0.04],
+            "why": "on the fresh recording's stage 1, the revision fixed 41 of 127 wrong answers after a note that "
+                   "names the failing step and 23 of 78 after one that does not (32% vs 29%, Fisher p = 0.76), and "
+                   "changed its answer about as often: what the note says seems to matter little. The adapter was "
+                   "trained to redo the whole chain after any note; without one it should still redo it",
+            "expected_outcome": "no-difference",
+            "power": dict(power),
+            "power_note": "the primary is powered for large effects only (about half the power for +5 points): a result "
+                          "that is not claimed is read through its interval and the margin, never as 'no effect'",
+        },
+        "secondary": {
+            "contrasts": [
+                "note vs the first answer, and no note vs the first answer, at stage 1 (what stage 1 gains with and "
+                "without the note)",
+                "note vs other note at stage 1 (the escalated problems): does this problem's note beat another's?",
+                "other note vs no note at stage 1: does any note's text move the revision?",
+                "v6's whole chain vs the cascade (gate + the revision adapter's own answer), on the 600, with tokens",
+                "the revision adapter alone vs v5 alone (stage 0 of lase-large), on the 600",
+                "the cascade vs the leader alone, on the 600",
+                "the chain stopped after stage 1 vs the whole chain, on the 600, with tokens",
+                "the primary per level",
+                "fixes of escalated wrong first answers and breaks of escalated right ones, per arm",
+            ],
+            "tests": "the same two tests for each contrast; Holm's correction over this family reported; no claim "
+                     "beyond the primary",
+            "conditional": "if the revision adapter alone beats v5 alone by both tests, MV(7) over its samples "
+                           "(temperature 0.7, as v5's MV(7)) is recorded on the 600 so that voting is matched on models",
+            "cost": "tokens per problem (prompt + completion, and completions only) for the leader alone, v6's whole "
+                    "chain, the chain stopped after stage 1, the cascade, MV(7) and the revision adapter alone, on one "
+                    "accuracy-vs-tokens figure with 95% intervals; the paper's aim (within 1 point of MV(7) at <= 0.7x "
+                    "its tokens) marked; the paper's LASE/single multiple (1.3x) beside ours",
+            "overlap": "problems whose chain a training problem computes with a commutative step's operands swapped "
+                       "(organism.chain_key): the primary reported with and without them",
+        },
+        "no_rerun": "whatever the outcome, no arm is re-run or re-prompted to change it; anything tried after seeing "
+                    "a result is labelled so",
+    }
+
+
+def power_at(n: int, discordant: float = 0.2, effects: Sequence[float] = (0.03, 0.05, 0.08),
+             margin: float = MARGIN) -> dict[str, float]:
+    """The exact McNemar test's power on ``n`` pairs for each effect, with ``discordant`` of the pairs
+    discordant (fixes and breaks split around the effect); and, when the true difference is zero, the
+    chance that the 95% interval lies within ``margin`` (normal approximation: 2 Phi((m - 1.96 se) / se) - 1)."""
+    from scipy.stats import norm
+
+    out = {f"{100 * e:+.0f} points": round(mcnemar_power(n, (discordant + e) / 2, (discordant - e) / 2), 3)
+           for e in effects}
+    se = (discordant / n) ** 0.5
+    out[f"interval within +-{100 * margin:.0f} at 0"] = round(max(0.0, 2 * norm.cdf((margin - 1.96 * se) / se) - 1), 3)
+    return out
+
+
+def load_prereg(path: str | Path = PREREG_PATH) -> dict[str, Any]:
+    """The controls' preregistration; a clear error when it is not there."""
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"{path}: the controls' preregistration is missing; write it with "
+                        "`python data/traces/preregister.py --v6-controls` and commit it alone")
+    return json.loads(path.read_text())
+
+
+# ---------------------------------------------------------------- reading the arms
+
+
+def _settings(prereg: Mapping[str, Any]) -> dict[str, Any]:
+    boot = prereg["primary"]["tests"]["bootstrap"]
+    return {"n_boot": boot["n_boot"], "seed": boot["seed"], "level": boot["level"]}
+
+
+def outcomes(run: Any, folder: str | Path = FOLDER) -> pd.DataFrame:
+    """One row per problem of the recording (600), one column per policy, correctness as recorded:
+    ``alone_v5`` (stage 0), ``stage1`` (the chain stopped after stage 1), ``v6`` (the whole chain),
+    ``escalated``, ``level``; where the arms are recorded, ``note`` / ``no_note`` / ``other_note``
+    (after the stage-1 revision, escalated problems only, NaN elsewhere), ``alone_rev`` (the revision
+    adapter alone) and ``cascade`` (the gate, then the revision adapter's own answer)."""
+    from .traces import load_run
+
+    folder = Path(folder)
+    p = run.problems.set_index("problem_id")
+    st = run.stages
+    s0 = st[st["stage"] == 0].set_index("problem_id")
+    s1 = st[st["stage"] == 1].set_index("problem_id")
+    out = pd.DataFrame({"level": p["level"], "escalated": p["stop_stage"] > 0,
+                        "alone_v5": s0["correct"].reindex(p.index).astype(bool),
+                        "v6": p["correct"].astype(bool)})
+    out["note"] = s1["correct"].reindex(p.index).where(out["escalated"])
+    out["stage1"] = out["note"].where(out["escalated"], out["alone_v5"]).astype(bool)
+    for arm, col in (("no-note", "no_note"), ("other-note", "other_note")):
+        if (folder / arm / "manifest.json").is_file():
+            arm_run = load_run(folder / arm)
+            got = arm_run.problems.set_index("problem_id")["correct"]
+            if set(got.index) != set(out.index[out["escalated"]]):
+                raise DataError(f"{folder / arm}: holds {len(got)} problems, not the {int(out['escalated'].sum())} "
+                                "escalated ones (a --limit run?); record the whole arm")
+            out[col] = got.reindex(out.index)
+    if (folder / "alone" / "manifest.json").is_file():
+        got = load_run(folder / "alone").problems.set_index("problem_id")["correct"]
+        if set(got.index) != set(out.index):
+            raise DataError(f"{folder / 'alone'}: holds {len(got)} problems, not the recording's {len(out)}")
+        out["alone_rev"] = got.reindex(out.index).astype(bool)
+        out["cascade"] = out["alone_rev"].where(out["escalated"], out["alone_v5"]).astype(bool)
+    return out
+
+
+def _test(a: pd.Series, b: pd.Series, prereg: Mapping[str, Any]) -> dict[str, Any]:
+    keep = a.notna() & b.notna()
+    t = paired_test(a[keep].astype(bool).to_numpy(), b[keep].astype(bool).to_numpy(), **_settings(prereg))
+    t["claimed_above"] = clears_both(t, 0.05, above=True)
+    t["claimed_below"] = clears_both(t, 0.05, above=False)
+    return t
+
+
+def primary(prereg: Mapping[str, Any], table: pd.DataFrame) -> dict[str, Any]:
+    """The preregistered primary: note vs no note at stage 1 on the escalated problems, by both tests,
+    with the preregistered outcome it falls in and whether the prediction held."""
+    if "no_note" not in table:
+        raise DataError("the no-note arm is not recorded yet (data/traces/arith-organism-v6/controls/no-note)")
+    esc = table[table["escalated"]]
+    t = _test(esc["note"], esc["no_note"], prereg)
+    margin = float(prereg["primary"]["margin"])
+    if t["claimed_above"]:
+        t["outcome"] = "note-helps"
+    elif t["claimed_below"]:
+        t["outcome"] = "note-hurts"
+    elif -margin <= t["diff_lo"] and t["diff_hi"] <= margin:
+        t["outcome"] = "no-difference"
+    else:
+        t["outcome"] = "undecided"
+    lo, hi = prereg["prediction"]["range"]
+    t["prediction_held"] = bool(lo <= t["diff"] <= hi) and t["outcome"] == prereg["prediction"]["expected_outcome"]
+    first = esc["alone_v5"]
+    for col in ("note", "no_note"):
+        t[f"{col}_fixed"] = int((~first & esc[col].astype(bool)).sum())
+        t[f"{col}_broken"] = int((first & ~esc[col].astype(bool)).sum())
+    t["wrong"], t["right"] = int((~first).sum()), int(first.sum())
+    return t
+
+
+def describe_primary(result: Mapping[str, Any], prereg: Mapping[str, Any]) -> str:
+    """The primary in words: both arms, both tests, the outcome's preregistered sentence, the prediction."""
+    r = result
+    head = (f"**What the note adds at stage 1 (preregistered primary).** On the {r['n']} escalated problems, v6's "
+            f"revision is right after the devil's note on {pct(r['acc_a'], 1)} and after the same request with no note "
+            f"on {pct(r['acc_b'], 1)}: {100 * r['diff']:+.1f} points [{100 * r['diff_lo']:+.1f}, {100 * r['diff_hi']:+.1f}], "
+            f"{r['b']} problems right only with the note and {r['c']} only without, exact McNemar p = {p_text(r['p_value'])}. "
+            f"With the note it fixes {r['note_fixed']} of {r['wrong']} wrong first answers and breaks {r['note_broken']} of "
+            f"{r['right']} right ones; without it {r['no_note_fixed']} and {r['no_note_broken']}. ")
+    verdict = prereg["primary"]["outcomes"][r["outcome"]]
+    lo, hi = prereg["prediction"]["range"]
+    pred = (f"The prediction ({100 * lo:+.0f} to {100 * hi:+.0f} points, outcome '{prereg['prediction']['expected_outcome']}') "
+            f"{'held' if r['prediction_held'] else 'did not hold'}.")
+    return head + f"Outcome, as preregistered: **{r['outcome']}** ({verdict}). " + pred
+
+
+#: The secondary contrasts: (name, a, b, on) over :func:`outcomes`' columns.
+SECONDARY = (
+    ("the note vs the first answer (stage 1)", "note", "alone_v5", "escalated"),
+    ("no note vs the first answer (stage 1)", "no_note", "alone_v5", "escalated"),
+    ("note vs another problem's note (stage 1)", "note", "other_note", "escalated"),
+    ("another problem's note vs no note (stage 1)", "other_note", "no_note", "escalated"),
+    ("v6's whole chain vs the cascade", "v6", "cascade", "all"),
+    ("the revision adapter alone vs v5 alone", "alone_rev", "alone_v5", "all"),
+    ("the cascade vs the leader alone", "cascade", "alone_v5", "all"),
+    ("the whole chain vs the chain stopped after stage 1", "v6", "stage1", "all"),
+)
+
+
+def secondary(prereg: Mapping[str, Any], table: pd.DataFrame) -> pd.DataFrame:
+    """Each secondary contrast whose arms are recorded, by both tests, with Holm's adjusted p over the
+    family; then the primary per level. Reported, no claim."""
+    rows = []
+    for name, a, b, on in SECONDARY:
+        if a not in table or b not in table:
+            continue
+        sub = table[table["escalated"]] if on == "escalated" else table
+        t = _test(sub[a], sub[b], prereg)
+        rows.append({"contrast": name, "n": t["n"], "a": t["acc_a"], "b": t["acc_b"], "diff": t["diff"],
+                     "lo": t["diff_lo"], "hi": t["diff_hi"], "a only": t["b"], "b only": t["c"], "p": t["p_value"]})
+    out = pd.DataFrame(rows)
+    if len(out):
+        out["p (Holm)"] = holm(out["p"].to_numpy())
+    if "no_note" in table:
+        per = []
+        for lv, sub in table[table["escalated"]].groupby("level"):
+            t = _test(sub["note"], sub["no_note"], prereg)
+            per.append({"contrast": f"note vs no note, level {lv}", "n": t["n"], "a": t["acc_a"], "b": t["acc_b"],
+                        "diff": t["diff"], "lo": t["diff_lo"], "hi": t["diff_hi"], "a only": t["b"], "b only": t["c"],
+                        "p": t["p_value"], "p (Holm)": np.nan})
+        out = pd.concat([out, pd.DataFrame(per)], ignore_index=True)
+    return out
+
+
+def secondary_markdown(table: pd.DataFrame) -> str:
+    """The secondary table as printed: percentages, points, p-values."""
+    def p_or_dash(x: float) -> str:
+        return "-" if pd.isna(x) else p_text(x)
+
+    lines = ["| contrast | n | A | B | A - B [95%] | A only / B only | p | p (Holm) |", "|---|---|---|---|---|---|---|---|"]
+    for r in table.itertuples(index=False):
+        d = r._asdict()
+        lines.append(f"| {d['contrast']} | {d['n']} | {pct(d['a'], 1)} | {pct(d['b'], 1)} | "
+                     f"{100 * d['diff']:+.1f} [{100 * d['lo']:+.1f}, {100 * d['hi']:+.1f}] | {d['a_only']} / {d['b_only']} | "
+                     f"{p_or_dash(d['p'])} | {p_or_dash(d['p_Holm'])} |")
+    return "\n".join(lines)
+
+
+def arm_counts(table: pd.DataFrame) -> pd.DataFrame:
+    """Per stage-1 arm, on the escalated problems: fixes of the wrong first answers, breaks of the right ones."""
+    esc = table[table["escalated"]]
+    first = esc["alone_v5"]
+    rows = []
+    for col, label in (("note", "the devil's note (recorded)"), ("other_note", "another problem's note"),
+                       ("no_note", "no note")):
+        if col in esc:
+            right = esc[col].astype(bool)
+            rows.append({"stage 1 reads": label, "fixed": int((~first & right).sum()), "wrong": int((~first).sum()),
+                         "broken": int((first & ~right).sum()), "right": int(first.sum()),
+                         "accuracy": float(right.mean())})
+    return pd.DataFrame(rows)
+
+
+# ---------------------------------------------------------------- cost
+
+
+def _tokens(df: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    return df["prompt_tokens"].to_numpy(float) + df["completion_tokens"].to_numpy(float), df["completion_tokens"].to_numpy(float)
+
+
+def policy_tokens(run: Any, mv: Any | None = None, folder: str | Path = FOLDER) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Tokens per problem (all, completions) of each policy, in the recording's problem order: the leader
+    alone (stage 0 with its extraction step), the chain stopped after stage 1, v6's whole chain (as gated),
+    the cascade and the revision adapter alone (where recorded), MV(7) (``mv``, where given)."""
+    from .traces import load_run
+
+    p = run.problems.set_index("problem_id")
+    order = p.index
+    st = run.stages
+    s0 = st[st["stage"] == 0].set_index("problem_id").reindex(order)
+    s1 = st[st["stage"] == 1].set_index("problem_id").reindex(order)
+    esc = (p["stop_stage"] > 0).to_numpy()
+    out = {"leader alone (v5)": _tokens(s0), "v6's whole chain": _tokens(p)}
+    stage1 = s1.where(pd.Series(esc, index=order), s0, axis=0)
+    out["chain stopped after stage 1"] = _tokens(stage1)
+    if (Path(folder) / "alone" / "manifest.json").is_file():
+        alone = load_run(Path(folder) / "alone").problems.set_index("problem_id").reindex(order)
+        a_all, a_comp = _tokens(alone)
+        l_all, l_comp = out["leader alone (v5)"]
+        out["cascade (gate + revision adapter)"] = (l_all + esc * a_all, l_comp + esc * a_comp)
+        out["revision adapter alone"] = (a_all, a_comp)
+    if mv is not None:
+        out["MV(7) over v5"] = _tokens(mv.problems.set_index("problem_id").reindex(order))
+    return out
+
+
+#: Which column of :func:`outcomes` each cost policy's accuracy is.
+POLICY_COLUMN = {"leader alone (v5)": "alone_v5", "chain stopped after stage 1": "stage1", "v6's whole chain": "v6",
+                 "cascade (gate + revision adapter)": "cascade", "revision adapter alone": "alone_rev"}
+
+
+def cost_table(run: Any, table: pd.DataFrame, mv: Any | None = None, folder: str | Path = FOLDER,
+               n_boot: int = 5000) -> pd.DataFrame:
+    """Accuracy (Wilson 95%) and mean tokens per problem (bootstrap 95%, all and completions) of each
+    policy, with its multiple of the leader alone's tokens."""
+    toks = policy_tokens(run, mv, folder)
+    base = toks["leader alone (v5)"][0].mean()
+    rows = []
+    for name, (all_, comp) in toks.items():
+        if name == "MV(7) over v5":
+            correct = mv.problems.set_index("problem_id").reindex(table.index)["correct"].astype(bool)
+        else:
+            correct = table[POLICY_COLUMN[name]].astype(bool)
+        k, n = int(correct.sum()), len(correct)
+        lo, hi = wilson_interval(k, n)
+        t, t_lo, t_hi = bootstrap_ci(all_, n_boot=n_boot, seed=0)
+        rows.append({"policy": name, "accuracy": k / n, "acc_lo": lo, "acc_hi": hi, "tokens": t, "tok_lo": t_lo,
+                     "tok_hi": t_hi, "completion tokens": float(comp.mean()), "x leader": t / base})
+    return pd.DataFrame(rows)
+
+
+def where_tokens_go(run: Any) -> pd.DataFrame:
+    """v6's whole chain's tokens per problem by role and stage (prompt and completion), the largest first."""
+    c = run.calls[run.calls["used"].astype(bool)] if "used" in run.calls else run.calls
+    n = run.problems["problem_id"].nunique()
+    g = c.groupby(["stage", "role"])[["prompt_tokens", "completion_tokens"]].sum() / n
+    g["all"] = g["prompt_tokens"] + g["completion_tokens"]
+    g["share"] = g["all"] / g["all"].sum()
+    return g.sort_values("all", ascending=False).reset_index()
+
+
+def describe_cost(costs: pd.DataFrame, where: pd.DataFrame, aim: Mapping[str, float]) -> str:
+    """Where the tokens go and what would reach the paper's aim, from the tables."""
+    c = costs.set_index("policy")
+    lead = c.loc["leader alone (v5)", "tokens"]
+    v6 = c.loc["v6's whole chain"]
+    top = where.iloc[:3]
+    parts = [f"stage {int(r.stage)} {r.role} {100 * r.share:.0f}% ({r.all:.0f} tokens, {r.prompt_tokens:.0f} of them prompt)"
+             for r in top.itertuples()]
+    stage_share = where.groupby("stage")["share"].sum()
+    prompt_share = where["prompt_tokens"].sum() / where["all"].sum()
+    text = (f"**Where the tokens go.** v6's whole chain spends {v6['tokens']:.0f} tokens a problem against the leader "
+            f"alone's {lead:.0f} ({v6['x leader']:.1f}x; completions only {v6['completion tokens']:.0f} vs "
+            f"{c.loc['leader alone (v5)', 'completion tokens']:.0f}); the paper reports LASE at about "
+            f"{PAPER_LASE_MULTIPLE}x the single agent. The largest parts: " + "; ".join(parts) + ". "
+            f"Stages 2-3 take {100 * stage_share[stage_share.index >= 2].sum():.0f}% of the tokens, prompts "
+            f"{100 * prompt_share:.0f}% (each call re-reads the problem, the attempt and the notes). ")
+    if "MV(7) over v5" in c.index:
+        mv = c.loc["MV(7) over v5"]
+        budget = aim["token_ratio"] * mv["tokens"]
+        target = mv["accuracy"] - aim["points"]
+        meets = [name for name, r in c.iterrows() if name != "MV(7) over v5" and r["accuracy"] >= target
+                 and r["tokens"] <= budget]
+        text += (f"The paper's aim (within {100 * aim['points']:.0f} point of MV(7)'s {pct(mv['accuracy'], 1)} at <= "
+                 f"{aim['token_ratio']:g}x its {mv['tokens']:.0f} tokens, so >= {pct(target, 1)} at <= {budget:.0f} tokens) "
+                 + (f"is met by: {', '.join(meets)}." if meets else "is met by none of these policies.") + " ")
+        ok = c[(c.index != "MV(7) over v5") & (c["tokens"] <= budget)].sort_values("accuracy", ascending=False)
+        if len(ok):
+            best = ok.iloc[0]
+            text += (f"Within that budget the most accurate is {ok.index[0]} ({pct(best['accuracy'], 1)} at "
+                     f"{best['tokens']:.0f} tokens), {100 * (best['accuracy'] - mv['accuracy']):+.1f} points from MV(7).")
+    return text
+
+
+def plot_cost(costs: pd.DataFrame, aim: Mapping[str, float], path: str | Path | None = None):
+    """Accuracy against tokens per problem for each policy, with 95% intervals both ways, the paper's aim
+    shaded (within a point of MV(7) at <= 0.7x its tokens) and the paper's 1.3x LASE multiple marked."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 5), dpi=100)
+    markers = "osD^vP*X"
+    for (i, r) in enumerate(costs.itertuples(index=False)):
+        ax.errorbar(r.tokens, 100 * r.accuracy, xerr=[[r.tokens - r.tok_lo], [r.tok_hi - r.tokens]],
+                    yerr=[[100 * (r.accuracy - r.acc_lo)], [100 * (r.acc_hi - r.accuracy)]], fmt=markers[i % len(markers)],
+                    ms=8, capsize=3, label=f"{r.policy} ({r.tokens:.0f} tok, {100 * r.accuracy:.1f}%)")
+    c = costs.set_index("policy")
+    lead = c.loc["leader alone (v5)", "tokens"]
+    ax.axvline(PAPER_LASE_MULTIPLE * lead, color="0.4", ls=":", lw=1.5)
+    ax.text(PAPER_LASE_MULTIPLE * lead, ax.get_ylim()[0] + 1, f" paper's LASE: {PAPER_LASE_MULTIPLE}x\n the single agent",
+            fontsize=10, va="bottom", color="0.3")
+    if "MV(7) over v5" in c.index:
+        mv = c.loc["MV(7) over v5"]
+        ax.axvspan(0, aim["token_ratio"] * mv["tokens"], ymin=0, ymax=1, color="0.85", alpha=0.0)
+        y0 = 100 * (mv["accuracy"] - aim["points"])
+        ax.fill_between([0, aim["token_ratio"] * mv["tokens"]], y0, 100, color="tab:green", alpha=0.12,
+                        label="the paper's aim: within 1 point of MV(7) at <= 0.7x its tokens")
+    ax.set_xscale("log")
+    ax.set_xlabel("tokens per problem (prompt + completion, log scale)")
+    ax.set_ylabel("accuracy (%)")
+    ax.set_title("Organism v6 on 600 fresh problems: accuracy against cost")
+    lo = 100 * costs["acc_lo"].min() - 3
+    ax.set_ylim(lo, min(100, 100 * costs["acc_hi"].max() + 6))
+    ax.set_xlim(0.7 * costs["tok_lo"].min(), 1.4 * costs["tok_hi"].max())
+    ax.legend(fontsize=9, loc="lower right")
+    ax.tick_params(labelsize=10)
+    fig.tight_layout()
+    if path is not None:
+        fig.savefig(path)
+    return fig
+
+
+# ---------------------------------------------------------------- the overlap recount
+
+
+def overlap_sensitivity(prereg_v6: Mapping[str, Any], run: Any, problems: Mapping[str, Problem]) -> dict[str, Any]:
+    """v6's primary (gated LASE vs the leader alone) without the problems whose chain a training problem
+    computes with a commutative step's operands swapped (:func:`lase_nb.organism.training_overlap`)."""
+    from .organism import training_overlap
+    from .preregistration import _gated_and_alone, bootstrap_settings
+
+    final, alone = _gated_and_alone(prereg_v6, run)
+    overlap = set(training_overlap([problems[i] for i in final.index if i in problems]))
+    keep = ~final.index.isin(list(overlap))
+    t = paired_test(final[keep].to_numpy(bool), alone[keep].to_numpy(bool), **bootstrap_settings(prereg_v6))
+    t["removed"] = len(overlap)
+    t["removed_fixed"] = int(sum(bool(final[i]) and not bool(alone[i]) for i in overlap))
+    t["removed_broken"] = int(sum(not bool(final[i]) and bool(alone[i]) for i in overlap))
+    return t
+
+
+def describe_overlap(t: Mapping[str, Any]) -> str:
+    """The overlap sensitivity in words."""
+    return (f"*Overlap, recounted:* {t['removed']} of the fresh problems redo a training problem's arithmetic with a "
+            f"commutative step's operands swapped (7 + 9 against 9 + 7); the draw's key told them apart. They hold "
+            f"{t['removed_fixed']} fixes and {t['removed_broken']} breaks. Without them, {t['n']} problems: "
+            f"{100 * t['diff']:+.1f} points [{100 * t['diff_lo']:+.1f}, {100 * t['diff_hi']:+.1f}], {t['b']} fixed and "
+            f"{t['c']} broken, exact McNemar p = {p_text(t['p_value'])}.")
+
+
+def recount_overlaps(traces_root: str | Path | None = None) -> pd.DataFrame:
+    """Every committed organism recording's problems whose chain (:func:`lase_nb.organism.chain_key`, commutative
+    operands in either order) a training set computes, beside the count by the draws' key: one row per run."""
+    from .organism import TRAINING_SETS, chain_key, draw_key, training_problems
+    from .runs import problems_from_manifest
+
+    root = Path(traces_root) if traces_root else ROOT / "data" / "traces"
+    sets = {name: [p for p in training_problems(name)] for name in TRAINING_SETS}
+    by_chain = {name: {chain_key(p) for p in ps} for name, ps in sets.items()}
+    by_draw = {name: {draw_key(p) for p in ps} for name, ps in sets.items()}
+    rows = []
+    for manifest in sorted(root.rglob("manifest.json")):
+        m = json.loads(manifest.read_text())
+        if m.get("dataset", "arith") != "arith":
+            continue
+        problems = list(problems_from_manifest(m).values())
+        if not problems or "start" not in problems[0].meta:
+            continue
+        row = {"run": str(manifest.parent.relative_to(root)), "n": len(problems)}
+        for name in TRAINING_SETS:
+            row[name] = sum(chain_key(p) in by_chain[name] for p in problems)
+        row["any (chain_key)"] = sum(any(chain_key(p) in by_chain[n] for n in TRAINING_SETS) for p in problems)
+        row["any (draw key)"] = sum(any(draw_key(p) in by_draw[n] for n in TRAINING_SETS) for p in problems)
+        rows.append(row)
+    return pd.DataFrame(rows)
