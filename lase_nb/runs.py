@@ -294,14 +294,18 @@ def problems_from_manifest(manifest: Mapping[str, Any], data_path: str | None = 
     from .names import resolve
 
     offset, n = int(manifest.get("offset") or 0), manifest.get("n")
-    drawn = _organism_problem_set(manifest, None if n is None else n + offset)
+    subset = manifest.get("problem_ids")  # a run on some problems of a list (a control arm): the list's size and ids
+    drawn = _organism_problem_set(manifest, int(manifest["subset_of"]) if subset else None if n is None else n + offset)
     if drawn is not None:
+        if subset:
+            keep = set(subset)
+            return {p.id: p for p in drawn if p.id in keep}
         return {p.id: p for p in drawn[offset:]}
     try:
         name = resolve(manifest.get("dataset", "arith"), DATASETS, "data set")
         probs = load_dataset(name, data_path or manifest.get("data_path"), None if n is None else n + offset,
                              manifest.get("seed", 0), levels=manifest.get("levels"),
-                             split=manifest.get("split"))[offset:]
+                             split=manifest.get("split"), fields=manifest.get("data_fields"))[offset:]
     except (LaseError, OSError):
         return {}
     return {p.id: p for p in probs}

@@ -586,9 +586,11 @@ def revise_once(problem: Problem, cfg: StrategyConfig, attempt: str, note: str |
     """One leader revision of a given ``attempt`` after a given supporter's ``note`` (``None``: the
     same request with no note, :data:`lase_nb.prompts.REVISE_ALONE_REQUEST`), made exactly as gated
     LASE makes its stage-1 revision (same prompt, greedy, caps and answer-extraction step). A control
-    of what the note adds; run it through :func:`lase_nb.runner.run_problems` with a policy."""
+    of what the note adds; run it through :func:`lase_nb.runner.run_problems` with a policy. The call's
+    role is the leader's (a routed organism sends it to the revision adapter) and its agent ``reviser``:
+    one revision outside a LASE chain, so the run keeps no stage rows."""
     call = Call("leader", 1, prompts.revise_messages(problem, attempt, role, note, examples=cfg.examples),
-                cfg.params(), reads=(role,) if note is not None else ())
+                cfg.params(), agent="reviser", reads=(role,) if note is not None else ())
     (gen,) = yield [call]
     conf, strict, recs = yield from _answer(problem, cfg, call, gen)
     return _finish(problem, name, conf.answer, recs, answer_strict=strict.answer)
