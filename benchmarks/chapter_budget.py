@@ -4,13 +4,16 @@ Reads executed chapters (default ``build/notebooks``, written by ``make notebook
 chapter the cells the book shows open, the words of their markdown, the words printed as prose,
 the tables shown (with the widest one's columns), the figures shown, an estimate of the minutes a
 lecturer needs to present the whole chapter and its seminar path, the cells tagged ``seminar``
-(the lecturer's clock, ``lase_nb.budget.presenting_minutes``: markdown at 130 words a minute, half
-the printed text, 2 minutes a figure or panel, 1 a table, 1.5 a predict-then-run pause, 0.75 a
-transcript), and whether the chapter meets the budget: at most 40 cells, 1,500 words of markdown,
-5 tables of at most 6 columns and 5 figures per core chapter, 11,000 words of markdown over the
-core chapters, and a seminar path that fits 90 minutes with 9 of discussion. The README's chapter
-minutes are this script's ``seminar`` column. The appendix is listed for information; its pages
-are read, not presented.
+(the outside lecturer's clock, ``lase_nb.budget.presenting_minutes``: prose and printed results at
+120 words a minute, command lines and code skipped; 3 minutes a multi-panel figure, 2 a
+single-panel one, 2.5 a slider panel, 1-3 a table by its size, 2 a predict-then-run pause, 1.5 a
+transcript exchange, 1.5 for each term the path uses before it defines it), and whether the
+chapter meets the budget: at most 40 cells, 1,500 words of markdown, 5 tables of at most 6 columns
+and 5 figures per core chapter, 11,000 words of markdown over the core chapters, and a seminar
+path that fits 90 minutes with 9 of discussion. Then the seminar path's minutes section by
+section, and the terms it uses before defining them (``lase_nb.budget.undefined_terms``). The
+README's chapter minutes are this script's ``seminar`` column. The appendix is listed for
+information; its pages are read, not presented.
 
     python benchmarks/chapter_budget.py                    # build/notebooks
     python benchmarks/chapter_budget.py /tmp/run --check   # exit 1 when a core chapter is over
@@ -24,7 +27,8 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from lase_nb.budget import BUDGET, CORE_MINUTES, DISCUSSION_MINUTES, budget_table
+from lase_nb.budget import (BUDGET, CORE_MINUTES, DISCUSSION_MINUTES, budget_table, path_minutes, section_budgets,
+                            seminar_minutes, undefined_terms)
 from lase_nb.execution import APPENDIX_GLOB, CHAPTER_GLOB, REPO
 
 COLUMNS = ("chapter", "cells", "words", "printed words", "tables", "max columns", "figures", "minutes", "seminar")
@@ -71,6 +75,14 @@ def main(argv: list[str] | None = None) -> int:
                             for i, (c, w) in enumerate(zip(COLUMNS, widths))) + "  " + meets)
         print("  ".join(str(total.get(c, "")).rjust(w) if i else "core total".ljust(w)
                         for i, (c, w) in enumerate(zip(COLUMNS, widths))))
+    sections = section_budgets(core)
+    print("\nthe seminar path by section (minutes by the lecturer's clock; terms used before the path defines them):")
+    for b in sections:
+        print(f"  {b.chapter:<24} {b.minutes:5.1f}" + (f"  undefined: {', '.join(b.undefined)}" if b.undefined else ""))
+    undefined = undefined_terms(core)
+    print(f"undefined terms on the path: {len(undefined)}"
+          + "".join(f"\n  {u.term} (first used in {u.section})" for u in undefined))
+    total["seminar"] = path_minutes(seminar_minutes(core))  # the one number the pages print
     seminar = total["seminar"] + DISCUSSION_MINUTES
     over_minutes = seminar > args.minutes
     over_total = total["words"] > budget.core_words or over_minutes
@@ -80,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
           f"(budget {args.minutes}{', over' if over_minutes else ''}); "
           f"{sum(r['meets budget'] for r in rows)} of {len(rows)} chapters meet the budget")
     print(f"RESULT core_words={total['words']} core_minutes={total['minutes']} seminar_minutes={seminar} "
-          f"chapters_within={sum(r['meets budget'] for r in rows)}/{len(rows)}")
+          f"chapters_within={sum(r['meets budget'] for r in rows)}/{len(rows)} undefined_terms={len(undefined)}")
     if args.check and (over_total or not all(r["meets budget"] for r in rows)):
         return 1
     return 0

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from .budget import (BOOK_MORE, IMAGE_TYPES, LINK_TARGET, SEMINAR, book_hides, book_hides_input, cell_tags,
-                     cell_text, chapter_budget, plural, seminar_budget, seminar_sections)
+                     cell_text, chapter_budget, path_minutes, plural, seminar_minutes, seminar_sections)
 from .errors import ConfigError, LaseError
 from .execution import APPENDIX_GLOB, REPO, collection, recordings_read
 
@@ -163,7 +163,7 @@ _MARK_CELL = re.compile(r'<div class="jp-Cell jp-MarkdownCell[^"]*"[^>]*>(?:(?!<
                         r"<!-- lase-nb:(more|seminar)-(start|end) -->\s*</div>\s*</div>\s*</div>\s*</div>", re.S)
 
 
-def book_notebook(nb_path: Path, seminar: bool = False):
+def book_notebook(nb_path: Path, seminar: bool = False, minutes: float | None = None):
     """The executed notebook as the book shows it: the cells :func:`book_hides` left out, runs of
     :data:`BOOK_MORE` cells between markers that :func:`build_book` turns into closed "More"
     sections and runs of :data:`SEMINAR` cells between markers it turns into marked "Seminar path"
@@ -171,8 +171,8 @@ def book_notebook(nb_path: Path, seminar: bool = False):
     chapter read named under its title (:func:`describe_recordings`), and error outputs dropped.
     A chapter that failed (:func:`failed_cell`) gets a FAILED banner at the top and ends at the
     failing cell (no traceback). ``seminar``: the seminar path alone, the title then the
-    :data:`SEMINAR` cells in order, with a line naming the sections, their minutes and a link to
-    the full chapter. Returns the notebook node."""
+    :data:`SEMINAR` cells in order, with a line naming the sections, their ``minutes``
+    (:func:`describe_path`) and a link to the full chapter. Returns the notebook node."""
     import nbformat
 
     nb = nbformat.read(str(nb_path), as_version=4)
@@ -207,7 +207,7 @@ def book_notebook(nb_path: Path, seminar: bool = False):
         nb.cells[at].source = src.replace(line, "# " + book_title(nb_path.stem, heading), 1)
     notes = [describe_recordings(studies)]
     if seminar:
-        notes.insert(0, describe_path(nb_path))
+        notes.insert(0, describe_path(nb_path, minutes))
     for note in reversed(notes):
         nb.cells.insert(at + 1, nbformat.v4.new_markdown_cell(note))
     out, inside = [], None
@@ -232,11 +232,13 @@ def book_notebook(nb_path: Path, seminar: bool = False):
     return nb
 
 
-def describe_path(nb_path: Path) -> str:
+def describe_path(nb_path: Path, minutes: float | None = None) -> str:
     """Markdown under a seminar page's title: the sections the seminar presents of the executed
-    chapter, their minutes by the lecturer's clock, and a link to the full chapter (the rest is reading)."""
+    chapter, their ``minutes`` by the lecturer's clock (:func:`lase_nb.budget.seminar_minutes` of the
+    whole path; without them, of this chapter read alone), and a link to the full chapter (the rest
+    is reading)."""
     sections = seminar_sections(nb_path)
-    minutes = round(seminar_budget(nb_path).minutes)
+    minutes = round(seminar_minutes([nb_path])[nb_path.stem] if minutes is None else minutes)
     return (f"*Seminar path: {plural(len(sections), 'section')} ({', '.join(sections)}), about {minutes} min by "
             f"the lecturer's clock. The rest of the chapter is reading: [the full chapter]({nb_path.stem}.ipynb).*")
 
@@ -375,6 +377,7 @@ def build_book(executed: Path = REPO / "build" / "notebooks", out: Path = REPO /
     chapters = collection(executed)
     if not chapters:
         raise ConfigError(f"no executed chapters in {executed}; run `make notebooks` first")
+    path = seminar_minutes(chapters)  # the path in the collection's order: a term is charged where first used
     if seminar:
         build_book(executed, out / "full", mathjax_url)
         chapters = [nb for nb in chapters if seminar_sections(nb)]
@@ -383,7 +386,7 @@ def build_book(executed: Path = REPO / "build" / "notebooks", out: Path = REPO /
     rows: dict[bool, list[str]] = {False: [], True: []}
     pages = [(nb.stem, book_title(nb.stem, _title(nb))) for nb in chapters]  # the reading order, for the links
     for i, nb in enumerate(chapters):
-        node = book_notebook(nb, seminar=seminar)
+        node = book_notebook(nb, seminar=seminar, minutes=path[nb.stem])
         failed = failed_cell(json.loads(nb.read_text()))
         body, _ = exporter.from_notebook_node(node, resources={"metadata": {"name": nb.stem, "path": str(nb.parent)}})
         # a link to another chapter opens its page (in the seminar, its full chapter)
@@ -402,17 +405,17 @@ def build_book(executed: Path = REPO / "build" / "notebooks", out: Path = REPO /
         if failed is not None:
             print(f"[book] {nb.stem}: FAILED ({failed[1]}); its page says so and shows the part that ran",
                   flush=True)
-        shown, path = chapter_budget(nb), seminar_budget(nb)
+        shown = chapter_budget(nb)
         meta = [plural(shown.figures, "figure"), plural(shown.tables, "table")]
         if seminar:
-            meta = [f"sections {', '.join(seminar_sections(nb))}", f"about {round(path.minutes)} min"]
+            meta = [f"sections {', '.join(seminar_sections(nb))}", f"about {round(path[nb.stem])} min"]
         elif not nb.match(APPENDIX_GLOB):
-            meta.append(f"about {round(shown.minutes)} min" + (f", seminar path {round(path.minutes)}"
-                                                                if path.cells else ""))
+            meta.append(f"about {round(shown.minutes)} min" + (f", seminar path {round(path[nb.stem])}"
+                                                                if seminar_sections(nb) else ""))
         mark = '<strong class="failed">FAILED</strong> ' if failed is not None else ""
         rows[nb.match(APPENDIX_GLOB)].append(f'<li>{mark}<a href="{nb.stem}.html">{html.escape(pages[i][1])}</a> '
                                              f'<span class="meta">({", ".join(meta)})</span></li>')
-    return _write_index(out / "index.html", rows, [seminar_budget(nb).minutes for nb in chapters] if seminar else None)
+    return _write_index(out / "index.html", rows, path_minutes(path) if seminar else None)
 
 
 def _exporter(mathjax_url: str | None) -> HTMLExporter:
@@ -429,16 +432,17 @@ def _exporter(mathjax_url: str | None) -> HTMLExporter:
     return exporter
 
 
-def _write_index(index: Path, rows: Mapping[bool, Sequence[str]], seminar: Sequence[float] | None) -> Path:
-    """The book's contents page: the core chapters, then the appendix. ``seminar``: the minutes of
-    each page of the seminar path (the page says their total, the discussion, and that the rest is reading)."""
+def _write_index(index: Path, rows: Mapping[bool, Sequence[str]], seminar: int | None) -> Path:
+    """The book's contents page: the core chapters, then the appendix. ``seminar``: the seminar
+    path's minutes (:func:`lase_nb.budget.path_minutes`, the sum of the minutes its pages state; the
+    page says it, the discussion, and that the rest is reading)."""
     from .budget import CORE_MINUTES, DISCUSSION_MINUTES
 
     if seminar is None:
         title = "Confidence-gated multi-agent reasoning: the notebook collection"
         intro = "Executed chapters of <code>lase-nb</code> (LASE and DOWN)."
     else:
-        total = round(sum(seminar))
+        total = seminar
         title = "Confidence-gated multi-agent reasoning: the seminar path"
         intro = (f"The sections a lecturer presents in a {CORE_MINUTES}-minute seminar: about {total} minutes by "
                  f"the lecturer's clock and {DISCUSSION_MINUTES} of discussion. The rest of each chapter, the "
