@@ -79,8 +79,14 @@ def label(strategy: str, config: Mapping[str, Any] | None = None) -> str:
 FONT = "DejaVu Sans"
 #: Resolution of exported figures (dots per inch); inline figures are drawn at 100.
 SAVE_DPI = 150
-#: The widest figure a notebook shows legibly (inches; at 100 dpi inline, about a notebook's width).
-MAX_WIDTH_IN = 10.0
+#: The size rule of every figure (issue 67: a figure must read at a projector, a page about 1,000
+#: pixels wide): at most :data:`MAX_WIDTH_IN` inches wide, 1,200 pixels at the book's 100 dpi, so it
+#: shrinks to no less than 83% there; tick labels at least :data:`MIN_TICK_PT` points (the style's
+#: are 12.65). :func:`size_problems` checks a figure; the tests check every drawn PNG under figures/.
+MAX_WIDTH_IN = 12.0
+MIN_TICK_PT = 10.0
+#: The book's resolution (dots per inch): figures are shown inline at this, and the size rule is in its pixels.
+BOOK_DPI = 100
 
 
 def set_style(context: str = "notebook", font_scale: float = 1.15) -> None:
@@ -95,7 +101,7 @@ def set_style(context: str = "notebook", font_scale: float = 1.15) -> None:
         font=FONT,
         font_scale=font_scale,
         rc={
-            "figure.dpi": 100,
+            "figure.dpi": BOOK_DPI,
             "savefig.dpi": SAVE_DPI,
             "savefig.bbox": "tight",
             "axes.titleweight": "bold",
@@ -108,6 +114,20 @@ def set_style(context: str = "notebook", font_scale: float = 1.15) -> None:
             "svg.fonttype": "path",
         },
     )
+
+
+def size_problems(fig) -> list[str]:
+    """What breaks the size rule in ``fig`` (empty when it keeps it): wider than
+    :data:`MAX_WIDTH_IN` inches, or a visible tick label smaller than :data:`MIN_TICK_PT` points."""
+    out = []
+    width = fig.get_size_inches()[0]
+    if width > MAX_WIDTH_IN + 1e-9:
+        out.append(f"{width:g} inches wide > {MAX_WIDTH_IN:g}")
+    small = sorted({round(t.get_fontsize(), 1) for ax in fig.axes for t in (*ax.get_xticklabels(), *ax.get_yticklabels())
+                    if t.get_visible() and t.get_text() and t.get_fontsize() < MIN_TICK_PT})
+    if small:
+        out.append(f"tick labels at {', '.join(f'{s:g}' for s in small)} pt < {MIN_TICK_PT:g}")
+    return out
 
 
 #: The repository around an editable install (None for an installed copy, which has none).
@@ -252,10 +272,16 @@ def place_label(ax: Axes, text: str, spots: list[Spot], *, avoid: list[Artist] |
     return ann
 
 
-#: Colour of answer tokens in token figures, with the name the figure's text uses for it.
-ANSWER_COLOR, ANSWER_COLOR_NAME = "#D55E00", "orange"
+#: Colour of answer tokens in token figures, with the name the figure's text uses for it. Not
+#: orange: on the seminar path orange means a token below the threshold (chapter 00's slider,
+#: ``quickstart.BELOW_COLOR``), and one colour keeps one meaning (issue 67); the slider outlines
+#: answer tokens in the same black.
+ANSWER_COLOR, ANSWER_COLOR_NAME = "#000000", "black"
 #: Colour of the other (reasoning) tokens.
 OTHER_COLOR, OTHER_COLOR_NAME = "#0173B2", "blue"
+#: Tokens a row of :func:`token_bars` holds at most: a longer reply wraps onto further rows, as text
+#: does, so that each label keeps :data:`MIN_TICK_PT` within :data:`MAX_WIDTH_IN`.
+TOKENS_PER_ROW = 40
 
 
 def token_label(token: str) -> str:
@@ -265,24 +291,33 @@ def token_label(token: str) -> str:
 
 def token_bars(tokens: list[str], probs: list[float], answer: set[int], *, title: str | None = None):
     """Bar chart of each generated token's probability, labelled with the token; the answer
-    tokens in :data:`ANSWER_COLOR` (the title names the colour it uses). Returns the figure."""
+    tokens in :data:`ANSWER_COLOR` with bold labels (the title names the colour it uses). A reply
+    longer than :data:`TOKENS_PER_ROW` tokens wraps onto further rows, so the figure keeps the size
+    rule (:func:`size_problems`). Returns the figure."""
+    import math
+
     import matplotlib.pyplot as plt
     from matplotlib.patches import Patch
 
     n = len(tokens)
-    fig, ax = plt.subplots(figsize=(max(8.0, 0.22 * n + 2), 4.2))
+    rows = max(1, math.ceil(n / TOKENS_PER_ROW))
+    per_row = max(1, math.ceil(n / rows))
+    fig, axes = plt.subplots(rows, 1, figsize=(min(MAX_WIDTH_IN, max(8.0, 0.3 * per_row + 2)), 0.6 + 3.4 * rows),
+                             squeeze=False)
     colors = [ANSWER_COLOR if i in answer else OTHER_COLOR for i in range(n)]
-    ax.bar(range(n), probs, color=colors)
-    ax.set_xticks(range(n), [token_label(t) for t in tokens], rotation=90, fontsize=8)
-    for tick, c in zip(ax.get_xticklabels(), colors):
-        tick.set_color(c)
-    ax.set_xlim(-0.7, n - 0.3)
-    ax.set(ylabel="probability of the chosen token", ylim=(0, 1.02),
-           title=title or f"Token probabilities; answer tokens in {ANSWER_COLOR_NAME}")
-    ax.grid(axis="x", visible=False)
+    for r, ax in enumerate(axes[:, 0]):
+        idx = list(range(r * per_row, min(n, (r + 1) * per_row)))
+        ax.bar(idx, [probs[i] for i in idx], color=[colors[i] for i in idx])
+        ax.set_xticks(idx, [token_label(tokens[i]) for i in idx], rotation=90, fontsize=MIN_TICK_PT + 1)
+        for tick, i in zip(ax.get_xticklabels(), idx):
+            tick.set_fontweight("bold" if i in answer else "normal")
+        ax.set_xlim(idx[0] - 0.7, idx[0] + per_row - 0.3) if idx else None
+        ax.set(ylabel="probability" if rows > 1 else "probability of the chosen token", ylim=(0, 1.02))
+        ax.grid(axis="x", visible=False)
+    axes[0, 0].set_title(title or f"Token probabilities; answer tokens in {ANSWER_COLOR_NAME}")
     # under the token labels: inside the axes, the legend covered the bars wherever it went
     fig.legend(handles=[Patch(color=ANSWER_COLOR, label=f"answer token ({ANSWER_COLOR_NAME})"),
                         Patch(color=OTHER_COLOR, label=f"other token ({OTHER_COLOR_NAME})")],
-               loc="lower center", ncol=2, fontsize="small", frameon=False)
-    fig.tight_layout(rect=(0, 0.07, 1, 1))
+               loc="lower center", ncol=2, frameon=False)
+    fig.tight_layout(rect=(0, 0.07 / rows, 1, 1))
     return fig

@@ -99,8 +99,9 @@ print(f"\n{gen.prompt_tokens} prompt tokens, {gen.completion_tokens} completion 
 # offsets, not by tokenising the text again.
 #
 # **Predict, then run.** Read the reply above before running the next cells. Will the gate call
-# the model *sure* (U = 0) or *unsure* at 0.8 / 0.5? Which token of the answer do you expect to
-# carry the lowest probability: the first digit, the last, or a brace? The next two cells answer.
+# the model *sure* (U = 0) or *unsure* at 0.8 / 0.5? And is the answer the least sure part of the
+# reply, or does the model hesitate more on the reasoning before it? The next two cells answer the
+# first question; the bar chart of every token below answers the second.
 
 # %% tags=["seminar"]
 conf = measure(gen, problem.kind)
@@ -172,9 +173,10 @@ else:
     print("no boxed answer in this reply: nothing to measure, and the gate counts it as uncertain")
 
 # %% [markdown] tags=["seminar"]
-# Every generated token with its probability; the answer tokens are highlighted. A confident
-# answer has high probability on all of its tokens; one low-probability token is enough to make
-# `exp(LP_min)` small and send LASE to its supporters.
+# Every generated token with its probability; the answer tokens in black, their labels bold (in
+# the panel below, orange marks the tokens under the threshold). A confident answer has high
+# probability on all of its tokens; one low-probability token is enough to make `exp(LP_min)` small
+# and send LASE to its supporters.
 
 # %% tags=["seminar"]
 if gen.tokens:

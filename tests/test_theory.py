@@ -384,9 +384,13 @@ def test_token_bars_label_tokens_and_colour_answer_tokens_as_named(tmp_path):
     assert mcolors.to_hex(bars[4].get_facecolor()) == plots.ANSWER_COLOR.lower()
     assert mcolors.to_hex(bars[0].get_facecolor()) == plots.OTHER_COLOR.lower()
     assert plots.ANSWER_COLOR_NAME in ax.get_title()
-    # The named colour is what a reader would call it: orange has more red than green, little blue.
-    r, g, b = mcolors.to_rgb(plots.ANSWER_COLOR)
-    assert plots.ANSWER_COLOR_NAME == "orange" and r > g > b
+    assert ax.get_xticklabels()[4].get_fontweight() == "bold" and ax.get_xticklabels()[0].get_fontweight() == "normal"
+    # The named colour is what a reader would call it, and not the slider's orange for "below the
+    # threshold" (issue 67: one meaning per colour on the seminar path).
+    from lase_nb.chapters.quickstart import BELOW_COLOR
+
+    assert plots.ANSWER_COLOR_NAME == "black" and mcolors.to_rgb(plots.ANSWER_COLOR) == (0, 0, 0)
+    assert mcolors.to_hex(plots.ANSWER_COLOR) != mcolors.to_hex(BELOW_COLOR)
     assert ax.get_legend() is None and fig.legends  # issue 51: the legend sits under the axes, off the bars
     fig.canvas.draw()
     leg, box = fig.legends[0].get_window_extent(), ax.get_window_extent()

@@ -29,6 +29,7 @@ import pandas as pd
 from scipy import stats
 
 from ..errors import ConfigError
+from ..plots import MAX_WIDTH_IN
 
 #: Index of the correct option (and of the true latent concept) in every model.
 CORRECT = 0
@@ -800,7 +801,7 @@ def plot_martingale(traces: dict[float, DebateTrace]):
 
     from ..plots import band
 
-    fig, axes = plt.subplots(1, 3, figsize=(15, 5.8))
+    fig, axes = plt.subplots(1, 3, figsize=(MAX_WIDTH_IN, 5.0))
     for acc, trace in traces.items():
         s = trace.summary()
         line = band(axes[0], s["round"], s["belief"], s["belief"] - _Z95 * s["belief_se"],
@@ -809,12 +810,12 @@ def plot_martingale(traces: dict[float, DebateTrace]):
         axes[1].plot(s["round"], s["belief_sd"], "o-", color=line.get_color(), lw=2.5, label=f"start {acc:.0%}")
         band(axes[2], s["round"], s["majority"], s["majority"] - _Z95 * s["majority_se"],
              s["majority"] + _Z95 * s["majority_se"], color=line.get_color(), label=f"start {acc:.0%}", lw=2.5)
-    axes[0].set(title="Expected correctness is flat", xlabel="debate round t",
+    axes[0].set(title="Correctness is flat", xlabel="debate round t",
                 ylabel="P(correct option), mean over runs", ylim=(0, 1))
     axes[0].plot([], [], "o", color="gray", label="answer accuracy (dots)")
-    axes[1].set(title="...while the spread across runs grows", xlabel="debate round t",
+    axes[1].set(title="...the spread grows", xlabel="debate round t",
                 ylabel="SD across runs of the group belief", ylim=(0, None))
-    axes[2].set(title="Majority vote of the round", xlabel="debate round t",
+    axes[2].set(title="Majority vote", xlabel="debate round t",
                 ylabel="majority-vote accuracy", ylim=(0, 1))
     # one legend for the three panels, below them: inside, it covered the 30% curves
     fig.legend(*axes[0].get_legend_handles_labels(), loc="lower center", ncol=4, fontsize="small", frameon=False)
@@ -830,14 +831,14 @@ def plot_amplification(worlds: dict[str, ConceptTrace]):
 
     from ..plots import band
 
-    fig, axes = plt.subplots(1, 3, figsize=(15, 5.8))
+    fig, axes = plt.subplots(1, 3, figsize=(MAX_WIDTH_IN, 5.0))
     colors = {}
     for name, trace in worlds.items():
         s = trace.summary()
         line = band(axes[0], s["round"], s["correct"], s["correct"] - _Z95 * s["correct_se"],
                     s["correct"] + _Z95 * s["correct_se"], label=name, lw=2.5)
         colors[name] = line.get_color()
-    axes[0].set(title="Answer accuracy during debate", xlabel="debate round t",
+    axes[0].set(title="Accuracy in debate", xlabel="debate round t",
                 ylabel="share of agents answering correctly", ylim=(0, 1))
     axes[0].legend(loc="lower right", fontsize="small")
 
@@ -853,7 +854,7 @@ def plot_amplification(worlds: dict[str, ConceptTrace]):
                                  ha="center", fontsize="small", color=colors[name], fontweight="bold")
     axes[1].axhline(0, color="black", lw=1)
     axes[1].set_xticks(np.arange(2), ["correct seed\nin round-0 pool", "no correct seed"])
-    axes[1].set(title="One-step change, round 0 -> 1", ylabel="change in mean P(true concept)")
+    axes[1].set(title="Change, round 0 -> 1", ylabel="change in mean P(true concept)")
 
     for w, (name, trace) in enumerate(worlds.items()):
         s = trace.summary()
@@ -862,7 +863,7 @@ def plot_amplification(worlds: dict[str, ConceptTrace]):
         err = _Z95 * s["majority_se"].iloc[[0, -1]].to_numpy()
         axes[2].bar(x, y, width, yerr=err, color=colors[name], label=name, capsize=4)
     axes[2].set_xticks(np.arange(2), ["initial\nmajority vote", f"majority after\n{len(s) - 1} rounds"])
-    axes[2].set(title="Debate vs the initial vote", ylabel="majority-vote accuracy", ylim=(0, 1))
+    axes[2].set(title="Debate vs first vote", ylabel="majority-vote accuracy", ylim=(0, 1))
     fig.tight_layout()
     return fig
 
@@ -874,31 +875,31 @@ def plot_star(gated: StarTrace, ungated: StarTrace, tau: float, low: StarTrace |
     whose starting accuracy ``low`` is below 1/K when given."""
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 3, figsize=(15, 5.8))
-    for name, trace, style in (("ungated star (always reads)", ungated, "s--"), ("gated star (LASE)", gated, "o-")):
+    fig, axes = plt.subplots(1, 3, figsize=(MAX_WIDTH_IN, 5.0))
+    for name, trace, style in (("ungated (always reads)", ungated, "s--"), ("gated (LASE)", gated, "o-")):
         d = drift_by_confidence(trace, bins=12)
         axes[0].errorbar(d["confidence"], d["drift"], yerr=_Z95 * d["drift_se"], fmt=style, lw=2, ms=6,
                          capsize=3, label=name)
     axes[0].axhline(0, color="black", lw=1)
-    axes[0].axvline(tau, color="gray", ls=":", lw=2, label=f"gate threshold tau = {tau:g}")
-    axes[0].set(title="Drift of the leader at stage 1", xlabel="leader's confidence before the stage (max posterior)",
+    axes[0].axvline(tau, color="gray", ls=":", lw=2, label=f"gate: tau = {tau:g}")
+    axes[0].set(title="Leader's drift, stage 1", xlabel="leader's confidence\nbefore the stage (max posterior)",
                 ylabel="mean change in P(correct)")
     axes[0].legend(fontsize="small")
 
     s1 = star_drift(ungated).query("stage == 1").set_index("uncertain")
-    labels = ["U = 1 (uncertain)", "U = 0 (confident)"]
+    labels = ["U = 1\n(uncertain)", "U = 0\n(confident)"]
     vals = [s1.loc[True, "gap"], s1.loc[False, "gap"]]
     errs = [_Z95 * s1.loc[True, "gap_se"], _Z95 * s1.loc[False, "gap_se"]]
     axes[1].bar(labels, vals, yerr=errs, color=["C2", "C3"], capsize=5)
     axes[1].axhline(0, color="black", lw=1)
-    axes[1].set(title="Symmetry condition broken", ylabel="E[peer belief - leader belief]")
+    axes[1].set(title="Symmetry broken", ylabel="E[peer belief - leader belief]")
 
     stages = np.arange(gated.belief.shape[1])
     start = float(gated.belief[:, 0].mean())
-    policies = [(f"ungated star (start {start:.0%})", ungated, "s--", "C0"),
-                (f"gated star (start {start:.0%})", gated, "o-", "C1")]
+    policies = [(f"ungated, start {start:.0%}", ungated, "s--", "C0"),
+                (f"gated, start {start:.0%}", gated, "o-", "C1")]
     if low is not None:
-        policies.append((f"gated star (start {low.belief[:, 0].mean():.0%}, below 1/K)", low, "v-", "C3"))
+        policies.append((f"gated, start {low.belief[:, 0].mean():.0%} (< 1/K)", low, "v-", "C3"))
     rise, fall = 0.0, 0.0
     for name, trace, style, color in policies:
         change = 100 * (trace.belief - trace.belief[:, :1])
@@ -907,7 +908,7 @@ def plot_star(gated: StarTrace, ungated: StarTrace, tau: float, low: StarTrace |
         axes[2].errorbar(stages, m, yerr=_Z95 * se, fmt=style, color=color, lw=2.5, capsize=4, label=name)
     axes[2].axhline(0, color="black", lw=1)
     top = max(1.0, float(np.abs(axes[2].get_ylim()).max()))
-    axes[2].set(title="Leader's expected correctness vs stage 0", xlabel="stage (peers read so far, at most)",
+    axes[2].set(title="Correctness vs stage 0", xlabel="stage\n(peers read so far, at most)",
                 ylabel="change in mean P(correct), points", ylim=(-top, top))
     axes[2].set_xticks(stages)
     # the legend in the half the curves reach least (the axis is symmetric about zero), off every line
@@ -922,7 +923,7 @@ def plot_bound(grid: pd.DataFrame, costs: pd.DataFrame):
     identity, for the rows of ``costs`` (one per gate rate)."""
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 2, figsize=(14, 5.6))
+    fig, axes = plt.subplots(1, 2, figsize=(MAX_WIDTH_IN, 5.0))
     ax = axes[0]
     for regime, g in grid.groupby("regime", sort=False):
         ax.errorbar(g["bound"], g["gain"], yerr=_Z95 * g["gain_se"], fmt="o", ms=6, capsize=2, label=regime, alpha=0.85)
@@ -971,7 +972,7 @@ def plot_topology(tables: dict[int, pd.DataFrame]):
     transcripts, lines the formulas."""
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, len(tables), figsize=(6.2 * len(tables) + 1, 6.2), squeeze=False, sharey=True)
+    fig, axes = plt.subplots(1, len(tables), figsize=(min(MAX_WIDTH_IN, 5.2 * len(tables) + 1), 5.6), squeeze=False, sharey=True)
     styles = {"all-to-all": ("o", "C0", "all-to-all: T n (n-1)"),
               "leader star": ("s", "C1", "leader star: 2kT"),
               "gated star": ("^", "C2", "gated star (mean of draws)")}
@@ -1003,7 +1004,7 @@ def plot_architectures():
     import matplotlib.pyplot as plt
     from matplotlib.patches import Circle, FancyArrowPatch, FancyBboxPatch, Polygon
 
-    fig, axes = plt.subplots(1, 3, figsize=(17, 6))
+    fig, axes = plt.subplots(1, 3, figsize=(MAX_WIDTH_IN, 5.4))
 
     def agent(ax, xy, text, color="C0", r=0.075):
         ax.add_patch(Circle(xy, r, facecolor=color, edgecolor="black", lw=1.2, alpha=0.9, zorder=3))
@@ -1029,7 +1030,7 @@ def plot_architectures():
     box(ax, (0.5, 0.33), "majority vote")
     arrow(ax, (0.5, 0.28), (0.5, 0.1), shrink=0)
     ax.text(0.5, 0.06, "answer", ha="center", va="top")
-    ax.text(0.5, 0.93, "N independent samples; nobody reads anybody", ha="center", fontsize=10)
+    ax.text(0.5, 1.0, "N independent samples;\nnobody reads anybody", ha="center", fontsize=10)
     ax.set_title("Vote (self-consistency)")
 
     # (b) debate
@@ -1041,16 +1042,16 @@ def plot_architectures():
             arrow(ax, a, b, both=True, color="0.55", lw=1.1)
     for i, xy in enumerate(pts):
         agent(ax, xy, f"A{i + 1}", color="C2")
-    box(ax, (0.5, 0.16), "vote over the last round")
+    box(ax, (0.5, 0.15), "vote over\nthe last round", h=0.15)
     arrow(ax, (0.5, 0.31), (0.5, 0.22), shrink=0)
-    ax.text(0.5, 0.95, "T rounds; each agent reads every other: T n (n-1) inclusions", ha="center", fontsize=10)
+    ax.text(0.5, 1.0, "T rounds; each agent reads every\nother: T n (n-1) inclusions", ha="center", fontsize=10)
     ax.set_title("Debate (all-to-all)")
 
     # (c) gated leader star
     ax = axes[2]
     leader, gate = (0.14, 0.55), (0.43, 0.55)
     agent(ax, leader, "L", color="C1", r=0.085)
-    ax.text(leader[0], leader[1] - 0.13, "leader", ha="center", fontsize=9)
+    ax.text(leader[0], leader[1] - 0.13, "leader", ha="center", va="top", fontsize=10)
     ax.add_patch(Polygon([(gate[0], gate[1] + 0.11), (gate[0] + 0.12, gate[1]), (gate[0], gate[1] - 0.11),
                           (gate[0] - 0.12, gate[1])], closed=True, facecolor="C4", edgecolor="black", zorder=3))
     ax.text(*gate, "U = 1 ?", ha="center", va="center", fontsize=10, color="white", fontweight="bold", zorder=4)
@@ -1059,27 +1060,27 @@ def plot_architectures():
     ax.add_patch(FancyArrowPatch((gate[0], gate[1] - 0.11), (gate[0], 0.2), arrowstyle="-|>", mutation_scale=13,
                                  color="0.3", lw=1.5, zorder=2))
     ax.text(gate[0] + 0.02, 0.33, "no", fontsize=10, fontweight="bold")
-    ax.text(gate[0], 0.16, "stop: output the\nleader's answer", ha="center", va="top", fontsize=9)
+    ax.text(gate[0], 0.16, "stop: output the\nleader's answer", ha="center", va="top", fontsize=10)
     peers = [("DA", 0.86, "devil's advocate"), ("C", 0.55, "collaborator"), ("E", 0.24, "senior expert")]
     for label, y, name in peers:
         agent(ax, (0.86, y), label, color="C0")
-        ax.text(0.86, y - 0.11, name, ha="center", fontsize=9)
-    ax.add_patch(FancyArrowPatch((gate[0] + 0.12, gate[1]), (0.86, 0.86), arrowstyle="-|>", mutation_scale=13,
-                                 color="C4", lw=2, shrinkB=30, zorder=2))
+        ax.text(0.86, y - 0.09, name, ha="center", va="top", fontsize=10)
+    ax.add_patch(FancyArrowPatch((gate[0] + 0.12, gate[1]), (0.86 - 0.08, 0.86), arrowstyle="-|>", mutation_scale=13,
+                                 color="C4", lw=2, shrinkB=2, zorder=2))  # to DA's left edge, clear of its name
     ax.text(0.6, 0.6, "yes", fontsize=10, fontweight="bold", color="C4")
     for (_, y0, _), (_, y1, _) in zip(peers, peers[1:]):
         ax.add_patch(FancyArrowPatch((0.86, y0), (0.86, y1), arrowstyle="-|>", mutation_scale=13, color="C4",
                                      lw=1.5, ls="--", shrinkA=30, shrinkB=30, zorder=2))
-    ax.text(0.97, 0.55, "next stage\nonly while\nU = 1", fontsize=8.5, color="C4", va="center", ha="left")
+    ax.text(0.86, 0.05, "next stage only\nwhile U = 1", fontsize=10, color="C4", va="top", ha="center")
     arrow(ax, (0.86, 0.86), leader, color="C0", rad=0.35, shrink=30)
-    ax.text(0.4, 0.93, "critique or hints, never an answer:\nthe leader revises; the gate checks again",
-            fontsize=9, ha="center")
-    ax.text(0.5, 0.02, "gate on the answer tokens only:\nexp(LP_min) < tau_lp  or  H_max > tau_h",
-            ha="center", fontsize=9)
+    ax.text(0.45, 1.0, "critique or hints, never an answer:\nthe leader revises; the gate checks again",
+            fontsize=10, ha="center")
+    ax.text(0.5, -0.2, "gate on the answer tokens only:\nexp(LP_min) < tau_lp  or  H_max > tau_h",
+            ha="center", va="top", fontsize=10)
     ax.set_title("LASE: gated leader star")
 
     for ax in axes:
-        ax.set(xlim=(0, 1), ylim=(0, 1), aspect="equal")
+        ax.set(xlim=(0, 1), ylim=(-0.35, 1.12), aspect="equal")
         ax.axis("off")
     fig.tight_layout()
     return fig
