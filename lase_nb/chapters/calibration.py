@@ -27,6 +27,7 @@ import pandas as pd
 from .. import reference
 from ..confidence import confidence_frame, gate_split, topk_entropy, uncertain_mask
 from ..errors import DataError
+from ..plots import MAX_WIDTH_IN
 from ..stats import MIN_CLASS, NO_ANSWER, auroc_difference, auroc_test, auroc_with_ci, ece, p_text, proportions_test, reliability_table, wilson_interval
 from ..types import Generation
 
@@ -270,6 +271,9 @@ def _covered_bins(table: pd.DataFrame, op: str, thr: float) -> list[int]:
 
 
 _PAPER_COLOUR = "#6a3d9a"  # dark purple: apart from the palette used for data
+#: The reliability figure's size (inches): its two panels one above the other, each the full width
+#: of the size rule, so that a bin's label reads at a projector (:data:`lase_nb.plots.MAX_WIDTH_IN`).
+RELIABILITY_SIZE = (MAX_WIDTH_IN, 10.5)
 #: Top of the accuracy axis: accuracies and intervals end at 1, the paper's labels and the gate's
 #: name sit in the strip above it, clear of every bar and point.
 _ACC_TOP = 1.32
@@ -346,10 +350,10 @@ def plot_reliability(frame: pd.DataFrame, tau_lp: float | None = None, tau_h: fl
     if fig is None:
         import matplotlib.pyplot as plt
 
-        fig = plt.figure(figsize=(16, 6.2))
+        fig = plt.figure(figsize=RELIABILITY_SIZE)
     else:
         fig.clear()
-    axes = fig.subplots(1, 2)
+    axes = fig.subplots(2, 1)
     tables = {"p_min": reliability(frame, "p_min", p_bins, tau_lp),
               "h_max": reliability(frame, "h_max", h_bins, tau_h)}
     handles: dict[str, Any] = {}
@@ -360,8 +364,8 @@ def plot_reliability(frame: pd.DataFrame, tau_lp: float | None = None, tau_h: fl
     n, acc = len(frame), frame["correct"].mean()
     fig.suptitle(textwrap.fill(title or f"Reliability of the confidence proxies ({n} answers, accuracy {acc:.0%})",
                                100), fontweight="bold")
-    fig.tight_layout(rect=(0, 0.1, 1, 1))
-    fig.legend(list(handles.values()), list(handles), loc="lower center", ncol=3, fontsize="small")
+    fig.tight_layout(rect=(0, 0.08, 1, 1))
+    fig.legend(list(handles.values()), list(handles), loc="lower center", ncol=2, fontsize="small")
     return fig
 
 
@@ -370,7 +374,7 @@ def plot_entropy_estimate(all_tokens: pd.DataFrame, by_k: pd.DataFrame, tau_h: f
     Right: the estimate's mean and max absolute error against k, per token and per answer H_max."""
     import matplotlib.pyplot as plt
 
-    fig, (a1, a2) = plt.subplots(1, 2, figsize=(14, 5.6))
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(MAX_WIDTH_IN, 5.0))
     t = all_tokens[(all_tokens["k"] == k) & all_tokens["exact"].notna()]
     other, ans = t[~t["is_answer"]], t[t["is_answer"]]
     a1.scatter(other["exact"], other["estimate"], s=10, color="0.7", alpha=0.6, label="reasoning tokens")
@@ -481,10 +485,10 @@ def plot_reliability_by_model(frames: Mapping[str, pd.DataFrame], tau_lp: float,
 
     table = calibration_by_model(frames, tau_lp, tau_h) if table is None else table
     scores = table.set_index("model")
-    fig, axes = plt.subplots(1, len(frames), figsize=(8 * len(frames), 6.2), squeeze=False)
+    fig, axes = plt.subplots(len(frames), 1, figsize=(MAX_WIDTH_IN, 5.0 * len(frames) + 1.2), squeeze=False)
     bins = default_bins("p_min", tau_lp)
     handles: dict[str, Any] = {}
-    for ax, (name, f) in zip(axes[0], frames.items()):
+    for ax, (name, f) in zip(axes[:, 0], frames.items()):
         for h in _reliability_panel(ax, reliability(f, "p_min", bins, tau_lp), "p_min", tau_lp):
             handles.setdefault(h.get_label(), h)
         r = scores.loc[name]
@@ -492,8 +496,8 @@ def plot_reliability_by_model(frames: Mapping[str, pd.DataFrame], tau_lp: float,
                      f"{int(r['n'])} answers, accuracy {r['accuracy']:.0%}")
     fig.suptitle(title or "Reliability of exp(LP_min) by model (AUROC for errors, 95% bootstrap CI)",
                  fontweight="bold")
-    fig.tight_layout(rect=(0, 0.1, 1, 1))
-    fig.legend(list(handles.values()), list(handles), loc="lower center", ncol=3, fontsize="small")
+    fig.tight_layout(rect=(0, 1.0 / (5.0 * len(frames) + 1.2), 1, 1))
+    fig.legend(list(handles.values()), list(handles), loc="lower center", ncol=2, fontsize="small")
     return fig
 
 

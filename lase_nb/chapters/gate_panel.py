@@ -18,7 +18,7 @@ import pandas as pd
 
 from ..confidence import gate_split, uncertain_mask
 from ..widgets import TEXT_CLASS, note_html, png_bytes
-from .calibration import plot_reliability
+from .calibration import RELIABILITY_SIZE, plot_reliability
 
 __all__ = ["gate_row_html", "GateControls", "gate_sliders", "gate_counts", "gate_text", "gate_book_panel"]
 
@@ -95,7 +95,7 @@ def gate_sliders(frame: pd.DataFrame, tau_lp: float = 0.8, tau_h: float = 0.5, *
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(16, 6.2))
+    fig = Figure(figsize=RELIABILITY_SIZE)
     FigureCanvasAgg(fig)
     style = {"description_width": "initial"}
     layout = w.Layout(width="420px")
