@@ -39,6 +39,37 @@ def _backend_args(p: argparse.ArgumentParser) -> None:
                         "multiplies bfloat16 natively and benchmarks/README.md's agreement table allows it)")
 
 
+def _dataset_args(p: argparse.ArgumentParser, data_help: str = "file/folder for the paper's data sets") -> None:
+    """``--dataset`` and what it reads: the file, and for ``jsonl`` (your own file) its fields and answer kind."""
+    from .datasets import ANSWER_KINDS
+    p.add_argument("--data-path", default=None, help=data_help + "; your own file for --dataset jsonl")
+    p.add_argument("--question-field", default=None, help="--dataset jsonl: the field holding the question (default question)")
+    p.add_argument("--answer-field", default=None, help="--dataset jsonl: the field holding the gold answer (default answer)")
+    p.add_argument("--answer-kind", default=None, choices=list(ANSWER_KINDS),
+                   help="--dataset jsonl: how the answer is graded: number (as GSM8K's, the default), letter (an option "
+                        "letter, as MMLU-Pro's) or text (free form, as MATH-500's)")
+    p.add_argument("--options-field", default=None,
+                   help="--dataset jsonl with --answer-kind letter: the field holding the list of options (default: none, "
+                        "the question lists them itself)")
+
+
+def _data_fields(args) -> dict[str, str] | None:
+    """The ``jsonl`` fields the command line names (None for the other data sets, or when it names none)."""
+    from .datasets import jsonl_fields
+    typed = {k: getattr(args, f"{k}_field" if k != "kind" else "answer_kind", None)
+             for k in ("question", "answer", "kind", "options")}
+    if getattr(args, "dataset", None) == "jsonl":
+        return jsonl_fields(**typed)
+    return {k: v for k, v in typed.items() if v is not None} or None
+
+
+def _load_problems(args, n: int | None, seed: int) -> list:
+    """The problems ``--dataset`` names, with the command's data path, levels, split and fields."""
+    from .datasets import load_dataset
+    return load_dataset(args.dataset, args.data_path, n, seed, levels=getattr(args, "levels", None),
+                        split=getattr(args, "split", None), fields=_data_fields(args))
+
+
 def _canonical_names(args) -> None:
     """Replace the typed strategy, data set and backend names by their registry keys (either spelling)."""
     from .backends import BACKENDS
@@ -78,6 +109,12 @@ def _engine(args, cache: bool = True):
     return Engine(backend, _open_cache(args) if cache else None)
 
 
+def _fields_entry(args) -> dict:
+    """``{"data_fields": ...}`` for a manifest of a ``jsonl`` run (what reloads its problems), else {}."""
+    fields = _data_fields(args)
+    return {"data_fields": fields} if fields and args.dataset == "jsonl" else {}
+
+
 def _dtype_field(backend) -> dict:
     """``{"dtype": ...}`` for a manifest when the backend computes in a chosen number format."""
     dtype = getattr(backend, "dtype", None)
@@ -111,9 +148,8 @@ def cmd_ask(args) -> int:
     from .confidence import is_uncertain, measure
     from .runner import run_episode
     from .strategies import EXTRACT_ROLE, StrategyConfig, single
-    from .types import Problem
     _canonical_names(args)
-    problem = Problem("ask", args.question, gold="", kind=args.kind)
+    problem = _asked_problem(args)
     engine = _engine(args, cache=not args.no_cache)
     cfg = StrategyConfig(max_tokens=args.max_tokens, top_logprobs=args.top_logprobs,
                          examples=_examples(args), extract_answers=not args.no_extract).validate()
@@ -146,6 +182,8 @@ def cmd_ask(args) -> int:
         print("exp(LP_min), H_max: not measurable (no log-probabilities on the answer tokens from this backend)")
     else:
         print("exp(LP_min), H_max: not measurable (the answer's text matches no returned token)")
+    if problem.gold:
+        print(f"gold answer:       {problem.gold}   ({'right' if result.correct else 'wrong'})")
     d = StrategyConfig()
     sure = result.answer is not None and conf is not None and not is_uncertain(conf, d.tau_lp, d.tau_h)
     print(f"LASE's gate:       {'sure' if sure else 'unsure'} at its defaults (tau_lp {d.tau_lp:g}, tau_h {d.tau_h:g}): "
@@ -157,6 +195,32 @@ def cmd_ask(args) -> int:
     if extract_boxed(made[0][1].text) is None and cfg.examples < len(prompts_examples()):
         print(no_box_hint(1, 1, cfg.examples))
     return 0
+
+
+def _asked_problem(args):
+    """The question ``ask`` sends: the one typed, or problem ``--problem`` (1-based) of ``--dataset``."""
+    from .types import Problem
+    if args.dataset is None:
+        if args.question is None:
+            raise ConfigError("ask needs a question, or --dataset NAME (with --data-path for a file) to ask one of its "
+                              "problems")
+        for flag, value in (("--data-path", args.data_path), ("--question-field", args.question_field),
+                            ("--answer-field", args.answer_field), ("--answer-kind", args.answer_kind)):
+            if value is not None:
+                raise ConfigError(f"{flag} goes with --dataset; a typed question takes --kind")
+        return Problem("ask", args.question, gold="", kind=args.kind)
+    if args.question is not None:
+        raise ConfigError("ask takes a typed question or --dataset, not both")
+    if args.problem < 1:
+        raise ConfigError(f"--problem must be >= 1 (got {args.problem})")
+    problems = _load_problems(args, None, args.seed)
+    if args.problem > len(problems):
+        raise ConfigError(f"--problem {args.problem}: the data set has {len(problems)} problems")
+    problem = problems[args.problem - 1]
+    print(f"problem {problem.id} ({args.dataset.replace('_', '-')}, {args.problem} of {len(problems)}):")
+    print(problem.prompt_text())
+    print("-" * 60)
+    return problem
 
 
 def prompts_examples() -> list:
@@ -190,7 +254,6 @@ def _strategy_config(args):
 
 def cmd_run(args) -> int:
     from . import traces
-    from .datasets import load_dataset
     from .runner import run_problems
     from .strategies import GATED, get_strategy
     # Validate everything the user typed before anything is created on disk.
@@ -201,7 +264,7 @@ def cmd_run(args) -> int:
         raise ConfigError(f"--n must be a positive number of problems (got {args.n})")
     if args.window < 1:
         raise ConfigError(f"--window must be >= 1 problem in flight (got {args.window})")
-    problems = load_dataset(args.dataset, args.data_path, args.n, args.seed, levels=args.levels, split=args.split)
+    problems = _load_problems(args, args.n, args.seed)
     engine = _engine(args, cache=False)
     if args.strategy in GATED and not engine.backend.supports_logprobs:
         from .errors import LogprobsUnavailable
@@ -219,7 +282,7 @@ def cmd_run(args) -> int:
         command="lase-nb " + " ".join(shlex.quote(a) for a in _public_argv(args.argv or [])),
         strategy=args.strategy, backend=engine.backend.name, model=engine.backend.model,
         base_url=public_url(args.base_url), **_dtype_field(engine.backend), dataset=args.dataset,
-        data_path=args.data_path, n=len(problems), seed=args.seed, levels=args.levels,
+        data_path=args.data_path, **_fields_entry(args), n=len(problems), seed=args.seed, levels=args.levels,
         **({"split": args.split} if args.split else {}), config=asdict(cfg),
         cache={"path": str(engine.cache.path), "mode": engine.cache.mode}, engine=asdict(engine.stats))
     traces.write_run(out, results, problems, manifest)
@@ -285,7 +348,6 @@ def cmd_record(args) -> int:
     from .schema import RecordingError
     from .backends import DEFAULT_MODELS
     from .costs import PRICES_PATH, cost_table, load_prices
-    from .datasets import load_dataset
     from .strategies import GATED, recorded
     _canonical_names(args)
     names = study.study_runs(args.strategies or recorded())
@@ -294,13 +356,14 @@ def cmd_record(args) -> int:
                                ("--n-baselines", args.n_baselines, 1), ("--n-down-calibration", args.n_down_calibration, 0)):
         if value is not None and value < least:
             raise ConfigError(f"{flag} must be >= {least} (got {value})")
-    problems = load_dataset(args.dataset, args.data_path, args.n, args.seed, levels=args.levels, split=args.split)
+    problems = _load_problems(args, args.n, args.seed)
     capped = study.capped_note(args.n, len(problems), args.dataset, args.data_path)
     if capped:
         print(capped)
     baselines = problems[:args.n_baselines] if args.n_baselines else None
     cal = (study.down_calibration_problems(args.dataset, args.data_path, args.n_down_calibration, args.seed,
-                                           baselines or problems, args.levels, args.split) if "down" in names else [])
+                                           baselines or problems, args.levels, args.split, fields=_data_fields(args))
+           if "down" in names else [])
     plans = study.plan_runs(names, cfg, problems, baseline_problems=baselines, calibration=cal)
     model = args.model or DEFAULT_MODELS.get(args.backend, "")
     prices = load_prices(args.prices)
@@ -348,7 +411,8 @@ def cmd_record(args) -> int:
     print(flush=True)
     fields = {"command": "lase-nb " + " ".join(shlex.quote(a) for a in _public_argv(args.argv or [])),
               "backend": engine.backend.name, "model": model, "base_url": public_url(args.base_url),
-              "dataset": args.dataset, "data_path": args.data_path, "levels": args.levels, "seed": args.seed,
+              "dataset": args.dataset, "data_path": args.data_path, **_fields_entry(args), "levels": args.levels,
+              "seed": args.seed,
               "label": label, "split": args.split,
               "cache": {"path": str(engine.cache.path), "mode": engine.cache.mode}}
     dtype = getattr(engine.backend, "dtype", None)
@@ -486,10 +550,14 @@ def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="lase-nb", description="Confidence-gated multi-agent reasoning (LASE).")
     sub = ap.add_subparsers(dest="cmd", required=True)
 
-    a = sub.add_parser("ask", help="ask one question; print answer, confidence and tokens")
-    a.add_argument("question")
+    a = sub.add_parser("ask", help="ask one question (typed, or a data set's problem); print answer, confidence and tokens")
+    a.add_argument("question", nargs="?", default=None, help="the question (or pass --dataset to ask one of its problems)")
     _backend_args(a)
-    a.add_argument("--kind", default="number", choices=["number", "math", "choice"])
+    a.add_argument("--kind", default="number", choices=["number", "math", "choice"], help="a typed question's answer kind")
+    a.add_argument("--dataset", default=None, help=f"ask a problem of a data set instead ({_names(DATASETS)})")
+    _dataset_args(a)
+    a.add_argument("--problem", type=int, default=1, help="with --dataset: which problem, 1-based in file order (default 1)")
+    a.add_argument("--seed", type=int, default=0, help="with --dataset: the seed of the option shuffles (GPQA, TruthfulQA)")
     a.add_argument("--max-tokens", type=int, default=192)
     a.add_argument("--top-logprobs", type=int, default=d.top_logprobs)
     a.add_argument("--examples", type=int, default=None, choices=[0, 1, 2], help=EXAMPLES_HELP)
@@ -504,7 +572,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--strategy", required=True, help=f"{_names(STRATEGIES)} (hyphens or underscores)")
     _backend_args(r)
     r.add_argument("--dataset", default="arith", help=f"arith (default, generated); {_names(list(DATASETS)[1:])}")
-    r.add_argument("--data-path", default=None, help="file/folder for the paper's data sets")
+    _dataset_args(r)
     r.add_argument("--n", type=int, default=None, help="number of problems")
     r.add_argument("--seed", type=int, default=0)
     r.add_argument("--levels", type=int, nargs="+", default=None,
@@ -549,7 +617,7 @@ def build_parser() -> argparse.ArgumentParser:
                           f"lase = lase-full")
     rec.add_argument("--label", default=None, help="the study's name in tables and legends (default: the model)")
     rec.add_argument("--dataset", default="arith", help=f"arith (default, generated); {_names(list(DATASETS)[1:])}")
-    rec.add_argument("--data-path", default=None, help="file/folder for the paper's data sets")
+    _dataset_args(rec)
     rec.add_argument("--n", type=int, default=20, help="problems (default 20)")
     rec.add_argument("--n-baselines", type=int, default=None,
                      help="run every strategy but lase-full on the first N of the problems only (default: all)")

@@ -7,6 +7,11 @@ set's published format and passes its path (``--data-path`` on the command line,
 in a notebook). Every loader validates what it reads and raises :class:`~lase_nb.errors.DataError`
 naming the file, the row (1-based line, or 1-based item of a JSON list) and the field.
 
+A user's own benchmark is ``jsonl``: a JSON-lines file (or a JSON list) whose question and answer
+fields the user names, with the answer's kind (:data:`ANSWER_KINDS`: a number, an option letter or
+free text, graded as GSM8K's, MMLU-Pro's and MATH-500's answers are), passed as ``fields``
+(:func:`jsonl_fields`; ``--question-field``, ``--answer-field``, ``--answer-kind`` on the command line).
+
 Entry point: :func:`load_dataset` (``name``, ``path``, ``n``, ``seed``). Subsetting rule: when
 ``n`` is smaller than the number of problems available, a deterministic seeded subset of ``n``
 problems is taken, kept in file order (MMLU-Pro: stratified by category); when ``n`` is larger,
@@ -43,6 +48,9 @@ __all__ = [
     "load_mmlu_pro",
     "load_gpqa",
     "load_truthfulqa_mc",
+    "load_jsonl",
+    "jsonl_fields",
+    "ANSWER_KINDS",
     "stratified_indices",
 ]
 
@@ -59,10 +67,17 @@ DATASETS: dict[str, str] = {
     "mmlu_pro": "MMLU-Pro (JSONL/JSON/CSV: question, options, answer letter, category); stratified by category",
     "gpqa": "GPQA (CSV: Question, Correct Answer, Incorrect Answer 1-3); paper used Diamond (198)",
     "truthfulqa": "TruthfulQA multiple choice (TruthfulQA.csv or mc_task.json, mc1 targets); 817 questions",
+    "jsonl": "your own file (JSONL or a JSON list): name its question and answer fields and the answer's kind "
+             "(number, letter or text)",
 }
 
-#: The sets that are loaded from a user-supplied path (never committed to this repository).
-PAPER_SETS: tuple[str, ...] = tuple(k for k in DATASETS if k not in ("arith", "arith_noop"))
+#: The paper's sets, loaded from a user-supplied path (never committed to this repository).
+PAPER_SETS: tuple[str, ...] = tuple(k for k in DATASETS if k not in ("arith", "arith_noop", "jsonl"))
+
+#: The kinds of answer a ``jsonl`` file may hold, each graded as the paper's sets of that kind are:
+#: ``number`` as GSM8K's (numeric value, units and commas ignored), ``letter`` as MMLU-Pro's (the
+#: option letter), ``text`` as MATH-500's (numbers by value, words by normalised text, LaTeX by math-verify).
+ANSWER_KINDS: dict[str, str] = {"number": KIND_NUMBER, "letter": KIND_CHOICE, "text": KIND_MATH}
 
 #: Hub locations used only when ``datasets`` is importable and ``LASE_ALLOW_HUB=1``.
 _HUB: dict[str, tuple[str, str | None, str]] = {
@@ -944,7 +959,69 @@ def load_truthfulqa_mc(path: "str | os.PathLike[str]", seed: int = 0) -> list[Pr
 
 
 # ---------------------------------------------------------------------------------------------
-# 4. Registry
+# 4. A user's own file
+# ---------------------------------------------------------------------------------------------
+
+
+def jsonl_fields(question: str | None = None, answer: str | None = None, kind: str | None = None,
+                 options: str | None = None) -> dict[str, str]:
+    """The ``fields`` of a ``jsonl`` data set (what a manifest records as ``data_fields``): the
+    question's and the answer's field names (default ``question`` and ``answer``), the answer's kind
+    (:data:`ANSWER_KINDS`, default ``number``) and, for letters, the field holding the options (none:
+    the question lists them itself)."""
+    kind = kind or "number"
+    if kind not in ANSWER_KINDS:
+        raise ConfigError(f"unknown answer kind {kind!r}; use one of {', '.join(ANSWER_KINDS)}")
+    if options is not None and kind != "letter":
+        raise ConfigError(f"an options field goes with --answer-kind letter, not {kind}")
+    out = {"question": question or "question", "answer": answer or "answer", "kind": kind}
+    return {**out, "options": options} if options else out
+
+
+def _named_field(path: Any, row: str, rec: dict[str, Any], name: str, flag: str) -> Any:
+    """``rec[name]``, or one line naming the fields the row has and the flag that picks another."""
+    if name in rec:
+        return rec[name]
+    have = ", ".join(repr(k) for k in rec) or "none"
+    raise _error(path, row, None, f"no field {name!r} (this row's fields: {have}); pass {flag} with one of them")
+
+
+def load_jsonl(path: "str | os.PathLike[str]", fields: "dict[str, str] | None" = None) -> list[Problem]:
+    """A user's own problems from a JSON-lines file or a JSON list: one object per problem, its
+    question and answer under the field names of ``fields`` (:func:`jsonl_fields`). Numbers are
+    checked to be numbers, letters to be one of the options' letters (A-Z without options). Ids are
+    ``jsonl-NNNN`` in file order; a ``level`` field, when the rows have one, is the problem's level."""
+    f = jsonl_fields(**{k: (fields or {}).get(k) for k in ("question", "answer", "kind", "options")})
+    kind = ANSWER_KINDS[f["kind"]]
+    out = []
+    for i, (row, rec) in enumerate(_read_records(path, "json")):
+        _named_field(path, row, rec, f["question"], "--question-field")
+        _named_field(path, row, rec, f["answer"], "--answer-field")
+        q = _text_field(path, row, rec, f["question"])
+        gold = _text_field(path, row, rec, f["answer"])
+        choices: tuple[str, ...] = ()
+        if "options" in f:
+            choices = tuple(_parse_options(path, row, _named_field(path, row, rec, f["options"], "--options-field")))
+        if kind == KIND_NUMBER:
+            num = gold.replace(",", "").replace("$", "").removeprefix("#### ").strip()
+            if not _NUMBER.fullmatch(num):
+                raise _error(path, row, f["answer"], f"{gold!r} is not a number (use --answer-kind text for "
+                             "other answers)")
+            gold = num.lstrip("+")
+        elif kind == KIND_CHOICE:
+            gold = gold.upper()
+            allowed = LETTERS[: len(choices)] if choices else LETTERS
+            if len(gold) != 1 or gold not in allowed:
+                raise _error(path, row, f["answer"], f"{gold!r} is not an option letter ({allowed[0]}-{allowed[-1]})")
+        meta: dict[str, Any] = {"dataset": "jsonl", "row": row}
+        if rec.get("level") not in (None, ""):
+            meta["level"] = rec["level"] if isinstance(rec["level"], (int, str)) else str(rec["level"])
+        out.append(Problem(id=f"jsonl-{i:04d}", question=q, gold=gold, kind=kind, choices=choices, meta=meta))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# 5. Registry
 # ---------------------------------------------------------------------------------------------
 
 _LOADERS: dict[str, Callable[[str, int], list[Problem]]] = {
@@ -984,7 +1061,8 @@ def _hub_dump(name: str, folder: str) -> str:
 
 def load_dataset(name: str = "arith", path: "str | os.PathLike[str] | None" = None,
                  n: int | None = None, seed: int = 0,
-                 levels: Sequence[int] | None = None, split: str | None = None) -> list[Problem]:
+                 levels: Sequence[int] | None = None, split: str | None = None,
+                 fields: "dict[str, str] | None" = None) -> list[Problem]:
     """Load a data set by name (see :data:`DATASETS`).
 
     ``arith`` is generated (``n`` defaults to 50; it takes no path). The paper's sets are read
@@ -993,7 +1071,8 @@ def load_dataset(name: str = "arith", path: "str | os.PathLike[str] | None" = No
     larger, the whole set. ``seed`` also fixes the option shuffles of GPQA and TruthfulQA.
     ``levels`` (``arith`` and ``arith_noop`` only) picks the difficulty levels to interleave (default
     :data:`DEFAULT_LEVELS`); ``split`` (the same) draws from one part of the problem space
-    (see :func:`arithmetic_problems`).
+    (see :func:`arithmetic_problems`). ``fields`` (``jsonl`` only) names the file's question and
+    answer fields and the answer's kind (:func:`jsonl_fields`).
     Without ``path``, the hub is used only if the ``datasets`` package is installed and the
     environment sets ``LASE_ALLOW_HUB=1``.
     """
@@ -1012,6 +1091,14 @@ def load_dataset(name: str = "arith", path: "str | os.PathLike[str] | None" = No
         raise ConfigError(f"levels apply to the generated 'arith' set only, not to {name!r}")
     if split is not None:
         raise ConfigError(f"split applies to the generated 'arith' set only, not to {name!r}")
+    if fields and name != "jsonl":
+        raise ConfigError(f"--question-field, --answer-field, --answer-kind and --options-field apply to "
+                          f"--dataset jsonl (your own file), not to {name.replace('_', '-')!r}, whose fields are fixed")
+    if name == "jsonl":
+        if path is None:
+            raise ConfigError("--dataset jsonl reads your own file: pass its path with --data-path (data_path= in "
+                              "a notebook), and its fields with --question-field and --answer-field")
+        return _subset(load_jsonl(path, fields), n, seed)
     if path is None:
         if os.environ.get("LASE_ALLOW_HUB") == "1":
             try:

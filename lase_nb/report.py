@@ -28,7 +28,7 @@ from .runs import main_comparison, strategy_tables
 from .stats import paired_test
 
 __all__ = ["REPORT_COLUMNS", "study_report", "study_reports", "report_display", "side_by_side", "format_reports",
-           "to_csv", "load_study"]
+           "to_csv", "load_study", "runs_listing"]
 
 #: The report's columns, in order (accuracies and differences are fractions; dollars per 1,000 problems).
 REPORT_COLUMNS = ("study", "strategy", "n", "accuracy", "acc_lo", "acc_hi", "diff_vs_single", "diff_lo", "diff_hi",
@@ -42,18 +42,39 @@ def load_study(folder: str | Path) -> dict[str, Any]:
     that does not exist ("no such folder"), one that holds no finished run ("no recordings in")
     and a damaged run (:class:`~lase_nb.schema.RecordingError`)."""
     from .errors import DataError
-    from .runs import load_runs, resolve_data_path
+    from .runs import left_out_runs, load_runs, resolve_data_path
     from .strategies import compared
 
     where = resolve_data_path(folder)
     if not where.is_dir():
         raise DataError(f"no such folder: {folder} (a relative path is read from the folder you ran the command "
                         f"in); pass a study folder written by `lase-nb record --out FOLDER`")
-    runs = load_runs(where, compared())
+    runs = load_runs(where, compared(), quiet=True)
     if not runs:
-        raise DataError(f"no recordings in {folder}: no run folder with a manifest.json; pass a study folder "
-                        f"written by `lase-nb record --out FOLDER` (one run folder per strategy)")
+        unfinished = ", ".join(left_out_runs(where))
+        raise DataError(f"no recordings in {folder}: no run folder with a manifest.json"
+                        + (f" ({unfinished}: unfinished, rerun the command that recorded them)" if unfinished else "")
+                        + "; pass a study folder written by `lase-nb record --out FOLDER` (one run folder per strategy)")
     return runs
+
+
+def runs_listing(folder: str | Path, runs: Mapping[str, Any]) -> str:
+    """The run folders of a study the report read (one line), then one line for each it left out,
+    with why (unfinished: :data:`lase_nb.runs.UNFINISHED`; a folder of no compared strategy), or
+    ``left out: none``."""
+    from .runs import RUN_DIRS, left_out_runs, resolve_data_path
+    from .strategies import compared
+
+    where = resolve_data_path(folder)
+    read = list(dict.fromkeys(run.path.name for run in runs.values()))
+    out = dict(left_out_runs(where))
+    known = {RUN_DIRS.get(n, n) for n in compared()}
+    for p in sorted(where.iterdir()):
+        if p.is_dir() and p.name not in read and p.name not in out:
+            out[p.name] = ("a run of no strategy the report compares" if p.name not in known else
+                           "not readable as a run")
+    lines = [f"runs read: {', '.join(read)}"] + [f"left out {d}: {why}" for d, why in out.items()]
+    return "\n".join(lines + ([] if out else ["left out: none"]))
 
 
 def study_reports(folders: Sequence[str | Path], price: str | None = None, prices: str | Path | None = None,
@@ -80,7 +101,7 @@ def study_reports(folders: Sequence[str | Path], price: str | None = None, price
                 f"no dollars: {model or 'its model'} is not in the price sheet (pass --price MODEL, or --prices with "
                 f"a sheet that has it)")
         heads.append(f"study {label!r} ({folder}): {m.get('backend')}:{model} on {m.get('dataset')}; LASE at "
-                     f"tau_lp {tau_lp:g}, tau_h {tau_h:g}; {bill}")
+                     f"tau_lp {tau_lp:g}, tau_h {tau_h:g}; {bill}\n{runs_listing(folder, runs)}")
     return reports, heads
 
 

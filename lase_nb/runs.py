@@ -1,6 +1,7 @@
 """Finished runs on disk, by strategy: the one loader every chapter uses.
 
-- :func:`load_runs`: the finished run folders under a traces folder, by strategy name;
+- :func:`load_runs`: the finished run folders under a traces folder, by strategy name (those it
+  leaves out, :func:`left_out_runs`, are named in one line each);
 - :func:`load_models`: the same for several recordings (one per model), by label; a missing one
   after the first is skipped with a note saying how to record it;
 - :func:`chains_by_model`: each model's full LASE chains (for replay), from :func:`load_models`;
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
 
 show_in_one_line()  # in a notebook, an error a reader can fix (a damaged study) is one line, not a traceback
 
-__all__ = ["RUN_DIRS", "CONTRASTS", "resolve_data_path", "load_runs", "load_models", "chains_by_model", "control_models", "paired_correct", "model_label",
+__all__ = ["RUN_DIRS", "CONTRASTS", "resolve_data_path", "UNFINISHED", "left_out_runs", "load_runs", "load_models", "chains_by_model", "control_models", "paired_correct", "model_label",
            "record_command", "check_format", "run_from_results", "problems_from_manifest", "common_ids",
            "comparison_table", "strategy_tables", "display_name", "by_display_name",
            "REVISION_TEXT", "FOLLOW_UP_ROLES", "FORMAT_TOLERANCE", "baseline_formats", "off_format",
@@ -76,18 +77,52 @@ def resolve_data_path(path: str | Path) -> Path:
 RECORD_HINT = "record them with `python data/traces/record.py` (or `make traces`) or pass the folder as `traces`"
 
 
-def load_runs(folder: str | Path, names: Iterable[str] | None = None, require: Sequence[str] = ()) -> dict[str, Run]:
+#: Why a run folder without its manifest is left out, and what to do about it.
+UNFINISHED = ("no manifest.json, so the run stopped before it finished or the folder was not copied whole; rerun "
+              "the command that recorded it (the call cache resumes it)")
+
+#: The left-out run folders already named in this process (a chapter reads a study in many cells).
+_NOTED: set[Path] = set()
+
+
+def left_out_runs(folder: str | Path, names: Iterable[str] | None = None) -> dict[str, str]:
+    """The run folders under ``folder`` that :func:`load_runs` leaves out, by folder name, each with
+    why (:data:`UNFINISHED`): the folders of ``names`` (default: every subfolder) that exist but hold
+    no ``manifest.json``. A name with no folder at all was not recorded and is not listed. A folder
+    whose manifest is there but a table is not is no left-out run: reading it raises
+    :class:`~lase_nb.schema.RecordingError`."""
+    folder = resolve_data_path(folder)
+    if not folder.is_dir():
+        return {}
+    dirs = sorted(p.name for p in folder.iterdir() if p.is_dir()) if names is None else \
+        [RUN_DIRS.get(n, n) for n in names]
+    return {d: UNFINISHED for d in dict.fromkeys(dirs)
+            if (folder / d).is_dir() and not (folder / d / "manifest.json").exists()}
+
+
+def load_runs(folder: str | Path, names: Iterable[str] | None = None, require: Sequence[str] = (),
+              quiet: bool = False) -> dict[str, Run]:
     """The finished runs under ``folder`` by name (``lase`` = the ``lase-full`` folder, :data:`RUN_DIRS`).
 
-    ``names`` restricts and orders them (default: every subfolder, sorted); unfinished or missing
-    ones are left out (``[n for n in names if n not in runs]`` lists them), except those named
-    in ``require``, which raise :class:`~lase_nb.errors.DataError`.
+    ``names`` restricts and orders them (default: every subfolder, sorted); missing ones are left
+    out (``[n for n in names if n not in runs]`` lists them), except those named in ``require``,
+    which raise :class:`~lase_nb.errors.DataError`. A folder that is there but unfinished (no
+    manifest) is named in one printed line, once per process (:func:`left_out_runs`), unless
+    ``quiet``; a finished run with a damaged or missing table raises
+    :class:`~lase_nb.schema.RecordingError`.
     """
     folder = resolve_data_path(folder)
     if names is None:
         if not folder.is_dir():
             raise DataError(f"no folder of recorded runs at {folder.resolve()}; {RECORD_HINT}")
         names = sorted(p.name for p in folder.iterdir() if p.is_dir())
+    names = list(names)
+    if not quiet:
+        for d, why in left_out_runs(folder, names).items():
+            path = (folder / d).resolve()
+            if path not in _NOTED and not any(RUN_DIRS.get(r, r) == d for r in require):
+                _NOTED.add(path)
+                print(f"left out the run {folder / d}: {why}")
     runs = {}
     for name in names:
         path = folder / RUN_DIRS.get(name, name)

@@ -104,7 +104,7 @@ def plan_runs(names: Sequence[str], base: StrategyConfig, problems: Sequence[Pro
 
 def down_calibration_problems(dataset: str, data_path: str | None, n: int, seed: int,
                               evaluated: Sequence[Problem], levels: Sequence[int] | None = None,
-                              split: str | None = None) -> list[Problem]:
+                              split: str | None = None, fields: dict[str, str] | None = None) -> list[Problem]:
     """``n`` problems on which DOWN's threshold is chosen: drawn with ``seed + 1000`` and none of
     them among the ``evaluated`` questions (fewer when the data set runs out)."""
     from .datasets import load_dataset
@@ -112,7 +112,7 @@ def down_calibration_problems(dataset: str, data_path: str | None, n: int, seed:
     if n <= 0:
         return []
     seen = {p.question for p in evaluated}
-    pool = load_dataset(dataset, data_path, 3 * n, seed + 1000, levels=levels, split=split)
+    pool = load_dataset(dataset, data_path, 3 * n, seed + 1000, levels=levels, split=split, fields=fields)
     return [p for p in pool if p.question not in seen][:n]
 
 
@@ -561,14 +561,15 @@ def recorded_label(out: str | Path) -> str | None:
 
 
 #: Manifest fields written after ``n`` (the order the recordings have).
-_AFTER_N = ("levels", "model_files", "seed", "data_path", "label")
+_AFTER_N = ("levels", "model_files", "seed", "data_path", "data_fields", "label")
 
 
 def _write_study(out: Path, plans: Sequence[RunPlan], fields: Mapping[str, Any], label: str | None) -> None:
     """``study.json``: what the study is (label, backend, model, dtype, data set, n, runs). A study
     recorded in several commands keeps what an earlier one wrote: its label (unless this one names
     one) and its runs beside this command's."""
-    keep = ("backend", "model", "base_url", "dtype", "dataset", "data_path", "levels", "split", "seed", "command")
+    keep = ("backend", "model", "base_url", "dtype", "dataset", "data_path", "data_fields", "levels", "split", "seed",
+            "command")
     before = _study_meta(out)
     runs = {**(before.get("runs") if isinstance(before.get("runs"), dict) else {}),
             **{p.name: {"strategy": p.strategy, "n": len(p.problems)} for p in plans}}

@@ -50,7 +50,7 @@ def student(problems: Iterable[Problem]) -> Callable[..., Reply]:
         h = int(hashlib.sha256(q.encode()).hexdigest(), 16)
         revised = "from a reviewer" in messages[-1]["content"]
         wrong = h % 3 == 0 and not (revised and h % 2 == 0)
-        answer = str(int(golds[q]) + 1) if wrong else golds[q]
+        answer = wrong_answer(golds[q]) if wrong else golds[q]
         sure = 0.45 if wrong and h % 4 else (0.6 if h % 5 == 0 else 0.97)
         return Reply(f"Working it out step by step.\n\\boxed{{{answer}}}", sure)
 
@@ -63,6 +63,16 @@ def student(problems: Iterable[Problem]) -> Callable[..., Reply]:
 # the study that only ever saw well-behaved data (issue 50). The gold answers come from the
 # problems; which problems go wrong is decided by a hash of the question, so a study is the same
 # on every run.
+
+
+def wrong_answer(gold: str, step: int = 1) -> str:
+    """An answer a grader marks wrong for any kind of gold: a whole number moved by ``step``, another
+    option letter for a letter, and ``gold + step`` written out for anything else (LaTeX, a word)."""
+    if re.fullmatch(r"-?\d+", gold.strip()):
+        return str(int(gold) + step)
+    if re.fullmatch(r"[A-Z]", gold.strip()):
+        return "A" if gold.strip() != "A" else "B"
+    return f"{gold} + {step}"
 
 
 def _question(golds: dict[str, str], messages: list[dict[str, str]]) -> str | None:
@@ -133,7 +143,7 @@ def strong(problems: Iterable[Problem], right: float = 0.9) -> Callable[..., Rep
             return Reply("I cannot tell which problem this is.", 1.0)
         h = _hash(q)
         wrong = (h % 1000) / 1000 >= right and not (_is_revision(messages) and h % 2 == 0)
-        answer = str(int(golds[q]) + 1 + h % 3) if wrong else golds[q]
+        answer = wrong_answer(golds[q], 1 + h % 3) if wrong else golds[q]
         text = ("Let me solve this carefully.\n\n" + "".join(_STEPS) + "\n\nSo the value asked for is "
                 f"\\boxed{{{answer}}}.")
         if wrong:

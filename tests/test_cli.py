@@ -464,3 +464,65 @@ def test_run_output_files_are_readable_as_the_umask_says(tmp_path, capsys):
     files = sorted((tmp_path / "run").iterdir())
     assert {f.name for f in files} >= {"manifest.json", "problems.jsonl", "calls.jsonl"}
     assert {f.name: oct(stat.S_IMODE(f.stat().st_mode)) for f in files} == {f.name: oct(0o644) for f in files}
+
+
+# ------------------------------------------------------------------------------------------ your own data file
+def _own_file(tmp_path: Path) -> Path:
+    rows = [{"prompt": f"A shelf holds {i + 2} books and {i + 5} more arrive. How many books?", "target": str(2 * i + 7),
+             "level": "easy" if i % 2 else "hard"} for i in range(6)]
+    f = tmp_path / "mine.jsonl"
+    f.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return f
+
+
+def test_run_record_and_ask_read_your_own_jsonl_file(tmp_path, capsys):
+    """Issue 65: --dataset jsonl with its fields and answer kind in run, record and ask; the manifest
+    keeps the fields, so a chapter's loader rebuilds the problems from it."""
+    from lase_nb.datasets import jsonl_fields, load_dataset
+    from lase_nb.runs import load_runs, problems_from_manifest
+
+    f = _own_file(tmp_path)
+    own = ["--dataset", "jsonl", "--data-path", str(f), "--question-field", "prompt", "--answer-field", "target",
+           "--answer-kind", "number"]
+    problems = load_dataset("jsonl", f, fields=jsonl_fields("prompt", "target"))
+    with OpenAIWireServer(oracle(problems)) as srv:
+        base = ["--backend", "openai", "--base-url", srv.base_url, "--cache", str(tmp_path / "c.sqlite")]
+        rc, out, err = run_cli(capsys, "run", "--strategy", "single", *base, *own, "--n", "4",
+                               "--out", str(tmp_path / "r"), "--quiet")
+        assert rc == 0, err
+        rc, out, err = run_cli(capsys, "record", *base, *own, "--n", "3", "--strategies", "single", "lase-full",
+                               "--out", str(tmp_path / "s"), "--quiet")
+        assert rc == 0, err
+        rc, out, err = run_cli(capsys, "ask", *base, *own, "--problem", "2")
+        assert rc == 0, err
+    assert out.startswith(f"problem jsonl-0001 (jsonl, 2 of 6):\n{problems[1].question}\n")
+    assert f"gold answer:       {problems[1].gold}   (right)" in out
+    manifest = json.loads((tmp_path / "r" / "manifest.json").read_text())
+    assert manifest["dataset"] == "jsonl" and manifest["n"] == 4
+    assert manifest["data_fields"] == {"question": "prompt", "answer": "target", "kind": "number"}
+    rows = [json.loads(x) for x in (tmp_path / "r" / "problems.jsonl").read_text().splitlines()]
+    assert all(r["correct"] for r in rows) and {r["level"] for r in rows} <= {"easy", "hard"}
+    run = load_runs(tmp_path / "s", ["lase"], require=["lase"])["lase"]
+    rebuilt = problems_from_manifest(run.manifest)
+    assert sorted(rebuilt) == sorted(run.problems["problem_id"]) and len(rebuilt) == 3
+    assert json.loads((tmp_path / "s" / "study.json").read_text())["data_fields"]["question"] == "prompt"
+
+
+def test_a_wrong_field_name_is_one_line_listing_the_files_fields(tmp_path, capsys):
+    f = _own_file(tmp_path)
+    for cmd in (["run", "--strategy", "single", "--out", str(tmp_path / "r")],
+                ["record", "--out", str(tmp_path / "s"), "--dry-run"], ["ask"]):
+        rc, out, err = run_cli(capsys, *cmd, "--dataset", "jsonl", "--data-path", str(f), "--question-field", "text")
+        assert rc == 2 and len(err.strip().splitlines()) == 1, (cmd, err)
+        assert "no field 'text' (this row's fields: 'prompt', 'target', 'level'); pass --question-field" in err
+    assert not (tmp_path / "r").exists() and not (tmp_path / "s").exists()
+    rc, _, err = run_cli(capsys, "ask", "What is 2 + 2?", "--dataset", "jsonl", "--data-path", str(f))
+    assert rc == 2 and "not both" in err
+    rc, _, err = run_cli(capsys, "ask", "What is 2 + 2?", "--answer-kind", "text")
+    assert rc == 2 and "--answer-kind goes with --dataset" in err
+    rc, _, err = run_cli(capsys, "ask", "--dataset", "jsonl", "--data-path", str(f), "--question-field", "prompt",
+                         "--answer-field", "target", "--problem", "9")
+    assert rc == 2 and "--problem 9: the data set has 6 problems" in err
+    rc, _, err = run_cli(capsys, "run", "--strategy", "single", "--dataset", "gsm8k", "--data-path", str(f),
+                         "--answer-kind", "text", "--out", str(tmp_path / "r"))
+    assert rc == 2 and "apply to --dataset jsonl" in err

@@ -501,7 +501,8 @@ def test_truthfulqa_mc_json_malformed(tmp_path):
 # ----------------------------------------------------------------------------- registry
 def test_registry_names_and_errors(tmp_path):
     assert set(D.DATASETS) == {"arith", "arith_noop", "math500", "math_lv5", "gsm8k", "gsm_symbolic",
-                               "mmlu_pro", "gpqa", "truthfulqa"}
+                               "mmlu_pro", "gpqa", "truthfulqa", "jsonl"}
+    assert "jsonl" not in D.PAPER_SETS
     assert all(isinstance(v, str) and v for v in D.DATASETS.values())
     with pytest.raises(ConfigError) as e:
         D.load_dataset("gsm9k")
@@ -580,6 +581,63 @@ def test_registry_subset_seeded_in_file_order(tmp_path):
     mp = write_jsonl(tmp_path / "mp.jsonl", mmlu_rows({"law": 50, "math": 30, "bio": 20}))
     got = Counter(p.meta["category"] for p in D.load_dataset("mmlu_pro", path=mp, n=10))
     assert got == {"law": 5, "math": 3, "bio": 2}
+
+
+# ----------------------------------------------------------------------------- a user's own file
+def test_jsonl_number_letter_and_text_answers_graded_as_the_paper_sets(tmp_path):
+    from lase_nb.answers import grade
+
+    f = write_jsonl(tmp_path / "mine.jsonl", [
+        {"prompt": "What is 1,000 + 234?", "target": "1,234", "level": 2},
+        {"prompt": "What is 7 / 2?", "target": 3.5},
+        {"prompt": "How many?", "target": "#### 12"},
+    ])
+    ps = D.load_dataset("jsonl", f, fields=D.jsonl_fields("prompt", "target"))
+    assert [p.id for p in ps] == ["jsonl-0000", "jsonl-0001", "jsonl-0002"]
+    assert [p.gold for p in ps] == ["1234", "3.5", "12"] and {p.kind for p in ps} == {KIND_NUMBER}
+    assert ps[0].meta == {"dataset": "jsonl", "row": "line 1", "level": 2} and "level" not in ps[1].meta
+    assert grade("\\$1,234 dollars", ps[0].gold, ps[0].kind)  # graded as GSM8K's numbers are
+    letters = write_jsonl(tmp_path / "mc.jsonl", [
+        {"q": "Pick one.", "a": "b", "opts": ["red", "blue", "green"]},
+        {"q": "Pick again.", "a": "C", "opts": ["x", "y", "z"]},
+    ])
+    mc = D.load_dataset("jsonl", letters, fields=D.jsonl_fields("q", "a", "letter", options="opts"))
+    assert [(p.gold, p.kind, p.choices) for p in mc] == [("B", KIND_CHOICE, ("red", "blue", "green")),
+                                                          ("C", KIND_CHOICE, ("x", "y", "z"))]
+    assert "(B) blue" in mc[0].prompt_text() and grade("b", mc[0].gold, mc[0].kind)
+    bare = D.load_dataset("jsonl", letters, fields=D.jsonl_fields("q", "a", "letter"))  # options in the question
+    assert bare[0].choices == () and bare[0].gold == "B"
+    text = write_jsonl(tmp_path / "t.jsonl", [{"question": "Simplify sqrt(18).", "answer": "3\\sqrt{2}"},
+                                               {"question": "Capital of France?", "answer": "Paris"}])
+    tx = D.load_dataset("jsonl", text, fields=D.jsonl_fields(kind="text"))
+    assert [p.kind for p in tx] == [KIND_MATH, KIND_MATH]
+    assert grade("\\sqrt{18}", tx[0].gold, tx[0].kind) and grade("paris", tx[1].gold, tx[1].kind)
+    assert len(D.load_dataset("jsonl", f, n=2, seed=0, fields=D.jsonl_fields("prompt", "target"))) == 2
+
+
+def test_jsonl_errors_are_one_line_naming_the_fields_the_file_has(tmp_path):
+    f = write_jsonl(tmp_path / "mine.jsonl", [{"prompt": "What is 2 + 2?", "target": "4", "source": "me"}])
+    with pytest.raises(DataError) as e:
+        D.load_dataset("jsonl", f)
+    msg = str(e.value)
+    assert "\n" not in msg and "mine.jsonl: line 1: no field 'question'" in msg
+    assert "'prompt', 'target', 'source'" in msg and "--question-field" in msg
+    with pytest.raises(DataError, match="no field 'answer'.*--answer-field"):
+        D.load_dataset("jsonl", f, fields=D.jsonl_fields("prompt"))
+    with pytest.raises(DataError, match=r"line 1: field 'target': 'four' is not a number \(use --answer-kind text"):
+        D.load_dataset("jsonl", write_jsonl(tmp_path / "w.jsonl", [{"prompt": "q", "target": "four"}]),
+                       fields=D.jsonl_fields("prompt", "target"))
+    with pytest.raises(DataError, match=r"'E' is not an option letter \(A-C\)"):
+        D.load_dataset("jsonl", write_jsonl(tmp_path / "l.jsonl", [{"q": "q", "a": "E", "o": ["x", "y", "z"]}]),
+                       fields=D.jsonl_fields("q", "a", "letter", options="o"))
+    with pytest.raises(ConfigError, match="pass its path with --data-path"):
+        D.load_dataset("jsonl")
+    with pytest.raises(ConfigError, match="unknown answer kind 'words'"):
+        D.jsonl_fields(kind="words")
+    with pytest.raises(ConfigError, match="apply to --dataset jsonl"):
+        D.load_dataset("gsm8k", f, fields={"question": "prompt"})
+    with pytest.raises(DataError, match="file is empty"):
+        D.load_dataset("jsonl", write_jsonl(tmp_path / "e.jsonl", []))
 
 
 def test_arith_default_set_is_the_measured_level_mix():

@@ -130,8 +130,14 @@ def test_escalation_by_level():
     assert e.loc["2", "escalation_rate"] == 0.5  # p2 escalates, p4 does not
     assert e.loc["all", "n"] == 4
     assert e.loc["2", "esc_lo"] < 0.5 < e.loc["2", "esc_hi"]
-    with pytest.raises(Exception):
-        F.escalation_by_level(first.assign(level=np.nan), 0.8, 0.5)
+    flat = F.escalation_by_level(first.assign(level=np.nan), 0.8, 0.5)  # a study without levels (GSM8K)
+    assert flat["level"].tolist() == ["all"] and flat["n"].tolist() == [4]
+    run = _run()
+    run.problems["level"] = None
+    cost = F.cost_by_level(chains_from_stages(run.stages), run.problems.set_index("problem_id")["level"], 0.8, 0.5)
+    assert cost["level"].tolist() == ["all"]
+    text = F.describe_escalation(flat, cost, F.paper_escalation(0.8, sweep=False))
+    assert "This study's problems carry no difficulty levels, so escalation by difficulty is not shown." in text
 
 
 def test_cost_by_level_matches_replay_by_hand():

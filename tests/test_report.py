@@ -153,3 +153,40 @@ def test_several_studies_side_by_side_and_bad_input(study, tmp_path, capsys):
     assert rc == 2 and "lase-nb record" in err and not (tmp_path / "x.csv").exists()
     rc = cli.main(["report", str(study), "--price", "gpt-9", "--csv", str(tmp_path / "x.csv")])
     assert rc == 2 and "no price for model 'gpt-9'" in capsys.readouterr().err
+
+
+def test_a_run_left_out_is_named_with_why_and_a_missing_table_stops_the_report(study, tmp_path, capsys):
+    """Issue 65: a study whose lase-full has no manifest is reported without LASE's rows, and the
+    report says which runs it read and which it left out, each with why; a finished run missing a
+    table is one error line (exit 2); chapters' loader names the unfinished run once."""
+    from lase_nb.runs import UNFINISHED, left_out_runs, load_runs
+
+    (study / "lase-full" / "manifest.json").unlink()
+    (study / "notes").mkdir()
+    (study / "notes" / "manifest.json").write_text("{}")
+    rc = cli.main(["report", str(study), "--prices", str(tmp_path / "prices.json"), "--csv", str(tmp_path / "r.csv")])
+    printed = capsys.readouterr().out
+    assert rc == 0
+    lines = printed.splitlines()
+    assert "runs read: single, mv" in lines
+    assert f"left out lase-full: {UNFINISHED}" in lines
+    assert "left out notes: a run of no strategy the report compares" in lines
+    assert [r["strategy"] for r in csv.DictReader((tmp_path / "r.csv").open())] == ["single", "mv"]
+    assert left_out_runs(study) == {"lase-full": UNFINISHED}
+    assert left_out_runs(study, ["lase", "single", "moa"]) == {"lase-full": UNFINISHED}  # moa: never recorded
+    assert list(load_runs(study, ["lase", "single"])) == ["single"]
+    assert capsys.readouterr().out.splitlines() == [f"left out the run {study / 'lase-full'}: {UNFINISHED}"]
+    assert list(load_runs(study, ["lase", "single"])) == ["single"]
+    assert capsys.readouterr().out == ""  # once per process: a chapter reads its study in many cells
+    (study / "mv" / "stages.jsonl").unlink()
+    rc = cli.main(["report", str(study), "--csv", str(tmp_path / "r.csv")])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and len(err.splitlines()) == 1
+    assert err.startswith("lase-nb: error: ") and f"{study / 'mv' / 'stages.jsonl'}: missing" in err
+
+
+def test_sweep_of_an_unfinished_run_is_one_line(study, capsys):
+    (study / "lase-full" / "manifest.json").unlink()
+    rc = cli.main(["sweep", str(study / "lase-full")])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and len(err.splitlines()) == 1 and "no manifest.json" in err

@@ -296,13 +296,13 @@ def escalation_by_level(frame: pd.DataFrame, tau_lp: float, tau_h: float) -> pd.
     """Per problem level: answers, solo accuracy and escalation rate P(U=1), each with a Wilson CI.
 
     ``frame`` is a stage-0 :func:`lase_nb.chapters.calibration.confidence_frame` with a ``level`` column.
-    A final row ``all`` pools every level.
+    A final row ``all`` pools every level; a study without levels (GSM8K, a file without a level
+    field) has that row alone, which :func:`describe_escalation` says in one line.
     """
     f = with_gate(frame, tau_lp, tau_h)
-    if f["level"].isna().all():
-        raise DataError("no problem levels in this frame; levels come from the run's problems table")
+    levels = f["level"] if "level" in f else pd.Series(np.nan, index=f.index)
     groups = [(str(int(lv)) if isinstance(lv, (int, float, np.integer, np.floating)) else str(lv), g)
-              for lv, g in f.groupby("level", sort=True)] + [("all", f)]
+              for lv, g in f.assign(level=levels).groupby("level", sort=True)] + [("all", f)]
     rows = []
     for name, g in groups:
         n = len(g)
@@ -735,7 +735,8 @@ def describe_escalation(esc: pd.DataFrame, cost: pd.DataFrame, paper: dict[str, 
         out = (f"**What it shows.** This recording has one difficulty level (level {lv['level'].iloc[0]}: solo "
                f"accuracy {pct(lv['accuracy'].iloc[0])}), so how escalation changes with difficulty cannot be "
                "read from it; record several levels (`--levels 1 2 3`) to see it. ") if len(lv) else \
-            "**What it shows.** "
+            ("**What it shows.** This study's problems carry no difficulty levels, so escalation by difficulty is "
+             "not shown. ")
     else:
         out = (f"**What it shows.** Solo accuracy goes from {pct(lv['accuracy'].iloc[0])} at level "
                f"{lv['level'].iloc[0]} to {pct(lv['accuracy'].iloc[-1])} at level {lv['level'].iloc[-1]}, and the "
