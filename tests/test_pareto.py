@@ -363,6 +363,11 @@ def test_describe_functions_follow_the_chains():
     t1 = pareto.describe_frontier(g1, pareto.policy_points(one), pareto.oracle_frontier(one),
                                   operating_point(one, 0.8, 0.5), pareto.stage_effects(one))
     assert "Leader alone: 66.7%" in t1 and "oracle" in t1
+    # issue 67, item 8: the stage-by-stage breakdown is in the sentence, not in a section the path folds away
+    e1 = pareto.stage_effects(one)
+    assert "section 5.4" not in t1
+    for r in e1.iloc[1:].itertuples():
+        assert f"stage {r.stage} fixes {r.fixed_vs_previous}, breaks {r.broken_vs_previous}" in t1
 
 
 def test_knob_reading_in_the_sweeps_own_order():

@@ -20,7 +20,7 @@ import pandas as pd
 from .. import reference
 from ..replay import Chains, fixed_policies, operating_point, oracle_stops, pareto_front, sweep
 from ..errors import DataError
-from ..plots import CHOSEN_COLOR, FRONT_COLOR, ORACLE_COLOR, Spot, place_label, style
+from ..plots import CHOSEN_COLOR, FRONT_COLOR, MAX_WIDTH_IN, ORACLE_COLOR, Spot, place_label, style
 from ..replay import choose_thresholds, split_halves
 from ..stats import clears_both, paired_test, pct, wilson_interval
 from ..traces import Run
@@ -345,7 +345,7 @@ def _style_axes(ax, logx: bool) -> None:
     else:
         ax.xaxis.set_major_formatter(FuncFormatter(_kilo))
     ax.yaxis.set_major_formatter(PercentFormatter(1.0, decimals=None))
-    ax.set_xlabel("average tokens per problem (prompt + completion)")
+    ax.set_xlabel("tokens per problem\n(prompt + completion)")
     ax.set_ylabel("accuracy")
 
 
@@ -467,7 +467,7 @@ def plot_frontier(grid: pd.DataFrame, policies: pd.DataFrame, oracle: pd.DataFra
     from matplotlib.ticker import PercentFormatter
 
     two = common is not None and len(common.get("baselines", [])) > 0
-    fig, axes = plt.subplots(1, 2 if two else 1, figsize=(18 if two else 11, 7.8), squeeze=False,
+    fig, axes = plt.subplots(1, 2 if two else 1, figsize=(MAX_WIDTH_IN, 6.6 if two else 7.2), squeeze=False,
                              gridspec_kw={"wspace": 0.1})
     ax = axes[0, 0]
     cloud = draw_frontier(ax, grid, policies, oracle, colorbar=False, logx=logx, point_labels=False)
@@ -490,9 +490,9 @@ def plot_frontier(grid: pd.DataFrame, policies: pd.DataFrame, oracle: pd.DataFra
     if two:
         label_points(ax2, _frontier_points(common["policies"], common["baselines"]), common["oracle"])
     handles, labels = ax.get_legend_handles_labels()
-    fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.45, 0.0), ncol=2, fontsize="medium",
+    fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.45, 0.0), ncol=2, fontsize="small",
                markerscale=1.0, frameon=False)
-    fig.suptitle(title or f"Accuracy vs tokens for {len(grid):,} LASE threshold pairs, replayed from one recording",
+    fig.suptitle(title or f"Accuracy vs tokens: {len(grid):,} threshold pairs, one recording",
                  fontweight="bold", fontsize="x-large")
     return fig
 
@@ -537,12 +537,12 @@ def plot_escalation(tau_lp: np.ndarray, tau_h: np.ndarray, metrics: dict[str, np
     import matplotlib.pyplot as plt
     from matplotlib.ticker import PercentFormatter
 
-    fig, axes = plt.subplots(1, 2, figsize=(16, 6.5), gridspec_kw={"wspace": 0.18})
+    fig, axes = plt.subplots(1, 2, figsize=(MAX_WIDTH_IN, 5.4), gridspec_kw={"wspace": 0.3})
     dl = (tau_lp[-1] - tau_lp[0]) / max(1, len(tau_lp) - 1) / 2  # cells centred on the grid values
     dh = (tau_h[-1] - tau_h[0]) / max(1, len(tau_h) - 1) / 2
     ext = [tau_lp[0] - dl, tau_lp[-1] + dl, tau_h[0] - dh, tau_h[-1] + dh]
-    panels = [("escalation_rate", "Escalation rate: share of problems sent past the leader", "magma", (0, 1)),
-              ("accuracy", "Accuracy of the gated output", "viridis", None)]
+    panels = [("escalation_rate", "Escalation rate", "magma", (0, 1)),
+              ("accuracy", "Accuracy (gated output)", "viridis", None)]
     for ax, (key, title, cmap, lim) in zip(axes, panels):
         z = metrics[key].T  # rows: tau_h, columns: tau_lp
         vmin, vmax = lim if lim else (float(z.min()), float(z.max()) if z.max() > z.min() else float(z.min()) + 1e-3)
@@ -563,7 +563,7 @@ def plot_escalation(tau_lp: np.ndarray, tau_h: np.ndarray, metrics: dict[str, np
         if paper_pairs is not None:
             ax.plot(paper_pairs["tau_lp"], paper_pairs["tau_h"], "o", ms=8, mfc="none", mec="cyan", mew=2,
                     label="the paper's sweep (Table 5)")
-        ax.set(xlabel="tau_lp  (uncertain if exp(LP_min) < tau_lp)", ylabel="tau_h  (uncertain if H_max > tau_h, nats)",
+        ax.set(xlabel="tau_lp\n(uncertain if exp(LP_min) < tau_lp)", ylabel="tau_h  (unsure if H_max > tau_h, nats)",
                title=title)
         ax.legend(loc="upper left", fontsize="small")
     return fig
@@ -576,7 +576,7 @@ def plot_sweep_vs_paper(table: pd.DataFrame, ours_label: str = "this run", n: in
     import matplotlib.pyplot as plt
     from matplotlib.ticker import PercentFormatter
 
-    fig, axes = plt.subplots(1, 3, figsize=(17, 5.2), gridspec_kw={"wspace": 0.28})
+    fig, axes = plt.subplots(1, 3, figsize=(MAX_WIDTH_IN, 4.6), gridspec_kw={"wspace": 0.45})
     x = table["tau_lp"]
     first = f"tau_lp = {x.iloc[0]:g}"
     paper_name = "paper" + (f" ({table.attrs['model']}, {table.attrs['dataset']})" if table.attrs.get("model") else "")
@@ -613,7 +613,7 @@ def plot_split(chains: Chains, tau_lp: np.ndarray, tau_h: np.ndarray, check: Spl
     import matplotlib.pyplot as plt
 
     a, b, ga, gb = _half_sweeps(chains, np.asarray(tau_lp, float), np.asarray(tau_h, float), check.seed)
-    fig, axes = plt.subplots(1, 2, figsize=(16, 6), gridspec_kw={"width_ratios": [1.5, 1], "wspace": 0.22})
+    fig, axes = plt.subplots(1, 2, figsize=(MAX_WIDTH_IN, 5.6), gridspec_kw={"width_ratios": [1.5, 1], "wspace": 0.25})
     ax = axes[0]
     both = pd.concat([ga, gb])["avg_tokens"]
     right = float(both.max()) * 1.15  # a front keeps its best accuracy at every larger budget: run it to the edge
@@ -674,7 +674,9 @@ def describe_frontier(grid: pd.DataFrame, policies: pd.DataFrame, oracle: pd.Dat
         f"tokens; always interact: {pct(full['accuracy'], 1)} (strict {pct(full['accuracy_strict'], 1)}) at "
         f"{full['avg_tokens']:,.0f} tokens ({full['avg_tokens'] / solo['avg_tokens']:.1f}x). Over the "
         f"{len(effects) - 1} supporter stages the leader fixes {int(last['fixed_vs_leader'])} of its wrong first "
-        f"answers and breaks {int(last['broken_vs_leader'])} of its right ones (section 5.4 breaks this down).")
+        f"answers and breaks {int(last['broken_vs_leader'])} of its right ones; stage by stage, against the stage "
+        "before: " + "; ".join(f"stage {int(r.stage)} fixes {int(r.fixed_vs_previous)}, breaks {int(r.broken_vs_previous)}"
+                               for r in effects.iloc[1:].itertuples()) + ".")
     at = oracle[oracle["avg_tokens"] <= default["avg_tokens"] + 1e-9]["accuracy"].max()
     gap = at - default["accuracy"]
     recover = max(0.0, solo["accuracy"] - default["accuracy"]) if solo["avg_tokens"] <= default["avg_tokens"] else 0.0
@@ -814,8 +816,8 @@ def plot_frontier_by_model(frontiers: Mapping[str, dict], logx: bool = True, tit
     import matplotlib.pyplot as plt
     from matplotlib.ticker import PercentFormatter
 
-    fig, axes = plt.subplots(1, len(frontiers), figsize=(9 * len(frontiers), 7.8), squeeze=False,
-                             gridspec_kw={"wspace": 0.12})
+    fig, axes = plt.subplots(1, len(frontiers), figsize=(MAX_WIDTH_IN, 7.2 if len(frontiers) == 1 else 6.6),
+                             squeeze=False, gridspec_kw={"wspace": 0.12})
     cloud = None
     for ax, (name, f) in zip(axes[0], frontiers.items()):
         cloud = draw_frontier(ax, f["grid"], f["policies"], f["oracle"], colorbar=False, logx=logx,
@@ -834,9 +836,9 @@ def plot_frontier_by_model(frontiers: Mapping[str, dict], logx: bool = True, tit
     for ax, f in zip(axes[0], frontiers.values()):  # now that the scales and the layout are final
         label_points(ax, _frontier_points(f["policies"]), f["oracle"])
     handles, labels = axes[0, 0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.45, 0.0), ncol=2, fontsize="medium",
+    fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.45, 0.0), ncol=2, fontsize="small",
                frameon=False)
-    fig.suptitle(title or "Accuracy vs tokens by model: LASE threshold pairs replayed, with each model's oracle",
+    fig.suptitle(title or "Accuracy vs tokens by model: threshold pairs replayed, each with its oracle",
                  fontweight="bold", fontsize="x-large")
     return fig
 
