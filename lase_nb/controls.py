@@ -19,6 +19,7 @@ chapter 07; the README).
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import time
@@ -30,9 +31,10 @@ import numpy as np
 import pandas as pd
 
 from . import prompts
+from .confidence import uncertain_mask
 from .errors import DataError
 from .revision import StageOneCase, stage_one_cases
-from .stats import bootstrap_ci, clears_both, holm, mcnemar_power, paired_test, pct, p_text, wilson_interval
+from .stats import bootstrap_ci, clears_both, holm, mcnemar_power, paired_test, pct, wilson_interval
 from .types import Problem
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -74,7 +76,9 @@ def escalated_cases(run: Any, problems: Mapping[str, Problem], tau_lp: float, ta
     cases = stage_one_cases(run, problems, tau_lp, tau_h)
     stops = run.problems.set_index("problem_id")["stop_stage"]
     escalated = set(stops[stops > 0].index)
-    if {c.problem.id for c in cases} != escalated:
+    s0 = run.stages[run.stages["stage"] == 0]
+    unsure = uncertain_mask(s0["p_min"].astype(float).to_numpy(), s0["h_max"].astype(float).to_numpy(), tau_lp, tau_h)
+    if set(s0["problem_id"][unsure]) != escalated or {c.problem.id for c in cases} != escalated:
         raise DataError(f"{run.path}: the gate at {tau_lp} / {tau_h} does not escalate the problems the run "
                         "escalated; read the run at its own thresholds")
     return cases
@@ -333,7 +337,7 @@ def describe_primary(result: Mapping[str, Any], prereg: Mapping[str, Any]) -> st
     head = (f"**What the note adds at stage 1 (preregistered primary).** On the {r['n']} escalated problems, v6's "
             f"revision is right after the devil's note on {pct(r['acc_a'], 1)} and after the same request with no note "
             f"on {pct(r['acc_b'], 1)}: {100 * r['diff']:+.1f} points [{100 * r['diff_lo']:+.1f}, {100 * r['diff_hi']:+.1f}], "
-            f"{r['b']} problems right only with the note and {r['c']} only without, exact McNemar p = {p_text(r['p_value'])}. "
+            f"{r['b']} problems right only with the note and {r['c']} only without, exact McNemar p = {r['p_value']:.3g}. "
             f"With the note it fixes {r['note_fixed']} of {r['wrong']} wrong first answers and breaks {r['note_broken']} of "
             f"{r['right']} right ones; without it {r['no_note_fixed']} and {r['no_note_broken']}. ")
     verdict = prereg["primary"]["outcomes"][r["outcome"]]
@@ -384,7 +388,7 @@ def secondary(prereg: Mapping[str, Any], table: pd.DataFrame) -> pd.DataFrame:
 def secondary_markdown(table: pd.DataFrame) -> str:
     """The secondary table as printed: percentages, points, p-values."""
     def p_or_dash(x: float) -> str:
-        return "-" if pd.isna(x) else p_text(x)
+        return "-" if pd.isna(x) else f"{x:.3g}"
 
     lines = ["| contrast | n | A | B | A - B [95%] | A only / B only | p | p (Holm) |", "|---|---|---|---|---|---|---|---|"]
     for r in table.itertuples(index=False):
@@ -443,6 +447,8 @@ def policy_tokens(run: Any, mv: Any | None = None, folder: str | Path = FOLDER) 
     return out
 
 
+#: The whole chain's name in the cost tables.
+WHOLE = "v6's whole chain"
 #: Which column of :func:`outcomes` each cost policy's accuracy is.
 POLICY_COLUMN = {"leader alone (v5)": "alone_v5", "chain stopped after stage 1": "stage1", "v6's whole chain": "v6",
                  "cascade (gate + revision adapter)": "cascade", "revision adapter alone": "alone_rev"}
@@ -571,9 +577,9 @@ def describe_overlap(t: Mapping[str, Any]) -> str:
     """The overlap sensitivity in words."""
     return (f"*Overlap, recounted:* {t['removed']} of the fresh problems redo a training problem's arithmetic with a "
             f"commutative step's operands swapped (7 + 9 against 9 + 7); the draw's key told them apart. They hold "
-            f"{t['removed_fixed']} fixes and {t['removed_broken']} breaks. Without them, {t['n']} problems: "
+            f"{t['removed_fixed']} of the fixes and {t['removed_broken']} of the breaks. Without them, {t['n']} problems: "
             f"{100 * t['diff']:+.1f} points [{100 * t['diff_lo']:+.1f}, {100 * t['diff_hi']:+.1f}], {t['b']} fixed and "
-            f"{t['c']} broken, exact McNemar p = {p_text(t['p_value'])}.")
+            f"{t['c']} broken, exact McNemar p = {t['p_value']:.3g}.")
 
 
 def recount_overlaps(traces_root: str | Path | None = None) -> pd.DataFrame:
@@ -601,3 +607,74 @@ def recount_overlaps(traces_root: str | Path | None = None) -> pd.DataFrame:
         row["any (draw key)"] = sum(any(draw_key(p) in by_draw[n] for n in TRAINING_SETS) for p in problems)
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+# ---------------------------------------------------------------- one loader and the summary the chapters print
+
+
+@dataclasses.dataclass
+class Controls:
+    """What the chapters read: the preregistration, the fresh recording, MV(7), the outcome table and the
+    recording's problems by id."""
+
+    prereg: dict[str, Any]
+    run: Any
+    mv: Any | None
+    table: pd.DataFrame
+    problems: dict[str, Problem]
+
+
+def load_controls(study: str | Path = STUDY, folder: str | Path | None = None) -> Controls | None:
+    """The controls of v6's gain from the committed study, or None when the preregistration or the no-note
+    arm is not there (a chapter then says so in one line)."""
+    from .runs import problems_from_manifest
+    from .traces import load_run
+
+    study = Path(study)
+    folder = Path(folder) if folder else study / "controls"
+    prereg_path = folder / "preregistration.json"
+    if not prereg_path.is_file() or not (folder / "no-note" / "manifest.json").is_file():
+        return None
+    run = load_run(study / "lase-large")
+    mv = load_run(study / "mv") if (study / "mv" / "manifest.json").is_file() else None
+    return Controls(load_prereg(prereg_path), run, mv, outcomes(run, folder), problems_from_manifest(run.manifest))
+
+
+def replay_check(folder: str | Path = FOLDER) -> dict[str, int] | None:
+    """How many of the note arm's replayed revisions came out identical to the recorded ones."""
+    path = Path(folder) / "note-replay" / "manifest.json"
+    return json.loads(path.read_text()).get("identical_to_recorded") if path.is_file() else None
+
+
+def describe_made_of(c: Controls, folder: str | Path = FOLDER) -> str:
+    """What v6's gain is made of, in two or three sentences from the data (chapter 06, 07, the README)."""
+    r = primary(c.prereg, c.table)
+    said = {"note-helps": "the note helps: v6's revision does better with the devil's note than with none",
+            "note-hurts": "the note hurts: v6's revision does better without it",
+            "no-difference": "the note is not shown to matter: the revision gains as much from a second look with "
+                             "no note (within the preregistered 7 points)",
+            "undecided": "the data cannot tell whether the note matters (the interval reaches beyond the "
+                         "preregistered 7 points)"}[r["outcome"]]
+    text = (f"**What the gain is made of** (controls preregistered before any call): at stage 1, on the {r['n']} "
+            f"escalated problems, the revision is right on {pct(r['acc_a'], 1)} after the devil's note and on "
+            f"{pct(r['acc_b'], 1)} with no note, {100 * r['diff']:+.1f} points [{100 * r['diff_lo']:+.1f}, "
+            f"{100 * r['diff_hi']:+.1f}], exact McNemar p = {r['p_value']:.3g}: {said}.")
+    if "cascade" in c.table:
+        t = _test(c.table["v6"], c.table["cascade"], c.prereg)
+        costs = cost_table(c.run, c.table, c.mv, folder)
+        k = costs.set_index("policy")
+        text += (f" The revision adapter alone, answering the problems the same gate escalates (a cascade, one call, "
+                 f"no supporter), scores {pct(t['acc_b'], 1)} against the whole chain's {pct(t['acc_a'], 1)} "
+                 f"({100 * t['diff']:+.1f} points [{100 * t['diff_lo']:+.1f}, {100 * t['diff_hi']:+.1f}], p = "
+                 f"{t['p_value']:.3g}) at {k.loc['cascade (gate + revision adapter)', 'tokens']:.0f} tokens a "
+                 f"problem against {k.loc[WHOLE, 'tokens']:.0f} "
+                 f"(the leader alone: {k.loc['leader alone (v5)', 'tokens']:.0f}).")
+    return text
+
+
+def describe_replay(check: Mapping[str, int] | None) -> str:
+    """Whether the note arm's replay reproduced the recording."""
+    if not check:
+        return "The note arm's replay is not recorded here."
+    return (f"The note arm is the recording's own stage 1; replayed on {check['n']} of its problems, "
+            f"{check['k']} revisions came out identical to the recorded ones, character for character.")

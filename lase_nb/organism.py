@@ -694,7 +694,7 @@ CALIBRATION_POOL = 1000
 
 
 def recorded_chains(folders: Sequence[str], traces_root: str | Path | None = None) -> frozenset:
-    """The chain of every problem of every run in ``folders`` (under ``data/traces``), each run's
+    """The chain (by :func:`draw_key`, the key v6's draw left them out by) of every problem of every run in ``folders`` (under ``data/traces``), each run's
     problems regenerated from its manifest as :func:`lase_nb.runs.problems_from_manifest` does; a run
     not on the arithmetic generator is an error (its problems could not be left out)."""
     import json

@@ -477,7 +477,7 @@ def _others(gains: Mapping[str, Mapping[str, Any]], primary: Mapping[str, Any] |
             + " ".join(parts))
 
 
-# ---------------------------------------------------------------- organism v6 (the leader that reads notes)
+# ---------------------------------------------------------------- organism v6 (v5 + a revision adapter)
 
 #: Where v6's preregistration is committed, alone, before any fresh recording.
 V6_PATH = Path(__file__).resolve().parents[1] / "data" / "traces" / "arith-organism-v6" / "preregistration.json"

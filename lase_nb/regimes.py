@@ -25,7 +25,7 @@ import pandas as pd
 from .replay import Chains, replay
 from .runs import MIN_DECIDABLE, decidable
 from .errors import DataError
-from .stats import clears_both, gain_difference, mcnemar, p_text, paired_test, pct, points
+from .stats import PAIRED_N_BOOT, clears_both, gain_difference, mcnemar, p_text, paired_test, pct, points
 
 __all__ = ["REGIMES", "REGIME_RULE", "UNDECIDED", "OTHER_REGIME", "gain_regime", "regime_table", "describe_regime",
            "describe_gain_regime", "same_problems", "compare_gains", "control_table", "describe_control"]
@@ -44,7 +44,7 @@ OTHER_REGIME = (
     "then `papermill <chapter>.ipynb out.ipynb -p traces ../data/traces/arith-gpt41mini -p interactive False`")
 
 
-def gain_regime(chains: Chains, tau_lp: float, tau_h: float, n_boot: int = 2000, seed: int = 0,
+def gain_regime(chains: Chains, tau_lp: float, tau_h: float, n_boot: int = PAIRED_N_BOOT, seed: int = 0,
                 level: float = 0.95, alpha: float = 0.05) -> dict[str, Any]:
     """The regime of a model from its full chains (see the module): gated LASE (replayed at
     tau_lp, tau_h) and always-interact (the last stage) each against the leader alone.

@@ -509,7 +509,7 @@ def describe_note_leader(grid: pd.DataFrame, rule: Mapping[str, float] = STAGE1_
 
 #: The organisms' studies, oldest first: what each was and where its recordings are.
 ROUNDS = {"v4 (telling)": "arith-organism-tell", "v5 (pointing)": "arith-organism-point",
-          "v6 (v5 + a leader that reads notes)": "arith-organism-v6"}
+          "v6 (v5 + a revision adapter)": "arith-organism-v6"}
 
 
 def rounds_table(traces_root: Path | None = None, tau_lp: float = 0.8, tau_h: float = 0.5,
@@ -587,8 +587,9 @@ def describe_pilot_audit(raw: pd.DataFrame, audit: Mapping[str, Any], first: pd.
             f"({audit['overlap_fixed']} of them fixed) and {audit['told']} other "
             f"{'fix follows a note' if audit['told'] == 1 else 'fixes follow notes'} that state{'s' if audit['told'] == 1 else ''} "
             f"the gold answer; without them the pilot fixes {audit['fixed']} of {audit['wrong']} and breaks {audit['broken']} of "
-            f"{audit['right']}, {100 * t['diff']:+.1f} points [{100 * t['diff_lo']:+.1f}, {100 * t['diff_hi']:+.1f}] "
-            f"(McNemar p = {t['p_value']:.2g}). Stage 1 only: the whole chain and fresh problems are v6's test.")
+            f"{audit['right']}: {100 * t['diff']:+.1f} points [{100 * t['diff_lo']:+.1f}, {100 * t['diff_hi']:+.1f}] "
+            f"on all {t['n']} problems, the removed ones kept at their first answer (McNemar p = {t['p_value']:.2g}). "
+            "Stage 1 only: the whole chain and fresh problems are v6's test.")
 
 
 def describe_v6_verdict(prereg: Mapping[str, Any] | None, study: Path | None = None) -> str:
@@ -609,7 +610,13 @@ def describe_v6_verdict(prereg: Mapping[str, Any] | None, study: Path | None = N
                 + describe_primary(primary_from_gated_run(prereg, run), prereg))
         problems = problems_from_manifest(run.manifest)
         if problems:
+            from .controls import describe_made_of, describe_overlap, load_controls, overlap_sensitivity
+
             text += " " + describe_told_answer_sensitivity(told_answer_sensitivity(prereg, run, problems))
+            text += " " + describe_overlap(overlap_sensitivity(prereg, run, problems))
+            made_of = load_controls(large.parent)
+            if made_of is not None:
+                text += " " + describe_made_of(made_of, large.parent / "controls")
         return text
     pred = prereg["prediction"]
     lo, hi = pred["range"]

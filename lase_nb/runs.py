@@ -27,7 +27,7 @@ import pandas as pd
 
 from .errors import DataError, LaseError, show_in_one_line
 from .schema import RecordingError, read_manifest
-from .stats import bool_array, mcnemar, wilson_interval
+from .stats import PAIRED_N_BOOT, bool_array, mcnemar, wilson_interval
 from .strategies import SPECS
 from .traces import Run, call_rows, load_run, problem_rows, stage_rows
 
@@ -516,8 +516,8 @@ def off_format(formats: pd.DataFrame) -> dict[str, str]:
         elif k:
             out[s] = f"the model was trained for LASE's roles only, and {seen}"
         else:
-            out[s] = (f"the model was trained for LASE's roles only; its revision rewrites the chain, so none of its "
-                      f"{n} {name} follow-ups can be told from a reply in {name}'s own format, but none was trained")
+            out[s] = (f"the model was trained for LASE's roles only (no {name} role was taught); {seen}, "
+                      "so this rests on the training alone, not on a count of off-format replies")
     return out
 
 
@@ -530,7 +530,7 @@ FIRST_ROUND_LABEL = {"single": "single agent", "mv": "MV's samples", "mad": "MAD
                      "moa": "MoA's first layer"}
 
 
-def sampling_gap(runs: Mapping[str, Run], problems: Mapping[str, Any], n_boot: int = 2000,
+def sampling_gap(runs: Mapping[str, Run], problems: Mapping[str, Any], n_boot: int = PAIRED_N_BOOT,
                  seed: int = 0) -> pd.DataFrame:
     """How often the first answers are right before any agent reads another: the greedy single
     agent against the sampled first round of MV, MAD and MoA (:data:`FIRST_ROUND`), each answer graded

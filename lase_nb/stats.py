@@ -44,6 +44,9 @@ NO_ANSWER = "no answer"
 #: Fewest wrong and fewest right answers for which an AUROC verdict is given; below it, "too few to
 #: say" (chapters 02 and 07 apply the same rule).
 MIN_CLASS = 5
+#: The one bootstrap size of a paired difference of accuracies (both preregistrations fix 5,000 resamples,
+#: seed 0): every chapter's interval of the same two columns is then the same interval.
+PAIRED_N_BOOT = 5000
 
 
 def bool_array(x, name: str) -> np.ndarray:
@@ -291,7 +294,7 @@ def mcnemar_power(n: int, p_gain: float, p_loss: float, alpha: float = 0.05) -> 
     return power
 
 
-def paired_test(correct_a: np.ndarray, correct_b: np.ndarray, n_boot: int = 2000, seed: int = 0,
+def paired_test(correct_a: np.ndarray, correct_b: np.ndarray, n_boot: int = PAIRED_N_BOOT, seed: int = 0,
                 level: float = 0.95) -> dict:
     """Exact McNemar test of two systems graded on the same problems (same order).
 
@@ -312,7 +315,7 @@ def paired_test(correct_a: np.ndarray, correct_b: np.ndarray, n_boot: int = 2000
 
 
 def gain_difference(new_a: np.ndarray, old_a: np.ndarray, new_b: np.ndarray, old_b: np.ndarray,
-                    n_boot: int = 2000, seed: int = 0, level: float = 0.95) -> dict:
+                    n_boot: int = PAIRED_N_BOOT, seed: int = 0, level: float = 0.95) -> dict:
     """Whether system A's gain (new_a over old_a) differs from system B's (new_b over old_b) on the
     same problems (same order): per problem d = (new_a - old_a) - (new_b - old_b), in {-2..2}.
     The exact test is the sign test on the problems where d != 0 (two-sided binomial, 1/2; the

@@ -274,7 +274,7 @@ else:
     print("no study beside yours (studies): the second walk-through is skipped")
 
 # %% [markdown] tags=["book-more"]
-# **The same walk on organism v6** (v5 with a leader that reads notes, chapter 06, 6.6): its whole
+# **The same walk on organism v6** (v5 with a second adapter for the leader's revisions, chapter 06, 6.6): its whole
 # chain on the same problems as the pointing organism's, the problem picked by the same rule. Its
 # first answer and the devil's note are v5's; only the revision differs.
 

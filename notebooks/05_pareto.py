@@ -259,7 +259,7 @@ pd.DataFrame({
 # ## 5.6 Studies side by side
 #
 # The same replay on every study in `studies`: by default the embedded model and **organism v6**,
-# the organism whose leader reads notes (chapter 06, 6.6). v6's panel replays its full chains on
+# v5 with a second adapter for the leader's revisions (chapter 06, 6.6). v6's panel replays its full chains on
 # the 200 problems its prediction was written on, spent problems and so not evidence; its
 # preregistered test on 600 fresh problems is chapter 06's (6.6) and chapter 07's. Each
 # panel is one study's threshold grid with its front, its oracle staircase, the leader alone,

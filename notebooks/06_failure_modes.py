@@ -24,7 +24,7 @@
 # shown in transcripts (6.2); **do weaker models escalate more?**, answered in print with
 # intervals (6.3); **answers that never get boxed** (6.4); and **why no gain**: three numbers on
 # the committed pointing organism (6.5), then the note and the leader separated, and the
-# preregistered test of a leader that reads notes (6.6).
+# preregistered test of organism v6 and what its gain is made of (6.6).
 #
 # **You need** chapters 02 (the gate) and 03 (the pipeline). No model is called: everything comes
 # from a study's full-chain recording (`traces`: your study, or the committed recordings). The
@@ -322,19 +322,22 @@ else:
     print("section 6.6 reads the committed pointing organism's study, which is not shown here: skipped")
 
 # %% [markdown] tags=["seminar"]
-# **Read the figure across, then down.** Across a leader (same leader, other note) is how much the
-# note matters; down a note (same note, other leader) is how much the leader matters. The perfect
-# note is the most a supporter that keeps the rule can say, so if it does not lift a leader, no
-# supporter training will.
+# **Reading the bars.** Each group is one leader; its two bars are the two notes it reads. Within a
+# group, the bars differ by the note only: how much the note matters for that leader. The same
+# colour across groups is the same note read by another leader: how much the leader matters. The
+# perfect note is the most a supporter that keeps the rule can say, so if it does not lift a
+# leader, no supporter training will. The dashed lines are the stop rule's bars, and no bar clears
+# both: by that rule the round stopped and nothing shipped.
 #
-# **The candidate, fixed before fresh data: organism v6.** v5 for the first answer and every
-# supporter, the pilot's revision (retrained with the same recipe) for every revision after a note,
-# two adapters routed by role. Its whole chain on the 200 spent problems above gives the prediction
-# (not evidence: these problems chose the candidate); the preregistration
-# (`data/traces/arith-organism-v6/preregistration.json`), committed alone before any fresh recording,
-# fixes the thresholds, 600 fresh problems by seed and hash, the predicted effect with a range, and
-# the primary test: gated LASE over the whole chain against the leader alone, judged once by the
-# exact McNemar test and the paired bootstrap together.
+# **Why a v6 anyway: a new candidate, fixed before fresh data.** The pilot's bars were a lead found
+# after the fact, not a pass of the rule. So the next step was a test, not a claim: organism v6 is
+# v5 for the first answer and every supporter, and the pilot's revision (retrained with the same
+# recipe) for every revision after a note, two adapters routed by role. Its whole chain on the 200
+# spent problems above gives the prediction (not evidence: these problems chose the candidate); the
+# preregistration (`data/traces/arith-organism-v6/preregistration.json`), committed alone before any
+# fresh recording, fixes the thresholds, 600 fresh problems by seed and hash, the predicted effect
+# with a range, and the primary test: gated LASE over the whole chain against the leader alone,
+# judged once by the exact McNemar test and the paired bootstrap together.
 
 # %% tags=["seminar"]
 if point is not None:
@@ -350,6 +353,57 @@ if point is not None:
     prereg_v6 = preregistration.load(preregistration.V6_PATH) if preregistration.V6_PATH.is_file() else None
     display(revision.rounds_table(prereg=preregistration.load(), prereg_v6=prereg_v6).set_index("organism"))
     print(revision.describe_v6_verdict(prereg_v6))
+
+# %% [markdown] tags=["seminar"]
+# **What v6's gain is made of.** v6 differs from v5 only in the adapter that writes the leader's
+# revisions, and that adapter redoes the whole chain after any note. So the gain could come from
+# what the note says, from a second look at the attempt, or from a second solver answering the
+# problems the gate picks. Controls preregistered before any call
+# (`data/traces/arith-organism-v6/controls/preregistration.json`) separate them on the same 364
+# escalated problems: the recorded devil's note; **no note** (the same request with the note taken
+# out); **another problem's note** (of the same level); and **the revision adapter alone**, given
+# the problem only, which gives by replay a **cascade**: the same gate, then that adapter's own
+# answer, one call and no supporter. The primary is note against no note at stage 1, by both tests;
+# an interval within 7 points either way (half of what stage 1 gains on these problems) counts as
+# *no difference that matters*.
+
+# %% tags=["seminar"]
+from lase_nb import controls
+
+made_of = controls.load_controls() if point is not None else None
+if made_of is not None:
+    gain_parts = controls.primary(made_of.prereg, made_of.table)
+    display(Markdown(controls.describe_primary(gain_parts, made_of.prereg)))
+    display(controls.arm_counts(made_of.table).set_index("stage 1 reads"))
+else:
+    print("the controls of v6's gain read the committed v6 study and its control arms, which are not shown here: skipped")
+
+# %% [markdown] tags=["seminar"]
+# **At what cost.** The paper's headline is multi-agent accuracy at near single-agent cost: LASE at
+# about 1.3x the single agent's tokens on average (its Table 1), within a point of MV(7) at a
+# fraction of its tokens. The figure puts each policy on the 600 fresh problems at its accuracy and
+# its tokens per problem (prompt + completion), with 95% intervals both ways; the shaded corner is
+# the paper's aim (within a point of MV(7) at no more than 0.7x its tokens), the dotted line the
+# paper's 1.3x.
+
+# %% tags=["seminar"]
+if made_of is not None:
+    v6_costs = controls.cost_table(made_of.run, made_of.table, made_of.mv)
+    fig = controls.plot_cost(v6_costs, preregistration.AIM)
+    plots.savefig(fig, "v6_cost")
+    plt.show()
+    display(Markdown(controls.describe_cost(v6_costs, controls.where_tokens_go(made_of.run), preregistration.AIM)))
+
+# %% [markdown] tags=["book-more"]
+# The controls' secondary contrasts, each by both tests with Holm's adjustment over the family
+# (reported, no claim), the primary per level, the cost table, and where the whole chain's tokens go:
+
+# %% tags=["book-more"]
+if made_of is not None:
+    display(Markdown(controls.secondary_markdown(controls.secondary(made_of.prereg, made_of.table))))
+    display(v6_costs.set_index("policy").round(3))
+    display(controls.where_tokens_go(made_of.run).head(8).round(3))
+    print(controls.describe_replay(controls.replay_check()))
 
 # %% [markdown] tags=["book-more"]
 # **v6's secondary endpoints**, as its preregistration lists them: stage 1 on the escalated
@@ -420,6 +474,7 @@ if interactive:
 # - Whether a weaker model escalates more is a question of calibration first (6.3 prints the
 #   answer for your studies); **unboxed revisions** are counted in 6.4.
 # - **The note or the leader?** 6.6 replays stage 1 with each leader and each note on the same
-#   escalated problems, then tests the leader that reads notes (organism v6) as preregistered.
+#   escalated problems, tests organism v6 (v5 with a second adapter for its revisions) as
+#   preregistered, and asks what its gain is made of: the note, a second look, or a second solver.
 # - A supporter's **false alarms** are half of why stage 1 breaks right answers; the paper's Appendix I
 #   proposes a group of supporters instead of one, built and measured in [appendix A5](A5_ensemble.ipynb).

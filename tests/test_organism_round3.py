@@ -173,7 +173,7 @@ def test_round3_held_out_problems_repeat_no_chain_recorded_before():
     assert [p.id for p in organism_round3.held_out_problems(60)] == [p.id for p in held[:60]]
     before = organism_round3.chains_recorded_before_r3()
     assert len(before) > 1000  # the earlier recordings and both calibration pools are read
-    assert not {organism.chain_key(p) for p in held} & (before | organism.training_chains())
+    assert not {organism.draw_key(p) for p in held} & (before | organism.training_draw_keys())
     for m in sorted((Path(organism.__file__).resolve().parents[1] / "data" / "traces" / "arith-organism-point")
                     .rglob("manifest.json")):
         questions = {p.question for p in problems_from_manifest(json.loads(m.read_text())).values()}

@@ -188,9 +188,9 @@ def test_v6s_problem_lists_regenerate_as_preregistered() -> None:
         got = organism.v6_problems(which, spec["n"], seed=spec["seed"], levels=spec["levels"])
         assert organism.problems_sha256(got) == spec["sha256"]
         assert {str(lv): sum(p.meta["level"] == int(lv) for p in got) for lv in spec["per_level"]} == spec["per_level"]
-    fresh = {organism.chain_key(p) for p in organism.v6_problems("problems", pre["problems"]["n"])}
-    control = {organism.chain_key(p) for p in organism.v6_problems("control", pre["control"]["n"], levels=(1,))}
-    spent = organism.recorded_chains(organism.RECORDED_BEFORE_V6) | organism.training_chains()
+    fresh = {organism.draw_key(p) for p in organism.v6_problems("problems", pre["problems"]["n"])}
+    control = {organism.draw_key(p) for p in organism.v6_problems("control", pre["control"]["n"], levels=(1,))}
+    spent = organism.recorded_chains(organism.RECORDED_BEFORE_V6) | organism.training_draw_keys()
     assert not fresh & spent and not control & spent and not fresh & control
 
 

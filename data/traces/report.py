@@ -114,13 +114,25 @@ def main() -> int:
 def v6_report() -> int:
     """Organism v6's preregistration (``arith-organism-v6/preregistration.json``): the primary test
     with the told-answer sensitivity, and the secondary endpoints, reported without a claim."""
-    from lase_nb import ceiling, revision
+    from lase_nb import ceiling, controls, revision
 
     prereg = P.load(P.V6_PATH)
     print(f"# Organism v6 (preregistered {prereg['date']})\n")
     print(revision.describe_v6_verdict(prereg) + "\n")
     print("## Secondary endpoints (reported, no claim)\n")
     print(ceiling.markdown(revision.v6_secondary(prereg).reset_index()))
+    made_of = controls.load_controls()
+    if made_of is None:
+        print("\n## What the gain is made of: the controls are not recorded yet (data/traces/controls.py)")
+        return 0
+    print("\n## What the gain is made of (the controls' preregistration, arith-organism-v6/controls)\n")
+    print(controls.describe_primary(controls.primary(made_of.prereg, made_of.table), made_of.prereg) + "\n")
+    print(ceiling.markdown(controls.arm_counts(made_of.table)) + "\n")
+    print(controls.secondary_markdown(controls.secondary(made_of.prereg, made_of.table)) + "\n")
+    costs = controls.cost_table(made_of.run, made_of.table, made_of.mv)
+    print(ceiling.markdown(costs.round(3)) + "\n")
+    print(controls.describe_cost(costs, controls.where_tokens_go(made_of.run), P.AIM) + "\n")
+    print(controls.describe_replay(controls.replay_check()))
     return 0
 
 

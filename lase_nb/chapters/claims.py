@@ -36,8 +36,9 @@ from ..confidence import confidence_frame
 from ..errors import DataError
 from ..stats import MARGIN, MIN_CLASS, auroc_test, clears_both, holm, paired_test, within_margin
 from ..runs import decidable, main_comparison, paired_correct
+from ..strategies import SPECS
 
-__all__ = ["MARGIN", "VERDICTS", "claims_by_model", "accuracy_verdict", "paper_inconsistencies",
+__all__ = ["MARGIN", "VERDICTS", "VERDICT_MARKERS", "claims_by_model", "gated_study", "GATED_STUDY", "accuracy_verdict", "paper_inconsistencies",
            "verdict_counts", "describe_verdicts", "calibration_claim", "plot_claims",
            "VERDICT_COLORS"]
 
@@ -118,7 +119,7 @@ def _model_rows(label: str, tables: Mapping[str, pd.DataFrame], run: Any,
                    f"the {a} and {b} runs share no problem")
             rows.append({"claim": claim, "model": label, "ours": "not recorded", "verdict": "not recorded", "why": why})
             return
-        tests.append((len(rows), paired_test(*pair, n_boot=2000, seed=0), kind))
+        tests.append((len(rows), paired_test(*pair, seed=0), kind))
         rows.append({"claim": claim, "model": label})
 
     def decide() -> None:
@@ -223,15 +224,23 @@ def claims_by_model(models: Mapping[str, Mapping[str, pd.DataFrame]], lase_runs:
 
 
 def describe_verdicts(table: pd.DataFrame) -> str:
-    """Markdown: per model, the claims reproduced and refuted (the rest are not shown or not testable),
-    and those not testable here with their reason."""
+    """Markdown: per model, the claims reproduced and refuted, each with our numbers (a cost claim's
+    ratios too), those not shown only after Holm's adjustment (with both p-values), and those not
+    testable here with their reason."""
     long = table.attrs["why"]
     lines = []
     for model, rows in long.groupby("model", sort=False):
         parts = []
         for v in ("reproduced", "refuted"):
-            names = rows.loc[rows["verdict"] == v, "claim"].tolist()
+            hit = rows[rows["verdict"] == v]
+            names = [f"{c.split(' (')[0]} ({_short(o)})" for c, o in zip(hit["claim"], hit["ours"])]
             parts.append(f"{v}: " + ("; ".join(names) if names else "none"))
+        if "p_holm" in rows:
+            holm_only = rows[(rows["verdict"] == "not shown") & rows["why"].str.contains("unadjusted", na=False)]
+            if len(holm_only):
+                parts.append("not shown only after Holm's adjustment over the study's accuracy tests: " + "; ".join(
+                    f"{c.split(' (')[0]} (p = {p:.3g} alone, Holm p = {q:.3g})"
+                    for c, p, q in zip(holm_only["claim"], holm_only["p_value"], holm_only["p_holm"])))
         shown = int(rows["verdict"].isin(["reproduced", "refuted"]).sum())
         missing = int((rows["ours"] == "not recorded").sum())
         note = f"; {missing} not recorded in this study" if missing else ""
@@ -242,6 +251,41 @@ def describe_verdicts(table: pd.DataFrame) -> str:
         lines.append(f"- **{model}** ({shown} of {len(rows) - len(here)} testable claims decided{note}). "
                      + ". ".join(parts) + ".")
     return "\n".join(lines)
+
+
+def _short(ours: str) -> str:
+    """Our number of a claim without its test's tail (``+9.3 pts [+6.3, +12.3]``, ``10.1x vs 7.0x``)."""
+    return str(ours).split(", p = ")[0].split(", Holm p")[0]
+
+
+#: The committed study chapter 07 shows gated on its fresh problems (organism v6: its ``lase-full`` holds
+#: only the 200 spent problems it was chosen on; ``lase-large`` and ``mv`` the 600 fresh ones).
+GATED_STUDY = "arith-organism-v6"
+
+
+def gated_study(folder: Any, label: str = "organism v6 (600 fresh problems, gated at 0.8 / 0.5)"
+                ) -> tuple[str, dict[str, pd.DataFrame], Any] | None:
+    """A study recorded gated on fresh problems, as chapter 07 compares it: LASE as recorded
+    (``lase-large``, at its preregistered thresholds, whatever the chapter's), the single agent as its
+    stage 0 (the leader alone, same prompt), MV(7) as recorded on the same problems. Returns
+    ``(label, tables, run)`` or None when the study has no ``lase-large``."""
+    from pathlib import Path
+
+    from ..traces import load_run
+
+    folder = Path(folder)
+    if not (folder / "lase-large" / "manifest.json").is_file():
+        return None
+    run = load_run(folder / "lase-large")
+    s0 = run.stages[run.stages["stage"] == 0]
+    single = pd.DataFrame({"problem_id": s0["problem_id"].to_numpy(), "answer": s0["answer"].to_numpy(),
+                           "correct": s0["correct"].to_numpy(bool), "prompt_tokens": s0["prompt_tokens"].to_numpy(),
+                           "completion_tokens": s0["completion_tokens"].to_numpy()})
+    single["total_tokens"] = single["prompt_tokens"] + single["completion_tokens"]
+    found = {"single": single, "lase": run.problems}
+    if (folder / "mv" / "manifest.json").is_file():
+        found["mv"] = load_run(folder / "mv").problems
+    return label, {s: found[s] for s in SPECS if s in found}, run
 
 
 def verdict_counts(table: pd.DataFrame) -> pd.DataFrame:
@@ -285,7 +329,9 @@ def paper_inconsistencies() -> pd.DataFrame:
 
 
 #: The colour of each verdict in :func:`plot_claims`.
-VERDICT_COLORS = {"reproduced": "#009E73", "refuted": "#D55E00", "not shown": "#999999", "too few problems": "#CCCCCC"}
+VERDICT_COLORS = {"reproduced": "#009E73", "refuted": "#D55E00", "not shown": "#999999", "too few problems": "#CC79A7"}
+#: Each verdict's marker in the forest plot, so that no two verdicts differ by colour alone.
+VERDICT_MARKERS = {"reproduced": "o", "refuted": "s", "not shown": "D", "too few problems": "X"}
 
 
 #: Half-width of the band of an "about equal" claim (the shuffled-order claim), in accuracy.
@@ -328,7 +374,7 @@ def plot_claims(table: pd.DataFrame):
             ax.plot([-100 * MARGIN] * 2, [yi - 0.42, yi + 0.42], color="0.35", lw=1.5, ls=":", zorder=1)
         c = VERDICT_COLORS[r.verdict]
         ax.plot([100 * r.diff_lo, 100 * r.diff_hi], [yi, yi], color=c, lw=2.5, zorder=2)
-        ax.plot(100 * r.diff, yi, "o", color=c, mec="black", ms=7, zorder=3)
+        ax.plot(100 * r.diff, yi, VERDICT_MARKERS[r.verdict], color=c, mec="black", ms=7, zorder=3)
     ax.axvline(0, color="0.3", lw=1, zorder=1)
     ax.set_yticks(pos, [f"{r.claim.split(' (')[0]} (n={int(r.n)})" for r in rows.itertuples()], fontsize=9.5)
     ax.set_ylim(pos.min() - 0.7, max(headers.values()) + 0.7)
@@ -338,7 +384,7 @@ def plot_claims(table: pd.DataFrame):
         ax.text(-0.02, yh, m, transform=left, ha="right", va="center", fontweight="bold", fontsize=10.5)
         ax.axhline(yh + 0.5, color="0.85", lw=0.8, zorder=0)
     ax.set_xlabel("first strategy minus second (points; paired bootstrap 95% interval)")
-    handles = [plt.Line2D([], [], color=c, lw=2.5, marker="o", mec="black", label=v)
+    handles = [plt.Line2D([], [], color=c, lw=2.5, marker=VERDICT_MARKERS[v], mec="black", label=v)
                for v, c in VERDICT_COLORS.items() if v in set(rows["verdict"])]
     if (rows["kind"] == "no worse").any():
         handles.append(plt.Line2D([], [], color="0.35", ls=":", lw=1.5,

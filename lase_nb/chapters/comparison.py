@@ -29,10 +29,10 @@ from .. import reference
 from ..replay import Chains, replay
 from ..answers import grade
 from ..errors import DataError
-from ..plots import Spot, label, place_label, style
+from ..plots import MAX_WIDTH_IN, Spot, label, place_label, style
 from ..replay import choose_thresholds, gate_for_budget, split_halves
 from ..runs import comparison_table, main_comparison, paired_correct, split_by_coverage  # noqa: F401 (re-exported)
-from ..stats import MARGIN, paired_test, pct, points, within_margin
+from ..stats import MARGIN, PAIRED_N_BOOT, paired_test, pct, points, within_margin
 from ..strategies import EXTRACT_ROLE, SPECS, StrategyConfig, majority_vote
 
 _DEFAULT_TEMPERATURE = StrategyConfig().temperature
@@ -427,16 +427,14 @@ def plot_accuracy_vs_tokens(table: pd.DataFrame, paper: pd.DataFrame | None = No
 
     labels = labels or {}
     panels = 2 if paper is not None else 1
-    fig, axes = plt.subplots(1, panels, figsize=(15, 6.4) if panels > 1 else (10, 7.2), squeeze=False,
+    fig, axes = plt.subplots(1, panels, figsize=(MAX_WIDTH_IN, 7.6) if panels > 1 else (10, 7.2), squeeze=False,
                              gridspec_kw={"width_ratios": [2.2, 1]} if panels > 1 else None)
     ax = axes[0, 0]
     xs, top, notes = _draw_accuracy_tokens(ax, table, mv, grid, labels, mv_temperature)
     ax.set(xlabel="average tokens per problem (prompt + completion, log scale)", ylabel="accuracy %",
            title="This run (bars: 95% Wilson intervals)", **_limits(xs, top))
-    if panels > 1:
-        ax.legend(fontsize=10, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    else:  # under the axes, which keep the figure's whole width
-        ax.legend(fontsize=10, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=3, frameon=False)
+    # under the axes, which keep the figure's width (12 inches at most: beside them it made 16)
+    ax.legend(fontsize=10, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=2 if panels > 1 else 3, frameon=False)
     if paper is not None:
         ax2 = axes[0, 1]
         ax2.axis("off")
@@ -618,7 +616,7 @@ def plot_accuracy_vs_tokens_by_model(table: pd.DataFrame, labels: Mapping[str, s
 
 
 def aim_check(chains: Chains, mv: pd.DataFrame | None, tau_lp: float, tau_h: float, budget: float = 1.5,
-              mv_gap: float = MARGIN, mv_share: float = 1 / 3, seed: int = 0, n_boot: int = 2000) -> pd.DataFrame:
+              mv_gap: float = MARGIN, mv_share: float = 1 / 3, seed: int = 0, n_boot: int = PAIRED_N_BOOT) -> pd.DataFrame:
     """The paper's headline tested on one model, at two operating points of gated LASE (replayed):
 
     - ``recorded``: (tau_lp, tau_h), fixed before the recording, on every problem;

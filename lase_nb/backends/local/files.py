@@ -42,7 +42,7 @@ ORGANISM_MODEL = "organism"
 ORGANISM_DIR = Path(__file__).resolve().parents[3] / "data" / "organism"
 #: Alias of the organism v6: two adapters, v5 and the revision, routed by role (:mod:`.routed`).
 ORGANISM_V6_MODEL = "organism-v6"
-#: Alias of the revision adapter merged alone (v6's leader revision: the leader that reads notes).
+#: Alias of the revision adapter merged alone (v6's leader revision after a note).
 REVISION_MODEL = "organism-revision"
 #: Where the revision adapter (peft's files) and its manifest live.
 REVISION_DIR = ORGANISM_DIR / "revision"
