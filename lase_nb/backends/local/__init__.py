@@ -10,7 +10,8 @@ A package in parts, each readable alone:
 * :mod:`.decoding`: a request's decoding state, next-token choice with its statistics,
   detokenisation and stops;
 * :mod:`.scheduler`: continuous batching of ready requests (and the lockstep fallback);
-* :mod:`.backend`: :class:`LocalBackend`, the public API, prompt encoding;
+* :mod:`.backend`: :class:`LocalBackend`, the public API, prompt encoding, the device it runs on
+  (:func:`resolve_device`: ``cpu`` by default, ``cuda``, ``cuda:N``, ``mps``, ``auto``);
 * :mod:`.routed`: :class:`RoutedBackend`, several models behind one backend, each call routed by its
   role and stage (the organism v6: v5 and the revision adapter); :func:`open_local` opens either.
 
@@ -57,7 +58,7 @@ What a :class:`~lase_nb.types.Generation` from this backend means:
 
 from __future__ import annotations
 
-from .backend import LocalBackend
+from .backend import CUDA_HINT, DEVICES, LocalBackend, resolve_device
 from .decoding import Row
 from .files import (
     AUTO_NATIVE_BF16,
@@ -92,7 +93,7 @@ from .prefix_store import PREFIX_CACHE_MIB, PrefixStore
 from .routed import RoutedBackend, open_local, v6_route
 
 __all__ = [
-    "AUTO_NATIVE_BF16", "DTYPES", "native_bf16", "resolve_dtype",
+    "AUTO_NATIVE_BF16", "DTYPES", "native_bf16", "resolve_dtype", "CUDA_HINT", "DEVICES", "resolve_device",
     "DEFAULT_CACHE_NAME", "DEFAULT_MODEL", "GGUF_FILENAME", "GGUF_PACKAGE", "MARKER", "ORGANISM_MODEL",
     "PREFIX_CACHE_MIB", "LoadedModel", "LocalBackend", "PrefixStore", "Row", "convert_gguf",
     "default_gguf_path", "default_model_dir", "is_converted", "load_model", "merge_adapter",

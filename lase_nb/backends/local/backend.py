@@ -22,6 +22,47 @@ from .scheduler import Scheduler
 _END_OF_TURN = ("<|im_end|>", "<|endoftext|>", "<|eot_id|>", "<|end|>", "<end_of_turn>", "</s>")
 
 
+#: What ``--device`` takes: the CPU (the default), a CUDA GPU (``cuda`` is the first, ``cuda:N`` the
+#: N-th), Apple's GPU, or ``auto`` (the first GPU torch can use, else the CPU).
+DEVICES = ("cpu", "cuda", "cuda:N", "mps", "auto")
+
+#: How to put a CUDA build of torch in place of the CPU pin (docs/your_model.md).
+CUDA_HINT = ("install a CUDA build of torch in place of the CPU pin: `make setup TORCH_SPEC=\"torch==2.13.0 "
+             "--index-url https://download.pytorch.org/whl/cu126\"` (docs/your_model.md)")
+
+
+def resolve_device(device: str | None = "cpu") -> str:
+    """The torch device a local model runs on: ``cpu`` (also for None), ``cuda`` / ``cuda:N``,
+    ``mps``, or for ``auto`` the first of CUDA, MPS and the CPU that this torch can use. A GPU this
+    torch cannot reach is one line naming what is missing and the fix (:data:`CUDA_HINT`)."""
+    import torch
+
+    name = "cpu" if device is None else str(device).strip().lower()
+    if name == "auto":
+        if torch.cuda.is_available():
+            return "cuda"
+        mps = getattr(torch.backends, "mps", None)
+        return "mps" if mps is not None and mps.is_available() else "cpu"
+    if name == "cpu":
+        return name
+    if name == "mps":
+        mps = getattr(torch.backends, "mps", None)
+        if mps is None or not mps.is_available():
+            raise ConfigError("--device mps: this torch cannot reach an Apple GPU (torch.backends.mps.is_available() "
+                              "is False); use --device cpu")
+        return name
+    if name == "cuda" or (name.startswith("cuda:") and name[5:].isdigit()):
+        if not torch.cuda.is_available():
+            build = f"torch {torch.__version__}" + (", a CPU-only build" if torch.version.cuda is None else "")
+            raise ConfigError(f"--device {name}: this torch sees no CUDA GPU ({build}); {CUDA_HINT}, or use --device cpu")
+        count = torch.cuda.device_count()
+        if name != "cuda" and int(name[5:]) >= count:
+            raise ConfigError(f"--device {name}: this machine has {count} CUDA GPU{'' if count == 1 else 's'} "
+                              f"(cuda:0 to cuda:{count - 1})")
+        return name
+    raise ConfigError(f"unknown device {device!r}; use one of {', '.join(DEVICES)}")
+
+
 def cpu_threads(threads: int | None = None) -> int:
     """The CPU threads torch gets: ``threads`` when given, else ``OMP_NUM_THREADS`` when set (the
     usual way to share a machine), else every core."""
@@ -51,6 +92,9 @@ class LocalBackend(Scheduler):
     cores; see :func:`cpu_threads`). ``dtype`` is the weights' number format: ``float32``,
     ``bfloat16`` (refused on a CPU without native support) or ``auto`` (see
     :func:`~lase_nb.backends.local.files.resolve_dtype`); the call cache keys bfloat16 calls apart.
+    ``device`` is where the weights, the KV caches and every forward pass live (:func:`resolve_device`:
+    ``cpu``, ``cuda``, ``cuda:N``, ``mps`` or ``auto``); token statistics and sampling are read on
+    the CPU whatever it is (:mod:`.decoding`).
     """
 
     name = "local"
@@ -65,11 +109,11 @@ class LocalBackend(Scheduler):
 
         torch.set_num_threads(n_threads)
         self.model = str(model)
-        self.device = device
+        self.device = resolve_device(device)
         self.max_batch = max_batch
         #: the weights' number format, resolved (``auto`` is never left here)
-        self.dtype = resolve_dtype(dtype, device, emulated_ok=emulated_ok)
-        self._loaded = load_model(resolve_model_path(self.model), device, dtype=self.dtype)
+        self.dtype = resolve_dtype(dtype, self.device, emulated_ok=emulated_ok)
+        self._loaded = load_model(resolve_model_path(self.model), self.device, dtype=self.dtype)
         self.path = self._loaded.path
         self._tok = self._loaded.tokenizer
         self._lm = self._loaded.model
@@ -90,7 +134,7 @@ class LocalBackend(Scheduler):
 
     def __repr__(self) -> str:
         return (f"LocalBackend(model={self.model!r}, path='{self.path}', max_batch={self.max_batch}, "
-                f"dtype={self.dtype!r})")
+                f"dtype={self.dtype!r}, device={self.device!r})")
 
     def model_files(self) -> dict[str, Any]:
         """What a manifest says about the weights: the folder and, for the organism, its adapter."""
