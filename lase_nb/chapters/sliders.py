@@ -39,7 +39,7 @@ import numpy as np
 import pandas as pd
 
 from ..replay import Chains, operating_point, stop_stages, sweep
-from ..plots import CHOSEN_COLOR, style
+from ..plots import CHOSEN_COLOR, MAX_WIDTH_IN, style
 from ..widgets import TEXT_CLASS, note_html
 from .pareto import _frontier_points, draw_frontier, label_points, oracle_frontier, policy_points, threshold_axes
 
@@ -186,7 +186,7 @@ class FrontierView:
 
 def small_multiples(chains: Chains, pairs: Sequence[tuple[float, float]] = STRICT_TO_LAX, *,
                     grid: pd.DataFrame | None = None, baselines: pd.DataFrame | None = None, grid_size: int = 41,
-                    ncols: int = 3, title: str | None = None):
+                    ncols: int = 2, title: str | None = None):
     """The slider panel frozen at several (tau_lp, tau_h) pairs, for pages where widgets do not run:
     one small panel per pair, each :func:`draw_view` with the star placed by :func:`place_star`,
     titled with the panel's numbers (:func:`point_caption`). Returns the matplotlib figure."""
@@ -198,7 +198,7 @@ def small_multiples(chains: Chains, pairs: Sequence[tuple[float, float]] = STRIC
     if grid is None:
         grid = sweep(chains, *threshold_axes(chains, grid_size))
     nrows = -(-len(pairs) // ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(5.6 * ncols, 5.2 * nrows), squeeze=False, sharex=True,
+    fig, axes = plt.subplots(nrows, ncols, figsize=(min(MAX_WIDTH_IN, 5.6 * ncols), 4.6 * nrows), squeeze=False, sharex=True,
                              sharey=True, gridspec_kw={"hspace": 0.5, "wspace": 0.06, "right": 0.9})
     top, bottom = fig.subplotpars.top, fig.subplotpars.bottom
     cax = fig.add_axes((0.915, bottom, 0.012, top - bottom))
