@@ -753,7 +753,7 @@ def describe_escalation(esc: pd.DataFrame, cost: pd.DataFrame, paper: dict[str, 
                     "sure when it fails (chapter 02 measures how far it is). ")
     swept = (f" (the paper's threshold sweep on GPT-4.1-mini escalated {pct(paper['escalation_min'])} to "
              f"{pct(paper['escalation_max'])})") if "escalation_min" in paper else ""
-    out += (f"Over all levels the gate escalates {pct(allrow['escalation_rate'])} of the problems{swept}, and LASE spends {callrow['multiplier']:.1f}x the solo tokens "
+    out += (f"Over all {'levels' if len(lv) else 'problems'} the gate escalates {pct(allrow['escalation_rate'])} of the problems{swept}, and LASE spends {callrow['multiplier']:.1f}x the solo tokens "
             f"(paper: {paper['multiplier_gpt41mini']:.1f}x on GPT-4.1-mini, {paper['multiplier_llama3_8b']:.1f}x "
             f"on Llama-3-8B).")
     esc_only = cost.iloc[-1]
