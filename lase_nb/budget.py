@@ -479,7 +479,7 @@ def path_cells(chapters: Sequence[Path | Mapping[str, Any]]) -> list[PathCell]:
     return out
 
 
-def _said(cell: Mapping[str, Any]) -> str:
+def said_text(cell: Mapping[str, Any]) -> str:
     """What a lecturer says or shows of a cell in words: a markdown cell's text, a code cell's
     printed and displayed text (HTML tags dropped; transcripts, the model's own words, left out)."""
     if cell.get("cell_type") == "markdown":
@@ -556,7 +556,7 @@ def first_uses(chapters: Sequence[Path | Mapping[str, Any]], terms: Sequence[Ter
     """The first use of each of ``terms`` on the seminar path (:func:`path_cells`, in order), and
     whether it is defined there: the cell of its first use lies in a section of the term's
     ``where`` (the path's first mention is its definition). A term the path never uses is left out."""
-    cells = [(pc, _said(pc.cell)) for pc in path_cells(chapters)]
+    cells = [(pc, said_text(pc.cell)) for pc in path_cells(chapters)]
     out = []
     for term in terms:
         rx = re.compile(term.pattern)

@@ -207,3 +207,60 @@ def test_no_page_points_the_reader_to_a_place_only_the_book_has():
              for cell in jupytext.read(nb).cells if cell.cell_type == "markdown"
              for m in place.finditer(cell.source)]
     assert not found, found
+
+
+# --------------------------------------------------------------------------------------------
+# the seminar path: a reference on it points to what the path shows (issue 67, items 2 and 4)
+# --------------------------------------------------------------------------------------------
+
+CORE = {ch: p for ch, p in chapter_files().items() if ch[0].isdigit()}
+#: Chapters whose path still points off the path, left to the path cuts of issue 67 (item 2), which
+#: rewrite them: the test of each is an expected failure until then (take it off this list then).
+PATH_XREFS_PENDING = {"03": "3.4 points to the walk of 3.2, which the path does not present"}
+
+
+@cache
+def path_sections() -> frozenset[str]:
+    """Every section the seminar path presents (:func:`lase_nb.budget.seminar_sections`)."""
+    from lase_nb.budget import seminar_sections
+
+    return frozenset(s for p in CORE.values() for s in seminar_sections(p))
+
+
+def off_path(texts: list[str], rel: str, chapter: str) -> list[Ref]:
+    """The references in ``texts`` (what seminar cells say) to a numbered section the path does not
+    present. A whole chapter or appendix may be named (the seminar pages link every full chapter);
+    a section sends the lecturer to a page the seminar does not show."""
+    out = []
+    for text in texts:
+        commented = "\n".join("# " + line for line in text.splitlines())  # read as a source's comments
+        for r in references_in(commented, rel, chapter, True):
+            section = r.target.split(":")[-1]
+            if re.fullmatch(r"(?:\d|A\d)\.\d+", section) and section not in path_sections():
+                out.append(r)
+    return out
+
+
+def test_the_path_reference_checker_flags_a_section_off_the_path():
+    assert "5.2" in path_sections() and "5.4" in path_sections() and "5.3" not in path_sections()
+    found = off_path(["The sweep (section 5.4) and the maps (section 5.3)."], "x", "05")
+    assert [r.target for r in found] == ["5.3"]
+    assert not off_path(["Chapter 02 measures it; see 5.2 and appendix A1."], "x", "05")
+
+
+@pytest.mark.parametrize("chapter", sorted(CORE), ids=str)
+def test_the_seminar_path_points_only_to_what_it_shows(chapter: str):
+    """The markdown of every seminar cell names no section the seminar path leaves out (issue 67:
+    "1.3's title assumes 1.2", "the 5.4 page has no breakdown"). The executed pages' printed
+    sentences are checked by the slow tier (``tests/test_notebooks.py``)."""
+    import jupytext
+
+    from lase_nb.budget import SEMINAR
+
+    if chapter in PATH_XREFS_PENDING:
+        pytest.xfail(PATH_XREFS_PENDING[chapter])
+    cells = [c.source for c in jupytext.read(CORE[chapter]).cells
+             if c.cell_type == "markdown" and SEMINAR in c.metadata.get("tags", [])]
+    bad = off_path(cells, CORE[chapter].name, chapter)
+    assert not bad, "the seminar path points to sections it does not present:\n" + \
+        "\n".join(f"  {r.file}: {r.text!r} -> {r.target}" for r in bad)
