@@ -108,7 +108,7 @@ def main() -> int:
 
 def print_summary(rows: pd.DataFrame) -> None:
     """Print the summary table and the stop rule's verdict (chapter 06 shows both from the same
-    functions; the README tells the story in three sentences, :func:`lase_nb.revision.readme_summary`)."""
+    functions; the README tells the story in three sentences, :func:`lase_nb.controls.readme_summary`)."""
     print(ceiling.markdown(ceiling.summary(rows)), ceiling.verdict(rows), sep="\n\n")
 
 

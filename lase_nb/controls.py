@@ -484,8 +484,23 @@ def where_tokens_go(run: Any) -> pd.DataFrame:
     return g.sort_values("all", ascending=False).reset_index()
 
 
-def describe_cost(costs: pd.DataFrame, where: pd.DataFrame, aim: Mapping[str, float]) -> str:
-    """Where the tokens go and what would reach the paper's aim, from the tables."""
+def why_multiple(run: Any) -> dict[str, float]:
+    """What makes gated LASE's token multiple: the share of problems escalated, and an escalated problem's
+    tokens in leader-alone units (its prompt and completion tokens over the mean leader-alone problem's)."""
+    p = run.problems
+    s0 = run.stages[run.stages["stage"] == 0]
+    lead = float((s0["prompt_tokens"] + s0["completion_tokens"]).mean())
+    esc = p[p["stop_stage"] > 0]
+    return {"escalated": float(len(esc) / len(p)), "leader_tokens": lead,
+            "leader_completion": float(s0["completion_tokens"].mean()),
+            "per_escalated": float(esc["total_tokens"].mean() / lead) if len(esc) else float("nan"),
+            "stages_per_escalated": float(esc["stop_stage"].mean()) if len(esc) else float("nan")}
+
+
+def describe_cost(costs: pd.DataFrame, where: pd.DataFrame, aim: Mapping[str, float],
+                  why: Mapping[str, float] | None = None) -> str:
+    """Where the tokens go, why our multiple is not the paper's, and what would reach the paper's aim,
+    from the tables (``why``: :func:`why_multiple`)."""
     c = costs.set_index("policy")
     lead = c.loc["leader alone (v5)", "tokens"]
     v6 = c.loc["v6's whole chain"]
@@ -500,6 +515,14 @@ def describe_cost(costs: pd.DataFrame, where: pd.DataFrame, aim: Mapping[str, fl
             f"{PAPER_LASE_MULTIPLE}x the single agent. The largest parts: " + "; ".join(parts) + ". "
             f"Stages 2-3 take {100 * stage_share[stage_share.index >= 2].sum():.0f}% of the tokens, prompts "
             f"{100 * prompt_share:.0f}% (each call re-reads the problem, the attempt and the notes). ")
+    if why is not None:
+        text += (f"**Why not 1.3x.** The multiple is the escalation rate times what an escalation costs: here "
+                 f"{100 * why['escalated']:.0f}% of problems escalate, and an escalated problem costs "
+                 f"{why['per_escalated']:.0f} leader answers ({why['stages_per_escalated']:.1f} stages on average), "
+                 f"because our leader's answer is short ({why['leader_completion']:.0f} completion tokens) while each "
+                 "stage re-reads the problem, the attempt and the note. The paper's single agent spends 0.3k-1.6k "
+                 "tokens a problem (its Table 1), so a stage's re-reading weighs far less against it, and it escalates "
+                 "a fifth to two fifths of problems (21-43% in its Table 5, GPT-4.1-mini on MATH-500). ")
     if "MV(7) over v5" in c.index:
         mv = c.loc["MV(7) over v5"]
         budget = aim["token_ratio"] * mv["tokens"]
@@ -678,3 +701,66 @@ def describe_replay(check: Mapping[str, int] | None) -> str:
         return "The note arm's replay is not recorded here."
     return (f"The note arm is the recording's own stage 1; replayed on {check['n']} of its problems, "
             f"{check['k']} revisions came out identical to the recorded ones, character for character.")
+
+
+# ---------------------------------------------------------------- the verdict with what the gain is made of, and the README
+
+
+def describe_v6(prereg_v6: Mapping[str, Any] | None, study: str | Path | None = None, made_of: bool = True) -> str:
+    """v6's preregistered verdict (:func:`lase_nb.revision.describe_v6_verdict`), the overlap recount
+    (:func:`describe_overlap`) and, with ``made_of``, what the gain is made of (:func:`describe_made_of`,
+    when the controls are recorded)."""
+    from .revision import describe_v6_verdict
+    from .runs import problems_from_manifest
+    from .traces import load_run
+
+    study = Path(study) if study else STUDY
+    text = describe_v6_verdict(prereg_v6, study)
+    large = study / "lase-large"
+    if prereg_v6 is None or not (large / "manifest.json").is_file():
+        return text
+    run = load_run(large)
+    problems = problems_from_manifest(run.manifest)
+    if problems:
+        text += " " + describe_overlap(overlap_sensitivity(prereg_v6, run, problems))
+    found = load_controls(study) if made_of else None
+    if found is not None:
+        text += " " + describe_made_of(found, study / "controls")
+    return text
+
+
+def readme_summary(prereg: Mapping[str, Any], prereg_v6: Mapping[str, Any] | None,
+                   traces_root: Path | None = None) -> str:
+    """The README's three sentences on why no gain so far and the test that could show one, from the
+    committed data: v5's preregistered test, the note and the leader separated at stage 1, and v6's
+    verdict or what stands in its way, with what its gain is made of (:func:`describe_v6`)."""
+    from .ceiling import load_rows
+    from .preregistration import primary_from_gated_run
+    from .revision import V6_STUDY, decomposition_sources, note_leader_grid
+    from .runs import problems_from_manifest
+    from .traces import load_run
+
+    root = Path(traces_root) if traces_root else V6_STUDY.parent
+    p = primary_from_gated_run(prereg, load_run(root / "arith-organism-point" / "lase-large"))
+    run = load_run(root / "arith-organism-point" / "lase-full")
+    grid = note_leader_grid(decomposition_sources(run, problems_from_manifest(run.manifest), load_rows(),
+                                                  prereg["thresholds"]["tau_lp"], prereg["thresholds"]["tau_h"]))
+    g = grid.set_index(["leader", "note"])["fixed"]
+    own, perfect = "v5's own devil note", "a perfect note"
+    wrong = int(grid["wrong"].iloc[0])
+    first = (f"On the pointing organism (v5), gated LASE against the leader alone on {p['n']} fresh problems, as "
+             f"preregistered: {100 * p['diff']:+.1f} points [{100 * p['diff_lo']:+.1f}, {100 * p['diff_hi']:+.1f}], "
+             f"{'claimed' if p['claimed'] else 'not claimed'}.")
+    second = (f"Replaying its first stage on the {wrong} escalated wrong answers separates the note from the leader: "
+              f"v5's revision fixes {g[('v5', own)]} after its own devil's note and "
+              f"{g[('v5', perfect)]} after a perfect one; a revision trained to read notes fixes "
+              f"{g[('pilot', own)]} after the same notes (found after the fact).")
+    return f"{first} {second} {describe_v6(prereg_v6, root / 'arith-organism-v6')}"
+
+
+def write_readme_summary(readme: Path) -> None:
+    """Write :func:`readme_summary` between the README's ``v6`` markers."""
+    from .ceiling import write_between_markers
+    from .preregistration import V6_PATH, load
+
+    write_between_markers(readme, "v6", readme_summary(load(), load(V6_PATH) if V6_PATH.is_file() else None))

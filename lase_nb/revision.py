@@ -496,14 +496,15 @@ def note_leader_grid(sources: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
 
 def describe_note_leader(grid: pd.DataFrame, rule: Mapping[str, float] = STAGE1_RULE) -> str:
     """The figure in words, from its rows: per leader, what a perfect note adds over its own devil's
-    note, and per note, what the trained leader adds over v5; each cell against the stop rule."""
+    note, and per note, what the trained leader adds over v5; each cell against the round's bar
+    (:data:`STAGE1_RULE`, not LASE's early stop)."""
     g = grid.set_index(["leader", "note"])
     cells = []
     for (leader, note), r in g.iterrows():
         ok = r["fixed"] >= rule["fix"] * r["wrong"] and r["broken"] <= rule["break_"] * r["right"]
         cells.append(f"{leader} reading {note} fixes {r['fixed']} of {r['wrong']} and breaks {r['broken']} of "
-                     f"{r['right']} ({'meets' if ok else 'misses'} the stop rule)")
-    return ("On the same escalated problems: " + "; ".join(cells) + f". The stop rule: at least {rule['fix']:.0%} of "
+                     f"{r['right']} ({'meets' if ok else 'misses'} the round's bar)")
+    return ("On the same escalated problems: " + "; ".join(cells) + f". The round's bar: at least {rule['fix']:.0%} of "
             f"the escalated wrong first answers fixed and at most {rule['break_']:.0%} of the escalated right ones broken.")
 
 
@@ -595,7 +596,8 @@ def describe_pilot_audit(raw: pd.DataFrame, audit: Mapping[str, Any], first: pd.
 def describe_v6_verdict(prereg: Mapping[str, Any] | None, study: Path | None = None) -> str:
     """v6's preregistered verdict (with the sensitivity analysis that sets aside the problems whose
     notes state the answer), or what stands in its way: no preregistration yet, or no fresh
-    recording yet (then the prediction and the test's power, as fixed)."""
+    recording yet (then the prediction and the test's power, as fixed). :func:`lase_nb.controls.describe_v6`
+    adds the overlap recount and what the gain is made of."""
     from .preregistration import (describe_primary, describe_told_answer_sensitivity, primary_from_gated_run,
                                   told_answer_sensitivity)
     from .runs import problems_from_manifest
@@ -610,54 +612,13 @@ def describe_v6_verdict(prereg: Mapping[str, Any] | None, study: Path | None = N
                 + describe_primary(primary_from_gated_run(prereg, run), prereg))
         problems = problems_from_manifest(run.manifest)
         if problems:
-            from .controls import describe_made_of, describe_overlap, load_controls, overlap_sensitivity
-
             text += " " + describe_told_answer_sensitivity(told_answer_sensitivity(prereg, run, problems))
-            text += " " + describe_overlap(overlap_sensitivity(prereg, run, problems))
-            made_of = load_controls(large.parent)
-            if made_of is not None:
-                text += " " + describe_made_of(made_of, large.parent / "controls")
         return text
     pred = prereg["prediction"]
     lo, hi = pred["range"]
     return (f"Organism v6's preregistration was committed on {prereg['date']} before any fresh recording: predicted "
             f"{100 * pred['effect']:+.1f} points ({100 * lo:+.1f} to {100 * hi:+.1f}), power {pred['power']:.0%} on "
             f"{prereg['problems']['n']} fresh problems. The fresh recordings are not made yet: no verdict.")
-
-
-def readme_summary(prereg: Mapping[str, Any], prereg_v6: Mapping[str, Any] | None,
-                   traces_root: Path | None = None) -> str:
-    """The README's three sentences on why no gain so far and the test that could show one, from the
-    committed data: v5's preregistered test, the note and the leader separated at stage 1, and v6's
-    verdict or what stands in its way (:func:`describe_v6_verdict`)."""
-    from .ceiling import load_rows
-    from .preregistration import primary_from_gated_run
-    from .runs import problems_from_manifest
-    from .traces import load_run
-
-    root = Path(traces_root) if traces_root else V6_STUDY.parent
-    p = primary_from_gated_run(prereg, load_run(root / "arith-organism-point" / "lase-large"))
-    run = load_run(root / "arith-organism-point" / "lase-full")
-    grid = note_leader_grid(decomposition_sources(run, problems_from_manifest(run.manifest), load_rows(),
-                                                  prereg["thresholds"]["tau_lp"], prereg["thresholds"]["tau_h"]))
-    g = grid.set_index(["leader", "note"])["fixed"]
-    own, perfect = "v5's own devil note", "a perfect note"
-    wrong = int(grid["wrong"].iloc[0])
-    first = (f"On the pointing organism (v5), gated LASE against the leader alone on {p['n']} fresh problems, as "
-             f"preregistered: {100 * p['diff']:+.1f} points [{100 * p['diff_lo']:+.1f}, {100 * p['diff_hi']:+.1f}], "
-             f"{'claimed' if p['claimed'] else 'not claimed'}.")
-    second = (f"Replaying its first stage on the {wrong} escalated wrong answers separates the note from the leader: "
-              f"v5's revision fixes {g[('v5', own)]} after its own devil's note and "
-              f"{g[('v5', perfect)]} after a perfect one; a revision trained to read notes fixes "
-              f"{g[('pilot', own)]} after the same notes (found after the fact).")
-    return f"{first} {second} {describe_v6_verdict(prereg_v6, root / 'arith-organism-v6')}"
-
-
-def write_readme_summary(readme: Path) -> None:
-    """Write :func:`readme_summary` between the README's ``v6`` markers."""
-    from .preregistration import V6_PATH, load
-
-    write_between_markers(readme, "v6", readme_summary(load(), load(V6_PATH) if V6_PATH.is_file() else None))
 
 
 def agrees_with_replay(run: Any, rows: pd.DataFrame, stage: int = 1) -> dict[str, int]:

@@ -209,13 +209,20 @@ display(dist, per_stage, pipeline.gate_reads(chains), pipeline.outcome_flips(cha
 # %% [markdown] tags=["seminar"]
 # ## 3.4 Three regimes, and where each model sits
 #
+# **The organisms.** The embedded model is too weak to review anything, so the collection trains
+# its own: a *model organism* is the same 135M model with a small adapter (LoRA) trained on
+# arithmetic word problems to play LASE's roles, never on the problems it is tested on. Its
+# versions differ in how a supporter speaks: **v4 tells** (its notes often state the right value),
+# **v5 points** (a note names the failing step and how to check it, never the answer, as the paper's
+# rule asks), and **v6** is v5 with a second adapter for the leader's revisions.
+#
 # One recording answers two questions, each by a paired test against the leader alone on the same
 # problems: does **gated LASE** gain, and does **always-interact** (every stage forced) lose? The
 # answers name the regime, printed under the table with its rule; the rest of the collection uses
 # these names. These gains are on each recording's own problems (organism v6's: the 200 it was
-# chosen on); each organism's preregistered test, on further held-out problems, is in chapter 07,
-# which sets the numbers side by side. **Predict, then run.** The organisms were trained to review; the embedded model was not.
-# Which regime do you expect for each?
+# chosen on). v5 and v6 each also had a preregistered test on further fresh problems (chapter 06,
+# 6.6, and chapter 07); v4 had none (it was held out by seed only). **Predict, then run.** The
+# organisms were trained to review; the embedded model was not. Which regime do you expect for each?
 
 # %% tags=["seminar"]
 both = run_store.load_studies(shown, ["lase"], require=["lase"])
@@ -245,7 +252,7 @@ for control in controls:
     display(regimes.control_table(same, *labels))
     display(Markdown(regimes.describe_control(same, *labels)))
 
-# %% [markdown] tags=["seminar"]
+# %% [markdown] tags=["book-more"]
 # **The mechanism, on the pointing organism.** The same walk as 3.2, on the problem picked by rule
 # (`correct_seeds.pick_fix`): the first whose leader was wrong alone, where a note it read holds a
 # correct seed (appendix A1) and LASE ends right, a fix by the paper's rule taken first. Watch two
@@ -253,7 +260,7 @@ for control in controls:
 # the leader read before its answer changed (the transcript, to LASE's stop). The embedded model's
 # walk in 3.2 is the contrast.
 
-# %% tags=["seminar"]
+# %% tags=["book-more"]
 org = shown[1].label if len(shown) > 1 else None  # the first study beside yours (the pointing organism by default)
 if org in both:
     o_run, o_chains = both[org]["lase"], model_chains[org]

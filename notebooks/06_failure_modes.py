@@ -51,7 +51,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from IPython.display import HTML, Markdown, display
 
-from lase_nb import ceiling, confidence, plots, preregistration, revision, widgets
+from lase_nb import ceiling, confidence, controls, plots, preregistration, revision, widgets
 from lase_nb import runs as run_store
 from lase_nb.chapters import failures
 from lase_nb.replay import summarize
@@ -94,10 +94,14 @@ ce.set_index("problem_id")[["answer", "p_min", "h_max", "later_right", "final_co
 # %% [markdown] tags=["seminar"]
 # **How to read the figure.** Both axes measure the distance from certainty on a log scale; bottom
 # right is the most confident. The line above says whether escalating the confident errors
-# anyway would have helped. **A confident error, found by hand**: the stage-0 rows the gate
-# accepts that are wrong, most confident first, checked against `failures.confident_errors`:
+# anyway would have helped.
 
-# %% tags=["seminar"]
+# %% [markdown] tags=["book-more"]
+# **A confident error, found by hand**: the stage-0 rows the gate accepts that are wrong, most
+# confident first, checked against `failures.confident_errors`. In the chain printed last, a stage
+# whose revision wrote no answer has no confidence (NaN; section 6.4 counts them).
+
+# %% tags=["book-more"]
 st = lase.stages
 lead = st[st["stage"] == 0].set_index("problem_id")
 p, h = lead["p_min"].astype(float), lead["h_max"].astype(float)
@@ -114,10 +118,10 @@ if len(by_hand):
           f"exp(LP_min) = {by_hand['p_min'].iloc[0]:.3f}, H_max = {by_hand['h_max'].iloc[0]:.3f} nats")
     print(chain[["stage", "supporter", "answer", "correct", "p_min", "h_max"]].to_string(index=False))
 
-# %% [markdown] tags=["seminar"]
+# %% [markdown] tags=["book-more"]
 # The most confident of them, as the leader wrote them:
 
-# %% tags=["seminar"]
+# %% tags=["book-more"]
 for r in ce.head(n_examples).itertuples():
     display(HTML(failures.render_answer(lase, r.problem_id, 0, problems.get(r.problem_id), max_chars)))
 
@@ -263,8 +267,8 @@ for r in unboxed.head(1).itertuples():
 # The committed pointing organism is the instructive case: its supporters were trained to do what
 # the paper asks of them. **Does gated LASE gain on it, and if not, why?** Three numbers, each from
 # its recordings (`failures.why_no_gain`): whether **the gate separates** (AUROC), whether **the
-# notes point and keep the rule**, and **fixes against breaks on the preregistered test**; then two
-# short exchanges, one pointer acted on and one not. It runs only when that committed study is shown.
+# notes point and keep the rule**, and **fixes against breaks on the preregistered test**. It runs
+# only when that committed study is shown.
 
 # %% tags=["seminar"]
 point = next((s for s in shown if s.committed and s.path.name == "arith-organism-point"), None)
@@ -274,35 +278,32 @@ if point is not None:
     why = failures.why_no_gain(org_run, org_problems, preregistration.load(),
                                load_runs(point.path, ["lase-large"]).get("lase-large"))
     display(Markdown(failures.describe_why_no_gain(why, point.label)))
-    for title, (pid, stage) in why["examples"].items():
-        display(Markdown(f"**{title}** ({pid}, stage {stage}):"))
-        display(HTML(failures.render_exchange(org_run, pid, stage, org_problems.get(pid), 320)))
 else:
     print("section 6.5 reads the committed preregistered study, which is not shown here: skipped")
 
+# %% [markdown] tags=["book-more"]
+# Two short exchanges, one pointer acted on and one not. Read the notes' own arithmetic too: a note
+# can point at the right step while its own recomputation slips (a 135M devil's backward checks
+# often do); what the leader can use is the pointer, not the note's numbers.
+
+# %% tags=["book-more"]
+if point is not None:
+    for title, (pid, stage) in why["examples"].items():
+        display(Markdown(f"**{title}** ({pid}, stage {stage}):"))
+        display(HTML(failures.render_exchange(org_run, pid, stage, org_problems.get(pid), 320)))
+
 # %% [markdown] tags=["seminar"]
-# ## 6.6 The note or the leader? From v5's null result to v6's preregistered test
+# ## 6.6 The note or the leader? From v5's null result to what v6's gain is made of
 #
-# The paper's Appendix H names a failure it calls *execution failure post-critique*: a supporter
-# finds the flaw, the leader accepts the critique, and still cannot rebuild the right path. Gated
-# LASE's first stage is one devil's note and one revision, so it has two halves: **how good the
-# note is**, and **whether the leader can use it**. This section separates them, then tests the
-# leader that came out of it.
-#
-# **One denominator.** Every count below is on the problems the default gate (0.8 / 0.5) escalates
-# on v5's recording (the 200 problems of `arith-organism-point/lase-full`): the escalated *wrong*
-# first answers, which a revision can fix, and the escalated *right* ones, which it can break.
-# **One rule**, fixed before issue 48's replays ran (`revision.STAGE1_RULE`): a stage 1 worth
-# training fixes at least 25% of the escalated wrong answers and breaks at most 5% of the right ones.
-#
-# **Two notes.** *v5's own devil note*, as the recording passed it, or a *perfect note* that code
-# writes by the paper's rule, never stating the answer (`lase_nb/ceiling.py`): the first failing step
-# on a wrong answer, a false alarm on a random step of a right one (the paper's attack). **Two
-# leaders.** v5's own revision, or the *pilot*: v5 with its revision trained alone on perfect notes of
-# train-split attempts (18 minutes; `data/organism/revision_pilot.py`). Each cell replays stage 1
-# exactly: the recorded first answer, the note, one revision call (`lase_nb/revision.py`). The
-# pilot's numbers were *found after the fact* (the best of five candidates) and are marked so below;
-# only v6's test on fresh problems is *preregistered*.
+# The paper's Appendix H names *execution failure post-critique*: a supporter finds the flaw, the
+# leader accepts the critique, and still cannot rebuild the right path. Gated LASE's first stage is
+# one devil's note and one revision, so it has two halves: **how good the note is**, and **whether
+# the leader can use it**. To separate them, stage 1 is replayed exactly on the problems v5's gate
+# escalates, with two notes (*v5's own devil note*, or a *perfect note* written by code by the
+# paper's rule: the first failing step, never the answer) and two leaders (*v5's revision*, or a
+# *pilot* revision trained on perfect notes). The bars count, on the same escalated problems, the
+# wrong first answers a revision fixes and the right ones it breaks. A revision was to be trained
+# further only if it fixed at least 25% and broke at most 5% (the round's bar, fixed beforehand).
 
 # %% tags=["seminar"]
 if point is not None:
@@ -315,32 +316,33 @@ if point is not None:
     plots.savefig(fig, "failure_note_vs_leader")
     plt.show()
     display(Markdown(revision.describe_note_leader(grid)))
-    display(Markdown(revision.describe_pilot_audit(decomp["pilot reads v5's devil"],
-                                                   revision.pilot_audit(decomp["pilot reads v5's devil"], org_problems,
-                                                                        alone), alone)))
 else:
     print("section 6.6 reads the committed pointing organism's study, which is not shown here: skipped")
 
 # %% [markdown] tags=["seminar"]
-# **Reading the bars.** Each group is one leader; its two bars are the two notes it reads. Within a
-# group, the bars differ by the note only: how much the note matters for that leader. The same
-# colour across groups is the same note read by another leader: how much the leader matters. The
-# perfect note is the most a supporter that keeps the rule can say, so if it does not lift a
-# leader, no supporter training will. The dashed lines are the stop rule's bars, and no bar clears
-# both: by that rule the round stopped and nothing shipped.
-#
-# **Why a v6 anyway: a new candidate, fixed before fresh data.** The pilot's bars were a lead found
-# after the fact, not a pass of the rule. So the next step was a test, not a claim: organism v6 is
-# v5 for the first answer and every supporter, and the pilot's revision (retrained with the same
-# recipe) for every revision after a note, two adapters routed by role. Its whole chain on the 200
-# spent problems above gives the prediction (not evidence: these problems chose the candidate); the
-# preregistration (`data/traces/arith-organism-v6/preregistration.json`), committed alone before any
-# fresh recording, fixes the thresholds, 600 fresh problems by seed and hash, the predicted effect
-# with a range, and the primary test: gated LASE over the whole chain against the leader alone,
-# judged once by the exact McNemar test and the paired bootstrap together.
+# **Reading the bars.** Each group is one leader; its bars are the notes it reads. Within a group
+# the bars differ by the note only; the same colour across groups is the same note read by another
+# leader. No bar clears both of the round's bars, so that round stopped. The pilot's bars were a
+# lead found after the fact, so the next step was a test, not a claim: **organism v6** is v5 with
+# the pilot's revision (retrained with the same recipe) as a second adapter for every revision
+# after a note, fixed with its prediction and a primary test in a preregistration committed before
+# any fresh recording. Its verdict on 600 fresh problems, by both tests:
 
 # %% tags=["seminar"]
 if point is not None:
+    prereg_v6 = preregistration.load(preregistration.V6_PATH) if preregistration.V6_PATH.is_file() else None
+    print(controls.describe_v6(prereg_v6, made_of=False))
+
+# %% [markdown] tags=["book-more"]
+# The pilot's lead as found and as audited, v6's whole chain on the 200 spent problems that chose it
+# (stage by stage, then its gain beside v5's: the prediction, not evidence), and every organism's
+# round in one table:
+
+# %% tags=["book-more"]
+if point is not None:
+    display(Markdown(revision.describe_pilot_audit(decomp["pilot reads v5's devil"],
+                                                   revision.pilot_audit(decomp["pilot reads v5's devil"], org_problems,
+                                                                        alone), alone)))
     v6_full = revision.V6_STUDY / "lase-full"
     if (v6_full / "manifest.json").is_file():
         v6_chains = preregistration.chains_of(load_runs(revision.V6_STUDY, ["lase"])["lase"])
@@ -348,28 +350,20 @@ if point is not None:
         spent = {"v5 (recorded)": revision.whole_chain_test(preregistration.chains_of(org_run), org_cfg["tau_lp"], org_cfg["tau_h"]),
                  "v6, spent problems": revision.whole_chain_test(v6_chains, org_cfg["tau_lp"], org_cfg["tau_h"])}
         display(Markdown(revision.describe_whole_chain(spent, org_cfg["tau_lp"], org_cfg["tau_h"])))
-    else:
-        print("v6's whole chain on the spent problems is not recorded here")
-    prereg_v6 = preregistration.load(preregistration.V6_PATH) if preregistration.V6_PATH.is_file() else None
     display(revision.rounds_table(prereg=preregistration.load(), prereg_v6=prereg_v6).set_index("organism"))
-    print(revision.describe_v6_verdict(prereg_v6))
 
 # %% [markdown] tags=["seminar"]
 # **What v6's gain is made of.** v6 differs from v5 only in the adapter that writes the leader's
 # revisions, and that adapter redoes the whole chain after any note. So the gain could come from
 # what the note says, from a second look at the attempt, or from a second solver answering the
-# problems the gate picks. Controls preregistered before any call
-# (`data/traces/arith-organism-v6/controls/preregistration.json`) separate them on the same 364
+# problems the gate picks. Controls preregistered before any call separate them on the same 364
 # escalated problems: the recorded devil's note; **no note** (the same request with the note taken
 # out); **another problem's note** (of the same level); and **the revision adapter alone**, given
-# the problem only, which gives by replay a **cascade**: the same gate, then that adapter's own
-# answer, one call and no supporter. The primary is note against no note at stage 1, by both tests;
-# an interval within 7 points either way (half of what stage 1 gains on these problems) counts as
-# *no difference that matters*.
+# the problem only. The primary is note against no note at stage 1, by both tests; an interval
+# within 7 points either way (half of what stage 1 gains on these problems) counts as *no
+# difference that matters*.
 
 # %% tags=["seminar"]
-from lase_nb import controls
-
 made_of = controls.load_controls() if point is not None else None
 if made_of is not None:
     gain_parts = controls.primary(made_of.prereg, made_of.table)
@@ -379,12 +373,17 @@ else:
     print("the controls of v6's gain read the committed v6 study and its control arms, which are not shown here: skipped")
 
 # %% [markdown] tags=["seminar"]
-# **At what cost.** The paper's headline is multi-agent accuracy at near single-agent cost: LASE at
-# about 1.3x the single agent's tokens on average (its Table 1), within a point of MV(7) at a
-# fraction of its tokens. The figure puts each policy on the 600 fresh problems at its accuracy and
-# its tokens per problem (prompt + completion), with 95% intervals both ways; the shaded corner is
-# the paper's aim (within a point of MV(7) at no more than 0.7x its tokens), the dotted line the
-# paper's 1.3x.
+# ## 6.7 The paper's headline: multi-agent accuracy at what cost?
+#
+# The paper's headline is multi-agent accuracy at near single-agent cost: LASE at about **1.3x** the
+# single agent's tokens on average (its Table 1), within a point of MV(7) at a fraction of MV's
+# tokens. Here is the same question on organism v6's 600 fresh problems, each policy at its
+# accuracy and its tokens per problem (prompt + completion), with 95% intervals both ways. Beside
+# the leader alone, gated LASE and MV(7): the chain **stopped after stage 1** (a stage budget,
+# replayed), and the **cascade**: the same gate, then the revision adapter's own answer to the
+# problem, one call and no supporter. The shaded corner is the paper's aim (within a point of MV(7)
+# at no more than 0.7x its tokens), the dotted line the paper's 1.3x. **Predict, then run:** where
+# does gated LASE land against that line?
 
 # %% tags=["seminar"]
 if made_of is not None:
@@ -392,7 +391,8 @@ if made_of is not None:
     fig = controls.plot_cost(v6_costs, preregistration.AIM)
     plots.savefig(fig, "v6_cost")
     plt.show()
-    display(Markdown(controls.describe_cost(v6_costs, controls.where_tokens_go(made_of.run), preregistration.AIM)))
+    display(Markdown(controls.describe_cost(v6_costs, controls.where_tokens_go(made_of.run), preregistration.AIM,
+                                            controls.why_multiple(made_of.run))))
 
 # %% [markdown] tags=["book-more"]
 # The controls' secondary contrasts, each by both tests with Holm's adjustment over the family

@@ -121,7 +121,7 @@ plots.savefig(fig, "claims_forest");
 # committed study is shown.
 
 # %% tags=["seminar"]
-from lase_nb import preregistration, revision
+from lase_nb import controls, preregistration
 
 point = next((s for s in shown if s.committed and s.path.name == "arith-organism-point"), None)
 if point is not None:
@@ -129,7 +129,7 @@ if point is not None:
     gains = preregistration.held_out_gains(prereg, run_store.load_runs(point.path, ["lase", "lase-large", "single"]))
     display(Markdown(preregistration.describe_held_out_gains(gains, prereg)))
     prereg_v6 = preregistration.load(preregistration.V6_PATH) if preregistration.V6_PATH.is_file() else None
-    display(Markdown(revision.describe_v6_verdict(prereg_v6)))  # organism v6, chapter 06, 6.6
+    display(Markdown(controls.describe_v6(prereg_v6)))  # organism v6 and what its gain is made of, chapter 06, 6.6
 else:
     print("the preregistered primary test reads the committed preregistered study, which is not shown here: skipped")
 

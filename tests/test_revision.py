@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from lase_nb import revision
+from lase_nb import controls, revision
 from lase_nb.organism import label_attempt, parse_steps
 from lase_nb.runs import problems_from_manifest
 from lase_nb.strategies import StrategyConfig
@@ -161,7 +161,7 @@ def test_the_readme_says_why_no_gain_from_the_committed_data():
 
     text = (ROOT / "README.md").read_text()
     block = text.split("<!-- v6:start -->", 1)[1].split("<!-- v6:end -->", 1)[0]
-    assert block.strip() == revision.readme_summary(load(), load(V6_PATH) if V6_PATH.is_file() else None)
+    assert block.strip() == controls.readme_summary(load(), load(V6_PATH) if V6_PATH.is_file() else None)
     assert "06_failure_modes.ipynb" in text.split("<!-- v6:end -->", 1)[1].split("## ", 1)[0], "a link to 6.6"
 
 

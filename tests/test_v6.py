@@ -113,8 +113,8 @@ def test_note_leader_grid_has_one_denominator_and_the_rule_per_cell() -> None:
     assert grid[["leader", "fixed", "wrong", "broken", "right", "net"]].values.tolist() == [
         ["v5", 1, 4, 1, 4, 0], ["pilot", 2, 4, 0, 4, 2]]
     text = revision.describe_note_leader(grid)
-    assert "v5 reading v5's own devil note fixes 1 of 4 and breaks 1 of 4 (misses the stop rule)" in text
-    assert "pilot reading v5's own devil note fixes 2 of 4 and breaks 0 of 4 (meets the stop rule)" in text
+    assert "v5 reading v5's own devil note fixes 1 of 4 and breaks 1 of 4 (misses the round's bar)" in text
+    assert "pilot reading v5's own devil note fixes 2 of 4 and breaks 0 of 4 (meets the round's bar)" in text
 
 
 def test_rounds_table_reads_every_committed_organism_and_its_preregistered_test() -> None:

@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT / "data" / "organism"))
 
 import pandas as pd  # noqa: E402
 
-from lase_nb import organism, prompts, revision  # noqa: E402
+from lase_nb import controls, organism, prompts, revision  # noqa: E402
 from lase_nb.answers import strip_boxed  # noqa: E402
 from lase_nb.backends.local.files import ORGANISM_DIR  # noqa: E402
 from lase_nb.cache import CallCache  # noqa: E402
@@ -195,7 +195,7 @@ def verdict(args) -> int:
              for f in SIZES if (OUT / f"own-size-{f:g}.jsonl").is_file()}
     print(revision.stage_one_table(pd.concat(curve.values(), ignore_index=True)).to_string(index=False))
     print(revision.stage1_verdict(curve))
-    revision.write_readme_summary(ROOT / "README.md")
+    controls.write_readme_summary(ROOT / "README.md")
     return 0
 
 

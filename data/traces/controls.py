@@ -63,6 +63,8 @@ def main() -> int:
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--max-batch", type=int, default=24)
     ap.add_argument("--window", type=int, default=200)
+    ap.add_argument("--threads", type=int, default=None,
+                    help="torch threads (default: the cores); 1 keeps a shared machine's other jobs from stalling it")
     args = ap.parse_args()
 
     prereg = controls.load_prereg()
@@ -95,7 +97,8 @@ def main() -> int:
         if model not in engines:
             from lase_nb.backends.local import open_local
 
-            engines[model] = Engine(open_local(model, device=args.device, max_batch=args.max_batch), cache)
+            engines[model] = Engine(open_local(model, device=args.device, max_batch=args.max_batch,
+                                               **({"threads": args.threads} if args.threads else {})), cache)
         engine = engines[model]
         if arm == "alone":
             todo, strategy, policy = problems, "single", None

@@ -118,7 +118,7 @@ def v6_report() -> int:
 
     prereg = P.load(P.V6_PATH)
     print(f"# Organism v6 (preregistered {prereg['date']})\n")
-    print(revision.describe_v6_verdict(prereg) + "\n")
+    print(controls.describe_v6(prereg, made_of=False) + "\n")
     print("## Secondary endpoints (reported, no claim)\n")
     print(ceiling.markdown(revision.v6_secondary(prereg).reset_index()))
     made_of = controls.load_controls()

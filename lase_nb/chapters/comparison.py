@@ -32,7 +32,7 @@ from ..errors import DataError
 from ..plots import MAX_WIDTH_IN, Spot, label, place_label, style
 from ..replay import choose_thresholds, gate_for_budget, split_halves
 from ..runs import comparison_table, main_comparison, paired_correct, split_by_coverage  # noqa: F401 (re-exported)
-from ..stats import MARGIN, paired_test, pct, points, within_margin
+from ..stats import MARGIN, PAIRED_N_BOOT, paired_test, pct, points, within_margin
 from ..strategies import EXTRACT_ROLE, SPECS, StrategyConfig, majority_vote
 
 _DEFAULT_TEMPERATURE = StrategyConfig().temperature
@@ -616,7 +616,7 @@ def plot_accuracy_vs_tokens_by_model(table: pd.DataFrame, labels: Mapping[str, s
 
 
 def aim_check(chains: Chains, mv: pd.DataFrame | None, tau_lp: float, tau_h: float, budget: float = 1.5,
-              mv_gap: float = MARGIN, mv_share: float = 1 / 3, seed: int = 0, n_boot: int = 2000) -> pd.DataFrame:
+              mv_gap: float = MARGIN, mv_share: float = 1 / 3, seed: int = 0, n_boot: int = PAIRED_N_BOOT) -> pd.DataFrame:
     """The paper's headline tested on one model, at two operating points of gated LASE (replayed):
 
     - ``recorded``: (tau_lp, tau_h), fixed before the recording, on every problem;

@@ -559,7 +559,7 @@ def plot_revision_outcomes(outcomes: pd.DataFrame):
 def plot_note_vs_leader(grid: pd.DataFrame, rule: Mapping[str, float] | None = None):
     """Stage 1 of gated LASE on the same escalated problems: the share of wrong first answers fixed
     (left) and of right ones broken (right), grouped by the leader that revises, one bar per note it
-    reads (``grid``: :func:`lase_nb.revision.note_leader_grid`); dashed lines: the stop rule's bars."""
+    reads (``grid``: :func:`lase_nb.revision.note_leader_grid`); dashed lines: the round's bars (issue 48's rule)."""
     import matplotlib.pyplot as plt
 
     from ..revision import STAGE1_RULE
@@ -580,7 +580,7 @@ def plot_note_vs_leader(grid: pd.DataFrame, rule: Mapping[str, float] | None = N
                 if not np.isnan(v):
                     ax.text(xi, v + 0.01, f"{int(kk)}/{int(nn)}", ha="center", va="bottom", fontsize="small")
         ax.axhline(bar, color="0.3", ls="--", lw=1)
-        ax.text(-0.45, bar, f"stop rule {bar:.0%}", va="bottom", ha="left", fontsize="small", color="0.3",
+        ax.text(-0.45, bar, f"round's bar {bar:.0%}", va="bottom", ha="left", fontsize="small", color="0.3",
                 bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.8, "pad": 1})
         ax.set_xticks(np.arange(len(leaders)), [f"leader: {lv}" for lv in leaders])
         top = float(np.nanmax((grid[k] / grid[n]).to_numpy(float)))
