@@ -18,15 +18,15 @@
 # trust it, without asking anyone else? LASE bets that we can: it reads how probable the model
 # found the few tokens of its final answer, and calls in help only when that number is low.
 #
-# **What you will see.** One word problem sent to a model; its reply with the answer tokens
-# picked out; for each answer token its probability and the entropy of the distribution it was
-# drawn from; and the two numbers the gate reads, with the verdict "sure" or "unsure" at the
-# defaults inferred from the paper (it states none; 0.8 / 0.5 matches its Table 1). A bar chart shows where in the reply the uncertainty sits.
+# When it is low, LASE asks *supporters* for help: other calls of the same model in a critic's
+# role, one at a time.
 #
-# **What you will learn.** How to ask a model one question through `lase_nb`, where its final
-# answer sits among the generated tokens, and the two confidence numbers that LASE gates on:
-# the lowest answer-token probability `exp(LP_min)` and the highest answer-token entropy `H_max`.
-#
+# **What you will learn.** Where a model's final answer sits among the tokens it generated, and
+# the two confidence numbers LASE gates on: the lowest answer-token probability `exp(LP_min)` and
+# the highest answer-token entropy `H_max`, with the verdict "sure" or "unsure" at the defaults
+# inferred from the paper (it states none; 0.8 / 0.5 matches its Table 1).
+
+# %% [markdown] tags=["book-more"]
 # **Paper results covered.** The LASE paper's confidence proxies (the lowest
 # answer-token log-probability $LP_{min}$, the highest answer-token entropy $H_{max}$, and the
 # uncertainty event $U$ built from them), measured on one answer. Whether they are calibrated
@@ -75,12 +75,12 @@ interactive = widgets.live_session(interactive)
 engine = live_engine(backend, model, base_url, concurrency=concurrency, timeout=timeout, dtype=dtype)  # the backend, with the call cache
 problem = Problem("quickstart", question, gold="", kind=kind)
 
-# %% [markdown] tags=["seminar"]
+# %% [markdown] tags=["book-more"]
 # The model sees a short instruction, **two worked examples as earlier chat turns** on the local
 # model (small models only box their answers reliably when shown how; API models get none, as in
 # the papers), and then the question:
 
-# %% tags=["seminar"]
+# %% tags=["book-more"]
 messages = solver_messages(problem, examples=default_examples(backend, model))
 for m in messages:
     print(f"[{m['role']}] {m['content']}\n")
@@ -101,7 +101,7 @@ print(f"\n{gen.prompt_tokens} prompt tokens, {gen.completion_tokens} completion 
 # **Predict, then run.** Read the reply above before running the next cells. Will the gate call
 # the model *sure* (U = 0) or *unsure* at 0.8 / 0.5? And is the answer the least sure part of the
 # reply, or does the model hesitate more on the reasoning before it? The next two cells answer the
-# first question; the bar chart of every token below answers the second.
+# first question; the panel of every token below answers the second.
 
 # %% tags=["seminar"]
 conf = measure(gen, problem.kind)
@@ -113,7 +113,7 @@ unsure = is_uncertain(conf, tau_lp, tau_h)
 print(f"gate at tau_lp = {tau_lp}, tau_h = {tau_h}: " + ("unsure (U = 1): LASE would call its first supporter"
       if unsure else "sure (U = 0): LASE would stop here and output this answer"))
 
-# %% tags=["seminar"]
+# %% tags=["book-more"]
 if conf.answer is not None:
     from lase_nb.answers import extract_answer
 
@@ -127,7 +127,7 @@ if conf.answer is not None:
     } for i in idx])
     display(table)
 
-# %% [markdown] tags=["seminar"]
+# %% [markdown] tags=["book-more"]
 # **The two numbers, by hand.** A reply is a list of tokens, each with its text, its character
 # offset in the reply, its log-probability and the entropy of the distribution it was drawn from
 # (exact on a local model; an API gives only the top-k alternatives, so the entropy is estimated
@@ -136,7 +136,7 @@ if conf.answer is not None:
 # characters overlap it, and take the **lowest log-probability** and the **highest entropy** among
 # them. Written out with numpy, then checked against `confidence.measure`:
 
-# %% tags=["seminar"]
+# %% tags=["book-more"]
 def entropy(t):
     """Exact when the backend gives it; else the top-k alternatives plus one residual bucket."""
     if t.entropy is not None:
@@ -172,13 +172,13 @@ if conf.answer is not None and kind != "choice" and "\\boxed{" in text:
 else:
     print("no boxed answer in this reply: nothing to measure, and the gate counts it as uncertain")
 
-# %% [markdown] tags=["seminar"]
+# %% [markdown] tags=["book-more"]
 # Every generated token with its probability; the answer tokens in black, their labels bold (in
 # the panel below, orange marks the tokens under the threshold). A confident answer has high
 # probability on all of its tokens; one low-probability token is enough to make `exp(LP_min)` small
 # and send LASE to its supporters.
 
-# %% tags=["seminar"]
+# %% tags=["book-more"]
 if gen.tokens:
     fig = plots.token_bars([t.token for t in gen.tokens], [math.exp(t.logprob) for t in gen.tokens],
                            set(idx) if conf.answer is not None else set())
@@ -197,14 +197,9 @@ if gen.tokens:
                                    idx if conf.answer is not None else [], conf, tau_lp, tau_h))
 
 # %% [markdown] tags=["seminar"]
-# **What this shows.** The model's answer, whether it was boxed, and the two numbers LASE uses.
-# With the embedded model and the default question, the reply restates the question and then
-# boxes a number it never computed, and the model hesitates on exactly that token: its top
-# alternatives split the probability, so `exp(LP_min)` is far below the inferred default threshold of 0.8
-# and LASE would call its supporters. This is the case the gate is built for. The opposite case
-# is common too: small models are often *confidently wrong*, and a high answer-token probability
-# does not guarantee a right answer. How well these numbers separate right from wrong answers
-# across many problems is the subject of the calibration chapter (02).
+# **What this shows.** An unsure answer is the case the gate is built for. The opposite case is
+# common too: small models are often *confidently wrong*, and a high answer-token probability
+# does not guarantee a right answer.
 #
 # **A confidently wrong answer.** The recorded answers of the same model (`data/traces`, no
 # model call) hold many answers the gate calls *sure* that are wrong. Here is the first one:

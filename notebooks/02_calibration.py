@@ -138,6 +138,11 @@ plt.show()
 # %% tags=["seminar"]
 tables = {p: calibration.reliability(frame, p, tau=t) for p, t in (("p_min", tau_lp), ("h_max", tau_h))}
 print(calibration.describe_reliability(tables["p_min"]))
+
+# %% [markdown] tags=["book-more"]
+# The bins behind the figure, with their counts and Wilson intervals:
+
+# %% tags=["book-more"]
 pd.concat(tables, names=["proxy"]).reset_index(level=0).assign(bin=lambda t: t["proxy"] + " " + t["bin"]) \
     .set_index("bin")[["count", "n_correct", "accuracy", "ci_lo", "ci_hi"]]
 
@@ -176,16 +181,17 @@ cond.set_index("condition")[["n", "accuracy", "ci_lo", "ci_hi", "paper_accuracy"
 #   than a randomly chosen right one. 0.5 means no information, 1.0 perfect separation. **An AUROC
 #   of 0.6 means that in six of ten (wrong, right) pairs the wrong answer looks less sure: any
 #   threshold that escalates most errors also escalates many right answers.** The interval is a
-#   stratified bootstrap (`stats.auroc_test`, the one interval chapters 02, 06 and 07 print); a
-#   proxy is called better than chance only when the interval lies above 0.5 *and* the
-#   Mann-Whitney test gives p < 0.05. Missing answers are left out (they are always wrong, so
-#   counting them flatters the proxy: column `auroc_with_unanswered`).
+#   stratified bootstrap; a proxy is called better than chance only when the interval lies above
+#   0.5 *and* the Mann-Whitney test gives p < 0.05. Missing answers are left out (they are always
+#   wrong, so counting them flatters the proxy).
 # - **ECE**: the gap between confidence and accuracy, averaged over ten equal-width bins. Only
 #   `exp(LP_min)` is a probability; for `H_max` we score `exp(-H_max)`, a rough indication.
 
 # %% tags=["seminar"]
 scores = calibration.proxy_scores(frame, tau_lp, tau_h, seed=seed)
 display(Markdown(calibration.describe_scores(scores)))
+
+# %% tags=["book-more"]
 scores.set_index("proxy")[["n_answered", "errors_answered", "auroc", "auroc_lo", "auroc_hi"]]
 
 # %% [markdown] tags=["book-more"]

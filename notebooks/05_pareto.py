@@ -135,16 +135,20 @@ print(sliders.point_sentence(default, solo_tokens))
 # %% [markdown] tags=["seminar"]
 # ## 5.2 The frontier
 #
-# Each dot below is one threshold pair: what LASE would have scored (y) and spent (x, prompt +
-# completion tokens per problem, log scale) on these problems. In black, the **Pareto front**: the
+# **Replay.** LASE's early stop only truncates the chain: what the leader says at stage t does not
+# depend on the thresholds. So one recording of every problem's full chain (every stage forced)
+# tells, for any pair of thresholds, what LASE would have answered and spent, with no further model
+# call. Each dot below is one threshold pair replayed: what LASE would have scored (y) and spent (x,
+# prompt + completion tokens per problem, log scale) on these problems. In black, the **Pareto front**: the
 # pairs no other pair beats on both axes (a line, or a single point when no pair beats the cheapest).
 # In red dashes, **the oracle gate**: it knows which answers are right, sends a wrongly answered
 # problem exactly as far as its first right stage, and fixes the cheapest ones first; no stopping
 # rule on these chains can do better at any cost. The text under the figure says which shapes this
 # recording gives and splits the distance from LASE to the oracle.
 #
-# A right panel repeats the grid on the problems that the majority-vote (MV) and MAD runs also
-# answered, when the study has them. Error bars are 95% Wilson intervals.
+# A right panel repeats the grid on the problems that the majority vote of seven samples (MV(7))
+# and multi-agent debate (MAD: three agents, two rounds) also answered, when the study has them.
+# Error bars are 95% Wilson intervals.
 #
 # **Predict, then run.** As the thresholds let LASE spend more tokens, does accuracy keep rising?
 # Will the default pair (0.8, 0.5) sit on the frontier or inside it? The figure below answers.
@@ -210,7 +214,7 @@ plots.savefig(fig, "pareto_escalation");
 # verdict is decided on the paired test of the accuracy change from the first pair to the last: the
 # reading is reproduced only when the interval lies within 5 points either way.
 
-# %% tags=["seminar"]
+# %% tags=["book-more"]
 t5 = pareto.paper_sweep_beside(chains)
 print(f"paper: {t5.attrs['model']}, {t5.attrs['dataset']}; this run: {m.get('model')}, {m.get('dataset')}, {n} problems")
 t5.set_index("tau_lp")[["accuracy (this run)", "avg_tokens (this run)", "escalation_rate (this run)", "accuracy (paper)",

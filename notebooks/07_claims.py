@@ -81,6 +81,15 @@ for label, rs in models.items():
 # %% [markdown] tags=["seminar"]
 # ## 7.1 One table
 #
+# Each row is one of the paper's claims; each model gets our number and a **verdict**:
+# *reproduced* when the exact McNemar test (p < 0.05) and the paired bootstrap 95% interval both
+# clear in the paper's direction ("matches or beats": the interval's lower end above -3 points);
+# *refuted* when both clear the other way (a cost claim: the measured token ratio says the
+# opposite); *not shown* when they cannot tell the difference from chance. A model's accuracy tests
+# are one family, so the p that decides is Holm-adjusted (each p multiplied by the number of tests
+# still in play, smallest first). *Too few problems*, *not recorded* and *not testable here* (a
+# baseline off its own format on this model) are not verdicts.
+#
 # **Predict, then run.** Before you run the next cell: which of the paper's claims do you expect
 # to be *reproduced* on each study (those listed above, and organism v6 on its fresh problems)? Which *refuted*?
 # Write down a guess for the calibration claim and for "LASE is more accurate than the single
@@ -110,7 +119,7 @@ plots.savefig(fig, "claims_forest");
 # the bar's left end against the dotted margin at -3 points. Organism v6 is read on its 600 fresh
 # problems, gated at its preregistered 0.8 / 0.5 whatever this chapter's thresholds.
 
-# %% [markdown] tags=["seminar"]
+# %% [markdown] tags=["book-more"]
 # **The test that was fixed first.** "LASE is more accurate than the single agent" is the claim the
 # project preregistered for the committed pointing organism (`data/traces/preregistration.json`:
 # thresholds, tests and the predicted bound fixed before any held-out recording), on a separate,
@@ -120,7 +129,7 @@ plots.savefig(fig, "claims_forest");
 # before its fresh recordings; its verdict is printed under the same rule. It runs only when that
 # committed study is shown.
 
-# %% tags=["seminar"]
+# %% tags=["book-more"]
 from lase_nb import controls, preregistration
 
 point = next((s for s in shown if s.committed and s.path.name == "arith-organism-point"), None)
@@ -133,7 +142,7 @@ if point is not None:
 else:
     print("the preregistered primary test reads the committed preregistered study, which is not shown here: skipped")
 
-# %% [markdown] tags=["seminar"]
+# %% [markdown] tags=["book-more"]
 # **Reading it.** How many paired problems does a difference of a few points need before a test
 # can see it? The paper's own margins are of that size (Table 1: LASE 74.2% against the single
 # agent's 73.0% on MATH-500; exercise 07.1). A cost claim has no sampling test here: the token
