@@ -288,6 +288,8 @@ def outcomes(run: Any, folder: str | Path = FOLDER) -> pd.DataFrame:
                 raise DataError(f"{folder / arm}: holds {len(got)} problems, not the {int(out['escalated'].sum())} "
                                 "escalated ones (a --limit run?); record the whole arm")
             out[col] = got.reindex(out.index)
+    if "no_note" in out:  # exploratory, built after the results: the gate, then the revision with no note
+        out["second_look"] = out["no_note"].where(out["escalated"], out["alone_v5"]).astype(bool)
     if (folder / "alone" / "manifest.json").is_file():
         got = load_run(folder / "alone").problems.set_index("problem_id")["correct"]
         if set(got.index) != set(out.index):
@@ -391,11 +393,10 @@ def secondary_markdown(table: pd.DataFrame) -> str:
         return "-" if pd.isna(x) else f"{x:.3g}"
 
     lines = ["| contrast | n | A | B | A - B [95%] | A only / B only | p | p (Holm) |", "|---|---|---|---|---|---|---|---|"]
-    for r in table.itertuples(index=False):
-        d = r._asdict()
+    for _, d in table.iterrows():
         lines.append(f"| {d['contrast']} | {d['n']} | {pct(d['a'], 1)} | {pct(d['b'], 1)} | "
-                     f"{100 * d['diff']:+.1f} [{100 * d['lo']:+.1f}, {100 * d['hi']:+.1f}] | {d['a_only']} / {d['b_only']} | "
-                     f"{p_or_dash(d['p'])} | {p_or_dash(d['p_Holm'])} |")
+                     f"{100 * d['diff']:+.1f} [{100 * d['lo']:+.1f}, {100 * d['hi']:+.1f}] | {d['a only']} / {d['b only']} | "
+                     f"{p_or_dash(d['p'])} | {p_or_dash(d['p (Holm)'])} |")
     return "\n".join(lines)
 
 
@@ -410,7 +411,7 @@ def arm_counts(table: pd.DataFrame) -> pd.DataFrame:
             right = esc[col].astype(bool)
             rows.append({"stage 1 reads": label, "fixed": int((~first & right).sum()), "wrong": int((~first).sum()),
                          "broken": int((first & ~right).sum()), "right": int(first.sum()),
-                         "accuracy": float(right.mean())})
+                         "right after stage 1": pct(float(right.mean()), 1)})
     return pd.DataFrame(rows)
 
 
@@ -442,6 +443,11 @@ def policy_tokens(run: Any, mv: Any | None = None, folder: str | Path = FOLDER) 
         l_all, l_comp = out["leader alone (v5)"]
         out["cascade (gate + revision adapter)"] = (l_all + esc * a_all, l_comp + esc * a_comp)
         out["revision adapter alone"] = (a_all, a_comp)
+    if (Path(folder) / "no-note" / "manifest.json").is_file():
+        look = load_run(Path(folder) / "no-note").problems.set_index("problem_id").reindex(order)
+        n_all, n_comp = (np.nan_to_num(x) for x in _tokens(look))
+        l_all, l_comp = out["leader alone (v5)"]
+        out[SECOND_LOOK] = (l_all + esc * n_all, l_comp + esc * n_comp)
     if mv is not None:
         out["MV(7) over v5"] = _tokens(mv.problems.set_index("problem_id").reindex(order))
     return out
@@ -449,9 +455,13 @@ def policy_tokens(run: Any, mv: Any | None = None, folder: str | Path = FOLDER) 
 
 #: The whole chain's name in the cost tables.
 WHOLE = "v6's whole chain"
+#: A policy built after the results were seen (labelled so wherever it is printed): the same gate, then
+#: the revision adapter's second look at the attempt with no note (the no-note arm), no supporter call.
+SECOND_LOOK = "gate + second look, no supporter (exploratory)"
 #: Which column of :func:`outcomes` each cost policy's accuracy is.
 POLICY_COLUMN = {"leader alone (v5)": "alone_v5", "chain stopped after stage 1": "stage1", "v6's whole chain": "v6",
-                 "cascade (gate + revision adapter)": "cascade", "revision adapter alone": "alone_rev"}
+                 "cascade (gate + revision adapter)": "cascade", "revision adapter alone": "alone_rev",
+                 SECOND_LOOK: "second_look"}
 
 
 def cost_table(run: Any, table: pd.DataFrame, mv: Any | None = None, folder: str | Path = FOLDER,
@@ -498,23 +508,26 @@ def why_multiple(run: Any) -> dict[str, float]:
 
 
 def describe_cost(costs: pd.DataFrame, where: pd.DataFrame, aim: Mapping[str, float],
-                  why: Mapping[str, float] | None = None) -> str:
-    """Where the tokens go, why our multiple is not the paper's, and what would reach the paper's aim,
-    from the tables (``why``: :func:`why_multiple`)."""
+                  why: Mapping[str, float] | None = None, detail: bool = True) -> str:
+    """Our token multiple beside the paper's, why they differ (``why``: :func:`why_multiple`), where the
+    tokens go (with ``detail``: the largest roles and stages), and what would reach the paper's aim, from
+    the tables."""
     c = costs.set_index("policy")
     lead = c.loc["leader alone (v5)", "tokens"]
-    v6 = c.loc["v6's whole chain"]
-    top = where.iloc[:3]
-    parts = [f"stage {int(r.stage)} {r.role} {100 * r.share:.0f}% ({r.all:.0f} tokens, {r.prompt_tokens:.0f} of them prompt)"
-             for r in top.itertuples()]
-    stage_share = where.groupby("stage")["share"].sum()
-    prompt_share = where["prompt_tokens"].sum() / where["all"].sum()
-    text = (f"**Where the tokens go.** v6's whole chain spends {v6['tokens']:.0f} tokens a problem against the leader "
+    v6 = c.loc[WHOLE]
+    text = (f"**Our multiple.** v6's whole chain spends {v6['tokens']:.0f} tokens a problem against the leader "
             f"alone's {lead:.0f} ({v6['x leader']:.1f}x; completions only {v6['completion tokens']:.0f} vs "
             f"{c.loc['leader alone (v5)', 'completion tokens']:.0f}); the paper reports LASE at about "
-            f"{PAPER_LASE_MULTIPLE}x the single agent. The largest parts: " + "; ".join(parts) + ". "
-            f"Stages 2-3 take {100 * stage_share[stage_share.index >= 2].sum():.0f}% of the tokens, prompts "
-            f"{100 * prompt_share:.0f}% (each call re-reads the problem, the attempt and the notes). ")
+            f"{PAPER_LASE_MULTIPLE}x the single agent. ")
+    if detail:
+        top = where.iloc[:3]
+        parts = [f"stage {int(r.stage)} {r.role} {100 * r.share:.0f}% ({r.all:.0f} tokens, {r.prompt_tokens:.0f} of them "
+                 "prompt)" for r in top.itertuples()]
+        stage_share = where.groupby("stage")["share"].sum()
+        prompt_share = where["prompt_tokens"].sum() / where["all"].sum()
+        text += ("**Where the tokens go.** The largest parts: " + "; ".join(parts) + ". "
+                 f"Stages 2-3 take {100 * stage_share[stage_share.index >= 2].sum():.0f}% of the tokens, prompts "
+                 f"{100 * prompt_share:.0f}% (each call re-reads the problem, the attempt and the notes). ")
     if why is not None:
         text += (f"**Why not 1.3x.** The multiple is the escalation rate times what an escalation costs: here "
                  f"{100 * why['escalated']:.0f}% of problems escalate, and an escalated problem costs "
@@ -529,9 +542,12 @@ def describe_cost(costs: pd.DataFrame, where: pd.DataFrame, aim: Mapping[str, fl
         target = mv["accuracy"] - aim["points"]
         meets = [name for name, r in c.iterrows() if name != "MV(7) over v5" and r["accuracy"] >= target
                  and r["tokens"] <= budget]
-        text += (f"The paper's aim (within {100 * aim['points']:.0f} point of MV(7)'s {pct(mv['accuracy'], 1)} at <= "
+        text += (f"**The paper's aim** (within {100 * aim['points']:.0f} point of MV(7)'s {pct(mv['accuracy'], 1)} at <= "
                  f"{aim['token_ratio']:g}x its {mv['tokens']:.0f} tokens, so >= {pct(target, 1)} at <= {budget:.0f} tokens) "
                  + (f"is met by: {', '.join(meets)}." if meets else "is met by none of these policies.") + " ")
+        if "leader alone (v5)" in meets:
+            text += ("The leader alone meets it too, since MV(7) is within a point of the leader alone here: on this "
+                     "model the aim cannot tell a multi-agent method from none, so read the accuracies. ")
         ok = c[(c.index != "MV(7) over v5") & (c["tokens"] <= budget)].sort_values("accuracy", ascending=False)
         if len(ok):
             best = ok.iloc[0]
@@ -669,29 +685,94 @@ def replay_check(folder: str | Path = FOLDER) -> dict[str, int] | None:
     return json.loads(path.read_text()).get("identical_to_recorded") if path.is_file() else None
 
 
-def describe_made_of(c: Controls, folder: str | Path = FOLDER) -> str:
-    """What v6's gain is made of, in two or three sentences from the data (chapter 06, 07, the README)."""
+def _pts(t: Mapping[str, Any]) -> str:
+    return f"{100 * t['diff']:+.1f} points [{100 * t['diff_lo']:+.1f}, {100 * t['diff_hi']:+.1f}], p = {t['p_value']:.3g}"
+
+
+def notes_with_the_answer(c: Controls) -> dict[str, int]:
+    """On the escalated wrong first answers, how many notes read at stage 1 contain the gold answer
+    (:func:`lase_nb.notes.states_answer`: a number in neither the problem nor the attempt): the problem's
+    own recorded note, and in the other-note arm the other problem's note (by chance). The rule's counter
+    for both arms."""
+    from .notes import states_answer
+
+    th = c.prereg["recording"]["thresholds"]
+    cases = escalated_cases(c.run, c.problems, th["tau_lp"], th["tau_h"])
+    pairs, by_id = derangement(cases), {x.problem.id: x for x in cases}
+    wrong = [x for x in cases if not x.first_correct]
+    said = {"own": sum(states_answer(x.note, x.problem.gold, x.problem.question, x.attempt) for x in wrong),
+            "other": sum(states_answer(by_id[pairs[x.problem.id]].note, x.problem.gold, x.problem.question, x.attempt)
+                         for x in wrong)}
+    return {**said, "wrong": len(wrong)}
+
+
+def made_of_verdict(c: Controls) -> str:
+    """What v6's gain is made of, by the preregistered outcome and the secondary contrasts: ``"the note"``
+    (the primary says the note helps), ``"a second solver"`` (the cascade gains over the leader alone by
+    both tests), ``"a second look"`` (neither, and stage 1 without a note gains over the first answers by
+    both tests), else ``"undecided"``."""
     r = primary(c.prereg, c.table)
-    said = {"note-helps": "the note helps: v6's revision does better with the devil's note than with none",
-            "note-hurts": "the note hurts: v6's revision does better without it",
-            "no-difference": "the note is not shown to matter: the revision gains as much from a second look with "
-                             "no note (within the preregistered 7 points)",
+    if r["outcome"] == "note-helps":
+        return "the note"
+    esc = c.table[c.table["escalated"]]
+    if "cascade" in c.table and _test(c.table["cascade"], c.table["alone_v5"], c.prereg)["claimed_above"]:
+        return "a second solver"
+    if r["outcome"] in ("no-difference", "note-hurts") and _test(esc["no_note"], esc["alone_v5"], c.prereg)["claimed_above"]:
+        return "a second look"
+    return "undecided"
+
+
+def describe_made_of(c: Controls, folder: str | Path = FOLDER) -> str:
+    """What v6's gain is made of, from the data (chapter 06, 07, the README): the primary, stage 1 without a
+    note, another problem's note, the revision adapter as a solver and as a cascade, the verdict
+    (:func:`made_of_verdict`), and the exploratory policy that follows, labelled so."""
+    r = primary(c.prereg, c.table)
+    esc = c.table[c.table["escalated"]]
+    said = {"note-helps": "the note helps", "note-hurts": "the note hurts",
+            "no-difference": "the note is not shown to matter (the interval lies within the preregistered 7 points)",
             "undecided": "the data cannot tell whether the note matters (the interval reaches beyond the "
                          "preregistered 7 points)"}[r["outcome"]]
-    text = (f"**What the gain is made of** (controls preregistered before any call): at stage 1, on the {r['n']} "
-            f"escalated problems, the revision is right on {pct(r['acc_a'], 1)} after the devil's note and on "
-            f"{pct(r['acc_b'], 1)} with no note, {100 * r['diff']:+.1f} points [{100 * r['diff_lo']:+.1f}, "
-            f"{100 * r['diff_hi']:+.1f}], exact McNemar p = {r['p_value']:.3g}: {said}.")
+    with_note, without = _test(esc["note"], esc["alone_v5"], c.prereg), _test(esc["no_note"], esc["alone_v5"], c.prereg)
+    text = (f"**What the gain is made of** (controls preregistered before any call). At stage 1, on the {r['n']} "
+            f"escalated problems, v6's revision is right on {pct(r['acc_a'], 1)} after the devil's note and on "
+            f"{pct(r['acc_b'], 1)} with no note ({_pts(r)}): {said}. With no note at all, stage 1 gains "
+            f"{100 * without['diff']:+.1f} points over the first answers ({without['b']} fixed, {without['c']} broken), "
+            f"against {100 * with_note['diff']:+.1f} with the note ({with_note['b']} fixed, {with_note['c']} broken).")
+    if "other_note" in esc:
+        t = _test(esc["note"], esc["other_note"], c.prereg)
+        word = "better" if t["diff"] > 0 else "worse"
+        told = notes_with_the_answer(c)
+        fam = secondary(c.prereg, c.table).set_index("contrast")
+        holm_p = float(fam.loc["note vs another problem's note (stage 1)", "p (Holm)"])
+        text += (f" The problem's own note does {word} than another problem's note ({_pts(t)}, Holm p = {holm_p:.2g}; "
+                 "secondary, no claim): "
+                 f"another problem's note breaks {int((esc['alone_v5'] & ~esc['other_note'].astype(bool)).sum())} right "
+                 f"answers against the own note's {int((esc['alone_v5'] & ~esc['note'].astype(bool)).sum())}, although "
+                 f"it contains the gold answer, by chance, on {told['other']} of the {told['wrong']} wrong first answers "
+                 f"(the own note on {told['own']}).")
     if "cascade" in c.table:
-        t = _test(c.table["v6"], c.table["cascade"], c.prereg)
-        costs = cost_table(c.run, c.table, c.mv, folder)
-        k = costs.set_index("policy")
-        text += (f" The revision adapter alone, answering the problems the same gate escalates (a cascade, one call, "
-                 f"no supporter), scores {pct(t['acc_b'], 1)} against the whole chain's {pct(t['acc_a'], 1)} "
-                 f"({100 * t['diff']:+.1f} points [{100 * t['diff_lo']:+.1f}, {100 * t['diff_hi']:+.1f}], p = "
-                 f"{t['p_value']:.3g}) at {k.loc['cascade (gate + revision adapter)', 'tokens']:.0f} tokens a "
-                 f"problem against {k.loc[WHOLE, 'tokens']:.0f} "
-                 f"(the leader alone: {k.loc['leader alone (v5)', 'tokens']:.0f}).")
+        solo = _test(c.table["alone_rev"], c.table["alone_v5"], c.prereg)
+        casc = _test(c.table["cascade"], c.table["alone_v5"], c.prereg)
+        text += (f" Given the problem alone, the revision adapter is right on {pct(solo['acc_a'], 1)} against v5's "
+                 f"{pct(solo['acc_b'], 1)} ({_pts(solo)}), and as a cascade (the same gate, then its own answer) on "
+                 f"{pct(casc['acc_a'], 1)}, {100 * casc['diff']:+.1f} points over the leader alone.")
+    worse = "cascade" in c.table and _test(c.table["alone_rev"], c.table["alone_v5"], c.prereg)["claimed_below"]
+    verdict = made_of_verdict(c)
+    text += {"the note": " So on this organism the note carries the gain: v6's leader reads notes.",
+             "a second solver": " So on this organism the gain is a second solver answering the problems the gate picks.",
+             "a second look": " So on this organism the gain is **the gate plus a second look at the leader's own attempt** "
+                              "by the revision adapter: neither a second solver "
+                              + ("(alone it is a worse one)" if worse else "(alone it does not gain)")
+                              + " nor the note's content (not shown to add to it).",
+             "undecided": " What the gain is made of stays undecided on these data."}[verdict]
+    if SECOND_LOOK in POLICY_COLUMN and "second_look" in c.table:
+        k = cost_table(c.run, c.table, c.mv, folder).set_index("policy")
+        look, whole = k.loc[SECOND_LOOK], k.loc[WHOLE]
+        text += (f" *Exploratory, built after these results:* that second look behind the same gate, with no supporter "
+                 f"call at all, is right on {pct(look['accuracy'], 1)} at {look['tokens']:.0f} tokens a problem "
+                 f"({look['x leader']:.1f}x the leader alone), against the whole chain's {pct(whole['accuracy'], 1)} at "
+                 f"{whole['tokens']:.0f} ({whole['x leader']:.1f}x); a preregistered test on fresh problems would have to "
+                 "confirm it.")
     return text
 
 
@@ -706,21 +787,22 @@ def describe_replay(check: Mapping[str, int] | None) -> str:
 # ---------------------------------------------------------------- the verdict with what the gain is made of, and the README
 
 
-def describe_v6(prereg_v6: Mapping[str, Any] | None, study: str | Path | None = None, made_of: bool = True) -> str:
-    """v6's preregistered verdict (:func:`lase_nb.revision.describe_v6_verdict`), the overlap recount
-    (:func:`describe_overlap`) and, with ``made_of``, what the gain is made of (:func:`describe_made_of`,
-    when the controls are recorded)."""
+def describe_v6(prereg_v6: Mapping[str, Any] | None, study: str | Path | None = None, made_of: bool = True,
+                sensitivity: bool = True) -> str:
+    """v6's preregistered verdict (:func:`lase_nb.revision.describe_v6_verdict`), with ``sensitivity`` the
+    told-answer and overlap recounts (:func:`describe_overlap`), and with ``made_of`` what the gain is made
+    of (:func:`describe_made_of`, when the controls are recorded)."""
     from .revision import describe_v6_verdict
     from .runs import problems_from_manifest
     from .traces import load_run
 
     study = Path(study) if study else STUDY
-    text = describe_v6_verdict(prereg_v6, study)
+    text = describe_v6_verdict(prereg_v6, study, sensitivity)
     large = study / "lase-large"
     if prereg_v6 is None or not (large / "manifest.json").is_file():
         return text
     run = load_run(large)
-    problems = problems_from_manifest(run.manifest)
+    problems = problems_from_manifest(run.manifest) if sensitivity else {}
     if problems:
         text += " " + describe_overlap(overlap_sensitivity(prereg_v6, run, problems))
     found = load_controls(study) if made_of else None

@@ -593,8 +593,8 @@ def describe_pilot_audit(raw: pd.DataFrame, audit: Mapping[str, Any], first: pd.
             "Stage 1 only: the whole chain and fresh problems are v6's test.")
 
 
-def describe_v6_verdict(prereg: Mapping[str, Any] | None, study: Path | None = None) -> str:
-    """v6's preregistered verdict (with the sensitivity analysis that sets aside the problems whose
+def describe_v6_verdict(prereg: Mapping[str, Any] | None, study: Path | None = None, sensitivity: bool = True) -> str:
+    """v6's preregistered verdict (with ``sensitivity``, the analysis that sets aside the problems whose
     notes state the answer), or what stands in its way: no preregistration yet, or no fresh
     recording yet (then the prediction and the test's power, as fixed). :func:`lase_nb.controls.describe_v6`
     adds the overlap recount and what the gain is made of."""
@@ -610,7 +610,7 @@ def describe_v6_verdict(prereg: Mapping[str, Any] | None, study: Path | None = N
         run = load_run(large)
         text = ("Organism v6 (v5, with a second adapter for the leader's revision after a note): "
                 + describe_primary(primary_from_gated_run(prereg, run), prereg))
-        problems = problems_from_manifest(run.manifest)
+        problems = problems_from_manifest(run.manifest) if sensitivity else {}
         if problems:
             text += " " + describe_told_answer_sensitivity(told_answer_sensitivity(prereg, run, problems))
         return text

@@ -185,7 +185,7 @@ theory.star_drift(star_gated).set_index(["stage", "uncertain"])[["drift", "drift
 
 # %% [markdown] tags=["seminar"]
 # **Caveat.** This gate is *calibrated* (Assumption 3.3). A confidently wrong leader is never
-# corrected, and a weak model escalates nearly always. Chapter 02 measures real confidence.
+# corrected, and a weak model *escalates* (calls a peer, $U=1$) nearly always. Chapter 02 measures real confidence.
 
 # %% [markdown]
 # ## 1.4 The selective-gain bound (Theorem 3.7) and the cost identity (Eq. 20)

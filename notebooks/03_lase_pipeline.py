@@ -217,11 +217,14 @@ display(dist, per_stage, pipeline.gate_reads(chains), pipeline.outcome_flips(cha
 # rule asks), and **v6** is v5 with a second adapter for the leader's revisions.
 #
 # One recording answers two questions, each by a paired test against the leader alone on the same
-# problems: does **gated LASE** gain, and does **always-interact** (every stage forced) lose? The
+# problems (the exact *McNemar* test: of the problems the two get differently, does one side win
+# more often than a fair coin would?): does **gated LASE** gain, and does **always-interact**
+# (every stage forced) lose? The
 # answers name the regime, printed under the table with its rule; the rest of the collection uses
 # these names. These gains are on each recording's own problems (organism v6's: the 200 it was
-# chosen on). v5 and v6 each also had a preregistered test on further fresh problems (chapter 06,
-# 6.6, and chapter 07); v4 had none (it was held out by seed only). **Predict, then run.** The
+# chosen on). v5 and v6 each also had a *preregistered* test on further fresh problems (thresholds,
+# test and prediction committed before the data existed; chapter 06, 6.6, and chapter 07); v4 had
+# none (it was held out by seed only). **Predict, then run.** The
 # organisms were trained to review; the embedded model was not. Which regime do you expect for each?
 
 # %% tags=["seminar"]

@@ -89,6 +89,8 @@ plots.savefig(fig, "failure_confident_errors")
 plt.show()
 print(f"{int(split['confident_errors'])} of {int(split['errors'])} wrong first answers pass the gate; escalating them anyway, "
       f"some later stage is right on {int(ce['later_right'].sum())} and the last stage on {int(ce['final_correct'].sum())}")
+
+# %% tags=["book-more"]
 ce.set_index("problem_id")[["answer", "p_min", "h_max", "later_right", "final_correct"]].head(5)
 
 # %% [markdown] tags=["seminar"]
@@ -331,15 +333,18 @@ else:
 # %% tags=["seminar"]
 if point is not None:
     prereg_v6 = preregistration.load(preregistration.V6_PATH) if preregistration.V6_PATH.is_file() else None
-    print(controls.describe_v6(prereg_v6, made_of=False))
+    print(controls.describe_v6(prereg_v6, made_of=False, sensitivity=False))
 
 # %% [markdown] tags=["book-more"]
-# The pilot's lead as found and as audited, v6's whole chain on the 200 spent problems that chose it
+# v6's verdict with its two sensitivity analyses (not preregistered): without the problems where a
+# note states the answer, and without those that redo a training problem's arithmetic. Then the
+# pilot's lead as found and as audited, v6's whole chain on the 200 spent problems that chose it
 # (stage by stage, then its gain beside v5's: the prediction, not evidence), and every organism's
 # round in one table:
 
 # %% tags=["book-more"]
 if point is not None:
+    print(controls.describe_v6(prereg_v6, made_of=False))
     display(Markdown(revision.describe_pilot_audit(decomp["pilot reads v5's devil"],
                                                    revision.pilot_audit(decomp["pilot reads v5's devil"], org_problems,
                                                                         alone), alone)))
@@ -392,7 +397,7 @@ if made_of is not None:
     plots.savefig(fig, "v6_cost")
     plt.show()
     display(Markdown(controls.describe_cost(v6_costs, controls.where_tokens_go(made_of.run), preregistration.AIM,
-                                            controls.why_multiple(made_of.run))))
+                                            controls.why_multiple(made_of.run), detail=False)))
 
 # %% [markdown] tags=["book-more"]
 # The controls' secondary contrasts, each by both tests with Holm's adjustment over the family
@@ -403,6 +408,7 @@ if made_of is not None:
     display(Markdown(controls.secondary_markdown(controls.secondary(made_of.prereg, made_of.table))))
     display(v6_costs.set_index("policy").round(3))
     display(controls.where_tokens_go(made_of.run).head(8).round(3))
+    display(Markdown(controls.describe_cost(v6_costs, controls.where_tokens_go(made_of.run), preregistration.AIM)))
     print(controls.describe_replay(controls.replay_check()))
 
 # %% [markdown] tags=["book-more"]

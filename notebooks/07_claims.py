@@ -81,7 +81,8 @@ for label, rs in models.items():
 # %% [markdown] tags=["seminar"]
 # ## 7.1 One table
 #
-# Each row is one of the paper's claims; each model gets our number and a **verdict**:
+# Each row is one of the paper's claims against a baseline (MV(7), debate MAD, Mixture-of-Agents
+# *MoA*: layers of proposers and an aggregator); each model gets our number and a **verdict**:
 # *reproduced* when the exact McNemar test (p < 0.05) and the paired bootstrap 95% interval both
 # clear in the paper's direction ("matches or beats": the interval's lower end above -3 points);
 # *refuted* when both clear the other way (a cost claim: the measured token ratio says the
