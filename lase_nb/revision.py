@@ -484,14 +484,21 @@ def v6_stage_one(v6_run: Any, problems: Mapping[str, Problem], tau_lp: float, ta
 
 def note_leader_grid(sources: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
     """Fixes and breaks of stage 1 for each leader and note of :data:`NOTE_LEADER` present in
-    ``sources`` (:func:`decomposition_sources`), on the same escalated problems: one denominator."""
+    ``sources`` (:func:`decomposition_sources`), on the escalated problems every source holds: one
+    denominator (``attrs["left_out"]``: the problems some source lacks, e.g. a right answer the ceiling
+    wrote no false alarm for)."""
+    present = [label for label in NOTE_LEADER.values() if label in sources]
+    common = set.intersection(*(set(sources[label]["problem_id"]) for label in present)) if present else set()
+    every = set().union(*(set(sources[label]["problem_id"]) for label in present)) if present else set()
     rows = []
     for (leader, note), label in NOTE_LEADER.items():
         if label in sources:
-            fixed, wrong, broken, right = tally(sources[label])
+            fixed, wrong, broken, right = tally(sources[label][sources[label]["problem_id"].isin(common)])
             rows.append({"leader": leader, "note": note, "fixed": fixed, "wrong": wrong, "broken": broken,
                          "right": right, "net": fixed - broken})
-    return pd.DataFrame(rows)
+    out = pd.DataFrame(rows)
+    out.attrs["left_out"] = sorted(every - common)
+    return out
 
 
 def describe_note_leader(grid: pd.DataFrame, rule: Mapping[str, float] = STAGE1_RULE) -> str:
@@ -504,7 +511,10 @@ def describe_note_leader(grid: pd.DataFrame, rule: Mapping[str, float] = STAGE1_
         ok = r["fixed"] >= rule["fix"] * r["wrong"] and r["broken"] <= rule["break_"] * r["right"]
         cells.append(f"{leader} reading {note} fixes {r['fixed']} of {r['wrong']} and breaks {r['broken']} of "
                      f"{r['right']} ({'meets' if ok else 'misses'} the round's bar)")
-    return ("On the same escalated problems: " + "; ".join(cells) + f". The round's bar: at least {rule['fix']:.0%} of "
+    left = grid.attrs.get("left_out") or []
+    where = (f"On the same escalated problems ({len(left)} left out that a note could not be written for)"
+             if left else "On the same escalated problems")
+    return (where + ": " + "; ".join(cells) + f". The round's bar: at least {rule['fix']:.0%} of "
             f"the escalated wrong first answers fixed and at most {rule['break_']:.0%} of the escalated right ones broken.")
 
 

@@ -173,3 +173,43 @@ def test_outcomes_and_costs_from_the_recording(recording, tmp_path):
     assert np.all(lead <= toks["chain stopped after stage 1"][0]) and np.all(toks["chain stopped after stage 1"][0] <= chain)
     where = controls.where_tokens_go(run)
     assert abs(where["all"].sum() - chain.mean()) < 1e-6
+
+
+def test_the_note_and_leader_grid_has_one_denominator():
+    from lase_nb import ceiling, revision
+
+    run = load_run(revision.V6_STUDY.parent / "arith-organism-point" / "lase-full")
+    cfg = run.manifest["config"]
+    grid = revision.note_leader_grid(revision.decomposition_sources(run, problems_from_manifest(run.manifest),
+                                                                     ceiling.load_rows(), cfg["tau_lp"], cfg["tau_h"]))
+    assert grid["wrong"].nunique() == 1 and grid["right"].nunique() == 1
+    assert len(grid.attrs["left_out"]) + int(grid["wrong"].iloc[0] + grid["right"].iloc[0]) == 104
+    assert f"({len(grid.attrs['left_out'])} left out" in revision.describe_note_leader(grid)
+
+
+def test_the_committed_controls_say_what_the_gain_is_made_of():
+    c = controls.load_controls()
+    assert c is not None
+    r = controls.primary(c.prereg, c.table)
+    esc = c.table[c.table["escalated"]]
+    # the primary recounted from the rows: right only with the note, right only without it
+    assert (r["b"], r["c"]) == (int((esc["note"].astype(bool) & ~esc["no_note"].astype(bool)).sum()),
+                                int((~esc["note"].astype(bool) & esc["no_note"].astype(bool)).sum()))
+    assert r["outcome"] in ("note-helps", "note-hurts", "no-difference", "undecided")
+    words = controls.describe_made_of(c)
+    assert controls.made_of_verdict(c) in ("the note", "a second solver", "a second look", "undecided")
+    assert "Exploratory, built after these results" in words  # the post-hoc policy is labelled where printed
+    assert controls.replay_check() == {"k": 40, "n": 40}
+    told = controls.notes_with_the_answer(c)
+    assert told["wrong"] == int((~esc["alone_v5"]).sum()) and 0 <= told["own"] <= told["wrong"]
+
+
+def test_the_verdict_follows_the_contrasts():
+    c = controls.load_controls()
+    rng = np.random.default_rng(1)
+    t = c.table.copy()
+    t["note"] = t["no_note"].where(~t["escalated"], t["no_note"]) | (t["escalated"] & (rng.random(len(t)) < 0.4))
+    assert controls.made_of_verdict(dataclasses.replace(c, table=t)) == "the note"
+    t = c.table.copy()
+    t["cascade"] = t["v6"]  # a cascade as good as the whole chain gains over the leader alone
+    assert controls.made_of_verdict(dataclasses.replace(c, table=t)) == "a second solver"
