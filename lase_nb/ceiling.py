@@ -42,6 +42,7 @@ from .engine import Call, Engine
 from .notes import states_answer
 from .organism import Label, first_fault, gold_steps, label_attempt
 from .organism import _expected as expected_steps
+from .paths import DATA_DIR
 from .prompts import revise_messages, solver_messages
 from .stats import wilson_interval
 from .types import Problem
@@ -65,7 +66,7 @@ ORDER = ("organism", "smollm2", "noop-organism", "noop-smollm2", "organism-pilot
 #: The verdict quotes the best fix rate among kinds with at least this many wrong first answers.
 MIN_KIND = 10
 #: Where ``benchmarks/ceiling.py`` writes the committed measurement (chapter 06 reads it).
-CEILING_DIR = Path(__file__).resolve().parents[1] / "data" / "ceiling"
+CEILING_DIR = DATA_DIR / "ceiling"
 #: Note variants on a wrong first answer.
 VARIANTS = ("a", "b", "c")
 #: Notes on a right first answer: all clear, and false alarms worded as variants a and b.

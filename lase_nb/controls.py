@@ -33,11 +33,12 @@ import pandas as pd
 from . import prompts
 from .confidence import uncertain_mask
 from .errors import DataError
+from .paths import REPO_ROOT
 from .revision import StageOneCase, stage_one_cases
 from .stats import bootstrap_ci, clears_both, holm, mcnemar_power, paired_test, pct, wilson_interval
 from .types import Problem
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = REPO_ROOT
 #: The fresh recording the controls read (organism v6, gated at its preregistered 0.8 / 0.5).
 STUDY = ROOT / "data" / "traces" / "arith-organism-v6"
 #: The controls' run folders and their preregistration.

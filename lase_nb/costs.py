@@ -24,12 +24,13 @@ from typing import Any, Mapping, Sequence
 import pandas as pd
 
 from .errors import ConfigError
+from .paths import DATA_DIR
 
 __all__ = ["Price", "PRICES_PATH", "load_prices", "price_for", "estimate_shared_prefix", "cached_input",
            "cost_table", "gated_calls", "billed_calls", "dollar_comparison", "describe_dollars", "dollars", "UNITS"]
 
 #: The price sheet shipped with the repository (public list prices, dated: an example to edit).
-PRICES_PATH = Path(__file__).resolve().parents[1] / "data" / "prices.json"
+PRICES_PATH = DATA_DIR / "prices.json"
 #: The units :func:`cost_table` reports in.
 UNITS = ("tokens", "dollars")
 

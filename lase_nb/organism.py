@@ -40,6 +40,7 @@ from typing import Any, Sequence
 from . import prompts
 from .datasets import arithmetic_problems
 from .notes import states_answer
+from .paths import DATA_DIR
 from .types import Message, Problem
 
 #: Alias of the organism for the local backend (``--model organism``).
@@ -701,7 +702,7 @@ def recorded_chains(folders: Sequence[str], traces_root: str | Path | None = Non
 
     from .datasets import load_dataset
 
-    root = Path(traces_root) if traces_root else Path(__file__).resolve().parents[1] / "data" / "traces"
+    root = Path(traces_root) if traces_root else DATA_DIR / "traces"
     chains: set = set()
     for folder in folders:
         for manifest in sorted((root / folder).rglob("manifest.json")):
@@ -721,7 +722,7 @@ def noop_chains(ceiling_root: str | Path | None = None) -> frozenset:
 
     from .datasets import noop_problems
 
-    root = Path(ceiling_root) if ceiling_root else Path(__file__).resolve().parents[1] / "data" / "ceiling"
+    root = Path(ceiling_root) if ceiling_root else DATA_DIR / "ceiling"
     chains: set = set()
     for f in sorted(root.glob("noop-*.json")):
         m = json.loads(f.read_text())

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 import numpy as np
 
 from .errors import DataError
+from .paths import DATA_DIR
 from .replay import Chains, chains_from_stages, gate_for_budget, replay
 from .stats import clears_both, holm, paired_test
 
@@ -32,7 +33,7 @@ __all__ = ["PATH", "SECONDARY", "SECONDARY_R3", "build", "build_round3", "descri
            "V6_PATH", "v6_prediction", "build_v6", "bootstrap_settings"]
 
 #: Where the committed preregistration lives.
-PATH = Path(__file__).resolve().parents[1] / "data" / "traces" / "preregistration.json"
+PATH = DATA_DIR / "traces" / "preregistration.json"
 
 #: The secondary comparisons, one family under Holm's correction: (name, system, reference, where).
 SECONDARY: list[dict[str, str]] = [
@@ -480,7 +481,7 @@ def _others(gains: Mapping[str, Mapping[str, Any]], primary: Mapping[str, Any] |
 # ---------------------------------------------------------------- organism v6 (v5 + a revision adapter)
 
 #: Where v6's preregistration is committed, alone, before any fresh recording.
-V6_PATH = Path(__file__).resolve().parents[1] / "data" / "traces" / "arith-organism-v6" / "preregistration.json"
+V6_PATH = DATA_DIR / "traces" / "arith-organism-v6" / "preregistration.json"
 
 #: What the audit of the revision lead (data/revision/README.md) removes from the pilot's stage-1 gain
 #: on the spent problems: the fixes of problems whose chain a pilot training example computes, and

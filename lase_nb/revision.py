@@ -26,6 +26,7 @@ from .answers import strip_boxed
 from .ceiling import obeys_rule, outcome, rate, write_between_markers
 from .confidence import uncertain_mask
 from .organism import Label, first_fault, flagged_step, label_attempt, note_flags, revision_text
+from .paths import DATA_DIR
 from .replay import Chains, replay, stop_stages
 from .stats import clears_both, mcnemar, paired_test
 from .types import Problem
@@ -311,7 +312,7 @@ def contrast(a: pd.DataFrame, b: pd.DataFrame, a_name: str, b_name: str) -> str:
 
 
 #: Where the stage-1 replays and the learning curve are committed (``data/organism/revision_own.py``).
-REVISION_DIR = Path(__file__).resolve().parents[1] / "data" / "revision"
+REVISION_DIR = DATA_DIR / "revision"
 
 #: The committed replays, by file name: what each row of the decomposition is called.
 REPLAYS = {"pilot": "pilot reads v5's devil",
@@ -400,9 +401,9 @@ def learning_curve_verdict(folder: Path | None = None) -> str:
 
 #: Where the organism v6's study lives: ``lase-full`` (the whole chain on the 200 spent problems of
 #: the v5 recording), the preregistration, then ``lase-large`` and ``mv`` on fresh problems.
-V6_STUDY = Path(__file__).resolve().parents[1] / "data" / "traces" / "arith-organism-v6"
+V6_STUDY = DATA_DIR / "traces" / "arith-organism-v6"
 #: v5's whole chain on the same 200 problems (the recording every replay above reads).
-V5_FULL = Path(__file__).resolve().parents[1] / "data" / "traces" / "arith-organism-point" / "lase-full"
+V5_FULL = DATA_DIR / "traces" / "arith-organism-point" / "lase-full"
 
 
 def stage_flow(chains: Chains, tau_lp: float, tau_h: float) -> pd.DataFrame:

@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import DataError, LaseError, show_in_one_line
+from .paths import REPO_ROOT
 from .schema import RecordingError, read_manifest
 from .stats import PAIRED_N_BOOT, bool_array, mcnemar, wilson_interval
 from .strategies import SPECS
@@ -50,8 +51,6 @@ __all__ = ["RUN_DIRS", "CONTRASTS", "resolve_data_path", "UNFINISHED", "left_out
 #: (LASE at any thresholds is replayed from it); from the strategies' records.
 RUN_DIRS: dict[str, str] = {n: s.replayed_from for n, s in SPECS.items() if s.replayed_from}
 
-#: The repository this package was installed from (editable install); data paths fall back to it.
-REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
 def resolve_data_path(path: str | Path) -> Path:

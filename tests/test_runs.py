@@ -94,7 +94,8 @@ def test_comparison_table_has_strict_accuracy():
 
 
 def test_data_paths_resolve_from_any_working_directory(tmp_path, monkeypatch):
-    from lase_nb.runs import REPO_ROOT, resolve_data_path
+    from lase_nb.paths import REPO_ROOT
+    from lase_nb.runs import resolve_data_path
 
     default = "../data/traces/arith-smollm2"  # the chapters' default, relative to notebooks/
     for cwd in (REPO_ROOT, REPO_ROOT / "notebooks", tmp_path):

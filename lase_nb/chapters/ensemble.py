@@ -30,6 +30,7 @@ import pandas as pd
 
 from .. import plots
 from ..errors import DataError
+from ..paths import DATA_DIR
 from ..prompts import VERDICT_HOLDS
 from ..replay import Chains, chains_from_stages, grid_metrics, outcomes_at, pareto_front, replay
 from ..runs import gain_words, load_runs, resolve_data_path
@@ -392,7 +393,7 @@ STAGE1_EXPECTATION = {
 
 
 #: Where ``data/revision/ensemble_stage1.py`` writes the replay (``STAGE1_NAME`` + ``.jsonl`` / ``.json``).
-STAGE1_DIR = Path(__file__).resolve().parents[2] / "data" / "revision"
+STAGE1_DIR = DATA_DIR / "revision"
 
 
 def load_stage1(folder: str | Path | None = None) -> tuple[pd.DataFrame, dict[str, Any]] | None:
