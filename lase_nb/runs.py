@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 
 show_in_one_line()  # in a notebook, an error a reader can fix (a damaged study) is one line, not a traceback
 
-__all__ = ["RUN_DIRS", "CONTRASTS", "resolve_data_path", "UNFINISHED", "left_out_runs", "load_runs", "load_models", "chains_by_model", "control_models", "paired_correct", "model_label",
+__all__ = ["RUN_DIRS", "PROBLEM_SETS", "RECORD_COMMANDS", "PLUGINS", "register_problem_set", "resolve_data_path", "UNFINISHED", "left_out_runs", "load_runs", "load_models", "chains_by_model", "control_models", "paired_correct", "model_label",
            "record_command", "check_format", "run_from_results", "problems_from_manifest", "common_ids",
            "comparison_table", "strategy_tables", "display_name", "by_display_name",
            "REVISION_TEXT", "FOLLOW_UP_ROLES", "FORMAT_TOLERANCE", "baseline_formats", "off_format",
@@ -143,29 +143,15 @@ def load_runs(folder: str | Path, names: Iterable[str] | None = None, require: S
     return runs
 
 
-#: The organisms kept as labelled contrasts: folder name -> (the commit whose ``data/organism/`` holds
-#: its adapter, the ``record.py`` options of its problems). Their manifests' ``organism_variant`` say the same.
-CONTRASTS = {
-    "arith-organism-point": ("b9067ac", "--split eval --seed 22"),  # v5, pointing
-    "arith-organism-tell": ("76abcef", "--seed 8"),  # v4, telling (the generator before the split)
-}
-
-
 def record_command(folder: str | Path) -> str:
-    """The command that records the chapters' runs into ``folder``: the current model organism's
-    recording (``data/organism/``'s adapter, the eval split's recording seed, levels 1-3) for a
-    folder named ``arith-organism``; for an organism kept as a contrast (:data:`CONTRASTS`), the same
-    with its adapter restored from the commit that holds it; the default recording otherwise."""
-    from .organism import EVAL_SEEDS, ORGANISM
-
+    """The command that records the chapters' runs into ``folder``: a registered study's own
+    (:data:`RECORD_COMMANDS`, by folder name: the model organism's, :mod:`lase_nb.organism.recordings`),
+    the default recording otherwise."""
     name = Path(folder).name
-    if name == "arith-organism":
-        return (f"python data/traces/record.py --model {ORGANISM} --levels 1 2 3 --split eval "
-                f"--seed {EVAL_SEEDS['record']} --out data/traces/arith-organism")
-    if name in CONTRASTS:
-        commit, options = CONTRASTS[name]
-        return (f"git checkout {commit} -- data/organism && python data/traces/record.py --model {ORGANISM} "
-                f"--levels 1 2 3 {options} --out data/traces/{name}")
+    if name not in RECORD_COMMANDS:
+        _load_plugins()
+    if name in RECORD_COMMANDS:
+        return RECORD_COMMANDS[name]
     return f"python data/traces/record.py --out {folder}"
 
 
@@ -329,7 +315,7 @@ def problems_from_manifest(manifest: Mapping[str, Any], data_path: str | None = 
 
     offset, n = int(manifest.get("offset") or 0), manifest.get("n")
     subset = manifest.get("problem_ids")  # a run on some problems of a list (a control arm): the list's size and ids
-    drawn = _organism_problem_set(manifest, int(manifest["subset_of"]) if subset else None if n is None else n + offset)
+    drawn = _registered_problem_set(manifest, int(manifest["subset_of"]) if subset else None if n is None else n + offset)
     if drawn is not None:
         if subset:
             keep = set(subset)
@@ -345,53 +331,41 @@ def problems_from_manifest(manifest: Mapping[str, Any], data_path: str | None = 
     return {p.id: p for p in probs}
 
 
-#: A manifest's ``problem_set``: the organism's held-out lists (:mod:`lase_nb.organism`; round 3's in
-#: :mod:`lase_nb.organism_round3`), which leave out problems by chain, so ``load_dataset`` alone would
-#: not regenerate them.
-PROBLEM_SETS = ("organism-eval", "organism-held-out-r3", "organism-v6-problems", "organism-v6-control")
+#: A manifest's ``problem_set``: a named list of problems that ``load_dataset`` alone would not
+#: regenerate (the organism's held-out lists leave out problems by chain). Name -> a function of the
+#: manifest and the list's size that returns the problems. Filled by the modules of :data:`PLUGINS`.
+PROBLEM_SETS: dict[str, Callable[[Mapping[str, Any], int], list[Any]]] = {}
+#: A study folder's name -> the command that records it, when it is not the default recording's
+#: (:func:`record_command`). Filled by the modules of :data:`PLUGINS`.
+RECORD_COMMANDS: dict[str, str] = {}
+#: The modules that register problem sets and record commands (the model organism's), imported by
+#: name the first time a manifest or a folder needs one: the loader reads the organism's recordings
+#: without importing the organism's code (the method's modules never import ``lase_nb.organism.recipe``).
+PLUGINS = ("lase_nb.organism.recordings",)
 
 
-def _organism_problem_set(manifest: Mapping[str, Any], n: int | None) -> list[Any] | None:
-    """The problems of a manifest that names one of :data:`PROBLEM_SETS`; None when it names none."""
+def _load_plugins() -> None:
+    import importlib
+
+    for name in PLUGINS:
+        importlib.import_module(name)
+
+
+def register_problem_set(name: str, make: Callable[[Mapping[str, Any], int], list[Any]]) -> None:
+    """Make a manifest's ``problem_set: name`` regenerate its problems with ``make(manifest, n)``."""
+    PROBLEM_SETS[name] = make
+
+
+def _registered_problem_set(manifest: Mapping[str, Any], n: int | None) -> list[Any] | None:
+    """The problems of a manifest that names a registered problem set; None when it names none."""
     kind = manifest.get("problem_set")
     if kind is None:
         return None
+    if kind not in PROBLEM_SETS:
+        _load_plugins()
     if kind not in PROBLEM_SETS or n is None:
         raise DataError(f"problem_set {kind!r} with n={n}: expected one of {', '.join(PROBLEM_SETS)} and a count")
-    from . import organism, organism_round3
-
-    seed = int(manifest.get("seed", 0))
-    if kind == "organism-eval":
-        return organism.eval_problems(n, seed=seed, levels=manifest.get("levels") or (1, 2, 3))
-    if kind.startswith("organism-v6-"):  # organism v6's fresh or control problems (its preregistration)
-        which = kind.removeprefix("organism-v6-")
-        spec = _v6_spec(manifest, which)
-        if spec is not None:  # the preregistration fixes the list's seed (the manifest's seed is the strategies')
-            seed = int(spec["seed"])
-        problems = organism.v6_problems(which, n, seed=seed, levels=manifest.get("levels") or (1, 2, 3))
-        if spec is not None and n == spec["n"] and organism.problems_sha256(problems) != spec["sha256"]:
-            raise DataError(f"the {which} regenerated from {manifest['preregistration']} do not hash as it says: the "
-                            "generator changed since the recording; check out the commit the manifest names")
-        return problems
-    return organism_round3.held_out_problems(n, seed=seed)
-
-
-def _v6_spec(manifest: Mapping[str, Any], which: str) -> Mapping[str, Any] | None:
-    """The problem list's entry (``problems`` or ``control``) of the preregistration a v6 recording
-    names, read from the repository's copy; None when the manifest names none."""
-    import json
-
-    name = manifest.get("preregistration")
-    if not name:
-        return None
-    path = Path(name)
-    if not path.is_file():  # written relative to the repository's root
-        path = REPO_ROOT / name
-    try:
-        return json.loads(path.read_text())[which]
-    except (OSError, ValueError, KeyError) as e:
-        raise DataError(f"{name}: the preregistration this recording names cannot be read here ({e}); "
-                        "restore it from git") from None
+    return PROBLEM_SETS[kind](manifest, n)
 
 
 def common_ids(runs: Mapping[str, Run], problem_ids: Sequence[str]) -> np.ndarray:
@@ -467,7 +441,7 @@ def comparison_table(runs: Mapping[str, pd.DataFrame] | pd.DataFrame, baseline: 
     return out
 
 
-#: The phrases of the organisms' trained LASE revision (``lase_nb.organism``: "Step 2 again: ...",
+#: The phrases of the organisms' trained LASE revision (``lase_nb.organism.recipe``: "Step 2 again: ...",
 #: "so I change it and carry it on", "so my answer stands"). A follow-up of another strategy that
 #: writes them answers in LASE's format, not its own.
 REVISION_TEXT = re.compile(r"\b[Ss]tep \d+ again\b|\bI change it and carry it on\b|\bmy answer stands\b")

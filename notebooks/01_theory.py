@@ -51,7 +51,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from lase_nb import plots, widgets
+from lase_nb import plots
+from lase_nb.book import widgets
 from lase_nb.chapters import theory
 
 plots.set_style()

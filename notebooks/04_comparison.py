@@ -67,7 +67,8 @@ import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 
-from lase_nb import costs, plots, reference, runs as run_store, strategies, widgets
+from lase_nb import costs, plots, reference, runs as run_store, strategies
+from lase_nb.book import widgets
 from lase_nb.runs import comparison_table
 from lase_nb.replay import chains_from_stages, outcomes_at, replay, sweep
 from lase_nb.chapters import comparison

@@ -53,7 +53,8 @@ import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 
-from lase_nb import plots, reference, widgets
+from lase_nb import plots, reference
+from lase_nb.book import widgets
 from lase_nb import runs as run_store
 from lase_nb.chapters import pareto, sliders
 from lase_nb.replay import chains_from_stages, grid_metrics, operating_point, replay, sweep

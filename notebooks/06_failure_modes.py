@@ -51,7 +51,9 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from IPython.display import HTML, Markdown, display
 
-from lase_nb import ceiling, confidence, plots, preregistration, revision, widgets
+from lase_nb.organism import ceiling, preregistration, revision
+from lase_nb import confidence, plots
+from lase_nb.book import widgets
 from lase_nb import runs as run_store
 from lase_nb.chapters import failures
 from lase_nb.replay import summarize
@@ -296,11 +298,11 @@ else:
 # training fixes at least 25% of the escalated wrong answers and breaks at most 5% of the right ones.
 #
 # **Two notes.** *v5's own devil note*, as the recording passed it, or a *perfect note* that code
-# writes by the paper's rule, never stating the answer (`lase_nb/ceiling.py`): the first failing step
+# writes by the paper's rule, never stating the answer (`lase_nb/organism/ceiling.py`): the first failing step
 # on a wrong answer, a false alarm on a random step of a right one (the paper's attack). **Two
 # leaders.** v5's own revision, or the *pilot*: v5 with its revision trained alone on perfect notes of
 # train-split attempts (18 minutes; `data/organism/revision_pilot.py`). Each cell replays stage 1
-# exactly: the recorded first answer, the note, one revision call (`lase_nb/revision.py`). The
+# exactly: the recorded first answer, the note, one revision call (`lase_nb/organism/revision.py`). The
 # pilot's numbers were *found after the fact* (the best of five candidates) and are marked so below;
 # only v6's test on fresh problems is *preregistered*.
 
@@ -368,7 +370,7 @@ if point is not None:
 # *no difference that matters*.
 
 # %% tags=["seminar"]
-from lase_nb import controls
+from lase_nb.organism import controls
 
 made_of = controls.load_controls() if point is not None else None
 if made_of is not None:

@@ -121,7 +121,7 @@ plots.savefig(fig, "claims_forest");
 # committed study is shown.
 
 # %% tags=["seminar"]
-from lase_nb import preregistration, revision
+from lase_nb.organism import preregistration, revision
 
 point = next((s for s in shown if s.committed and s.path.name == "arith-organism-point"), None)
 if point is not None:

@@ -7,7 +7,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from lase_nb import preregistration, reference
+from lase_nb.organism import preregistration
+from lase_nb import reference
 from lase_nb.chapters import claims
 from lase_nb.stats import paired_test
 

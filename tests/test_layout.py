@@ -1,4 +1,10 @@
-"""The package's layout: imports point one way (chapter modules -> core) and never in a circle.
+"""The package's layout: imports point one way between its folders and never in a circle.
+
+The method and its records are ``lase_nb``'s flat modules; the model organism and its experiments
+are ``lase_nb/organism/``; the book (executing the chapters, the lecturer's clock, the HTML pages,
+panels and widgets) is ``lase_nb/book/``; the chapters' logic is ``lase_nb/chapters/``. The
+organism and the book stand on the method and not on each other; a chapter may import any of them;
+the command line (``lase_nb.cli``, ``__main__``) is the one entry point, above the method and the book.
 
 Read from the source with ``ast`` (nothing is imported), so a function-level import counts too.
 """
@@ -134,3 +140,29 @@ def test_a_notebook_imports_the_core_and_its_own_chapters_modules():
 def test_stats_is_a_leaf():
     """Intervals, tests and formatters depend on nothing else of the package (the replay uses them)."""
     assert _graph()["lase_nb.stats"] == frozenset()
+
+
+#: Each layer and the layers it may import besides itself (method <- organism, method <- book,
+#: chapters import any; the command line runs the book's ``notebooks`` and ``book`` commands).
+MAY_IMPORT = {"method": set(), "organism": {"method"}, "book": {"method"},
+              "chapters": {"method", "organism", "book"}, "entry": {"method", "book"}}
+
+
+def _layer(name: str) -> str:
+    parts = name.split(".")
+    if len(parts) > 1 and parts[1] in ("organism", "book", "chapters"):
+        return parts[1]
+    if name in ("lase_nb.cli", "lase_nb.__main__"):
+        return "entry"
+    return "method"
+
+
+def test_the_folders_point_one_way():
+    """The method's modules never import the organism or the book; the organism and the book import
+    the method only (not each other); chapters import any; nothing imports a chapter module."""
+    graph = _graph()
+    assert {_layer(n) for n in graph} == set(MAY_IMPORT)
+    assert _layer("lase_nb.runs") == "method" and _layer("lase_nb.organism.recipe") == "organism"
+    wrong = {name: sorted(m for m in deps if _layer(m) != _layer(name) and _layer(m) not in MAY_IMPORT[_layer(name)])
+             for name, deps in graph.items()}
+    assert {name: deps for name, deps in wrong.items() if deps} == {}

@@ -12,6 +12,7 @@ import pytest
 
 from lase_nb import reference, runs
 from lase_nb.errors import DataError
+from lase_nb.organism import recordings
 from lase_nb.runs import comparison_table
 
 TRACES = Path(__file__).resolve().parents[1] / "data" / "traces" / "arith-smollm2"
@@ -268,7 +269,7 @@ def test_the_pointing_organism_v5_is_kept_as_a_labelled_contrast():
         v = m["organism_variant"]
         assert v["name"] == "v5, pointing" and v["adapter_sha256"] == m["model_files"]["adapter_sha256"]
         commit = v["adapter_commit"].split()[0]
-        assert len(commit) == 40 and commit.startswith(runs.CONTRASTS["arith-organism-point"][0])
+        assert len(commit) == 40 and commit.startswith(recordings.CONTRASTS["arith-organism-point"][0])
     git = subprocess.run(["git", "-C", str(root), "cat-file", "-e", f"{commit}:data/organism/adapter_model.safetensors"],
                          capture_output=True)
     if git.returncode == 0 or "Not a valid object name" not in git.stderr.decode():

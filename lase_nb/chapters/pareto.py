@@ -845,10 +845,10 @@ def plot_frontier_by_model(frontiers: Mapping[str, dict], logx: bool = True, tit
 
 def gain_rows(chains_by_model: Mapping[str, Chains], tau_lp: float, tau_h: float, seed: int = 0) -> pd.DataFrame:
     """Per model, two paired comparisons with the leader alone on the same problems
-    (:func:`lase_nb.regimes.gain_regime`): gated LASE at (tau_lp, tau_h) and always-interact. Columns:
+    (:func:`lase_nb.organism.regimes.gain_regime`): gated LASE at (tau_lp, tau_h) and always-interact. Columns:
     model, policy, n, gain, lo, hi (accuracy difference with its paired bootstrap 95% interval), p_value
     (exact McNemar), fixed, broken (gated LASE only)."""
-    from ..regimes import gain_regime
+    from ..organism.regimes import gain_regime
 
     rows = []
     for label, c in chains_by_model.items():

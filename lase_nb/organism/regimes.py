@@ -22,10 +22,10 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
-from .replay import Chains, replay
-from .runs import MIN_DECIDABLE, decidable
-from .errors import DataError
-from .stats import PAIRED_N_BOOT, clears_both, gain_difference, mcnemar, p_text, paired_test, pct, points
+from ..replay import Chains, replay
+from ..runs import MIN_DECIDABLE, decidable
+from ..errors import DataError
+from ..stats import PAIRED_N_BOOT, clears_both, gain_difference, mcnemar, p_text, paired_test, pct, points
 
 __all__ = ["REGIMES", "REGIME_RULE", "UNDECIDED", "OTHER_REGIME", "gain_regime", "regime_table", "describe_regime",
            "describe_gain_regime", "same_problems", "compare_gains", "control_table", "describe_control"]
