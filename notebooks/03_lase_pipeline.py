@@ -363,7 +363,7 @@ inclusions.set_index("strategy")[["mean_counted", "max_counted", "formula", "bou
 
 # %% tags=["book-hide"]
 if interactive:
-    import ipywidgets as widgets
+    import ipywidgets
 
     def explore(tau_lp=tau_lp, tau_h=tau_h):
         d = pipeline.stop_distribution(chains, tau_lp, tau_h)
@@ -373,8 +373,8 @@ if interactive:
         pipeline.plot_batch(d, pipeline.stage_confidence(chains, tau_lp, tau_h))
         plt.show()
 
-    widgets.interact(explore, tau_lp=widgets.FloatSlider(value=tau_lp, min=0.0, max=1.0, step=0.05),
-                     tau_h=widgets.FloatSlider(value=tau_h, min=0.0, max=3.0, step=0.1))
+    ipywidgets.interact(explore, tau_lp=ipywidgets.FloatSlider(value=tau_lp, min=0.0, max=1.0, step=0.05),
+                        tau_h=ipywidgets.FloatSlider(value=tau_h, min=0.0, max=3.0, step=0.1))
 
 # %% [markdown] tags=["book-more"]
 # ## Exercises

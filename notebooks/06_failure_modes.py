@@ -440,16 +440,16 @@ if any(s.committed for s in shown):
 
 # %% tags=["book-hide"]
 if interactive:
-    import ipywidgets as widgets
+    import ipywidgets
 
     def explore(tau_lp=tau_lp, tau_h=tau_h):
         display(confidence.gate_split(first, tau_lp, tau_h).to_frame(f"tau_lp={tau_lp:g}, tau_h={tau_h:g}"))
         failures.plot_confident_errors(first, tau_lp, tau_h)
         plt.show()
 
-    widgets.interact(explore,
-                     tau_lp=widgets.FloatSlider(value=tau_lp, min=0.5, max=0.999, step=0.005, description="tau_lp"),
-                     tau_h=widgets.FloatSlider(value=tau_h, min=0.05, max=1.5, step=0.05, description="tau_h"))
+    ipywidgets.interact(explore,
+                        tau_lp=ipywidgets.FloatSlider(value=tau_lp, min=0.5, max=0.999, step=0.005, description="tau_lp"),
+                        tau_h=ipywidgets.FloatSlider(value=tau_h, min=0.05, max=1.5, step=0.05, description="tau_h"))
 
 # %% [markdown] tags=["book-more"]
 # ## Exercises

@@ -166,3 +166,32 @@ def test_the_folders_point_one_way():
     wrong = {name: sorted(m for m in deps if _layer(m) != _layer(name) and _layer(m) not in MAY_IMPORT[_layer(name)])
              for name, deps in graph.items()}
     assert {name: deps for name, deps in wrong.items() if deps} == {}
+
+
+def test_no_notebook_rebinds_a_name_it_imported_from_the_package():
+    """A name a notebook imports from ``lase_nb`` keeps meaning that all through the chapter: no other
+    import, assignment, loop or definition binds it again (``import ipywidgets as widgets`` over
+    ``lase_nb.book.widgets`` would make rerunning the setup cell after a slider cell call ipywidgets')."""
+    folder = PACKAGE.parent / "notebooks"
+    wrong = {}
+    for nb in sorted(folder.glob("*.py")):
+        tree = ast.parse(nb.read_text(), str(nb))
+        ours: set[str] = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "lase_nb":
+                ours |= {a.asname or a.name for a in node.names}
+            elif isinstance(node, ast.Import):
+                ours |= {a.asname or a.name.split(".")[0] for a in node.names if a.name.split(".")[0] == "lase_nb"}
+        again = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] != "lase_nb":
+                again |= {a.asname or a.name for a in node.names}
+            elif isinstance(node, ast.Import):
+                again |= {a.asname or a.name.split(".")[0] for a in node.names if a.name.split(".")[0] != "lase_nb"}
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                again.add(node.id)
+            elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+                again.add(node.name)
+        if ours & again:
+            wrong[nb.name] = sorted(ours & again)
+    assert wrong == {}

@@ -23,7 +23,8 @@ import numpy as np
 from lase_nb.organism import preregistration as P
 from lase_nb.organism import regimes
 from lase_nb.errors import LaseError
-from lase_nb.runs import display_name, load_runs, strategy_tables
+from lase_nb.runs import display_name, load_runs
+from lase_nb.tables import strategy_tables
 from lase_nb.stats import points
 
 

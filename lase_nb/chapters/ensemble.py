@@ -33,7 +33,8 @@ from ..errors import DataError
 from ..paths import DATA_DIR
 from ..prompts import VERDICT_HOLDS
 from ..replay import Chains, chains_from_stages, grid_metrics, outcomes_at, pareto_front, replay
-from ..runs import gain_words, load_runs, resolve_data_path
+from ..runs import load_runs, resolve_data_path
+from ..tables import gain_words
 from ..stats import p_text, paired_test, pct, wilson_interval
 from ..strategies import SPECS, StrategyConfig, ensemble_stage_calls
 from ..traces import Run

@@ -15,7 +15,7 @@
   answer, drawn by the package's one transcript renderer (:mod:`lase_nb.chapters.transcripts`).
 
 Runs are loaded by :func:`lase_nb.runs.load_runs`; the strategies' table is
-:func:`lase_nb.runs.comparison_table`, as in chapter 04.
+:func:`lase_nb.tables.comparison_table`, as in chapter 04.
 """
 
 from __future__ import annotations

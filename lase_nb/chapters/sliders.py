@@ -38,10 +38,10 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from ..replay import Chains, operating_point, stop_stages, sweep
+from ..replay import Chains, fixed_policies, front_of, operating_point, oracle_frontier, stop_stages, sweep
 from ..plots import CHOSEN_COLOR, style
 from ..book.widgets import TEXT_CLASS, note_html
-from .pareto import _frontier_points, draw_frontier, label_points, oracle_frontier, policy_points, threshold_axes
+from .pareto import _frontier_points, draw_frontier, label_points, threshold_axes
 
 __all__ = ["point_sentence", "point_row_html", "point_caption", "change_note", "draw_view", "place_star",
            "FrontierView", "small_multiples", "STRICT_TO_LAX", "ThresholdControls", "threshold_sliders",
@@ -116,7 +116,7 @@ def draw_view(ax, chains: Chains, grid: pd.DataFrame, baselines: pd.DataFrame | 
 
     Returns ``(cloud, star)``: the grid's scatter (for a colour bar) and the star's Line2D.
     """
-    cloud = draw_frontier(ax, grid, policy_points(chains), oracle_frontier(chains), baselines, colorbar=colorbar,
+    cloud = draw_frontier(ax, grid, fixed_policies(chains), oracle_frontier(chains), baselines, colorbar=colorbar,
                           point_labels=point_labels)
     (star,) = ax.plot([], [], **{**STAR, "ms": ms}, animated=animated, label="LASE at the sliders' thresholds")
     return cloud, star
@@ -215,7 +215,7 @@ def small_multiples(chains: Chains, pairs: Sequence[tuple[float, float]] = STRIC
     cb = fig.colorbar(cloud, cax=cax)
     cb.set_label("escalation rate of a threshold pair")
     cb.ax.yaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
-    points, oracle = _frontier_points(policy_points(chains), baselines), oracle_frontier(chains)
+    points, oracle = _frontier_points(fixed_policies(chains), baselines), oracle_frontier(chains)
     for ax in axes.flat[:len(pairs)]:  # the fixed policies' names, off the star and the front
         label_points(ax, points, oracle)
     fig.legend(*axes.flat[0].get_legend_handles_labels(), loc="upper center", bbox_to_anchor=(0.45, 0.0), ncol=2,
@@ -413,7 +413,6 @@ def frontier_panel(chains: Chains, tau_lp: float = 0.8, tau_h: float = 0.5, *, g
 
     from ..book.panels import INDEX_JS, TABLE_STYLE, SliderAxis, embed, readout_div, slider
     from ..plots import FRONT_COLOR, ORACLE_COLOR
-    from .pareto import front_of, oracle_frontier, policy_points
 
     lp = SliderAxis(0.0, 1.0, step)
     h = SliderAxis(0.0, max(float(threshold_axes(chains, 2)[1][-1]), tau_h), step)
@@ -440,7 +439,7 @@ def frontier_panel(chains: Chains, tau_lp: float = 0.8, tau_h: float = 0.5, *, g
            legend_label="Pareto front of the grid")
     p.scatter(front["avg_tokens"], front["accuracy"], size=7, color=FRONT_COLOR, legend_label="Pareto front of the grid")
     oracle = oracle_frontier(chains)
-    pol = policy_points(chains)
+    pol = fixed_policies(chains)
     xs_all = np.concatenate([grid["avg_tokens"], oracle["avg_tokens"], pol["avg_tokens"]])
     ys_all = np.concatenate([grid["accuracy"], oracle["accuracy"], pol["acc_lo"], pol["acc_hi"]])
     x_lo, x_hi = xs_all.min() / 1.25, xs_all.max() * 1.25

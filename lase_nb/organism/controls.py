@@ -148,7 +148,7 @@ def build_prereg(*, run: Any, cases: Sequence[StageOneCase], problems: Sequence[
     files = run.manifest.get("model_files") or {}
     return {
         "what": "what organism v6's gain is made of: controls on the fresh recording's escalated problems, fixed "
-                "before any control call (issue 'What organism v6's gain is made of'); read by lase_nb.organism.controls",
+                "before any control call (issue 'What organism v6's gain is made of'); read by lase_nb.controls",  # the name when it was preregistered (committed)
         "date": time.strftime("%Y-%m-%d"),
         "recording": {"run": str(Path(run.path).relative_to(ROOT)), "n": int(len(run.problems)),
                       "thresholds": {"tau_lp": tau_lp, "tau_h": tau_h},

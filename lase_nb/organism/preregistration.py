@@ -288,7 +288,7 @@ def held_out_gains(prereg: Mapping[str, Any], runs: Mapping[str, Any]) -> dict[s
     primary test, and only it carries the verdict on Theorem 3.7's prediction; the others are the
     same contrast on other problems. ``runs``: :func:`lase_nb.runs.load_runs` of the study's folder
     (``lase`` or ``lase-full`` as the full chain)."""
-    from ..runs import paired_correct, strategy_tables
+    from ..tables import paired_correct, strategy_tables
 
     out: dict[str, dict[str, Any]] = {}
     if "lase-large" in runs:
@@ -317,7 +317,7 @@ def secondary_pairs(prereg: Mapping[str, Any], runs: Mapping[str, Any],
     ``control`` (:func:`lase_nb.organism.regimes.compare_gains` of the model under test and the other model
     on the same problems, computed once by the caller), the difference of their gains. A comparison
     whose runs are missing is left out."""
-    from ..runs import paired_correct, strategy_tables
+    from ..tables import paired_correct, strategy_tables
 
     th, bp = prereg["thresholds"], prereg["budget_pair"]
     full = next((runs[k] for k in ("lase", "lase-full") if k in runs), None)
