@@ -195,3 +195,54 @@ def test_no_notebook_rebinds_a_name_it_imported_from_the_package():
         if ours & again:
             wrong[nb.name] = sorted(ours & again)
     assert wrong == {}
+
+
+FOLDERS = {"method": "", "organism": "organism", "book": "book", "chapter": "chapters"}
+
+
+def _contributing_tables() -> dict[str, set[str]]:
+    """The module names CONTRIBUTING.md's library tables list, by folder."""
+    text = (PACKAGE.parent / "CONTRIBUTING.md").read_text()
+    out: dict[str, set[str]] = {}
+    for kind in FOLDERS:
+        head = re.search(rf"^\| {kind} module \(`lase_nb/[\w/]*`\) \|.*\n\|---\|---\|\n((?:\|.*\n)+)", text, re.M)
+        assert head, f"CONTRIBUTING.md has no '{kind} module' table"
+        out[kind] = {m for row in head.group(1).splitlines() for m in re.findall(r"`(\w+)`", row.split("|")[1])}
+    return out
+
+
+def test_contributing_lists_every_module_of_each_folder():
+    listed = _contributing_tables()
+    for kind, folder in FOLDERS.items():
+        base = PACKAGE / folder if folder else PACKAGE
+        found = {p.stem for p in base.glob("*.py") if p.stem not in ("__init__", "__main__")}
+        found |= {p.parent.name for p in base.glob("*/__init__.py")} - set(FOLDERS.values())
+        assert listed[kind] == found, f"{kind}: listed but missing {sorted(listed[kind] - found)}, " \
+                                      f"not listed {sorted(found - listed[kind])}"
+
+
+def test_every_module_function_contributing_names_resolves():
+    """Every `module.name` in CONTRIBUTING.md whose first part is a module of the package (by its name
+    in its folder, or written from ``lase_nb``) names something that exists."""
+    import importlib
+
+    modules = set(_modules())
+    prefixes = ("lase_nb.", "lase_nb.organism.", "lase_nb.book.", "lase_nb.chapters.")
+    text = (PACKAGE.parent / "CONTRIBUTING.md").read_text()
+    names = {m.group(1) for m in re.finditer(r"`([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)(?:\([^`]*\))?`", text)}
+    wrong, checked = [], 0
+    for name in sorted(n for n in names if n.rpartition(".")[2] not in ("py", "md", "json", "jsonl", "toml")):
+        full = name if name.startswith("lase_nb.") else next(
+            (p + name for p in prefixes if (p + name.split(".")[0]) in modules), None)
+        if full is None:
+            continue  # not a module of the package (a class attribute, ...)
+        parts = full.split(".")
+        k = max(i for i in range(1, len(parts) + 1) if ".".join(parts[:i]) in modules)
+        obj = importlib.import_module(".".join(parts[:k]))
+        checked += 1
+        for attr in parts[k:]:
+            if not hasattr(obj, attr):
+                wrong.append(name)
+                break
+            obj = getattr(obj, attr)
+    assert checked > 20 and wrong == [], wrong
