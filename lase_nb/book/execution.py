@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
 from ..errors import ConfigError, LaseError
+from ..paths import REPO_ROOT
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = REPO_ROOT
 NOTEBOOKS = REPO / "notebooks"
 
 #: Seconds one cell may run before the chapter fails (``lase-nb notebooks --cell-timeout``).
