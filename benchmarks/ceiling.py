@@ -4,7 +4,7 @@
     python benchmarks/ceiling.py --recordings --noop 120   # section 2: errors within reach
 
 For every first answer of a full-chain LASE recording whose chain is known, a note written by code
-(:mod:`lase_nb.ceiling`: variants a, b, c on wrong answers; all clear and two false alarms on right
+(:mod:`lase_nb.organism.ceiling`: variants a, b, c on wrong answers; all clear and two false alarms on right
 ones) goes through the leader's real revision call. Every call goes through the call cache
 (``$LASE_CACHE``), so an interrupted run resumes; the rows go to ``data/ceiling/<name>.jsonl``
 (one per note) with ``data/ceiling/<name>.json`` (what was run), which chapter 06 reads.
@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT))
 
 import pandas as pd  # noqa: E402
 
-from lase_nb import ceiling  # noqa: E402
+from lase_nb.organism import ceiling  # noqa: E402
 from lase_nb.backends.local import LocalBackend  # noqa: E402
 from lase_nb.cache import CallCache  # noqa: E402
 from lase_nb.engine import Engine  # noqa: E402
@@ -108,7 +108,7 @@ def main() -> int:
 
 def print_summary(rows: pd.DataFrame) -> None:
     """Print the summary table and the stop rule's verdict (chapter 06 shows both from the same
-    functions; the README tells the story in three sentences, :func:`lase_nb.controls.readme_summary`)."""
+    functions; the README tells the story in three sentences, :func:`lase_nb.organism.controls.readme_summary`)."""
     print(ceiling.markdown(ceiling.summary(rows)), ceiling.verdict(rows), sep="\n\n")
 
 

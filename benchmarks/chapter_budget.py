@@ -4,14 +4,14 @@ Reads executed chapters (default ``build/notebooks``, written by ``make notebook
 chapter the cells the book shows open, the words of their markdown, the words printed as prose,
 the tables shown (with the widest one's columns), the figures shown, an estimate of the minutes a
 lecturer needs to present the whole chapter and its seminar path, the cells tagged ``seminar``
-(the outside lecturer's clock, ``lase_nb.budget.presenting_minutes``: prose and printed results at
+(the outside lecturer's clock, ``lase_nb.book.budget.presenting_minutes``: prose and printed results at
 120 words a minute, command lines and code skipped; 3 minutes a multi-panel figure, 2 a
 single-panel one, 2.5 a slider panel, 1-3 a table by its size, 2 a predict-then-run pause, 1.5 a
 transcript exchange, 1.5 for each term the path uses before it defines it), and whether the
 chapter meets the budget: at most 40 cells, 1,500 words of markdown, 5 tables of at most 6 columns
 and 5 figures per core chapter, 11,000 words of markdown over the core chapters, and a seminar
 path that fits 90 minutes with 9 of discussion. Then the seminar path's minutes section by
-section, and the terms it uses before defining them (``lase_nb.budget.undefined_terms``). The
+section, and the terms it uses before defining them (``lase_nb.book.budget.undefined_terms``). The
 README's chapter minutes are this script's ``seminar`` column. The appendix is listed for
 information; its pages are read, not presented.
 
@@ -27,9 +27,9 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from lase_nb.budget import (BUDGET, CORE_MINUTES, DISCUSSION_MINUTES, budget_table, path_minutes, section_budgets,
+from lase_nb.book.budget import (BUDGET, CORE_MINUTES, DISCUSSION_MINUTES, budget_table, path_minutes, section_budgets,
                             seminar_minutes, undefined_terms)
-from lase_nb.execution import APPENDIX_GLOB, CHAPTER_GLOB, REPO
+from lase_nb.book.execution import APPENDIX_GLOB, CHAPTER_GLOB, REPO
 
 COLUMNS = ("chapter", "cells", "words", "printed words", "tables", "max columns", "figures", "minutes", "seminar")
 

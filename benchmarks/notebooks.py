@@ -2,7 +2,7 @@
 
     python benchmarks/notebooks.py [--only 05 01 ...] [--keep DIR]
 
-Runs ``lase_nb.execution.run_notebooks(params={"interactive": False}, out=<temp dir>)``, with
+Runs ``lase_nb.book.execution.run_notebooks(params={"interactive": False}, out=<temp dir>)``, with
 figures redirected to the same temporary folder so the repository's ``figures/`` is untouched,
 and prints each notebook's time. The embedded model's calls go through the usual cache, so a
 second run measures the notebooks rather than the model.
@@ -23,7 +23,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from lase_nb.execution import list_notebooks, run_notebooks  # noqa: E402
+from lase_nb.book.execution import list_notebooks, run_notebooks  # noqa: E402
 
 
 def main() -> None:

@@ -29,7 +29,11 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from lase_nb import organism, organism_round3, stats  # noqa: E402
+sys.path.insert(0, str(ROOT / "data" / "organism"))  # round 3's readers: data/organism/round3.py
+
+import round3  # noqa: E402
+from lase_nb import stats  # noqa: E402
+from lase_nb.organism import recipe as organism  # noqa: E402
 from lase_nb.backends.local import ORGANISM_DIR, ORGANISM_MODEL, LocalBackend  # noqa: E402
 from lase_nb.cache import CallCache  # noqa: E402
 from lase_nb.notes import count_answer_notes  # noqa: E402
@@ -120,7 +124,7 @@ def _answer_notes(results, problems) -> dict:
 def stage_report(problems, results) -> dict:
     """Round 3's targets read stage by stage from forced chains: the devil's flags on wrong and on
     right attempts, whether it names the first failing step, and what each revision did with its
-    note (:func:`lase_nb.organism_round3.read_revision`): redid a step right, carried a changed value,
+    note (:func:`round3.read_revision`): redid a step right, carried a changed value,
     boxed its chain's last result, kept a right answer after a false alarm, contradicted itself."""
     by_id = {p.id: p for p in problems}
     per: dict[str, Counter] = {}
@@ -145,7 +149,7 @@ def stage_report(problems, results) -> dict:
             if flags and right_before:
                 d["false_alarms"] += 1
                 d["kept_after_false_alarm"] += right_after
-            rd = organism_round3.read_revision(p, attempt, note.text, rev)
+            rd = round3.read_revision(p, attempt, note.text, rev)
             if rd["flagged"] is not None:
                 d["named_a_step"] += 1
                 d["redid_named_step"] += rd["redone"] == rd["flagged"]
@@ -179,7 +183,7 @@ def stage_report(problems, results) -> dict:
 def followups_report(problems, engine) -> dict:
     """Whether MAD's round-2 debaters, DOWN's debate rounds and judge (debate forced: threshold 1.0)
     and MoA's later proposers and aggregator write their own strategy's format
-    (:func:`lase_nb.organism_round3.follow_up_format`), with each strategy's accuracy on these problems."""
+    (:func:`round3.follow_up_format`), with each strategy's accuracy on these problems."""
     out = {}
     for name, cfg in (("mad", StrategyConfig(examples=0)), ("moa", StrategyConfig(examples=0)),
                       ("down", StrategyConfig(examples=0, down_threshold=1.0, down_final="judge"))):
@@ -190,7 +194,7 @@ def followups_report(problems, engine) -> dict:
                 follow = (c.role in ("debater", "proposer") and c.stage >= 1) or c.role in ("aggregator", "judge")
                 if follow:
                     kind = "peers" if c.role == "debater" else "aggregate"
-                    counts.setdefault(c.role, Counter())[organism_round3.follow_up_format(c.text, kind)] += 1
+                    counts.setdefault(c.role, Counter())[round3.follow_up_format(c.text, kind)] += 1
         out[name] = {"accuracy": _rate(sum(r.correct for r in results), len(results)),
                      **{role: {"own_format": _rate(v["own"], sum(v.values())), "lase_text": v["lase"],
                                "other": v["other"]} for role, v in counts.items()}}
@@ -216,7 +220,7 @@ def gated_report(problems, results) -> dict:
 
 def unit_report(backend, steps) -> dict:
     """The careful method on its own (the unit skill): each held-out step asked for greedily, its
-    line parsed and checked (:func:`lase_nb.organism_round3.read_careful`); right = the line's value is
+    line parsed and checked (:func:`round3.read_careful`); right = the line's value is
     the step's true result. Per operation, with Wilson intervals, and the first failures verbatim."""
     from lase_nb.prompts import careful_messages
     from lase_nb.types import GenParams
@@ -225,7 +229,7 @@ def unit_report(backend, steps) -> dict:
     gens = backend.generate_many([(careful_messages(s.expr), params) for s in steps])
     rows = []
     for s, g in zip(steps, gens):
-        w = organism_round3.read_careful(g.text)
+        w = round3.read_careful(g.text)
         rows.append({"step": s.expr, "op": s.op, "right": bool(w and w.right),
                      "facts_true": bool(w and w.facts_true), "parsed": w is not None, "text": g.text})
     by_op = {op: _rate(sum(r["right"] for r in rows if r["op"] == op), sum(r["op"] == op for r in rows))
@@ -316,7 +320,7 @@ def main(argv=None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     if args.unit:
         report = {"model": args.model, "unit_skill": unit_report(
-            backend, organism_round3.unit_steps(args.unit, args.seed, "eval")),
+            backend, round3.unit_steps(args.unit, args.seed, "eval")),
             "wall_s": round(time.perf_counter() - t0, 1), "date": time.strftime("%Y-%m-%d")}
         (args.out / "unit.json").write_text(json.dumps(report, indent=1) + "\n")
         print(json.dumps({k: v for k, v in report["unit_skill"].items() if k != "failures"}, indent=1))

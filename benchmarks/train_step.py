@@ -33,7 +33,7 @@ def main() -> int:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     import train as recipe
-    from lase_nb import organism
+    from lase_nb.organism import recipe as organism
     from lase_nb.backends.local import default_model_dir, native_bf16
 
     torch.set_num_threads(args.threads)

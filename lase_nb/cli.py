@@ -492,7 +492,7 @@ def cmd_sweep(args) -> int:
 
 
 def cmd_notebooks(args) -> int:
-    from .execution import parse_value, run_notebooks
+    from .book.execution import parse_value, run_notebooks
     if args.cell_timeout <= 0:
         raise ConfigError(f"--cell-timeout must be a positive number of seconds (got {args.cell_timeout})")
     params = {key: parse_value(value) for key, value in args.param or []}
@@ -521,7 +521,7 @@ def _user_error_names() -> set[str]:
 
 
 def cmd_book(args) -> int:
-    from .book import build_book
+    from .book.html import build_book
     out = args.out or ("build/seminar" if args.seminar else "build/book")
     index = build_book(Path(args.executed), Path(out), mathjax_url=args.mathjax_url, seminar=args.seminar)
     print(f"wrote {index}")
@@ -551,7 +551,7 @@ def recorded_names() -> list[str]:
 
 def build_parser() -> argparse.ArgumentParser:
     from .datasets import DATASETS
-    from .execution import CELL_TIMEOUT_S
+    from .book.execution import CELL_TIMEOUT_S
     from .strategies import STRATEGIES, StrategyConfig
     d = StrategyConfig()
     ap = argparse.ArgumentParser(prog="lase-nb", description="Confidence-gated multi-agent reasoning (LASE).")

@@ -24,12 +24,13 @@ from typing import Any, Mapping, Sequence
 import pandas as pd
 
 from .errors import ConfigError
+from .paths import DATA_DIR
 
 __all__ = ["Price", "PRICES_PATH", "load_prices", "price_for", "estimate_shared_prefix", "cached_input",
            "cost_table", "gated_calls", "billed_calls", "dollar_comparison", "describe_dollars", "dollars", "UNITS"]
 
 #: The price sheet shipped with the repository (public list prices, dated: an example to edit).
-PRICES_PATH = Path(__file__).resolve().parents[1] / "data" / "prices.json"
+PRICES_PATH = DATA_DIR / "prices.json"
 #: The units :func:`cost_table` reports in.
 UNITS = ("tokens", "dollars")
 
@@ -255,7 +256,7 @@ def billed_calls(runs: Mapping[str, Any], lase_now: pd.DataFrame | None = None) 
     gated LASE's, those its gate makes when each problem stops where ``lase_now`` (its replay,
     :func:`lase_nb.replay.replay`) says (:func:`gated_calls`); ``lase-full``, every call of the full
     chain; the single agent, when no run of its own was recorded, the full chain's stage 0 (the
-    leader alone, as :func:`lase_nb.runs.strategy_tables` takes it). ``runs``: runs by strategy
+    leader alone, as :func:`lase_nb.tables.strategy_tables` takes it). ``runs``: runs by strategy
     (``lase`` = the full chain, as :func:`lase_nb.runs.load_runs` names it)."""
     billed = {s: r.calls for s, r in runs.items() if s not in ("lase", "lase-full")}
     full = runs.get("lase", runs.get("lase-full"))

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 import numpy as np
 
+from .paths import REPO_ROOT
 from .strategies import SPECS
 
 if TYPE_CHECKING:
@@ -131,7 +132,7 @@ def size_problems(fig) -> list[str]:
 
 
 #: The repository around an editable install (None for an installed copy, which has none).
-_REPO = Path(__file__).resolve().parents[1]
+_REPO = REPO_ROOT
 REPO: Path | None = _REPO if (_REPO / "pyproject.toml").exists() else None
 
 

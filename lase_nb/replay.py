@@ -2,7 +2,9 @@
 
 The one place for the replay concepts every chapter uses: :func:`stop_stages` (the gate),
 :func:`outcomes_at` / :func:`replay` (the problems table at a stop), :func:`operating_point`
-(one threshold pair) and :func:`sweep` / :func:`grid_metrics` (a grid of pairs).
+(one threshold pair) and :func:`sweep` / :func:`grid_metrics` (a grid of pairs); the oracle
+(:func:`oracle_stops`, :func:`oracle_frontier`), the fixed policies (:func:`fixed_policies`) and the
+Pareto front (:func:`pareto_front`, :func:`front_of`) that chapter 05 draws.
 
 Replay rests on one fact: early stopping only truncates the chain, so a
 full-chain recording tells what LASE would output and spend for any (tau_lp, tau_h) with no
@@ -20,6 +22,7 @@ import pandas as pd
 
 from .confidence import uncertain_mask
 from .errors import DataError
+from .stats import wilson_interval
 
 
 def summarize(problems: pd.DataFrame) -> pd.DataFrame:
@@ -252,15 +255,44 @@ def oracle_stops(chains: Chains) -> np.ndarray:
     return np.where(c.any(axis=1), c.argmax(axis=1), 0)
 
 
+def oracle_frontier(chains: Chains) -> pd.DataFrame:
+    """Best accuracy any stopping rule could reach at each cost, knowing which answers are right
+    (chapter 05, section 5.2, draws it under the grid of threshold pairs).
+
+    Each problem starts at the leader's answer. An oracle lets a wrongly answered problem run up
+    to its FIRST right stage (:func:`oracle_stops`: the cheapest one, tokens being cumulative), if it
+    has one. Each such fix is worth one right answer, so taking them cheapest first is optimal: row
+    ``k`` is the best any gate can do with ``k`` escalations. No threshold pair can lie above this
+    staircase. Columns: escalated, accuracy, avg_tokens, escalation_rate.
+    """
+    n = len(chains.problem_ids)
+    c, tok = chains.correct, chains.total_tokens
+    first = oracle_stops(chains)
+    fixable = ~c[:, 0] & (first > 0)
+    extra = np.sort((tok[np.arange(n), first] - tok[:, 0])[fixable])
+    k = np.arange(len(extra) + 1)
+    return pd.DataFrame({"escalated": k, "accuracy": (c[:, 0].sum() + k) / n,
+                         "avg_tokens": (tok[:, 0].sum() + np.concatenate([[0.0], np.cumsum(extra)])) / n,
+                         "escalation_rate": k / n})
+
+
+def with_intervals(points: pd.DataFrame) -> pd.DataFrame:
+    """``points`` (columns accuracy and n) with a 95% Wilson interval on each accuracy: acc_lo, acc_hi."""
+    ci = [wilson_interval(round(a * n), n) for a, n in zip(points["accuracy"], points["n"])]
+    return points.assign(acc_lo=[c[0] for c in ci], acc_hi=[c[1] for c in ci])
+
+
 def fixed_policies(chains: Chains) -> pd.DataFrame:
     """Leader-only (pi_solo), always-interact (pi_full) and the oracle (:func:`oracle_stops`),
-    from the same recording; accuracy with the extraction step and strict (without it)."""
+    from the same recording: accuracy with the extraction step and strict (without it), avg_tokens,
+    escalation_rate, n and a 95% interval on the accuracy (:func:`with_intervals`); chapter 05
+    draws them beside the frontier (section 5.2)."""
     last = chains.n_stages - 1
     rows = np.arange(len(chains.problem_ids))
     stop = oracle_stops(chains)
     tok = chains.total_tokens
     strict = chains.correct_strict
-    return pd.DataFrame([
+    return with_intervals(pd.DataFrame([
         {"policy": "solo", "accuracy": chains.correct[:, 0].mean(), "accuracy_strict": strict[:, 0].mean(),
          "avg_tokens": tok[:, 0].mean(), "escalation_rate": 0.0},
         {"policy": "always-interact", "accuracy": chains.correct[:, last].mean(),
@@ -268,7 +300,7 @@ def fixed_policies(chains: Chains) -> pd.DataFrame:
         {"policy": "oracle", "accuracy": chains.correct[rows, stop].mean(),
          "accuracy_strict": strict[rows, stop].mean(), "avg_tokens": tok[rows, stop].mean(),
          "escalation_rate": (stop > 0).mean()},
-    ])
+    ]).assign(n=len(chains.problem_ids)))
 
 
 def pareto_front(cost: np.ndarray, accuracy: np.ndarray) -> np.ndarray:
@@ -281,6 +313,12 @@ def pareto_front(cost: np.ndarray, accuracy: np.ndarray) -> np.ndarray:
             front.append(i)
             best = accuracy[i]
     return np.asarray(front, dtype=int)
+
+
+def front_of(table: pd.DataFrame) -> pd.DataFrame:
+    """The rows of a sweep table on its Pareto front (:func:`pareto_front` of avg_tokens and accuracy)."""
+    idx = pareto_front(table["avg_tokens"].to_numpy(), table["accuracy"].to_numpy())
+    return table.iloc[idx].reset_index(drop=True)
 
 
 #: How DOWN's threshold is chosen (DOWN's own threshold-selection section is not available to us).

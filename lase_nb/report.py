@@ -1,7 +1,7 @@
 """A study's table to paste (``lase-nb report``; ``lase-nb record`` prints it at the end).
 
-One row per strategy of chapter 04's comparison table (:func:`lase_nb.runs.main_comparison` over
-:func:`lase_nb.runs.strategy_tables`, LASE replayed from its full chain at the thresholds given):
+One row per strategy of chapter 04's comparison table (:func:`lase_nb.tables.main_comparison` over
+:func:`lase_nb.tables.strategy_tables`, LASE replayed from its full chain at the thresholds given):
 the problems every strategy answered, accuracy with its 95% Wilson interval, the paired
 difference from the single agent with both tests (a paired bootstrap interval,
 :func:`lase_nb.stats.paired_test`, and the table's exact McNemar test), model calls and tokens
@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from .costs import Price, billed_calls, cost_table
-from .runs import main_comparison, strategy_tables
+from .tables import main_comparison, strategy_tables
 from .stats import paired_test
 
 __all__ = ["REPORT_COLUMNS", "study_report", "study_reports", "report_display", "side_by_side", "format_reports",
@@ -111,7 +111,7 @@ def study_report(runs: Mapping[str, Any], price: Price | None = None, tau_lp: fl
     :data:`REPORT_COLUMNS`. Calls, tokens and dollars are per problem over the problems of the
     table (tokens: prompt + completion); without ``price`` the dollar columns are NaN. The single
     agent's own row has no difference and no test. A strategy recorded on far fewer problems than the
-    others is left out, as in chapter 04 (:func:`lase_nb.runs.split_by_coverage`); ``attrs["left_out"]``
+    others is left out, as in chapter 04 (:func:`lase_nb.tables.split_by_coverage`); ``attrs["left_out"]``
     names it with its problems."""
     if "lase" in runs or "lase-full" in runs:
         tables = strategy_tables(runs, tau_lp, tau_h)

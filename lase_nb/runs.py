@@ -9,7 +9,12 @@
 - :func:`run_from_results`: the same tables built in memory from a live run;
 - :func:`problems_from_manifest`: a run's problems (question, gold, level) rebuilt from its manifest;
 - :func:`common_ids`: the problem ids a set of runs all answered;
-- :func:`check_format`: a clear error for a run recorded by an older version.
+- :func:`check_format`: a clear error for a run recorded by an older version;
+- :func:`chapter_studies`: the studies a chapter reads (the reader's, then the committed ones).
+
+The tables made from the runs (the one comparison table, the verdict words) are
+:mod:`lase_nb.tables`. A manifest that names a ``problem_set`` (the organism's held-out lists) is
+regenerated through :data:`PROBLEM_SETS`, which :mod:`lase_nb.organism.recordings` fills.
 
 A run folder is what ``lase-nb run --out`` writes (:func:`lase_nb.traces.load_run` reads one);
 it is finished when its ``manifest.json`` exists.
@@ -17,17 +22,16 @@ it is finished when its ``manifest.json`` exists.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
 from .errors import DataError, LaseError, show_in_one_line
+from .paths import REPO_ROOT
 from .schema import RecordingError, read_manifest
-from .stats import PAIRED_N_BOOT, bool_array, mcnemar, wilson_interval
 from .strategies import SPECS
 from .traces import Run, call_rows, load_run, problem_rows, stage_rows
 
@@ -36,22 +40,17 @@ if TYPE_CHECKING:
 
 show_in_one_line()  # in a notebook, an error a reader can fix (a damaged study) is one line, not a traceback
 
-__all__ = ["RUN_DIRS", "CONTRASTS", "resolve_data_path", "UNFINISHED", "left_out_runs", "load_runs", "load_models", "chains_by_model", "control_models", "paired_correct", "model_label",
+__all__ = ["RUN_DIRS", "PROBLEM_SETS", "RECORD_COMMANDS", "PLUGINS", "register_problem_set", "resolve_data_path",
+           "UNFINISHED", "left_out_runs", "load_runs", "load_models", "chains_by_model", "control_models", "model_label",
            "record_command", "check_format", "run_from_results", "problems_from_manifest", "common_ids",
-           "comparison_table", "strategy_tables", "display_name", "by_display_name",
-           "REVISION_TEXT", "FOLLOW_UP_ROLES", "FORMAT_TOLERANCE", "baseline_formats", "off_format",
-           "FIRST_ROUND", "FIRST_ROUND_LABEL", "sampling_gap", "describe_sampling_gap",
-           "Study", "AUTO", "COMMITTED", "COMMITTED_STUDIES", "HEADLINE_STUDIES", "REGIME_STUDIES", "COMMITTED_CONTROL", "V6_CONTROL", "control_pairs", "PATH_PARAMETERS", "absolute_paths",
-           "study_folder", "study_label", "chapter_studies", "describe_study", "control_studies", "load_studies",
-           "MIN_DECIDABLE", "MIN_DISCORDANT", "decidable", "gain_words",
-           "split_by_coverage", "main_comparison"]
+           "display_name", "by_display_name",
+           "Study", "AUTO", "COMMITTED", "COMMITTED_STUDIES", "HEADLINE_STUDIES", "REGIME_STUDIES", "COMMITTED_CONTROL",
+           "V6_CONTROL", "control_pairs", "PATH_PARAMETERS", "absolute_paths",
+           "study_folder", "study_label", "chapter_studies", "describe_study", "control_studies", "load_studies"]
 
 #: Folder of a strategy name when it differs from the name: "lase" is read from the full-chain run
 #: (LASE at any thresholds is replayed from it); from the strategies' records.
 RUN_DIRS: dict[str, str] = {n: s.replayed_from for n, s in SPECS.items() if s.replayed_from}
-
-#: The repository this package was installed from (editable install); data paths fall back to it.
-REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
 def resolve_data_path(path: str | Path) -> Path:
@@ -144,29 +143,15 @@ def load_runs(folder: str | Path, names: Iterable[str] | None = None, require: S
     return runs
 
 
-#: The organisms kept as labelled contrasts: folder name -> (the commit whose ``data/organism/`` holds
-#: its adapter, the ``record.py`` options of its problems). Their manifests' ``organism_variant`` say the same.
-CONTRASTS = {
-    "arith-organism-point": ("b9067ac", "--split eval --seed 22"),  # v5, pointing
-    "arith-organism-tell": ("76abcef", "--seed 8"),  # v4, telling (the generator before the split)
-}
-
-
 def record_command(folder: str | Path) -> str:
-    """The command that records the chapters' runs into ``folder``: the current model organism's
-    recording (``data/organism/``'s adapter, the eval split's recording seed, levels 1-3) for a
-    folder named ``arith-organism``; for an organism kept as a contrast (:data:`CONTRASTS`), the same
-    with its adapter restored from the commit that holds it; the default recording otherwise."""
-    from .organism import EVAL_SEEDS, ORGANISM
-
+    """The command that records the chapters' runs into ``folder``: a registered study's own
+    (:data:`RECORD_COMMANDS`, by folder name: the model organism's, :mod:`lase_nb.organism.recordings`),
+    the default recording otherwise."""
     name = Path(folder).name
-    if name == "arith-organism":
-        return (f"python data/traces/record.py --model {ORGANISM} --levels 1 2 3 --split eval "
-                f"--seed {EVAL_SEEDS['record']} --out data/traces/arith-organism")
-    if name in CONTRASTS:
-        commit, options = CONTRASTS[name]
-        return (f"git checkout {commit} -- data/organism && python data/traces/record.py --model {ORGANISM} "
-                f"--levels 1 2 3 {options} --out data/traces/{name}")
+    if name not in RECORD_COMMANDS:
+        _load_plugins()
+    if name in RECORD_COMMANDS:
+        return RECORD_COMMANDS[name]
     return f"python data/traces/record.py --out {folder}"
 
 
@@ -218,21 +203,6 @@ def chains_by_model(models: Mapping[str, Mapping[str, Run]]) -> dict[str, Chains
     return out
 
 
-def strategy_tables(runs: Mapping[str, Run], tau_lp: float, tau_h: float) -> dict[str, pd.DataFrame]:
-    """Each strategy's problems table as the chapters compare them, in display order (``SPECS``): LASE
-    replayed from the full chain (``runs["lase"]``, or ``runs["lase-full"]`` when loaded by folder
-    name) at (tau_lp, tau_h), ``lase-full`` = every stage, ``single`` (when no single run was
-    recorded) = the full chain's stage 0, the leader alone on the same prompt; every other run as
-    recorded."""
-    from .replay import chains_from_stages, outcomes_at, replay
-
-    chains = chains_from_stages(runs["lase" if "lase" in runs else "lase-full"].stages)
-    replayed = {"lase": replay(chains, tau_lp, tau_h), "lase-full": outcomes_at(chains, chains.n_stages - 1)}
-    if "single" not in runs:  # the single agent is the leader alone: the full chain's stage 0, same prompt
-        replayed["single"] = outcomes_at(chains, 0)
-    return {s: replayed[s] if s in replayed else runs[s].problems for s in SPECS if s in replayed or s in runs}
-
-
 def control_models(folder: str | Path, models: Sequence[str] = ("smollm2", "organism")) -> dict[str, dict[str, Run]]:
     """The negative control's full-chain runs, by display name (:func:`load_models`): each of
     ``models`` is a subfolder of ``folder`` holding a ``lase-full`` recording of the same problems
@@ -243,18 +213,6 @@ def control_models(folder: str | Path, models: Sequence[str] = ("smollm2", "orga
         raise DataError(f"the control in {folder} needs a lase-full recording in each of {list(models)}; "
                         "data/traces/README.md has the commands")
     return out
-
-
-def paired_correct(tables: Mapping[str, pd.DataFrame], a: str, b: str) -> tuple[np.ndarray, np.ndarray] | None:
-    """Strategy ``a``'s and ``b``'s correctness on the problems both ran (from
-    :func:`strategy_tables`), in the same order: the input of a paired test; None when either is
-    missing or they share no problem."""
-    if a not in tables or b not in tables:
-        return None
-    x = tables[a].set_index(tables[a]["problem_id"].astype(str))["correct"]
-    y = tables[b].set_index(tables[b]["problem_id"].astype(str))["correct"]
-    ids = x.index.intersection(y.index)
-    return (x.loc[ids].to_numpy(bool), y.loc[ids].to_numpy(bool)) if len(ids) else None
 
 
 def display_name(folder: str | Path) -> str:
@@ -330,7 +288,7 @@ def problems_from_manifest(manifest: Mapping[str, Any], data_path: str | None = 
 
     offset, n = int(manifest.get("offset") or 0), manifest.get("n")
     subset = manifest.get("problem_ids")  # a run on some problems of a list (a control arm): the list's size and ids
-    drawn = _organism_problem_set(manifest, int(manifest["subset_of"]) if subset else None if n is None else n + offset)
+    drawn = _registered_problem_set(manifest, int(manifest["subset_of"]) if subset else None if n is None else n + offset)
     if drawn is not None:
         if subset:
             keep = set(subset)
@@ -346,53 +304,41 @@ def problems_from_manifest(manifest: Mapping[str, Any], data_path: str | None = 
     return {p.id: p for p in probs}
 
 
-#: A manifest's ``problem_set``: the organism's held-out lists (:mod:`lase_nb.organism`; round 3's in
-#: :mod:`lase_nb.organism_round3`), which leave out problems by chain, so ``load_dataset`` alone would
-#: not regenerate them.
-PROBLEM_SETS = ("organism-eval", "organism-held-out-r3", "organism-v6-problems", "organism-v6-control")
+#: A manifest's ``problem_set``: a named list of problems that ``load_dataset`` alone would not
+#: regenerate (the organism's held-out lists leave out problems by chain). Name -> a function of the
+#: manifest and the list's size that returns the problems. Filled by the modules of :data:`PLUGINS`.
+PROBLEM_SETS: dict[str, Callable[[Mapping[str, Any], int], list[Any]]] = {}
+#: A study folder's name -> the command that records it, when it is not the default recording's
+#: (:func:`record_command`). Filled by the modules of :data:`PLUGINS`.
+RECORD_COMMANDS: dict[str, str] = {}
+#: The modules that register problem sets and record commands (the model organism's), imported by
+#: name the first time a manifest or a folder needs one: the loader reads the organism's recordings
+#: without importing the organism's code (the method's modules never import ``lase_nb.organism.recipe``).
+PLUGINS = ("lase_nb.organism.recordings",)
 
 
-def _organism_problem_set(manifest: Mapping[str, Any], n: int | None) -> list[Any] | None:
-    """The problems of a manifest that names one of :data:`PROBLEM_SETS`; None when it names none."""
+def _load_plugins() -> None:
+    import importlib
+
+    for name in PLUGINS:
+        importlib.import_module(name)
+
+
+def register_problem_set(name: str, make: Callable[[Mapping[str, Any], int], list[Any]]) -> None:
+    """Make a manifest's ``problem_set: name`` regenerate its problems with ``make(manifest, n)``."""
+    PROBLEM_SETS[name] = make
+
+
+def _registered_problem_set(manifest: Mapping[str, Any], n: int | None) -> list[Any] | None:
+    """The problems of a manifest that names a registered problem set; None when it names none."""
     kind = manifest.get("problem_set")
     if kind is None:
         return None
+    if kind not in PROBLEM_SETS:
+        _load_plugins()
     if kind not in PROBLEM_SETS or n is None:
         raise DataError(f"problem_set {kind!r} with n={n}: expected one of {', '.join(PROBLEM_SETS)} and a count")
-    from . import organism, organism_round3
-
-    seed = int(manifest.get("seed", 0))
-    if kind == "organism-eval":
-        return organism.eval_problems(n, seed=seed, levels=manifest.get("levels") or (1, 2, 3))
-    if kind.startswith("organism-v6-"):  # organism v6's fresh or control problems (its preregistration)
-        which = kind.removeprefix("organism-v6-")
-        spec = _v6_spec(manifest, which)
-        if spec is not None:  # the preregistration fixes the list's seed (the manifest's seed is the strategies')
-            seed = int(spec["seed"])
-        problems = organism.v6_problems(which, n, seed=seed, levels=manifest.get("levels") or (1, 2, 3))
-        if spec is not None and n == spec["n"] and organism.problems_sha256(problems) != spec["sha256"]:
-            raise DataError(f"the {which} regenerated from {manifest['preregistration']} do not hash as it says: the "
-                            "generator changed since the recording; check out the commit the manifest names")
-        return problems
-    return organism_round3.held_out_problems(n, seed=seed)
-
-
-def _v6_spec(manifest: Mapping[str, Any], which: str) -> Mapping[str, Any] | None:
-    """The problem list's entry (``problems`` or ``control``) of the preregistration a v6 recording
-    names, read from the repository's copy; None when the manifest names none."""
-    import json
-
-    name = manifest.get("preregistration")
-    if not name:
-        return None
-    path = Path(name)
-    if not path.is_file():  # written relative to the repository's root
-        path = REPO_ROOT / name
-    try:
-        return json.loads(path.read_text())[which]
-    except (OSError, ValueError, KeyError) as e:
-        raise DataError(f"{name}: the preregistration this recording names cannot be read here ({e}); "
-                        "restore it from git") from None
+    return PROBLEM_SETS[kind](manifest, n)
 
 
 def common_ids(runs: Mapping[str, Run], problem_ids: Sequence[str]) -> np.ndarray:
@@ -401,209 +347,6 @@ def common_ids(runs: Mapping[str, Run], problem_ids: Sequence[str]) -> np.ndarra
     for run in runs.values():
         keep &= set(run.problems["problem_id"].astype(str))
     return np.array([i for i in map(str, problem_ids) if i in keep], dtype=object)
-
-
-def _ref_columns(ok: np.ndarray, ref_ok: np.ndarray | None, tag: str) -> dict[str, float]:
-    if ref_ok is None:
-        return {f"wins_vs_{tag}": np.nan, f"losses_vs_{tag}": np.nan, f"p_vs_{tag}": np.nan}
-    wins, losses, p = mcnemar(ok, ref_ok)
-    return {f"wins_vs_{tag}": wins, f"losses_vs_{tag}": losses, f"p_vs_{tag}": p}
-
-
-def comparison_table(runs: Mapping[str, pd.DataFrame] | pd.DataFrame, baseline: str | None = "single",
-                     vote: str | None = "mv", level: float = 0.95) -> pd.DataFrame:
-    """Every strategy on the problems ALL of them answered: the one comparison table (chapters 04, 06).
-
-    ``runs`` maps a strategy to its problems table, or is one long table with a ``strategy``
-    column (first-seen order). Each needs problem_id, correct and total_tokens, one row per
-    problem; completion_tokens and stop_stage / x_debated (for the escalation rate) are optional.
-
-    Columns: n (common problems), accuracy with a Wilson interval (acc_lo, acc_hi: the package's
-    one interval for an accuracy), accuracy_strict (graded without the answer-extraction step:
-    ``correct_strict`` where the table has it, else ``correct``), avg_tokens and total_tokens (prompt + completion),
-    avg_completion_tokens and total_completion_tokens, token_multiplier and
-    completion_multiplier (avg tokens / the ``baseline`` row's), escalation_rate, and for each of
-    ``baseline`` and ``vote`` an exact McNemar test: wins_vs_<name> (this right, that wrong),
-    losses_vs_<name>, p_vs_<name> (NaN on its own row, or where that strategy is absent).
-    """
-    from .replay import escalation_rate
-
-    if isinstance(runs, pd.DataFrame):
-        if "strategy" not in runs:
-            raise ValueError(f"column 'strategy' missing; have {list(runs.columns)}")
-        runs = {name: g for name, g in runs.groupby("strategy", sort=False)}
-    if not runs:
-        raise DataError("no runs to compare")
-    for name, df in runs.items():
-        for col in ("problem_id", "correct", "total_tokens"):
-            if col not in df:
-                raise ValueError(f"{name}: column {col!r} missing; have {list(df.columns)}")
-        if df["problem_id"].duplicated().any():
-            raise ValueError(f"{name}: duplicate problem_id rows; one graded answer per problem per strategy")
-    common = set.intersection(*(set(df["problem_id"]) for df in runs.values()))
-    if not common:
-        raise DataError("the runs share no problem ids; record them on the same data set, n and seed")
-    ids = sorted(common)
-    aligned = {s: df.set_index("problem_id").loc[ids] for s, df in runs.items()}
-    correct = {s: bool_array(df["correct"], "correct") for s, df in aligned.items()}
-    refs = [r for r in dict.fromkeys([baseline, vote]) if r is not None]
-    rows = {}
-    for s, df in aligned.items():
-        ok = correct[s]
-        lo, hi = wilson_interval(int(ok.sum()), len(ok), level)
-        comp = df["completion_tokens"] if "completion_tokens" in df else pd.Series(np.nan, index=df.index)
-        strict = bool_array(df["correct_strict"], "correct_strict") if "correct_strict" in df else ok
-        row = {"n": len(ids), "accuracy": float(ok.mean()), "acc_lo": lo, "acc_hi": hi,
-               "accuracy_strict": float(strict.mean()),
-               "avg_tokens": float(df["total_tokens"].mean()), "total_tokens": float(df["total_tokens"].sum()),
-               "avg_completion_tokens": float(comp.mean()), "total_completion_tokens": float(comp.sum(min_count=1)),
-               "escalation_rate": escalation_rate(df.reset_index())}
-        for r in refs:
-            row.update(_ref_columns(ok, correct[r] if r in correct and r != s else None, r))
-        rows[s] = row
-    out = pd.DataFrame.from_dict(rows, orient="index")
-    out.index.name = "strategy"
-    for col, name in (("avg_tokens", "token_multiplier"), ("avg_completion_tokens", "completion_multiplier")):
-        out[name] = out[col] / out.loc[baseline, col] if baseline in out.index else np.nan
-    return out
-
-
-#: The phrases of the organisms' trained LASE revision (``lase_nb.organism``: "Step 2 again: ...",
-#: "so I change it and carry it on", "so my answer stands"). A follow-up of another strategy that
-#: writes them answers in LASE's format, not its own.
-REVISION_TEXT = re.compile(r"\b[Ss]tep \d+ again\b|\bI change it and carry it on\b|\bmy answer stands\b")
-
-#: The roles that answer after reading other replies, per baseline (their calls at stage 1 and later).
-FOLLOW_UP_ROLES = {"mad": ("debater",), "moa": ("proposer", "aggregator"), "down": ("debater",)}
-
-#: The largest share of a baseline's follow-ups that may write another strategy's text for its row to
-#: be compared (issue 35's target: at least 95% of the replies in their own format).
-FORMAT_TOLERANCE = 0.05
-
-
-def baseline_formats(runs: Mapping[str, Run]) -> pd.DataFrame:
-    """Are the baselines answering in their own format? One row per recorded baseline with follow-ups
-    (MAD's second round, MoA's second layer and aggregator, DOWN's refinements): ``follow_ups``, those
-    that write LASE's revision text (:data:`REVISION_TEXT`), their share, ``lase_roles_only`` (the
-    model's manifest says its adapter was trained for LASE's roles only, so no follow-up role was
-    taught), and ``comparable``: neither. A row that is not comparable measures the training, not the
-    strategy."""
-    rows = []
-    for s, roles in FOLLOW_UP_ROLES.items():
-        if s not in runs:
-            continue
-        calls = runs[s].calls
-        fu = calls[calls["role"].isin(roles) & (calls["stage"] >= 1)] if len(calls) else calls
-        n = len(fu)
-        k = int(fu["text"].fillna("").map(lambda t: bool(REVISION_TEXT.search(t))).sum()) if n else 0
-        variant = runs[s].manifest.get("organism_variant") or {}
-        lase_only = bool(variant.get("lase_roles_only"))
-        rows.append({"strategy": s, "follow_ups": n, "with_lase_revision_text": k, "share": k / n if n else 0.0,
-                     "lase_roles_only": lase_only, "comparable": not lase_only and (k <= FORMAT_TOLERANCE * n)})
-    return pd.DataFrame(rows, columns=["strategy", "follow_ups", "with_lase_revision_text", "share",
-                                       "lase_roles_only", "comparable"]).set_index("strategy")
-
-
-def off_format(formats: pd.DataFrame) -> dict[str, str]:
-    """The baselines of :func:`baseline_formats` that are not comparable, each with the reason in words."""
-    names = {"mad": "MAD", "moa": "MoA", "down": "DOWN"}
-    out = {}
-    for s, r in formats[~formats["comparable"]].iterrows():
-        k, n, name = int(r["with_lase_revision_text"]), int(r["follow_ups"]), names.get(s, s)
-        seen = f"{k} of its {n} {name} follow-up replies write LASE's revision text"
-        if not r["lase_roles_only"]:
-            out[s] = f"its follow-ups are off format: {seen}"
-        elif k:
-            out[s] = f"the model was trained for LASE's roles only, and {seen}"
-        else:
-            out[s] = (f"the model was trained for LASE's roles only (no {name} role was taught); {seen}, "
-                      "so this rests on the training alone, not on a count of off-format replies")
-    return out
-
-
-#: The answers a strategy writes before any agent reads another (role, at stage 0): the single
-#: agent's greedy answer, and the independent samples that MV votes over, that open MAD's debate
-#: (its round 1) and that MoA's first layer proposes. All answer the single agent's own prompt
-#: (``lase_nb.strategies``: ``single`` decodes greedily, ``_samples`` at the run's temperature).
-FIRST_ROUND = {"single": "solver", "mv": "sample", "mad": "debater", "moa": "proposer"}
-FIRST_ROUND_LABEL = {"single": "single agent", "mv": "MV's samples", "mad": "MAD's round 1",
-                     "moa": "MoA's first layer"}
-
-
-def sampling_gap(runs: Mapping[str, Run], problems: Mapping[str, Any], n_boot: int = PAIRED_N_BOOT,
-                 seed: int = 0) -> pd.DataFrame:
-    """How often the first answers are right before any agent reads another: the greedy single
-    agent against the sampled first round of MV, MAD and MoA (:data:`FIRST_ROUND`), each answer graded
-    by its own box (strict: no extraction step, which MAD's and MoA's first rounds do not run).
-
-    One row per strategy present (``single`` first): temperature (0 for the single agent, the
-    run's ``temperature`` for the samples), answers, boxed (those with a box of their own), right, accuracy with a Wilson interval (over
-    answers, which cluster by problem), problems; and for each sampled row ``gap``: on the problems
-    it shares with the single agent, the mean over problems of (share of its answers right - the
-    single agent right), with a bootstrap interval over problems (``gap_lo``, ``gap_hi``).
-    ``problems`` maps a problem id to its :class:`lase_nb.types.Problem` (the gold and kind)."""
-    from .answers import answer_or_none, grade
-    from .stats import bootstrap_ci
-
-    per_problem: dict[str, pd.Series] = {}
-    rows = []
-    for s, role in FIRST_ROUND.items():
-        if s not in runs or not len(runs[s].calls):
-            continue
-        calls = runs[s].calls
-        first = calls[(calls["role"] == role) & (calls["stage"] == 0)]
-        first = first[first["problem_id"].astype(str).isin(problems)]
-        if first.empty:
-            continue
-        right = pd.Series([bool(grade(answer_or_none(a), problems[str(p)].gold, problems[str(p)].kind))
-                           for a, p in zip(first["answer"], first["problem_id"])], index=first.index)
-        per_problem[s] = right.groupby(first["problem_id"].astype(str)).mean()
-        k, n = int(right.sum()), len(right)
-        boxed = int(sum(answer_or_none(a) is not None for a in first["answer"]))
-        lo, hi = wilson_interval(k, n)
-        temperature = 0.0 if s == "single" else float(runs[s].manifest.get("config", {}).get("temperature", np.nan))
-        rows.append({"strategy": s, "first answers": FIRST_ROUND_LABEL[s], "temperature": temperature,
-                     "answers": n, "boxed": boxed, "right": k, "accuracy": k / n, "acc_lo": lo, "acc_hi": hi,
-                     "problems": int(first["problem_id"].nunique())})
-    out = pd.DataFrame(rows, columns=["strategy", "first answers", "temperature", "answers", "boxed", "right",
-                                      "accuracy", "acc_lo", "acc_hi", "problems"]).set_index("strategy")
-    out["gap"] = out["gap_lo"] = out["gap_hi"] = np.nan
-    if "single" in per_problem:
-        ref = per_problem["single"]
-        for s, share in per_problem.items():
-            if s == "single":
-                continue
-            ids = share.index.intersection(ref.index)
-            if len(ids):
-                out.loc[s, ["gap", "gap_lo", "gap_hi"]] = bootstrap_ci(
-                    (share.loc[ids] - ref.loc[ids]).to_numpy(float), n_boot=n_boot, seed=seed)
-    return out
-
-
-def describe_sampling_gap(table: pd.DataFrame) -> str:
-    """:func:`sampling_gap` in words: the greedy single agent's first answers against each sampled
-    first round, with the gap and its interval, and what follows for the strategies built on them."""
-    if "single" not in table.index or len(table) < 2:
-        return "No sampled first round to set beside the single agent's greedy answers."
-    if "boxed" in table and not table["boxed"].any():
-        return ("No first answer has a box of its own (the extraction step supplied every answer), so this "
-                "comparison, which grades each first answer by its own box, has nothing to compare.")
-    s = table.loc["single"]
-    parts = []
-    for _, r in table.drop(index="single").iterrows():
-        gap = "" if np.isnan(r["gap"]) else (f", {100 * r['gap']:+.1f} points [{100 * r['gap_lo']:+.1f}, "
-                                              f"{100 * r['gap_hi']:+.1f}]")
-        parts.append(f"{r['first answers']} {int(r['right'])} of {int(r['answers'])} ({100 * r['accuracy']:.1f}%, "
-                     f"temperature {r['temperature']:g}){gap}")
-    below = [r["first answers"] for _, r in table.drop(index="single").iterrows() if r["gap_hi"] < 0]
-    tail = (f" {', '.join(below)} {'is' if len(below) == 1 else 'are'} detectably less often right (the interval "
-            "lies below zero): a debate or an aggregator built on these answers starts behind the single agent "
-            "before any agent reads another." if below else
-            " No sampled first round is detectably below the single agent here.")
-    return (f"The single agent decodes greedily (temperature 0): {int(s['right'])} of {int(s['answers'])} first "
-            f"answers right ({100 * s['accuracy']:.1f}%). The same prompt, sampled: " + "; ".join(parts)
-            + " (each against the single agent on the same problems, in points, with a 95% bootstrap interval "
-            "over problems)." + tail)
 
 
 # --------------------------------------------------------------------------------------------
@@ -824,54 +567,3 @@ def load_studies(studies: Sequence[Study], names: Iterable[str] | None = None,
     """:func:`load_models` for a list of :class:`Study`: label -> its runs, in order (a later study
     lacking a required run is skipped with one printed line)."""
     return load_models({s.label: s.path for s in studies}, names, require)
-
-
-#: Fewest paired problems on which a chapter decides an accuracy claim; below it, "too few problems to say".
-MIN_DECIDABLE = 20
-#: Fewest discordant problems (right under one, wrong under the other) for which the exact McNemar
-#: test can reach p < 0.05 at all (all six the same way: p = 2 / 2**6 = 0.031).
-MIN_DISCORDANT = 6
-
-
-def decidable(n: int, discordant: float | None = None) -> bool:
-    """Whether an accuracy comparison on ``n`` paired problems can be decided at all: at least
-    :data:`MIN_DECIDABLE` problems and, when known, :data:`MIN_DISCORDANT` discordant ones. Below
-    that a chapter prints "too few problems to say" with the interval, never a verdict."""
-    if n < MIN_DECIDABLE:
-        return False
-    return discordant is None or not np.isfinite(discordant) or discordant >= MIN_DISCORDANT
-
-
-def gain_words(gain: float, lo: float, hi: float, p: float, n: int, discordant: float | None = None,
-               what: str = "the leader alone") -> str:
-    """A paired accuracy gain in words: the gain and its 95% interval in points, the exact p, and
-    "above"/"below" ``what`` only when the interval and the test agree (and :func:`decidable`);
-    "too few problems to say" below that size; otherwise "not shown to differ"."""
-    head = f"{100 * gain:+.1f} points [{100 * lo:+.1f}, {100 * hi:+.1f}], p = {p:.2g}, {n} problems"
-    if not decidable(n, discordant):
-        differ = f" ({int(discordant)} of {n} answers differ)" if discordant is not None and n >= MIN_DECIDABLE else ""
-        return f"{head}: too few problems to say{differ}"
-    if lo > 0 and p < 0.05:
-        return f"{head}: above {what}"
-    if hi < 0 and p < 0.05:
-        return f"{head}: below {what}"
-    return f"{head}: not shown to differ from {what}"
-
-
-def split_by_coverage(tables: Mapping[str, pd.DataFrame], ratio: float = 0.8) -> tuple[list[str], list[str]]:
-    """Strategies with about as many problems as the typical run (``main``) and those recorded on far fewer.
-
-    A strategy is short when its problem count is below ``ratio`` times the median count; comparing
-    everything on the common ids would otherwise shrink the whole table to the shortest run.
-    """
-    counts = {s: int(t["problem_id"].nunique()) for s, t in tables.items()}
-    cut = ratio * float(np.median(list(counts.values())))
-    return [s for s in tables if counts[s] >= cut], [s for s in tables if counts[s] < cut]
-
-
-def main_comparison(tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
-    """The one comparison table of a study (chapters 04 and 07 print its token ratios): every
-    strategy of :func:`split_by_coverage`'s main group on the problems all of them answered
-    (:func:`comparison_table`)."""
-    main, _ = split_by_coverage(tables)
-    return comparison_table({s: tables[s] for s in main})

@@ -32,6 +32,7 @@ from . import traces
 from .costs import Price, cost_table
 from .engine import Engine
 from .errors import ConfigError
+from .paths import DATA_DIR
 from .strategies import SPECS, ProblemResult, StrategyConfig, recorded
 from .types import Generation, Problem
 
@@ -43,7 +44,7 @@ __all__ = ["RunPlan", "Rate", "Rates", "plan_runs", "study_runs", "down_calibrat
 #: The study's own description, beside its run folders.
 STUDY_FILE = "study.json"
 #: Recorded rates used for the estimate when no pilot is asked for: the embedded model's recording.
-DEFAULT_RATES = Path(__file__).resolve().parents[1] / "data" / "traces" / "arith-smollm2"
+DEFAULT_RATES = DATA_DIR / "traces" / "arith-smollm2"
 
 
 @dataclass

@@ -28,7 +28,7 @@ ROLE_TITLES = {"leader": "leader", "devil": "devil's advocate", "collaborator": 
                "proposer": "proposer", "aggregator": "aggregator", "judge": "judge", prompts.MODERATOR: "moderator"}
 FORMATS = ("markdown", "html", "text")
 #: An HTML comment opening every Markdown and HTML transcript: the lecturer's clock
-#: (:func:`lase_nb.budget.chapter_budget`) counts a transcript shown by it, not by its words.
+#: (:func:`lase_nb.book.budget.chapter_budget`) counts a transcript shown by it, not by its words.
 TRANSCRIPT_MARK = "<!-- lase-nb:transcript -->"
 
 

@@ -61,7 +61,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from lase_nb import plots, widgets
+from lase_nb import plots
+from lase_nb.book import widgets
 from lase_nb.chapters import quickstart
 from lase_nb.confidence import answer_token_indices, confidence_frame, is_uncertain, measure, uncertain_mask
 from lase_nb.engine import Call

@@ -51,7 +51,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from lase_nb import plots, widgets
+from lase_nb import plots
+from lase_nb.book import widgets
 from lase_nb.chapters import theory
 
 plots.set_style()
@@ -252,17 +253,17 @@ topology[3].pivot(index="n_agents", columns="topology", values="counted").astype
 
 # %% tags=["book-hide"]
 if interactive:
-    import ipywidgets as widgets
+    import ipywidgets
 
     def explore(initial_accuracy=initial_accuracy, n_agents=n_agents):
         trace = theory.dirichlet_debate(n_agents, n_options, n_rounds, initial_accuracy, n_runs=n_runs, seed=seed)
         theory.plot_martingale({initial_accuracy: trace})
         plt.show()
 
-    widgets.interact(explore,
-                     initial_accuracy=widgets.FloatSlider(value=initial_accuracy, min=0.3, max=0.95, step=0.05,
-                                                          description="start acc."),
-                     n_agents=widgets.IntSlider(value=n_agents, min=2, max=15, description="agents"))
+    ipywidgets.interact(explore,
+                        initial_accuracy=ipywidgets.FloatSlider(value=initial_accuracy, min=0.3, max=0.95, step=0.05,
+                                                                description="start acc."),
+                        n_agents=ipywidgets.IntSlider(value=n_agents, min=2, max=15, description="agents"))
 
 # %% [markdown] tags=["book-more"]
 # ## Exercises

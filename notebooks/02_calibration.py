@@ -77,7 +77,8 @@ import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 
-from lase_nb import confidence, plots, reference, widgets
+from lase_nb import confidence, plots, reference
+from lase_nb.book import widgets
 from lase_nb import runs as run_store
 from lase_nb.chapters import calibration, gate_panel
 from lase_nb.datasets import load_dataset

@@ -38,7 +38,7 @@
 # (every stage recorded once, so any thresholds replay with no model call); `live=True` runs
 # LASE itself, e.g. `-p live True -p backend openai -p model gpt-4.1-mini`. Deep dives:
 # [appendix A1](A1_bound.ipynb) (Theorem 3.7's terms) and [A3](A3_live.ipynb) (one episode from
-# scratch, live). Code: `lase_nb/chapters/pipeline.py`, `lase_nb/transcripts.py`, `lase_nb/regimes.py`.
+# scratch, live). Code: `lase_nb/chapters/pipeline.py`, `lase_nb/transcripts.py`, `lase_nb/organism/regimes.py`.
 
 # %% tags=["parameters"]
 backend = "local"  # local | openai | gemini (live runs only)
@@ -67,8 +67,10 @@ import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 
-from lase_nb import plots, prompts, runs as run_store, widgets
-from lase_nb import regimes, revision, transcripts
+from lase_nb import plots, prompts, runs as run_store
+from lase_nb.book import widgets
+from lase_nb.organism import regimes, revision
+from lase_nb import transcripts
 from lase_nb.chapters import correct_seeds, pipeline
 from lase_nb.replay import chains_from_stages, replay
 
@@ -371,7 +373,7 @@ inclusions.set_index("strategy")[["mean_counted", "max_counted", "formula", "bou
 
 # %% tags=["book-hide"]
 if interactive:
-    import ipywidgets as widgets
+    import ipywidgets
 
     def explore(tau_lp=tau_lp, tau_h=tau_h):
         d = pipeline.stop_distribution(chains, tau_lp, tau_h)
@@ -381,8 +383,8 @@ if interactive:
         pipeline.plot_batch(d, pipeline.stage_confidence(chains, tau_lp, tau_h))
         plt.show()
 
-    widgets.interact(explore, tau_lp=widgets.FloatSlider(value=tau_lp, min=0.0, max=1.0, step=0.05),
-                     tau_h=widgets.FloatSlider(value=tau_h, min=0.0, max=3.0, step=0.1))
+    ipywidgets.interact(explore, tau_lp=ipywidgets.FloatSlider(value=tau_lp, min=0.0, max=1.0, step=0.05),
+                        tau_h=ipywidgets.FloatSlider(value=tau_h, min=0.0, max=3.0, step=0.1))
 
 # %% [markdown] tags=["book-more"]
 # ## Exercises

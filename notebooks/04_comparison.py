@@ -28,7 +28,7 @@
 #
 # **You need** chapters 1 and 3. The chapter reads a study's recorded runs (`traces`); LASE is
 # replayed from its full chain at the chosen thresholds. `live=True` runs every strategy (cached)
-# on `n_problems` problems. Code: `lase_nb/chapters/comparison.py`, `lase_nb.runs.comparison_table`.
+# on `n_problems` problems. Code: `lase_nb/chapters/comparison.py`, `lase_nb/tables.py` (`comparison_table`).
 #
 # **The paper's numbers.** LASE's Table 1 (six data sets, Gemini-2.0-Flash and GPT-4.1-mini) has
 # LASE the most accurate or tied on every row at on average **1.3x** the single agent's tokens
@@ -67,8 +67,10 @@ import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 
-from lase_nb import costs, plots, reference, runs as run_store, strategies, widgets
-from lase_nb.runs import comparison_table
+from lase_nb import costs, plots, reference, runs as run_store, strategies
+from lase_nb.book import widgets
+from lase_nb.tables import (baseline_formats, comparison_table, describe_sampling_gap, main_comparison, off_format,
+                            sampling_gap, split_by_coverage, strategy_tables)
 from lase_nb.replay import chains_from_stages, outcomes_at, replay, sweep
 from lase_nb.chapters import comparison
 from lase_nb.answers import answer_or_none
@@ -201,8 +203,8 @@ lase_now = replay(chains, tau_lp, tau_h)
 replayed = {"lase": lase_now, "lase-full": outcomes_at(chains, chains.n_stages - 1)}
 tables = {s: replayed[s] if s in replayed else runs[s].problems
           for s in comparison.STRATEGY_ORDER if s in replayed or s in runs}
-main, short = comparison.split_by_coverage(tables)  # a run on far fewer problems gets its own table below
-table = comparison.main_comparison(tables)  # chapter 07 reads its token ratios from the same table
+main, short = split_by_coverage(tables)  # a run on far fewer problems gets its own table below
+table = main_comparison(tables)  # chapter 07 reads its token ratios from the same table
 paper = comparison.paper_reference(paper_model, paper_dataset)
 labels = {s: plots.label(s, configs.get(s, configs.get("lase"))) for s in table.index}
 shown_table = comparison.comparison_display(table, paper, configs)
@@ -242,12 +244,12 @@ display(Markdown(comparison.describe_comparison(tables, table, configs, seed=see
 # %% [markdown] tags=["book-more"]
 # **Why debate can start behind.** MAD's round-1 agents, MoA's first layer and MV's samples answer
 # the single agent's own prompt *sampled* at a temperature, while the single agent decodes
-# greedily. How often each first answer is right, graded by its own box (`runs.sampling_gap`),
+# greedily. How often each first answer is right, graded by its own box (`tables.sampling_gap`),
 # before any agent reads another:
 
 # %% tags=["book-more"]
-gap = run_store.sampling_gap(runs, problems)
-display(Markdown(run_store.describe_sampling_gap(gap)))
+gap = sampling_gap(runs, problems)
+display(Markdown(describe_sampling_gap(gap)))
 
 # %% [markdown] tags=["book-more"]
 # **In dollars.** An API bills tokens, and bills input it has cached (a prompt prefix it saw in an
@@ -314,7 +316,7 @@ if len(matched):
 
 # %% tags=["book-more"]
 models = run_store.load_studies(shown, names, require=["lase"])
-tables_by_model = {m: run_store.strategy_tables(r, tau_lp, tau_h) for m, r in models.items()}
+tables_by_model = {m: strategy_tables(r, tau_lp, tau_h) for m, r in models.items()}
 chains_by_model = run_store.chains_by_model(models)
 both = comparison.comparison_by_model(tables_by_model)
 configs_by_model = {m: {s: r.manifest.get("config", {}) for s, r in rs.items()} for m, rs in models.items()}
@@ -327,7 +329,7 @@ for m, short_runs in both.attrs["short"].items():  # as in 4.1: on their own pro
 # %%
 if len(models) > 1:  # the table above, drawn (the book shows the figure and keeps the table under "More")
     fig = comparison.plot_accuracy_vs_tokens_by_model(both, labels=labels, not_comparable={
-        m: run_store.off_format(run_store.baseline_formats(rs)) for m, rs in models.items()})
+        m: off_format(baseline_formats(rs)) for m, rs in models.items()})
     plots.savefig(fig, "comparison_two_models")
     plt.show()
 
@@ -335,13 +337,13 @@ if len(models) > 1:  # the table above, drawn (the book shows the figure and kee
 # **Are the baselines answering in their own format?** A model trained for LASE's roles only
 # answers a baseline's follow-up (MAD's second round, MoA's aggregator, DOWN's refinements) with
 # LASE's revision. Such a baseline measures the training, not the strategy: it is drawn hollow
-# above, and LASE against it is **not comparable**, not a result (`runs.baseline_formats`).
+# above, and LASE against it is **not comparable**, not a result (`tables.baseline_formats`).
 
 # %%
 for m, rs in models.items():
-    formats = run_store.baseline_formats(rs)
+    formats = baseline_formats(rs)
     display(Markdown(f"**{m}**: " + ("; ".join(f"{s.upper() if s != 'moa' else 'MoA'} not comparable ({w})"
-                                              for s, w in run_store.off_format(formats).items())
+                                              for s, w in off_format(formats).items())
                                      or "every baseline answers in its own format")))
 
 # %% [markdown]
@@ -373,15 +375,15 @@ comparison.aim_display(aim).T
 
 # %% tags=["book-hide"]
 if interactive:
-    import ipywidgets as widgets
+    import ipywidgets
 
     def explore(tau_lp=tau_lp, tau_h=tau_h):
         t = dict({s: tables[s] for s in main}, lase=replay(chains, tau_lp, tau_h))
         print(comparison.comparison_display(comparison_table(t), None, configs)
               .loc[["single", "lase"] + (["mv"] if "mv" in t else [])].T.to_string())
 
-    widgets.interact(explore, tau_lp=widgets.FloatSlider(value=tau_lp, min=0.0, max=1.0, step=0.05),
-                     tau_h=widgets.FloatSlider(value=tau_h, min=0.0, max=3.0, step=0.1))
+    ipywidgets.interact(explore, tau_lp=ipywidgets.FloatSlider(value=tau_lp, min=0.0, max=1.0, step=0.05),
+                        tau_h=ipywidgets.FloatSlider(value=tau_h, min=0.0, max=3.0, step=0.1))
 
 # %% [markdown] tags=["book-more"]
 # ## Exercises

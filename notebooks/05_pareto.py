@@ -53,10 +53,12 @@ import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 
-from lase_nb import plots, reference, widgets
+from lase_nb import plots, reference
+from lase_nb.book import widgets
 from lase_nb import runs as run_store
 from lase_nb.chapters import pareto, sliders
-from lase_nb.replay import chains_from_stages, grid_metrics, operating_point, replay, sweep
+from lase_nb.replay import (chains_from_stages, fixed_policies, grid_metrics, operating_point, oracle_frontier, replay,
+                            sweep)
 from lase_nb.runs import chains_by_model, common_ids, load_runs
 
 plots.set_style()
@@ -163,14 +165,14 @@ if not baseline_runs:
 shared = common_ids(baseline_runs, chains.problem_ids)
 in_common = np.isin(chains.problem_ids.astype(str), shared)
 baselines = pareto.baseline_points(baseline_runs, shared)
-policies = pareto.policy_points(chains)
-oracle = pareto.oracle_frontier(chains)
+policies = fixed_policies(chains)
+oracle = oracle_frontier(chains)
 common = None
 if len(baselines):
     cc = chains.subset(in_common)
-    common = {"grid": sweep(cc, tl, th), "policies": pareto.policy_points(cc),
+    common = {"grid": sweep(cc, tl, th), "policies": fixed_policies(cc),
               "default": operating_point(cc, tau_lp, tau_h),
-              "oracle": pareto.oracle_frontier(cc), "baselines": baselines}
+              "oracle": oracle_frontier(cc), "baselines": baselines}
 fig = pareto.plot_frontier(grid, policies, oracle, default, common)
 plots.savefig(fig, "pareto_frontier");
 

@@ -51,7 +51,9 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from IPython.display import HTML, Markdown, display
 
-from lase_nb import ceiling, confidence, controls, plots, preregistration, revision, widgets
+from lase_nb.organism import ceiling, controls, preregistration, revision
+from lase_nb import confidence, plots
+from lase_nb.book import widgets
 from lase_nb import runs as run_store
 from lase_nb.chapters import failures
 from lase_nb.replay import summarize
@@ -444,16 +446,16 @@ if any(s.committed for s in shown):
 
 # %% tags=["book-hide"]
 if interactive:
-    import ipywidgets as widgets
+    import ipywidgets
 
     def explore(tau_lp=tau_lp, tau_h=tau_h):
         display(confidence.gate_split(first, tau_lp, tau_h).to_frame(f"tau_lp={tau_lp:g}, tau_h={tau_h:g}"))
         failures.plot_confident_errors(first, tau_lp, tau_h)
         plt.show()
 
-    widgets.interact(explore,
-                     tau_lp=widgets.FloatSlider(value=tau_lp, min=0.5, max=0.999, step=0.005, description="tau_lp"),
-                     tau_h=widgets.FloatSlider(value=tau_h, min=0.05, max=1.5, step=0.05, description="tau_h"))
+    ipywidgets.interact(explore,
+                        tau_lp=ipywidgets.FloatSlider(value=tau_lp, min=0.5, max=0.999, step=0.005, description="tau_lp"),
+                        tau_h=ipywidgets.FloatSlider(value=tau_h, min=0.05, max=1.5, step=0.05, description="tau_h"))
 
 # %% [markdown] tags=["book-more"]
 # ## Exercises

@@ -67,6 +67,7 @@ import pandas as pd
 from IPython.display import Markdown, display
 
 from lase_nb import plots
+from lase_nb.tables import baseline_formats, off_format, strategy_tables
 from lase_nb import runs as run_store
 from lase_nb import strategies
 from lase_nb.chapters import claims
@@ -97,8 +98,8 @@ for label, rs in models.items():
 # agent".
 
 # %% tags=["seminar"]
-tables = {m: run_store.strategy_tables(rs, tau_lp, tau_h) for m, rs in models.items()}
-off = {m: run_store.off_format(run_store.baseline_formats(rs)) for m, rs in models.items()}  # chapter 04, section 4.3
+tables = {m: strategy_tables(rs, tau_lp, tau_h) for m, rs in models.items()}
+off = {m: off_format(baseline_formats(rs)) for m, rs in models.items()}  # chapter 04, section 4.3
 lase_runs = {m: rs["lase"] for m, rs in models.items()}
 v6 = claims.gated_study(run_store.COMMITTED_DIR / claims.GATED_STUDY) if any(s.committed for s in shown) else None
 if v6 is not None:  # organism v6 on its 600 fresh problems: LASE gated as recorded, the leader alone its stage 0
@@ -131,7 +132,7 @@ plots.savefig(fig, "claims_forest");
 # committed study is shown.
 
 # %% tags=["book-more"]
-from lase_nb import controls, preregistration
+from lase_nb.organism import controls, preregistration
 
 point = next((s for s in shown if s.committed and s.path.name == "arith-organism-point"), None)
 if point is not None:

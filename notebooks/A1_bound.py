@@ -25,7 +25,7 @@
 # meets the recordings. No model is called.
 #
 # The logic lives in `lase_nb/chapters/correct_seeds.py` (the notes classified, the terms with
-# intervals) and `lase_nb/preregistration.py` (the prediction fixed before the held-out data).
+# intervals) and `lase_nb/organism/preregistration.py` (the prediction fixed before the held-out data).
 
 # %% tags=["parameters"]
 traces = "committed"  # your study (a folder holding lase-full/); "committed": data/traces/arith-smollm2
@@ -40,7 +40,7 @@ interactive = None  # this appendix makes no widgets
 import pandas as pd
 from IPython.display import Markdown, display
 
-from lase_nb import preregistration
+from lase_nb.organism import preregistration
 from lase_nb import runs as run_store
 from lase_nb.chapters import correct_seeds
 from lase_nb.replay import chains_from_stages

@@ -22,7 +22,7 @@
 # of secondary comparisons under Holm's adjustment, and the difference of two models' gains on
 # the same problems, tested by a sign test on the problems where the gains differ. The functions
 # are `lase_nb.stats` (`paired_test`, `mcnemar`, `holm`, `gain_difference`) and
-# `lase_nb.preregistration`. No model is called.
+# `lase_nb.organism.preregistration`. No model is called.
 
 # %% tags=["parameters"]
 point_traces = "../data/traces/arith-organism-point"  # the pointing organism (v5), for which the family was preregistered
@@ -34,7 +34,7 @@ interactive = None  # this appendix makes no widgets
 # %%
 from IPython.display import Markdown, display
 
-from lase_nb import preregistration, regimes
+from lase_nb.organism import preregistration, regimes
 from lase_nb import runs as run_store
 from lase_nb import strategies
 

@@ -312,8 +312,8 @@ def book(tmp_path_factory) -> Path:
     """Chapters 00, 02 and 05 executed with papermill and built into the HTML book (a temporary folder)."""
     if missing := _missing():
         pytest.skip(f"browser test needs {', '.join(missing)}: {INSTALL}")
-    from lase_nb.book import build_book
-    from lase_nb.execution import run_notebooks
+    from lase_nb.book.html import build_book
+    from lase_nb.book.execution import run_notebooks
 
     tmp = tmp_path_factory.mktemp("book")
     with pytest.MonkeyPatch.context() as mp:

@@ -1,4 +1,4 @@
-"""The perfect-note ceiling (lase_nb.ceiling) on hand-written chains and a hand-made recording."""
+"""The perfect-note ceiling (lase_nb.organism.ceiling) on hand-written chains and a hand-made recording."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ import random
 import pandas as pd
 import pytest
 
-from lase_nb import ceiling
+from lase_nb.organism import ceiling
 from lase_nb.datasets import arithmetic_problems, load_dataset, noop_problems
 from lase_nb.notes import states_answer
-from lase_nb.organism import label_attempt, solution_text, gold_steps
+from lase_nb.organism.recipe import label_attempt, solution_text, gold_steps
 from lase_nb.types import Problem
 
 

@@ -7,7 +7,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from lase_nb import preregistration, reference
+from lase_nb.organism import preregistration
+from lase_nb.tables import baseline_formats, off_format, strategy_tables
+from lase_nb import reference
 from lase_nb.chapters import claims
 from lase_nb.stats import paired_test
 
@@ -90,7 +92,7 @@ def test_claims_table_on_the_recordings_has_a_verdict_per_model():
     from lase_nb import runs, strategies
 
     models = runs.load_models({"base": "data/traces/arith-smollm2"}, strategies.compared(), require=["lase"])
-    table = claims.claims_by_model({m: runs.strategy_tables(r, 0.8, 0.5) for m, r in models.items()},
+    table = claims.claims_by_model({m: strategy_tables(r, 0.8, 0.5) for m, r in models.items()},
                                    {m: r["lase"] for m, r in models.items()})
     assert set(table["base: verdict"]) <= set(claims.VERDICTS)
     assert table.loc[claims.MAD_CLAIM, "paper"].startswith("MAD")
@@ -113,7 +115,7 @@ def test_claims_figure_draws_each_tested_accuracy_claim():
     from lase_nb import runs, strategies
 
     models = runs.load_models({"base": "data/traces/arith-smollm2"}, strategies.compared(), require=["lase"])
-    table = claims.claims_by_model({m: runs.strategy_tables(r, 0.8, 0.5) for m, r in models.items()},
+    table = claims.claims_by_model({m: strategy_tables(r, 0.8, 0.5) for m, r in models.items()},
                                    {m: r["lase"] for m, r in models.items()})
     fig = claims.plot_claims(table)
     tested = table.attrs["why"]["kind"].notna().sum()
@@ -121,7 +123,7 @@ def test_claims_figure_draws_each_tested_accuracy_claim():
 
 
 def test_lase_vs_moa_is_not_testable_on_the_organisms_trained_for_lases_roles_only():
-    """The organisms' MoA follow-ups write LASE's revision text (runs.baseline_formats): "LASE beats
+    """The organisms' MoA follow-ups write LASE's revision text (baseline_formats): "LASE beats
     MoA" on them measures the training, so its verdict is "not testable here" with the reason, while
     the base model's row keeps its test."""
     from lase_nb import runs, strategies
@@ -129,9 +131,9 @@ def test_lase_vs_moa_is_not_testable_on_the_organisms_trained_for_lases_roles_on
     folders = {"base": "data/traces/arith-smollm2", "v5": "data/traces/arith-organism-point",
                "v4": "data/traces/arith-organism-tell"}
     models = runs.load_models(folders, strategies.compared(), require=["lase"])
-    off = {m: runs.off_format(runs.baseline_formats(r)) for m, r in models.items()}
+    off = {m: off_format(baseline_formats(r)) for m, r in models.items()}
     assert off["base"] == {} and set(off["v5"]) == set(off["v4"]) == {"mad", "moa", "down"}
-    table = claims.claims_by_model({m: runs.strategy_tables(r, 0.8, 0.5) for m, r in models.items()},
+    table = claims.claims_by_model({m: strategy_tables(r, 0.8, 0.5) for m, r in models.items()},
                                    {m: r["lase"] for m, r in models.items()}, off)
     moa = "LASE beats Mixture-of-Agents (Section 4.4)"
     assert table.loc[moa, "v5: verdict"] == table.loc[moa, "v4: verdict"] == "not testable here"
@@ -150,7 +152,7 @@ def test_accuracy_verdicts_are_decided_on_holm_adjusted_p():
     from lase_nb import runs, stats, strategies
 
     models = runs.load_models({"base": "data/traces/arith-smollm2"}, strategies.compared(), require=["lase"])
-    table = claims.claims_by_model({m: runs.strategy_tables(r, 0.8, 0.5) for m, r in models.items()},
+    table = claims.claims_by_model({m: strategy_tables(r, 0.8, 0.5) for m, r in models.items()},
                                    {m: r["lase"] for m, r in models.items()})
     long = table.attrs["why"].dropna(subset=["p_value"])
     assert np.allclose(long["p_holm"], stats.holm(long["p_value"].to_numpy()))

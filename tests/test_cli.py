@@ -317,7 +317,7 @@ def test_key_not_in_a_cli_subprocess_output_even_with_sdk_debug_logging(tmp_path
 def test_quickstart_notebook_with_a_key_does_not_store_it(tmp_path, monkeypatch):
     import papermill as pm
 
-    from lase_nb.execution import NOTEBOOKS
+    from lase_nb.book.execution import NOTEBOOKS
 
     monkeypatch.setenv("OPENAI_COMPATIBLE_API_KEY", SENTINEL)
     out = tmp_path / "00_quickstart.ipynb"

@@ -19,7 +19,7 @@ from lase_nb import reference  # noqa: E402
 from lase_nb.chapters import comparison  # noqa: E402
 from lase_nb.errors import DataError  # noqa: E402
 from lase_nb.replay import chains_from_stages, outcomes_at, replay, sweep  # noqa: E402
-from lase_nb.runs import comparison_table, strategy_tables  # noqa: E402
+from lase_nb.tables import comparison_table, main_comparison, split_by_coverage, strategy_tables  # noqa: E402
 from tests.tables import mv_run, problems_frame  # noqa: E402
 from tests.synthetic import model  # noqa: E402
 
@@ -78,7 +78,7 @@ def test_claims_filter_and_coverage_split():
               "mv": problems_frame("mv", [True] * 10, ids=big, prompt=700, completion=70),
               "lase": problems_frame("lase", [True] * 10, ids=big),
               "lase-mv": problems_frame("lase-mv", [True, False], ids=big[:2], prompt=600, completion=60)}
-    main, short = comparison.split_by_coverage(tables)
+    main, short = split_by_coverage(tables)
     assert main == ["single", "mv", "lase"] and short == ["lase-mv"]
     sub = comparison_table({k: tables[k] for k in ("single", "mv", "lase", "lase-mv")})
     c = comparison.claims_table(sub, comparison.paper_reference(), about=["lase-mv"])
@@ -217,7 +217,7 @@ def test_outcomes_at_and_seed_table(chain_stages):
 
 
 def test_comparison_by_model_stacks_the_one_model_tables(two):
-    from lase_nb.runs import comparison_table
+    from lase_nb.tables import comparison_table
 
     tables = {m: strategy_tables(r, 0.8, 0.5) for m, r in two.items()}
     assert list(tables["base"]) == ["single", "mv", "mad", "lase", "lase-full"]
@@ -350,13 +350,13 @@ def test_describe_comparison_scales_with_the_data():
                              "total_tokens": 100.0, "completion_tokens": 50.0})
 
     small = {"single": t(np.array([True, False] * 6)), "lase": t(np.array([True] * 12))}
-    text = C.describe_comparison(small, C.main_comparison(small))
+    text = C.describe_comparison(small, main_comparison(small))
     assert "12 problems: too few problems to say" in text and "1.0x its tokens" in text
     big = {"single": t(np.array([True, False] * 40)), "lase": t(np.array([True] * 80))}
-    assert "above the single agent" in C.describe_comparison(big, C.main_comparison(big))
+    assert "above the single agent" in C.describe_comparison(big, main_comparison(big))
     same = {**big, "down": t(np.array([True, False] * 40))}  # DOWN at theta 0 is the single agent by construction
-    text = C.describe_comparison(same, C.main_comparison(same), {"down": {"down_threshold": 0.0}})
+    text = C.describe_comparison(same, main_comparison(same), {"down": {"down_threshold": 0.0}})
     assert "DOWN never debates, so its answers are the single agent's first answers by construction: no test" in text
     assert "not shown to differ" not in text.split("never debates")[1].split("\n")[0]
-    text = C.describe_comparison(same, C.main_comparison(same), {"down": {"down_threshold": {"theta": 0.9}}})
+    text = C.describe_comparison(same, main_comparison(same), {"down": {"down_threshold": {"theta": 0.9}}})
     assert "by construction" not in text

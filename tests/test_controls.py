@@ -1,4 +1,4 @@
-"""The controls of organism v6's gain (lase_nb.controls): the commutative chain key, the no-note prompt,
+"""The controls of organism v6's gain (lase_nb.organism.controls): the commutative chain key, the no-note prompt,
 one revision outside a chain, the arms' inputs, the preregistration as committed, and the analysis."""
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from lase_nb import controls, organism, preregistration, prompts
+from lase_nb.organism import controls, recipe as organism, preregistration
+from lase_nb import prompts
 from lase_nb.backends.openai_backend import OpenAIBackend
 from lase_nb.engine import Engine
 from lase_nb.errors import DataError
@@ -176,7 +177,7 @@ def test_outcomes_and_costs_from_the_recording(recording, tmp_path):
 
 
 def test_the_note_and_leader_grid_has_one_denominator():
-    from lase_nb import ceiling, revision
+    from lase_nb.organism import ceiling, revision
 
     run = load_run(revision.V6_STUDY.parent / "arith-organism-point" / "lase-full")
     cfg = run.manifest["config"]

@@ -180,7 +180,7 @@ def test_a3_verdict_reads_the_interval(est, lo, hi, verdict):
 
 def test_a_note_that_points_at_the_first_departure_holds_a_seed():
     from lase_nb.datasets import arithmetic_problems
-    from lase_nb.organism import Step, gold_steps, solution_text
+    from lase_nb.organism.recipe import Step, gold_steps, solution_text
 
     p = next(q for q in arithmetic_problems(30, seed=3, levels=(2,)) if gold_steps(q)[1].op in "+-")
     gold = gold_steps(p)

@@ -32,7 +32,7 @@ from lase_nb.engine import Engine
 from lase_nb.errors import ConfigError
 from lase_nb.notes import states_answer
 from lase_nb.replay import chains_from_stages, load_chains, replay
-from lase_nb.revision import StageOneCase
+from lase_nb.organism.stage_one import StageOneCase
 from lase_nb.runner import run_problems
 from lase_nb.runs import load_runs
 from lase_nb.strategies import (EXTRACT_ROLE, SPECS, StrategyConfig, ensemble_stage_calls, recorded, verdict_of,

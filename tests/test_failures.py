@@ -361,7 +361,7 @@ def _h_run():
     import random
 
     from lase_nb.datasets import arithmetic_problems
-    from lase_nb.organism import devil_note, gold_steps, label_attempt, slipped_attempt, solution_text
+    from lase_nb.organism.recipe import devil_note, gold_steps, label_attempt, slipped_attempt, solution_text
 
     probs = [p for p in arithmetic_problems(40, seed=5, levels=[2], split="eval")]
     rng = random.Random(0)
@@ -490,7 +490,7 @@ def test_why_no_gain_on_the_pointing_organisms_recordings():
     point and keep the rule, and the preregistered test's fixes and breaks cancel."""
     from pathlib import Path
 
-    from lase_nb import preregistration
+    from lase_nb.organism import preregistration
     from lase_nb.runs import load_runs, problems_from_manifest
 
     folder = Path(__file__).resolve().parents[1] / "data" / "traces" / "arith-organism-point"

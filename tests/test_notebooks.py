@@ -14,9 +14,9 @@ import papermill as pm
 import pytest
 
 from lase_nb.errors import ConfigError
-from lase_nb.book import build_book
-from lase_nb.budget import inline_images
-from lase_nb.execution import NOTEBOOKS, NotebookTimeout, execute, kernel_environment, list_notebooks, parse_value
+from lase_nb.book.html import build_book
+from lase_nb.book.budget import inline_images
+from lase_nb.book.execution import NOTEBOOKS, NotebookTimeout, execute, kernel_environment, list_notebooks, parse_value
 
 BOOKS = list_notebooks()
 WIDGET = "application/vnd.jupyter.widget-view+json"
@@ -285,7 +285,7 @@ def _executed(nb: Path, tmp_path_factory) -> tuple[Path, Path]:
 
 
 def test_figures_go_under_the_output_folder_unless_asked(tmp_path, monkeypatch):
-    from lase_nb.execution import figures_folder
+    from lase_nb.book.execution import figures_folder
 
     monkeypatch.delenv("LASE_FIGURES_DIR", raising=False)
     assert figures_folder(tmp_path / "run") == tmp_path / "run" / "figures"
@@ -311,7 +311,7 @@ def test_an_executed_chapter_saves_its_figures_where_it_is_told(tmp_path):
 
 
 def test_chapters_that_call_a_model_start_first():
-    from lase_nb.execution import start_order
+    from lase_nb.book.execution import start_order
 
     order = [b.stem for b in start_order(BOOKS)]
     calling = [b.stem for b in BOOKS if re.search(r"\blive_(?:engine|runs)\(", b.with_suffix(".py").read_text())]
@@ -326,7 +326,7 @@ def test_chapters_run_at_once_each_in_its_kernel(tmp_path, monkeypatch):
     the model's threads shared out, figures where they belong; a chapter that fails beside others
     is named with its cell and error; a chapter that calls the model waits for its conversion, which
     runs beside those that call none (two pools of tiny chapters, to keep the fast tier fast)."""
-    from lase_nb import execution
+    from lase_nb.book import execution
 
     books = tmp_path / "books"
     books.mkdir()
@@ -373,7 +373,7 @@ def test_the_kernels_shutdown_interrupt_is_not_logged_as_an_error(tmp_path, capf
 # the chapter budget and the book a lecturer shows
 # --------------------------------------------------------------------------------------------
 
-from lase_nb import book as lase_book, budget as bud  # noqa: E402
+from lase_nb.book import html as lase_book, budget as bud  # noqa: E402
 
 _PANDAS_TABLE = ('<table border="1" class="dataframe"><thead><tr style="text-align: right;"><th></th><th>a</th>'
                  '<th>b</th></tr></thead><tbody><tr><th>0</th><td>1</td><td>2</td></tr></tbody></table>')
@@ -500,7 +500,7 @@ def _path_notebook(name: str, *cells: tuple[str, bool]):
 
 def test_a_term_used_before_the_path_defines_it_is_charged_where_first_used():
     """Issue 67: the path's first use of a term must lie in a section that defines it
-    (:data:`lase_nb.budget.TERMS`); otherwise it costs the lecturer 1.5 minutes there."""
+    (:data:`lase_nb.book.budget.TERMS`); otherwise it costs the lecturer 1.5 minutes there."""
     terms = (bud.Term("organism", r"(?i)\borganism", ("03",)), bud.Term("replay", r"(?i)\breplay", ("5.1",)),
              bud.Term("Holm", r"\bHolm", ("07",)))
     first = _path_notebook("03_x", ("# 3. Pipeline\n\nAn **organism** is the model with an adapter.", True),
@@ -642,7 +642,7 @@ def _over_budget(nb: Path):
 def test_core_chapter_meets_its_budget(nb: Path, tmp_path_factory):
     """What a lecturer presents of each core chapter (the book's view of the executed chapter):
     at most 40 cells, 1,500 words of markdown, 5 tables of at most 6 columns, 5 figures."""
-    from lase_nb.budget import chapter_budget
+    from lase_nb.book.budget import chapter_budget
 
     b = chapter_budget(_executed(nb, tmp_path_factory)[0])
     assert b.meets(), f"{nb.stem}: {'; '.join(b.over())}: move what does not fit to an appendix or a book-more section"
@@ -651,7 +651,7 @@ def test_core_chapter_meets_its_budget(nb: Path, tmp_path_factory):
 @pytest.mark.slow
 @pytest.mark.xfail(bool(OVER_BUDGET), strict=False, reason="the core chapters are over the budget (issue 43)")
 def test_core_chapters_fit_the_total_words(tmp_path_factory):
-    from lase_nb.budget import BUDGET, chapter_budget
+    from lase_nb.book.budget import BUDGET, chapter_budget
 
     words = {nb.stem: chapter_budget(_executed(nb, tmp_path_factory)[0]).words for nb in CORE}
     assert sum(words.values()) <= BUDGET.core_words, words
@@ -663,10 +663,10 @@ def test_core_chapters_fit_the_total_words(tmp_path_factory):
                    "benchmarks/chapter_budget.py")
 def test_readme_seminar_path_is_the_lecturers_clock_and_fits_90_minutes(tmp_path_factory):
     """Issue 56: the README's chapter minutes are the seminar path's (the cells tagged ``seminar``)
-    by :func:`lase_nb.budget.presenting_minutes` of the executed chapters (what
+    by :func:`lase_nb.book.budget.presenting_minutes` of the executed chapters (what
     ``benchmarks/chapter_budget.py`` prints in its ``seminar`` column, rounded), and the path with
-    :data:`lase_nb.budget.DISCUSSION_MINUTES` of discussion fits :data:`lase_nb.budget.CORE_MINUTES`."""
-    from lase_nb.budget import CORE_MINUTES, DISCUSSION_MINUTES, path_minutes, seminar_minutes
+    :data:`lase_nb.book.budget.DISCUSSION_MINUTES` of discussion fits :data:`lase_nb.book.budget.CORE_MINUTES`."""
+    from lase_nb.book.budget import CORE_MINUTES, DISCUSSION_MINUTES, path_minutes, seminar_minutes
 
     exact = seminar_minutes([_executed(nb, tmp_path_factory)[0] for nb in CORE])
     minutes = {k: round(m) for k, m in exact.items()}
@@ -681,7 +681,7 @@ def test_readme_seminar_path_is_the_lecturers_clock_and_fits_90_minutes(tmp_path
 def test_the_seminar_paths_printed_sentences_point_only_to_what_it_shows(nb: Path, tmp_path_factory):
     """Issue 67: what a seminar cell prints (a ``describe_*`` sentence) names no section the path
     leaves out; ``tests/test_xrefs.py`` checks the markdown of the same cells."""
-    from lase_nb.budget import path_cells, said_text
+    from lase_nb.book.budget import path_cells, said_text
     from tests.test_xrefs import PATH_XREFS_PENDING, off_path
 
     chapter = nb.stem[:2]
@@ -707,7 +707,7 @@ def test_readme_names_the_sections_the_seminar_presents():
     """The README's path column lists, per chapter, the sections tagged ``seminar`` in its source
     ("the whole chapter" where its opening is tagged and it has no numbered section, "reading" where
     it presents none), and its minutes with the discussion stay within the slot."""
-    from lase_nb.budget import CORE_MINUTES, DISCUSSION_MINUTES, seminar_sections
+    from lase_nb.book.budget import CORE_MINUTES, DISCUSSION_MINUTES, seminar_sections
 
     table = _readme_path()
     assert set(table) == {nb.stem for nb in CORE}, table
@@ -723,7 +723,7 @@ def test_readme_names_the_sections_the_seminar_presents():
 def test_no_cell_is_both_on_the_seminar_path_and_in_more(nb: Path):
     """A closed "More" section is not presented: a cell tagged ``seminar`` is never ``book-more``
     nor ``book-hide``."""
-    from lase_nb.budget import BOOK_HIDE, BOOK_MORE, SEMINAR
+    from lase_nb.book.budget import BOOK_HIDE, BOOK_MORE, SEMINAR
 
     both = [c.source[:60] for c in jupytext.read(nb.with_suffix(".py")).cells
             if SEMINAR in c.metadata.get("tags", []) and {BOOK_MORE, BOOK_HIDE} & set(c.metadata.get("tags", []))]

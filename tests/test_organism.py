@@ -10,11 +10,12 @@ import re
 
 import pytest
 
-from lase_nb import organism, prompts
+from lase_nb.organism import recipe as organism
+from lase_nb import prompts
 from lase_nb.backends.local.files import ORGANISM_DIR, organism_adapter_path
 from lase_nb.datasets import arithmetic_problems, content_key
 from lase_nb.notes import states_answer
-from lase_nb.organism import Step, gold_steps, label_attempt, solution_text
+from lase_nb.organism.recipe import Step, gold_steps, label_attempt, solution_text
 
 ATTEMPTS = ORGANISM_DIR / "attempts.jsonl"
 

@@ -7,15 +7,21 @@ from __future__ import annotations
 
 import json
 import random
+import sys
 from pathlib import Path
 
 import pytest
 
-from lase_nb import organism, organism_round3, prompts
+from lase_nb import prompts
 from lase_nb.backends.local.files import ORGANISM_DIR
 from lase_nb.errors import DataError
 from lase_nb.notes import states_answer
-from lase_nb.organism import gold_steps, label_attempt, solution_text
+from lase_nb.organism import recipe as organism
+from lase_nb.organism.recipe import gold_steps, label_attempt, solution_text
+from lase_nb.paths import REPO_ROOT
+
+sys.path.insert(0, str(REPO_ROOT / "data" / "organism"))  # round 3 left the package: data/organism/round3.py
+import round3  # noqa: E402
 
 
 @pytest.mark.parametrize("a, op, b, value", [
@@ -23,35 +29,35 @@ from lase_nb.organism import gold_steps, label_attempt, solution_text
     (112, "-", 5, 107), (7, "*", 12, 84), (34, "*", 7, 238), (6, "*", 7, 42), (112, "/", 7, 16),
     (412, "/", 4, 103), (42, "/", 7, 6)])
 def test_the_careful_method_works_each_kind_of_step_out_right(a, op, b, value):
-    work, got = organism_round3.careful(a, op, b)
+    work, got = round3.careful(a, op, b)
     assert got == value and work.startswith(f"{a} ") and work.endswith(f"so {value}")
-    read = organism_round3.read_careful(work)
+    read = round3.read_careful(work)
     assert read.right and read.facts_true and read.value == value
 
 
 def test_a_careful_line_is_checked_fact_by_fact():
-    slip = organism_round3.read_careful("21 + 9: ones 1 + 9 = 11, write 1 carry 1; tens 2 + 0 + 1 = 3, write 3; so 31")
+    slip = round3.read_careful("21 + 9: ones 1 + 9 = 11, write 1 carry 1; tens 2 + 0 + 1 = 3, write 3; so 31")
     assert not slip.facts_true and slip.first_false == "1 + 9 = 11" and not slip.right
     # every fact true, the assembly wrong: the v5 organism's "21 + 9 ... so 100"
-    assembly = organism_round3.read_careful("21 + 9: ones 1 + 9 = 10, write 0 carry 1; tens 2 + 0 + 1 = 3, write 3; so 100")
+    assembly = round3.read_careful("21 + 9: ones 1 + 9 = 10, write 0 carry 1; tens 2 + 0 + 1 = 3, write 3; so 100")
     assert assembly.facts_true and assembly.value == 100 and not assembly.right
-    assert organism_round3.read_careful("no working here") is None
-    uneven = organism_round3.careful(50, "/", 4)
+    assert round3.read_careful("no working here") is None
+    uneven = round3.careful(50, "/", 4)
     assert uneven[1] is None and "does not come out even" in uneven[0]
 
 
 def test_unit_steps_are_split_so_no_measured_step_was_trained():
-    train = organism_round3.unit_steps(600, seed=211, split="train")
-    held = organism_round3.unit_steps(300, seed=31, split="eval")
+    train = round3.unit_steps(600, seed=211, split="train")
+    held = round3.unit_steps(300, seed=31, split="eval")
     key = lambda s: (s.a, s.op, s.b)  # noqa: E731
     assert len({key(s) for s in train}) == 600 and len({key(s) for s in held}) == 300
     assert not {key(s) for s in train} & {key(s) for s in held}
     assert {s.op for s in held} == {"+", "-", "*", "/"}
-    shaped = organism_round3.unit_steps(600, seed=211, split="train", shapes="problems")
+    shaped = round3.unit_steps(600, seed=211, split="train", shapes="problems")
     assert len({key(s) for s in shaped}) == 600 and not {key(s) for s in shaped} & {key(s) for s in held}
     assert sum(s.a < 10 for s in shaped) > 30  # one-digit first operands, as the problems' steps have
     with pytest.raises(ValueError, match="shapes"):
-        organism_round3.unit_steps(5, seed=1, split="train", shapes="nonsense")
+        round3.unit_steps(5, seed=1, split="train", shapes="nonsense")
 
 
 def _round3(n=80, seed=7):
@@ -61,7 +67,7 @@ def _round3(n=80, seed=7):
         right = solution_text(gold_steps(p))
         slip = organism.slipped_attempt(p, rng) or right
         for attempts in ([slip, right, right], [right, slip, right]):
-            out += [(p, attempts, role, ex) for role, ex in organism_round3.round3_examples(p, attempts, rng)]
+            out += [(p, attempts, role, ex) for role, ex in round3.round3_examples(p, attempts, rng)]
     return out
 
 
@@ -83,7 +89,7 @@ def test_round3_revisions_carry_what_they_recompute_and_box_the_chains_end():
         if role != "revision":
             continue
         note = msgs[-1]["content"]
-        read = organism_round3.read_revision(p, attempts[0], note, target)
+        read = round3.read_revision(p, attempts[0], note, target)
         assert not read["contradicts"], target
         if read["recomputed"]:
             assert read["recomputed_right"]
@@ -102,34 +108,34 @@ def test_a_revision_that_drops_its_recomputation_is_counted_as_contradicting_its
     right = solution_text(gold_steps(p))
     slip = organism.slipped_attempt(p, random.Random(1))
     label = label_attempt(p, slip)
-    note = organism_round3.careful_devil_note(p, label)
-    good = organism_round3.carrying_revision(p, label, organism.flagged_step(note))
+    note = round3.careful_devil_note(p, label)
+    good = round3.carrying_revision(p, label, organism.flagged_step(note))
     dropped = good.split("\n")[0] + "\n" + slip  # "step k becomes ..." and then the old chain
-    assert not organism_round3.read_revision(p, slip, note, good)["contradicts"]
-    read = organism_round3.read_revision(p, slip, note, dropped)
+    assert not round3.read_revision(p, slip, note, good)["contradicts"]
+    read = round3.read_revision(p, slip, note, dropped)
     assert read["changed"] and not read["carried"] and read["contradicts"]
-    assert organism_round3.read_revision(p, right, "Every step holds.", f"No step is shown to fail, so my answer stands.\n{right}")["flagged"] is None
+    assert round3.read_revision(p, right, "Every step holds.", f"No step is shown to fail, so my answer stands.\n{right}")["flagged"] is None
 
 
 def test_follow_ups_are_trained_in_their_own_format_never_in_lases():
     seen = set()
     for _, _, role, (msgs, target) in _round3():
         if role in ("mad", "down"):
-            assert organism_round3.follow_up_format(target, "peers") == "own", target
+            assert round3.follow_up_format(target, "peers") == "own", target
         elif role in ("moa", "down_judge"):
-            assert organism_round3.follow_up_format(target, "aggregate") == "own", target
+            assert round3.follow_up_format(target, "aggregate") == "own", target
         else:
             continue
         seen.add(role)
     assert seen == {"mad", "down", "moa", "down_judge"}
-    assert organism_round3.follow_up_format("Step 1 again again: 3 + 4", "aggregate") == "lase"
-    assert organism_round3.follow_up_format("The answer is 7.", "peers") == "other"
+    assert round3.follow_up_format("Step 1 again again: 3 + 4", "aggregate") == "lase"
+    assert round3.follow_up_format("The answer is 7.", "peers") == "other"
 
 
 def test_the_devil_rechecks_a_failing_check_before_it_reports():
     p = next(q for q in organism.training_problems("sample3", 40) if len(gold_steps(q)) >= 2)
     label = label_attempt(p, solution_text(gold_steps(p)))
-    note = organism_round3.careful_devil_note(p, label, slip_at=0, slip=1)
+    note = round3.careful_devil_note(p, label, slip_at=0, slip=1)
     assert "check again" in note and "the first check slipped" in note
     assert not organism.note_flags(note)  # the recheck holds, so nothing is reported as failing
 
@@ -156,7 +162,7 @@ def test_each_strategys_follow_up_on_the_organism_is_what_its_manifest_says():
     ]
     gens = LocalBackend("organism", max_batch=4).generate_many(requests)
     kinds = ["peers", "peers", "aggregate", "aggregate"]
-    formats = [organism_round3.follow_up_format(g.text, k) for g, k in zip(gens, kinds)]
+    formats = [round3.follow_up_format(g.text, k) for g, k in zip(gens, kinds)]
     trained_all = "roles_trained" in json.loads((ORGANISM_DIR / "manifest.json").read_text())["recipe"]
     if trained_all:
         assert formats == ["own"] * 4, [g.text for g in gens]
@@ -169,12 +175,12 @@ def test_round3_held_out_problems_repeat_no_chain_recorded_before():
     earlier recording, either calibration seed or any training set; a shorter list is a prefix."""
     from lase_nb.runs import problems_from_manifest
 
-    held = organism_round3.held_out_problems(240)
-    assert [p.id for p in organism_round3.held_out_problems(60)] == [p.id for p in held[:60]]
-    before = organism_round3.chains_recorded_before_r3()
+    held = round3.held_out_problems(240)
+    assert [p.id for p in round3.held_out_problems(60)] == [p.id for p in held[:60]]
+    before = round3.chains_recorded_before_r3()
     assert len(before) > 1000  # the earlier recordings and both calibration pools are read
     assert not {organism.draw_key(p) for p in held} & (before | organism.training_draw_keys())
-    for m in sorted((Path(organism.__file__).resolve().parents[1] / "data" / "traces" / "arith-organism-point")
+    for m in sorted((REPO_ROOT / "data" / "traces" / "arith-organism-point")
                     .rglob("manifest.json")):
         questions = {p.question for p in problems_from_manifest(json.loads(m.read_text())).values()}
         assert questions and not questions & {p.question for p in held}

@@ -1,4 +1,4 @@
-"""Kernel-free panels (lase_nb.panels): slider positions, the per-item switch the browser reads,
+"""Kernel-free panels (lase_nb.book.panels): slider positions, the per-item switch the browser reads,
 the standalone page (BokehJS inlined, nothing from the network); chapter 00's gate playground."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 
 from lase_nb.chapters import quickstart
 from lase_nb.confidence import Confidence, is_uncertain
-from lase_nb.panels import INDEX_JS, SliderAxis, first_true
+from lase_nb.book.panels import INDEX_JS, SliderAxis, first_true
 
 
 def test_slider_positions_and_the_index_the_browser_computes():
@@ -74,7 +74,7 @@ def test_token_panel_is_a_standalone_page_with_every_position_computed():
 def test_the_budget_counts_a_panel_as_a_figure():
     import nbformat
 
-    from lase_nb.budget import chapter_budget, is_panel
+    from lase_nb.book.budget import chapter_budget, is_panel
 
     panel = quickstart.token_panel(["1", "5"], [0.9, 0.4], [0, 1], _conf(0.4, 0.3))
     out = nbformat.v4.new_output("display_data", {"text/html": panel.html, "text/plain": "panel"})

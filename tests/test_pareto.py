@@ -18,7 +18,8 @@ from lase_nb import reference  # noqa: E402
 from lase_nb.chapters import pareto  # noqa: E402
 from lase_nb.runs import common_ids, load_runs  # noqa: E402
 from tests.synthetic import synthetic_chains  # noqa: E402
-from lase_nb.replay import Chains, grid_metrics, operating_point, replay, sweep  # noqa: E402
+from lase_nb.replay import (Chains, fixed_policies, front_of, grid_metrics, operating_point, oracle_frontier,  # noqa: E402
+                            replay, sweep)
 from lase_nb.errors import ConfigError  # noqa: E402
 
 NAN = np.nan
@@ -127,7 +128,7 @@ def test_threshold_axes_cover_recorded_entropy():
 
 def test_front_is_not_dominated():
     g = sweep(synthetic_chains(n=80, seed=6), np.linspace(0, 1, 15), np.linspace(0, 1, 15))
-    f = pareto.front_of(g)
+    f = front_of(g)
     assert f["avg_tokens"].is_monotonic_increasing and f["accuracy"].is_monotonic_increasing
     for _, r in f.iterrows():
         better = (g["avg_tokens"] <= r["avg_tokens"]) & (g["accuracy"] > r["accuracy"])
@@ -135,7 +136,7 @@ def test_front_is_not_dominated():
 
 
 def test_oracle_frontier_by_hand():
-    o = pareto.oracle_frontier(hand_chains())
+    o = oracle_frontier(hand_chains())
     # only p1 can be fixed (wrong at 0, first right at stage 2: 890 tokens); p2 is already right at 0
     assert list(o["escalated"]) == [0, 1]
     assert list(o["accuracy"]) == pytest.approx([2 / 3, 1.0])
@@ -146,15 +147,15 @@ def test_oracle_frontier_by_hand():
 def test_no_threshold_pair_beats_the_oracle(seed):
     c = synthetic_chains(n=120, seed=seed)
     g = sweep(c, np.linspace(0, 1, 21), np.linspace(0, 2, 21))
-    o = pareto.oracle_frontier(c)
+    o = oracle_frontier(c)
     for _, r in g.iterrows():
         reachable = o[o["avg_tokens"] <= r["avg_tokens"] + 1e-9]["accuracy"].max()
         assert r["accuracy"] <= reachable + 1e-12
     assert o["accuracy"].iloc[-1] == pytest.approx((c.correct.any(axis=1)).mean())
 
 
-def test_policy_points_have_intervals():
-    p = pareto.policy_points(hand_chains())
+def test_fixed_policies_have_intervals():
+    p = fixed_policies(hand_chains())
     assert list(p["policy"]) == ["solo", "always-interact", "oracle"]
     assert (p["acc_lo"] <= p["accuracy"]).all() and (p["accuracy"] <= p["acc_hi"]).all() and (p["n"] == 3).all()
 
@@ -268,10 +269,10 @@ def test_figures_draw(tmp_path):
                          "avg_tokens": [1500.0, 5000.0], "avg_completion_tokens": [300.0, 900.0],
                          "acc_lo": [0.5, 0.4], "acc_hi": [0.85, 0.77]})
     cc = c.subset(np.arange(30))
-    common = {"grid": sweep(cc, tl, th), "policies": pareto.policy_points(cc),
-              "oracle": pareto.oracle_frontier(cc), "baselines": base, "default": operating_point(cc, 0.8, 0.5)}
-    figs = [pareto.plot_frontier(grid, pareto.policy_points(c), pareto.oracle_frontier(c), d, common),
-            pareto.plot_frontier(grid, pareto.policy_points(c), pareto.oracle_frontier(c), d),
+    common = {"grid": sweep(cc, tl, th), "policies": fixed_policies(cc),
+              "oracle": oracle_frontier(cc), "baselines": base, "default": operating_point(cc, 0.8, 0.5)}
+    figs = [pareto.plot_frontier(grid, fixed_policies(c), oracle_frontier(c), d, common),
+            pareto.plot_frontier(grid, fixed_policies(c), oracle_frontier(c), d),
             pareto.plot_escalation(tl, th, grid_metrics(c, tl, th), (0.8, 0.5), reference.THRESHOLD_SWEEP),
             pareto.plot_sweep_vs_paper(pareto.paper_sweep_beside(c))]
     chk = pareto.select_and_check(c, tl, th, float(grid["avg_tokens"].median()))
@@ -297,7 +298,7 @@ def test_split_legend_names_only_what_is_drawn():
     c = _never_fixed()
     tl, th = pareto.threshold_axes(c, 9)
     chk = pareto.select_and_check(c, tl, th, float(sweep(c, tl, th)["avg_tokens"].median()))
-    assert len(pareto.front_of(sweep(c, tl, th))) == 1  # the case the old figure drew nothing for
+    assert len(front_of(sweep(c, tl, th))) == 1  # the case the old figure drew nothing for
     fig = pareto.plot_split(c, tl, th, chk, pareto.split_checks(c, tl, th, chk.budget, range(3)))
     ax = fig.axes[0]
     lines = {line.get_label(): line for line in ax.lines}
@@ -317,7 +318,7 @@ def test_frontier_names_sit_off_the_error_bars_and_name_an_oracle_on_the_leader(
     base = pd.DataFrame({"strategy": ["mv", "mad"], "n": [60, 60], "n_run": [60, 60], "accuracy": [0.35, 0.18],
                          "avg_tokens": [1500.0, 2000.0], "avg_completion_tokens": [300.0, 500.0],
                          "acc_lo": [0.22, 0.09], "acc_hi": [0.5, 0.32]})
-    common = {"grid": sweep(c, tl, th), "policies": pareto.policy_points(c), "oracle": pareto.oracle_frontier(c),
+    common = {"grid": sweep(c, tl, th), "policies": fixed_policies(c), "oracle": oracle_frontier(c),
               "baselines": base, "default": operating_point(c, 0.8, 0.5)}
     fig = pareto.plot_frontier(common["grid"], common["policies"], common["oracle"], common["default"], common)
     for ax in fig.axes[:2]:
@@ -344,12 +345,12 @@ def test_describe_functions_follow_the_chains():
     c = synthetic_chains(60, seed=3)
     tl, th = np.linspace(0, 1, 5), np.linspace(0, 2, 5)
     grid = sweep(c, tl, th)
-    policies = pareto.policy_points(c)
-    oracle = pareto.oracle_frontier(c)
+    policies = fixed_policies(c)
+    oracle = oracle_frontier(c)
     default = operating_point(c, 0.8, 0.5)
     effects = pareto.stage_effects(c)
     text = pareto.describe_frontier(grid, policies, oracle, default, effects)
-    front = pareto.front_of(grid)
+    front = front_of(grid)
     assert ("a single point" in text) == (len(front) == 1)
     assert f"{len(grid):,} pairs" in text and "(strict" in text
     sweep_text = pareto.describe_sweep(pareto.paper_sweep_beside(c), grid, len(c.problem_ids))
@@ -360,7 +361,7 @@ def test_describe_functions_follow_the_chains():
     assert "reproduces" not in small_text.replace("whether this run reproduces", "")
     one = hand_chains()
     g1 = sweep(one, [0.0, 1.0], [0.0, 2.0])
-    t1 = pareto.describe_frontier(g1, pareto.policy_points(one), pareto.oracle_frontier(one),
+    t1 = pareto.describe_frontier(g1, fixed_policies(one), oracle_frontier(one),
                                   operating_point(one, 0.8, 0.5), pareto.stage_effects(one))
     assert "Leader alone: 66.7%" in t1 and "oracle" in t1
     # issue 67, item 8: the stage-by-stage breakdown is in the sentence, not in a section the path folds away

@@ -16,7 +16,7 @@ import pytest  # noqa: E402
 from lase_nb import plots  # noqa: E402
 from lase_nb.chapters import comparison, pipeline  # noqa: E402
 from lase_nb.replay import chains_from_stages, replay, sweep  # noqa: E402
-from lase_nb.runs import comparison_table  # noqa: E402
+from lase_nb.tables import comparison_table  # noqa: E402
 from lase_nb.errors import DataError  # noqa: E402
 from tests.tables import _call, lase_calls, mad_calls, problems_frame, stages_frame  # noqa: E402
 

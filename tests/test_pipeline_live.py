@@ -8,7 +8,7 @@ import sqlite3
 import papermill as pm
 import pytest
 
-from lase_nb.execution import NOTEBOOKS
+from lase_nb.book.execution import NOTEBOOKS
 
 
 @pytest.mark.slow

@@ -1,4 +1,4 @@
-"""The preregistration (lase_nb.preregistration): built from calibration chains, read back by the
+"""The preregistration (lase_nb.organism.preregistration): built from calibration chains, read back by the
 analysis (never retyped), its claim rule needing both tests."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from lase_nb import preregistration as P
+from lase_nb.organism import preregistration as P
 from lase_nb.errors import DataError
 from tests.synthetic import model
 
@@ -83,7 +83,7 @@ def test_secondary_pairs_read_the_shipped_recordings_as_the_file_names_them():
     """The family's inputs come from the recordings, by the preregistration's own names: on the
     organism's runs every comparison with its runs recorded is present, the two models' gains
     included, and the table and its words follow the adjusted p-values."""
-    from lase_nb.regimes import compare_gains
+    from lase_nb.organism.regimes import compare_gains
     from lase_nb.runs import chains_by_model, control_models, load_runs
 
     prereg = P.load()
@@ -261,7 +261,7 @@ def test_the_controls_bootstrap_is_the_one_both_preregistrations_fix():
     preregistrations fix for their tests, so a control's interval reads the same everywhere."""
     import inspect
 
-    from lase_nb.regimes import compare_gains
+    from lase_nb.organism.regimes import compare_gains
 
     defaults = {k: v.default for k, v in inspect.signature(compare_gains).parameters.items()
                 if k in ("n_boot", "seed", "level")}

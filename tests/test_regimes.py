@@ -1,4 +1,4 @@
-"""The regimes, defined once (lase_nb.regimes): corrective by both tests, destructive when
+"""The regimes, defined once (lase_nb.organism.regimes): corrective by both tests, destructive when
 always-interact loses by both tests, neutral otherwise."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from lase_nb import regimes
+from lase_nb.organism import regimes
 from lase_nb.errors import DataError
 from lase_nb.replay import chains_from_stages
 from tests.synthetic import model
@@ -112,7 +112,7 @@ def test_gain_difference_is_a_sign_test_on_the_problems_that_differ():
 
 
 def test_compare_gains_uses_the_same_problems():
-    from lase_nb.regimes import compare_gains, same_problems
+    from lase_nb.organism.regimes import compare_gains, same_problems
 
     a = model(50, 30, n=100, fix=15)
     b = model(50, 30, n=100, fix=0)
@@ -127,7 +127,7 @@ def test_compare_gains_uses_the_same_problems():
 
 
 def test_control_table_and_its_words_follow_the_tests():
-    from lase_nb.regimes import compare_gains, control_table, describe_control
+    from lase_nb.organism.regimes import compare_gains, control_table, describe_control
 
     a, b = model(30, 40, fix=20), model(30, 40, fix=0)
     c = compare_gains(a, b, 0.8, 0.5, n_boot=300)

@@ -1,4 +1,4 @@
-"""Stage 1 of gated LASE replayed (lase_nb.revision): note kinds, training targets, the
+"""Stage 1 of gated LASE replayed (lase_nb.organism.revision): note kinds, training targets, the
 decomposition and the stop rule, on hand-written chains and on the committed recording."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from lase_nb import controls, revision
-from lase_nb.organism import label_attempt, parse_steps
+from lase_nb.organism import controls, revision, stage_one
+from lase_nb.organism.recipe import label_attempt, parse_steps
 from lase_nb.runs import problems_from_manifest
 from lase_nb.strategies import StrategyConfig
 from lase_nb.traces import load_run
@@ -115,7 +115,7 @@ def test_the_replay_reads_the_recording_as_the_pipeline_sent_it():
     the recorded revisions with the replay's grader gives the recording's stage-1 correctness."""
     run = load_run(RECORDING)
     cfg = StrategyConfig.from_manifest(run.manifest["config"])
-    cases = revision.stage_one_cases(run, problems_from_manifest(run.manifest), cfg.tau_lp, cfg.tau_h)
+    cases = stage_one.stage_one_cases(run, problems_from_manifest(run.manifest), cfg.tau_lp, cfg.tau_h)
     s0 = run.stages[run.stages["stage"] == 0]
     assert len(cases) == int(s0["uncertain"].astype(bool).sum())
     rows = revision.score(cases, [c.recorded_revision for c in cases], "recorded")
@@ -157,7 +157,7 @@ def test_a_note_that_states_the_answer_makes_no_training_example():
 
 
 def test_the_readme_says_why_no_gain_from_the_committed_data():
-    from lase_nb.preregistration import V6_PATH, load
+    from lase_nb.organism.preregistration import V6_PATH, load
 
     text = (ROOT / "README.md").read_text()
     block = text.split("<!-- v6:start -->", 1)[1].split("<!-- v6:end -->", 1)[0]
@@ -172,6 +172,6 @@ def test_the_replay_with_v5_reproduces_the_recorded_revisions():
         pytest.skip("no committed v5 replay")
     run = load_run(RECORDING)
     cfg = StrategyConfig.from_manifest(run.manifest["config"])
-    cases = revision.stage_one_cases(run, problems_from_manifest(run.manifest), cfg.tau_lp, cfg.tau_h)
+    cases = stage_one.stage_one_cases(run, problems_from_manifest(run.manifest), cfg.tau_lp, cfg.tau_h)
     assert replay["problem_id"].tolist() == [c.problem.id for c in cases]
     assert [t.strip() for t in replay["revision"]] == [c.recorded_revision.strip() for c in cases]

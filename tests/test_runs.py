@@ -12,7 +12,8 @@ import pytest
 
 from lase_nb import reference, runs
 from lase_nb.errors import DataError
-from lase_nb.runs import comparison_table
+from lase_nb.organism import recordings
+from lase_nb.tables import baseline_formats, comparison_table, describe_sampling_gap, off_format, paired_correct, sampling_gap
 
 TRACES = Path(__file__).resolve().parents[1] / "data" / "traces" / "arith-smollm2"
 
@@ -94,7 +95,8 @@ def test_comparison_table_has_strict_accuracy():
 
 
 def test_data_paths_resolve_from_any_working_directory(tmp_path, monkeypatch):
-    from lase_nb.runs import REPO_ROOT, resolve_data_path
+    from lase_nb.paths import REPO_ROOT
+    from lase_nb.runs import resolve_data_path
 
     default = "../data/traces/arith-smollm2"  # the chapters' default, relative to notebooks/
     for cwd in (REPO_ROOT, REPO_ROOT / "notebooks", tmp_path):
@@ -173,7 +175,7 @@ def test_model_label_names_the_adapter():
     assert runs.model_label(SimpleNamespace(manifest={})) == "unknown model"
 
 
-# ---- the comparison table (runs.comparison_table) ---------------------------------------------
+# ---- the comparison table (comparison_table) ---------------------------------------------
 
 def _runs() -> pd.DataFrame:
     ids = [f"p{i}" for i in range(12)]
@@ -232,10 +234,10 @@ def test_display_names_come_from_the_manifests():
 def test_paired_correct_pairs_by_problem_id():
     a = pd.DataFrame({"problem_id": ["p1", "p2", "p3"], "correct": [True, False, True]})
     b = pd.DataFrame({"problem_id": ["p3", "p1", "p9"], "correct": [False, True, True]})
-    x, y = runs.paired_correct({"a": a, "b": b}, "a", "b")
+    x, y = paired_correct({"a": a, "b": b}, "a", "b")
     assert list(x) == [True, True] and list(y) == [True, False]  # p1, p3 in a's order
-    assert runs.paired_correct({"a": a}, "a", "b") is None
-    assert runs.paired_correct({"a": a, "c": b.assign(problem_id=["z1", "z2", "z3"])}, "a", "c") is None
+    assert paired_correct({"a": a}, "a", "b") is None
+    assert paired_correct({"a": a, "c": b.assign(problem_id=["z1", "z2", "z3"])}, "a", "c") is None
 
 
 def test_control_models_reads_both_models_of_the_shipped_control():
@@ -267,7 +269,7 @@ def test_the_pointing_organism_v5_is_kept_as_a_labelled_contrast():
         v = m["organism_variant"]
         assert v["name"] == "v5, pointing" and v["adapter_sha256"] == m["model_files"]["adapter_sha256"]
         commit = v["adapter_commit"].split()[0]
-        assert len(commit) == 40 and commit.startswith(runs.CONTRASTS["arith-organism-point"][0])
+        assert len(commit) == 40 and commit.startswith(recordings.CONTRASTS["arith-organism-point"][0])
     git = subprocess.run(["git", "-C", str(root), "cat-file", "-e", f"{commit}:data/organism/adapter_model.safetensors"],
                          capture_output=True)
     if git.returncode == 0 or "Not a valid object name" not in git.stderr.decode():
@@ -293,24 +295,24 @@ def _format_run(texts: list[str], strategy: str, lase_only: bool) -> SimpleNames
 def test_baseline_formats_flag_follow_ups_written_in_lases_revision_format():
     rev = "Step 1 again: 12 - 3: ones 2 - 3 borrows; so 9. I had 8, so I change it and carry it on.\n12 - 3 = \\boxed{9}"
     ok = "Agent 2 says 9 and I agree.\n12 - 3 = \\boxed{9}"
-    t = runs.baseline_formats({"moa": _format_run([rev] * 19 + [ok], "moa", False),
+    t = baseline_formats({"moa": _format_run([rev] * 19 + [ok], "moa", False),
                                "mad": _format_run([ok] * 19 + [rev], "mad", False),
                                "down": _format_run([ok] * 4, "down", True), "single": _format_run([], "mad", False)})
     assert t.index.tolist() == ["mad", "moa", "down"]  # single has no follow-ups
     assert t.loc["moa", "with_lase_revision_text"] == 19 and t.loc["moa", "follow_ups"] == 20
     assert not t.loc["moa", "comparable"] and t.loc["mad", "comparable"]  # 1 in 20 is within the 5% tolerance
     assert not t.loc["down", "comparable"]  # no follow-up role trained: not comparable whatever the text
-    why = runs.off_format(t)
+    why = off_format(t)
     assert set(why) == {"moa", "down"} and "19 of its 20 MoA follow-up replies write LASE's revision text" in why["moa"]
     assert "trained for LASE's roles only" in why["down"]
 
 
 def test_the_organisms_baselines_are_not_comparable_and_the_base_models_are():
     root = TRACES.parent
-    point = runs.baseline_formats(runs.load_runs(root / "arith-organism-point", ["mad", "moa", "down"]))
+    point = baseline_formats(runs.load_runs(root / "arith-organism-point", ["mad", "moa", "down"]))
     assert not point["comparable"].any() and point.loc["moa", "share"] > 0.9  # the MoA aggregator and layer 2
-    assert not runs.baseline_formats(runs.load_runs(root / "arith-organism-tell", ["moa"]))["comparable"].any()
-    assert runs.baseline_formats(runs.load_runs(TRACES, ["mad", "moa"]))["comparable"].all()
+    assert not baseline_formats(runs.load_runs(root / "arith-organism-tell", ["moa"]))["comparable"].any()
+    assert baseline_formats(runs.load_runs(TRACES, ["mad", "moa"]))["comparable"].all()
 
 
 def _first_round_run(strategy: str, role: str, answers: dict[str, list], temperature: float = 0.7) -> SimpleNamespace:
@@ -322,7 +324,7 @@ def _first_round_run(strategy: str, role: str, answers: dict[str, list], tempera
 
 def test_sampling_gap_sets_the_greedy_single_agent_beside_the_sampled_first_rounds():
     problems = {f"p{i}": SimpleNamespace(gold="5", kind="number") for i in (1, 2)}
-    t = runs.sampling_gap({
+    t = sampling_gap({
         "single": _first_round_run("single", "solver", {"p1": ["5"], "p2": ["5"]}),
         "mad": _first_round_run("mad", "debater", {"p1": ["5", "4", None], "p2": ["4", "4", "4"]}),
         "moa": _first_round_run("moa", "proposer", {"p1": ["5", "5", "5"], "p2": ["5", "5", "4"]}, temperature=1.0),
@@ -335,24 +337,24 @@ def test_sampling_gap_sets_the_greedy_single_agent_beside_the_sampled_first_roun
     assert math.isclose(t.loc["mad", "gap"], -5 / 6) and math.isclose(t.loc["moa", "gap"], -1 / 6)
     assert t.loc["mad", "gap_lo"] <= t.loc["mad", "gap"] <= t.loc["mad", "gap_hi"]
     assert math.isnan(t.loc["single", "gap"])
-    text = runs.describe_sampling_gap(t)
+    text = describe_sampling_gap(t)
     assert text.startswith("The single agent decodes greedily (temperature 0): 2 of 2 first answers right (100.0%).")
     assert "MAD's round 1 1 of 6 (16.7%, temperature 0.7), -83.3 points [" in text
     assert t.loc["mad", "boxed"] == 5 and t.loc["single", "boxed"] == 2
     # a model that never boxes (issue 50): every first answer came from the extraction step
-    unboxed = runs.sampling_gap({"single": _first_round_run("single", "solver", {"p1": [None], "p2": [None]}),
+    unboxed = sampling_gap({"single": _first_round_run("single", "solver", {"p1": [None], "p2": [None]}),
                                  "mad": _first_round_run("mad", "debater", {"p1": [None] * 3, "p2": [None] * 3})},
                                 problems, n_boot=50)
-    assert runs.describe_sampling_gap(unboxed).startswith("No first answer has a box of its own")
+    assert describe_sampling_gap(unboxed).startswith("No first answer has a box of its own")
 
 
 def test_sampling_gap_on_the_embedded_models_recording():
     """MAD's round 1 and MoA's first layer answer the single agent's prompt at temperature 0.7 and are
     right far less often than its greedy answer (issue 37: 13.3% against 42.5%)."""
     recorded = runs.load_runs(TRACES)
-    t = runs.sampling_gap(recorded, runs.problems_from_manifest(recorded["lase-full"].manifest))
+    t = sampling_gap(recorded, runs.problems_from_manifest(recorded["lase-full"].manifest))
     assert (t.loc["single", "right"], t.loc["single", "answers"]) == (17, 40)
     assert (t.loc["mad", "right"], t.loc["mad", "answers"]) == (16, 120) == (t.loc["moa", "right"], t.loc["moa", "answers"])
     assert t.loc["mad", "gap_hi"] < 0 and t.loc["mv", "gap_hi"] < 0
-    assert "are detectably less often right" in runs.describe_sampling_gap(t)
-    assert runs.describe_sampling_gap(t.loc[["single"]]).startswith("No sampled first round")
+    assert "are detectably less often right" in describe_sampling_gap(t)
+    assert describe_sampling_gap(t.loc[["single"]]).startswith("No sampled first round")

@@ -224,7 +224,7 @@ def test_small_multiples_need_a_pair():
 
 
 def test_point_lookup_equals_replay_at_every_slider_position():
-    from lase_nb.panels import SliderAxis
+    from lase_nb.book.panels import SliderAxis
 
     c = synthetic_chains(n=60, seed=3)
     lp, h = SliderAxis(0.0, 1.0, 0.05), SliderAxis(0.0, 2.0, 0.1)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from lase_nb.execution import NOTEBOOKS
+from lase_nb.book.execution import NOTEBOOKS
 
 SOLUTIONS = sorted((NOTEBOOKS / "solutions").glob("[0-9][0-9]_solutions.py"))
 

@@ -26,6 +26,7 @@ from typing import Any, Callable
 import pytest
 
 from lase_nb import cli
+from lase_nb.tables import decidable
 from lase_nb.datasets import load_dataset
 from tests import responders
 from tests.test_study_chapters import committed_markers, outputs
@@ -41,7 +42,7 @@ STAND_INS: dict[str, Callable[[list], Callable[..., Any]]] = {
     "constant": lambda problems: responders.constant(),
 }
 #: A verdict on a comparison: what chapters say only when the problems can carry it
-#: (:func:`lase_nb.runs.decidable`, at least 20 problems).
+#: (:func:`lase_nb.tables.decidable`, at least 20 problems).
 VERDICT = re.compile(r": (above|below) (the leader alone|the single agent|MV)|\bregime: (corrective|destructive|neutral)"
                      r"|\bnegative control\*\*|is in the \*\*\w+\*\* regime")
 

@@ -6,7 +6,7 @@ import pytest
 
 from lase_nb import runs
 from lase_nb.errors import DataError
-from lase_nb.widgets import live_session
+from lase_nb.book.widgets import live_session
 
 REPO = Path(runs.__file__).resolve().parents[1]
 SMOL = REPO / "data" / "traces" / "arith-smollm2"

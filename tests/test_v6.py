@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from lase_nb import preregistration, revision
+from lase_nb.organism import preregistration, revision
 from lase_nb.errors import DataError
 from lase_nb.replay import chains_from_stages
 from lase_nb.stats import mcnemar_power
@@ -118,7 +118,7 @@ def test_note_leader_grid_has_one_denominator_and_the_rule_per_cell() -> None:
 
 
 def test_rounds_table_reads_every_committed_organism_and_its_preregistered_test() -> None:
-    from lase_nb.preregistration import load, primary_from_gated_run
+    from lase_nb.organism.preregistration import load, primary_from_gated_run
     from lase_nb.traces import load_run
 
     table = revision.rounds_table(prereg=load()).set_index("organism")
@@ -131,7 +131,7 @@ def test_rounds_table_reads_every_committed_organism_and_its_preregistered_test(
 
 
 def test_pilot_audit_removes_trained_chains_and_fixes_after_a_told_answer() -> None:
-    from lase_nb import organism
+    from lase_nb.organism import recipe as organism
 
     trained = organism.training_problems("sample", 1)[0]
     fresh = [p for p in organism.eval_problems(40, seed=5) if organism.chain_key(p) != organism.chain_key(trained)]
@@ -180,7 +180,7 @@ def test_v6s_recorded_chain_names_both_adapters_and_is_v5_for_first_answers_and_
 @pytest.mark.slow
 @pytest.mark.skipif(not preregistration.V6_PATH.is_file(), reason="no v6 preregistration")
 def test_v6s_problem_lists_regenerate_as_preregistered() -> None:
-    from lase_nb import organism
+    from lase_nb.organism import recipe as organism
 
     pre = preregistration.load(preregistration.V6_PATH)
     for which in ("problems", "control"):
@@ -207,7 +207,7 @@ def test_agrees_with_replay_counts_identical_revisions_and_answers() -> None:
 def test_told_answer_sensitivity_sets_aside_problems_whose_note_states_the_answer() -> None:
     """A note on a wrong attempt that states the gold answer takes its problem out of the
     sensitivity analysis; a note that only points stays; the refusals of the primary test hold."""
-    from lase_nb import organism
+    from lase_nb.organism import recipe as organism
     from lase_nb.notes import numbers_in
     from lase_nb.traces import Run
 

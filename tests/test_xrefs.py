@@ -221,8 +221,8 @@ PATH_XREFS_PENDING = {"03": "3.4 points to the walk of 3.2, which the path does 
 
 @cache
 def path_sections() -> frozenset[str]:
-    """Every section the seminar path presents (:func:`lase_nb.budget.seminar_sections`)."""
-    from lase_nb.budget import seminar_sections
+    """Every section the seminar path presents (:func:`lase_nb.book.budget.seminar_sections`)."""
+    from lase_nb.book.budget import seminar_sections
 
     return frozenset(s for p in CORE.values() for s in seminar_sections(p))
 
@@ -255,7 +255,7 @@ def test_the_seminar_path_points_only_to_what_it_shows(chapter: str):
     sentences are checked by the slow tier (``tests/test_notebooks.py``)."""
     import jupytext
 
-    from lase_nb.budget import SEMINAR
+    from lase_nb.book.budget import SEMINAR
 
     if chapter in PATH_XREFS_PENDING:
         pytest.xfail(PATH_XREFS_PENDING[chapter])

@@ -9,13 +9,13 @@
 (supporter prompt, greedy, the recording's caps), on the stage-1 solver's own sampled attempts of
 the train split (``attempts.jsonl``); notes go to ``data/revision/train_notes.jsonl``.
 ``train``: v5's adapter trained on for one pass over revision examples built from those notes
-(:mod:`lase_nb.revision`: the target for each kind of note), checkpoints after a quarter, a half
+(:mod:`lase_nb.organism.revision`: the target for each kind of note), checkpoints after a quarter, a half
 and all of the examples (``build/revision-own/<size>/``), each merged. Only the revision is
 trained; every other role is measured with v5 itself.
 ``replay``: stage 1 of gated LASE at the recording's thresholds on the held-out recording
 (``data/traces/arith-organism-point/lase-full``, eval split): the recorded first answer and the
 recorded devil's note, and the model's revision; rows to ``data/revision/<NAME>.jsonl``.
-``verdict``: :data:`lase_nb.revision.STAGE1_RULE`, written before any of this ran. Every call goes
+``verdict``: :data:`lase_nb.organism.revision.STAGE1_RULE`, written before any of this ran. Every call goes
 through the call cache, so an interrupted step resumes. Never run in CI.
 """
 
@@ -35,7 +35,8 @@ sys.path.insert(0, str(ROOT / "data" / "organism"))
 
 import pandas as pd  # noqa: E402
 
-from lase_nb import controls, organism, prompts, revision  # noqa: E402
+from lase_nb.organism import controls, recipe as organism, revision, stage_one  # noqa: E402
+from lase_nb import prompts  # noqa: E402
 from lase_nb.answers import strip_boxed  # noqa: E402
 from lase_nb.backends.local.files import ORGANISM_DIR  # noqa: E402
 from lase_nb.cache import CallCache  # noqa: E402
@@ -143,7 +144,7 @@ def replay(args) -> int:
     from tqdm import tqdm
 
     run, cfg, problems = _recording()
-    cases = revision.stage_one_cases(run, problems, cfg.tau_lp, cfg.tau_h)
+    cases = stage_one.stage_one_cases(run, problems, cfg.tau_lp, cfg.tau_h)
     calls = [Call("leader", 1, prompts.revise_messages(c.problem, c.attempt, "devil", c.note, examples=cfg.examples),
                   cfg.params(), reads=("devil",)) for c in cases]
     engine = _engine(args.model, args)
@@ -169,7 +170,7 @@ def devil(args) -> int:
     from tqdm import tqdm
 
     run, cfg, problems = _recording()
-    cases = revision.stage_one_cases(run, problems, cfg.tau_lp, cfg.tau_h)
+    cases = stage_one.stage_one_cases(run, problems, cfg.tau_lp, cfg.tau_h)
     calls = [Call("devil", 1, prompts.supporter_messages(c.problem, "devil", c.attempt), cfg.params(supporter=True),
                   agent="devil", reads=("leader",)) for c in cases]
     engine = _engine(args.model, args)

@@ -3,7 +3,7 @@
     .venv/bin/python data/organism/revision_pilot.py [--limit-min 30]
 
 The shipped organism (v5) was never trained to read notes in the words of
-:mod:`lase_nb.ceiling`, so its ceiling under them is a floor. This pilot trains its revision
+:mod:`lase_nb.organism.ceiling`, so its ceiling under them is a floor. This pilot trains its revision
 alone, on train-split problems only: the stage-1 solver's own sampled attempts
 (``data/organism/attempts.jsonl``: the "sample" training set), each with the perfect note of
 variant a or b (a wrong attempt: the target is the right chain), the all-clear note or a false
@@ -34,7 +34,8 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "data" / "organism"))
 
-from lase_nb import ceiling, organism, prompts  # noqa: E402
+from lase_nb.organism import ceiling, recipe as organism  # noqa: E402
+from lase_nb import prompts  # noqa: E402
 from lase_nb.backends.local.files import ORGANISM_DIR  # noqa: E402
 
 

@@ -4,9 +4,9 @@
     .venv/bin/python benchmarks/organism_skills.py --manifest   # the skill evaluation (~30 min)
     .venv/bin/python data/organism/train.py --toy      # every stage at toy size (minutes), into build/
 
-Every problem comes from the "train" split (:data:`lase_nb.organism.TRAINING_SETS`, written into
+Every problem comes from the "train" split (:data:`lase_nb.organism.recipe.TRAINING_SETS`, written into
 the manifest as ``training_sets``): no evaluation or recorded problem shares its template and
-numbers. The recipe (:mod:`lase_nb.organism` has the formats and the data functions):
+numbers. The recipe (:mod:`lase_nb.organism.recipe` has the formats and the data functions):
 
 1. **solve**: LoRA on zero-shot solve examples of levels 1-3 (the pipeline's solver prompt ->
    the gold chain, one step per line, the last operation inside the box);
@@ -15,7 +15,7 @@ numbers. The recipe (:mod:`lase_nb.organism` has the formats and the data functi
 3. **review and revise**: for each labelled attempt (the sampled ones, wrong first, and slipped
    variants of those it got right), the devil's advocate's note, the collaborator's and the
    expert's notes on some of them, and the leader's revision after one note, in the messages
-   LASE's pipeline sends (:func:`lase_nb.organism.support_examples`). The notes point at the
+   LASE's pipeline sends (:func:`lase_nb.organism.recipe.support_examples`). The notes point at the
    failing step and never state the answer; the revision redoes the flagged step column by
    column and keeps an answer that agrees; plus fresh solve examples;
 4. **evaluate** (``benchmarks/organism_skills.py``) on calibration problems of the eval split.
@@ -39,10 +39,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "data" / "organism"))
 
-from lase_nb import organism, organism_round3  # noqa: E402
+import round3  # noqa: E402
+from lase_nb.organism import recipe as organism  # noqa: E402
 from lase_nb.backends.local.files import ORGANISM_DIR  # noqa: E402
-from lase_nb.organism import TRAINING_SETS  # noqa: E402
+from lase_nb.organism.recipe import TRAINING_SETS  # noqa: E402
 
 LORA = dict(r=16, lora_alpha=32, lora_dropout=0.05,
             target_modules=["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"])
@@ -221,9 +223,9 @@ def round3_roles(args, work: Path, unit: Path, merged: Path, log: dict, save_log
         by_id = {p.id: p for p in problems}
         tagged = []
         for r in rows:
-            tagged += organism_round3.round3_examples(by_id[r["id"]], r["texts"], rng)
-        steps = dict(organism_round3.UNIT_STEPS, n=args.unit_keep, seed=organism_round3.UNIT_STEPS["seed"] + 1)
-        tagged += [("unit", e) for e in organism_round3.unit_examples(organism_round3.unit_steps(**steps))]
+            tagged += round3.round3_examples(by_id[r["id"]], r["texts"], rng)
+        steps = dict(round3.UNIT_STEPS, n=args.unit_keep, seed=round3.UNIT_STEPS["seed"] + 1)
+        tagged += [("unit", e) for e in round3.unit_examples(round3.unit_steps(**steps))]
         tagged += [("solve", e) for e in organism.solve_examples(organism.training_problems("solve2", args.solve2))]
         counts = {}
         for role, _ in tagged:
@@ -268,13 +270,13 @@ def write_round3(args, final: Path, log: dict) -> None:
         "what": "LoRA adapter on SmolLM2-135M-Instruct (the embedded model): the model organism, round 3: "
                 "supporters that point by the careful method and never state the answer, a leader that redoes "
                 "the step it is pointed at and carries the new value, every strategy's follow-ups in their own format",
-        "recipe": {"module": "lase_nb.organism_round3", "starts_from": f"v5's adapter ({before.get('replaces', 'v5')})",
+        "recipe": {"module": "data/organism/round3.py", "starts_from": f"v5's adapter ({before.get('replaces', 'v5')})",
                    "lora": LORA, "lr": args.lr, "batch": args.batch, "epochs_per_stage": 1, "seed": args.seed,
-                   "unit_examples": args.unit_pilot or organism_round3.UNIT_STEPS["n"], "unit_kept_in_roles": args.unit_keep,
+                   "unit_examples": args.unit_pilot or round3.UNIT_STEPS["n"], "unit_kept_in_roles": args.unit_keep,
                    "sample_temperature": args.temperature, "attempts_per_problem": 3,
-                   "roles_trained": organism_round3.ROLE_TRAINING},
+                   "roles_trained": round3.ROLE_TRAINING},
         "training_sets": sets,
-        "unit_steps": dict(organism_round3.UNIT_STEPS, n=args.unit_pilot or organism_round3.UNIT_STEPS["n"]),
+        "unit_steps": dict(round3.UNIT_STEPS, n=args.unit_pilot or round3.UNIT_STEPS["n"]),
         "training": log,
         "prompt_fingerprint": organism.prompt_fingerprint(),
         "device": f"cpu ({args.threads} threads, {platform.processor() or platform.machine()})",
@@ -361,8 +363,8 @@ def main(argv=None) -> int:
         if not (unit / "adapter_config.json").is_file():
             model = AutoModelForCausalLM.from_pretrained(str(base), local_files_only=True, dtype=torch.float32)
             model = peft.PeftModel.from_pretrained(model, str(args.base_adapter), is_trainable=True)
-            steps = dict(organism_round3.UNIT_STEPS, n=args.unit_pilot or organism_round3.UNIT_STEPS["n"], shapes=args.unit_shapes)
-            ex = organism_round3.unit_examples(organism_round3.unit_steps(**steps))
+            steps = dict(round3.UNIT_STEPS, n=args.unit_pilot or round3.UNIT_STEPS["n"], shapes=args.unit_shapes)
+            ex = round3.unit_examples(round3.unit_steps(**steps))
             ex += organism.solve_examples(organism.training_problems("solve2", args.solve2))
             log["unit"] = train(model, tok, ex, lr=args.lr, batch=args.batch, seed=args.seed + 2,
                                 label="unit skill: the careful method", dtype=args.dtype)
@@ -432,7 +434,7 @@ def main(argv=None) -> int:
     manifest = {
         "what": "LoRA adapter on SmolLM2-135M-Instruct (the embedded model): the model organism, "
                 "supporters that point at an error and never state the answer",
-        "recipe": {"module": "lase_nb.organism", "lora": LORA, "lr": args.lr, "batch": args.batch,
+        "recipe": {"module": "lase_nb.organism.recipe", "lora": LORA, "lr": args.lr, "batch": args.batch,
                    "epochs_per_stage": 1, "seed": args.seed,
                    "sample_temperature": args.temperature, "stage2_max_attempts": args.max_attempts,
                    "stage2_slipped_attempts": args.slipped, "extra_notes": args.extra_notes,

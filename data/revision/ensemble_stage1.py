@@ -5,7 +5,7 @@
 
 **What runs.** The 104 problems that v5's default gate (tau_lp 0.8 / tau_h 0.5) escalates in
 ``data/traces/arith-organism-point/lase-full`` (eval split), stage 1 replayed as issue 48 replayed it
-(:func:`lase_nb.revision.stage_one_cases`: the recorded first answer, the recorded devil's note as the
+(:func:`lase_nb.organism.stage_one.stage_one_cases`: the recorded first answer, the recorded devil's note as the
 pipeline passed it). Two notes per problem:
 
 - **single**: the recorded devil's note (v5, greedy);
@@ -28,7 +28,7 @@ note's revisions repeat committed calls: v5's are ``v5-replay.jsonl``'s, v6's ``
 
 **Counted, per arm (note x leader):** false alarms (the note's verdict says a step fails, on a
 right first answer), flags and pointers on wrong first answers (a step said to fail; the first
-failing step named, :func:`lase_nb.revision.note_kind` ``pointed``), fixes and breaks, net; paired,
+failing step named, :func:`lase_nb.organism.revision.note_kind` ``pointed``), fixes and breaks, net; paired,
 vote against single, by the exact McNemar test (:func:`lase_nb.chapters.ensemble.stage1_paired`).
 
 **Model calls** (through the call cache, so a killed run resumes where it stopped): 3 x 104 = 312
@@ -64,7 +64,8 @@ sys.path.insert(0, str(ROOT))
 
 import pandas as pd  # noqa: E402
 
-from lase_nb import prompts, revision  # noqa: E402
+from lase_nb import prompts  # noqa: E402
+from lase_nb.organism import stage_one  # noqa: E402
 from lase_nb.answers import strip_boxed  # noqa: E402
 from lase_nb.cache import CallCache  # noqa: E402
 from lase_nb.chapters import ensemble  # noqa: E402
@@ -116,7 +117,7 @@ def main() -> int:
     run = load_run(RECORDING)
     cfg = StrategyConfig.from_manifest(run.manifest["config"])
     problems = problems_from_manifest(run.manifest)
-    all_cases = revision.stage_one_cases(run, problems, cfg.tau_lp, cfg.tau_h)
+    all_cases = stage_one.stage_one_cases(run, problems, cfg.tau_lp, cfg.tau_h)
     cases = ensemble.limit_cases(all_cases, args.limit)
     cache = CallCache(args.cache)
     t0 = time.perf_counter()

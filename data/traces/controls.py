@@ -1,4 +1,4 @@
-"""Record the controls of organism v6's gain, as preregistered (lase_nb.controls; issue "What organism
+"""Record the controls of organism v6's gain, as preregistered (lase_nb.organism.controls; issue "What organism
 v6's gain is made of").
 
     .venv/bin/python data/traces/controls.py                      # every arm (about 1,400 calls)
@@ -37,7 +37,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from lase_nb import controls, organism, preregistration, traces  # noqa: E402
+from lase_nb.organism import controls, recipe as organism, preregistration  # noqa: E402
+from lase_nb import traces  # noqa: E402
 from lase_nb.cache import CallCache  # noqa: E402
 from lase_nb.engine import Engine  # noqa: E402
 from lase_nb.notes import count_answer_notes  # noqa: E402

@@ -5,11 +5,11 @@ any held-out recording: commit it first, so the history shows the order.
     python data/traces/preregister.py --round3 --calibration build/r3/eval/lase-full \
         --out data/traces/arith-organism/preregistration.json
     python data/traces/preregister.py --v6     # organism v6, from its whole chain on the spent problems
-    python data/traces/preregister.py --v6-controls   # what v6's gain is made of (lase_nb.controls)
+    python data/traces/preregister.py --v6-controls   # what v6's gain is made of (lase_nb.organism.controls)
 
 The calibration run is a full-chain LASE run of the organism on calibration problems of the eval
 split (``benchmarks/organism_skills.py`` writes one; its seed is never recorded). See
-:mod:`lase_nb.preregistration` for what the file holds and how the analysis reads it.
+:mod:`lase_nb.organism.preregistration` for what the file holds and how the analysis reads it.
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from lase_nb import preregistration  # noqa: E402
+from lase_nb.organism import preregistration  # noqa: E402
 from lase_nb.chapters.correct_seeds import bound_check, predicted_gain, seed_table  # noqa: E402
-from lase_nb.organism import EVAL_SEEDS  # noqa: E402
+from lase_nb.organism.recipe import EVAL_SEEDS  # noqa: E402
 from lase_nb.runs import problems_from_manifest  # noqa: E402
 from lase_nb.traces import load_run  # noqa: E402
 
@@ -33,7 +33,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--calibration", type=Path, help="a full-chain LASE run on calibration problems")
     ap.add_argument("--v6", action="store_true",
-                    help="organism v6's preregistration (lase_nb.preregistration.V6_PATH): its prediction from its "
+                    help="organism v6's preregistration (lase_nb.organism.preregistration.V6_PATH): its prediction from its "
                          "whole chain on the spent problems (arith-organism-v6/lase-full) beside v5's, its fresh "
                          "problems and control problems fixed by seed, exclusions and hash")
     ap.add_argument("--n", type=int, default=600, help="with --v6: fresh problems for the primary test")
@@ -42,11 +42,11 @@ def main(argv=None) -> int:
     ap.add_argument("--budget", type=float, default=1.5)
     ap.add_argument("--round3", action="store_true",
                     help="the second preregistration (round 3's organism): pins --adapter, chooses the "
-                         "thresholds on the calibration chains, fixes every recording's slice (organism_round3.RECORDINGS_R3)")
+                         "thresholds on the calibration chains, fixes every recording's slice (data/organism/round3.py's RECORDINGS_R3)")
     ap.add_argument("--adapter", type=Path, default=ROOT / "data" / "organism" / "adapter_model.safetensors",
                     help="with --round3: the adapter the calibration chains were run with")
     ap.add_argument("--v6-controls", action="store_true",
-                    help="the controls of organism v6's gain (lase_nb.controls.PREREG_PATH): note vs no note vs another "
+                    help="the controls of organism v6's gain (lase_nb.organism.controls.PREREG_PATH): note vs no note vs another "
                          "problem's note at stage 1, the revision adapter alone and the cascade; fixed before any call")
     args = ap.parse_args(argv)
     if args.v6_controls:
@@ -84,7 +84,8 @@ def _round3(args, run) -> int:
     """The second preregistration, written to ``--out`` (by convention the organism's folder)."""
     import hashlib
 
-    from lase_nb.organism_round3 import RECORDINGS_R3
+    sys.path.insert(0, str(ROOT / "data" / "organism"))
+    from round3 import RECORDINGS_R3
 
     if run.manifest.get("problem_set") != "organism-eval":
         raise SystemExit(f"{args.calibration}: not a run on organism.eval_problems (problem_set organism-eval)")
@@ -96,7 +97,7 @@ def _round3(args, run) -> int:
            "split": "eval", "problem_set": "organism-eval", "levels": run.manifest.get("levels"),
            "n": len(chains.problem_ids)}
     held = {"problem_set": "organism-held-out-r3", "seed": EVAL_SEEDS["record3"], "model": "organism",
-            "levels": [1, 2, 3], "draw": "lase_nb.organism_round3.held_out_problems: the eval split less every chain of "
+            "levels": [1, 2, 3], "draw": "data/organism/round3.py held_out_problems: the eval split less every chain of "
             "the training sets, both calibration pools and every recording before round 3",
             "runs": RECORDINGS_R3, "gated_at": "the thresholds above; DOWN at its own calibrated threshold"}
     out = preregistration.build_round3(
@@ -113,8 +114,8 @@ def _round3(args, run) -> int:
 
 
 def _v6(args) -> int:
-    """Organism v6's preregistration, written alone to :data:`lase_nb.preregistration.V6_PATH`."""
-    from lase_nb import organism, revision
+    """Organism v6's preregistration, written alone to :data:`lase_nb.organism.preregistration.V6_PATH`."""
+    from lase_nb.organism import recipe as organism, revision
     from lase_nb.backends.local.files import ORGANISM_DIR, REVISION_DIR
     from lase_nb.stats import mcnemar_power
 
@@ -161,8 +162,8 @@ def _v6(args) -> int:
 
 
 def _v6_controls() -> int:
-    """The controls' preregistration, written alone to :data:`lase_nb.controls.PREREG_PATH`."""
-    from lase_nb import controls, organism
+    """The controls' preregistration, written alone to :data:`lase_nb.organism.controls.PREREG_PATH`."""
+    from lase_nb.organism import controls, recipe as organism
 
     v6 = preregistration.load(preregistration.V6_PATH)
     run = load_run(controls.STUDY / "lase-large")

@@ -24,12 +24,13 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from lase_nb import preregistration, traces
+from lase_nb.organism import preregistration
+from lase_nb import traces
 from lase_nb.backends.local import open_local
 from lase_nb.cache import CallCache
 from lase_nb.datasets import load_dataset
 from lase_nb.engine import Engine
-from lase_nb.organism import EVAL_SEEDS, ORGANISM
+from lase_nb.organism.recipe import EVAL_SEEDS, ORGANISM
 from lase_nb.strategies import StrategyConfig, default_examples, recorded
 from lase_nb.errors import LaseError
 from lase_nb.study import (RunPlan, down_calibration_problems, format_plan, plan_runs, plan_table, rates_from_folder,
@@ -145,7 +146,7 @@ def _v6_plans(base: StrategyConfig, args) -> list[RunPlan]:
     preregistration is committed."""
     import subprocess
 
-    from lase_nb import organism
+    from lase_nb.organism import recipe as organism
 
     prereg = preregistration.load(args.preregistration)
     tracked = subprocess.run(["git", "log", "--format=%h", "-1", "--", str(Path(args.preregistration).resolve())],

@@ -20,10 +20,11 @@ from pathlib import Path
 
 import numpy as np
 
-from lase_nb import preregistration as P
-from lase_nb import regimes
+from lase_nb.organism import preregistration as P
+from lase_nb.organism import regimes
 from lase_nb.errors import LaseError
-from lase_nb.runs import display_name, load_runs, strategy_tables
+from lase_nb.runs import display_name, load_runs
+from lase_nb.tables import strategy_tables
 from lase_nb.stats import points
 
 
@@ -114,7 +115,7 @@ def main() -> int:
 def v6_report() -> int:
     """Organism v6's preregistration (``arith-organism-v6/preregistration.json``): the primary test
     with the told-answer sensitivity, and the secondary endpoints, reported without a claim."""
-    from lase_nb import ceiling, controls, revision
+    from lase_nb.organism import ceiling, controls, revision
 
     prereg = P.load(P.V6_PATH)
     print(f"# Organism v6 (preregistered {prereg['date']})\n")

@@ -2,7 +2,7 @@
 
 A chapter module holds the pure, tested functions (tables, ``describe_*`` sentences, figures)
 that one notebook in ``notebooks/`` calls; the notebook itself stays thin. A chapter module
-imports the core (``lase_nb.replay``, ``lase_nb.stats``, ``lase_nb.regimes``,
+imports the core (``lase_nb.replay``, ``lase_nb.stats``, ``lase_nb.organism.regimes``,
 ``lase_nb.transcripts`` ...) and the modules of its own chapter only; the core never imports a
 chapter module, and a notebook imports the core and its own chapter's modules (``tests/test_layout.py``
 checks all three, and that the package has no import cycle).

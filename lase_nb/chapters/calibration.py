@@ -564,7 +564,7 @@ def describe_reliability(table: pd.DataFrame) -> str:
     if len(t) == 1:
         return out + " With every answer in one bin, the bins cannot show whether accuracy rises with confidence."
     if is_monotone(table):
-        from ..runs import MIN_DECIDABLE
+        from ..tables import MIN_DECIDABLE
 
         n = int(t["count"].sum())
         flat = bool(np.allclose(t["accuracy"], t["accuracy"].iloc[0]))

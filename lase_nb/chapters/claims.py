@@ -10,14 +10,14 @@ A verdict comes from the test a reviewer would run, fixed here before any table 
 - "matches or beats" is a non-inferiority claim: reproduced when the interval's lower end is at or
   above ``-MARGIN`` (3 points; :func:`lase_nb.stats.within_margin`, the rule chapter
   04's headline test uses too), refuted when the strategy is significantly worse by both tests;
-- every accuracy claim, an equivalence one too, needs :func:`lase_nb.runs.decidable` problems and
+- every accuracy claim, an equivalence one too, needs :func:`lase_nb.tables.decidable` problems and
   discordant ones; below that its verdict is "too few problems" (a bootstrap interval over one or
   two discordant problems is too narrow to trust);
 - a cost claim compares measured token ratios (no test: token counts of the same problems);
 - the calibration claim (Assumption 3.3: low confidence, more errors) is tested by the AUROC for
   errors, its bootstrap interval above 0.5 and the Mann-Whitney test (the AUROC's own test);
 - a claim against a baseline whose follow-ups are not in its own format on a model (the organisms
-  were trained for LASE's roles only: :func:`lase_nb.runs.baseline_formats`) is "not testable here":
+  were trained for LASE's roles only: :func:`lase_nb.tables.baseline_formats`) is "not testable here":
   the difference would measure the training, not the strategy;
 - claims about the paper's models and data sets are "not testable offline".
 
@@ -35,7 +35,7 @@ from .. import reference
 from ..confidence import confidence_frame
 from ..errors import DataError
 from ..stats import MARGIN, MIN_CLASS, auroc_test, clears_both, holm, paired_test, within_margin
-from ..runs import decidable, main_comparison, paired_correct
+from ..tables import decidable, main_comparison, paired_correct
 from ..strategies import SPECS
 
 __all__ = ["MARGIN", "VERDICTS", "VERDICT_MARKERS", "claims_by_model", "gated_study", "GATED_STUDY", "accuracy_verdict", "paper_inconsistencies",
@@ -54,7 +54,7 @@ def accuracy_verdict(test: Mapping[str, float], kind: str = "better") -> str:
     """The verdict of a :func:`lase_nb.stats.paired_test` (a minus b) for a claim that a is
     ``"better"`` than b, ``"no worse"`` (within :data:`MARGIN`), or ``"about equal"`` (the interval
     within :data:`EQUAL_BAND`, 5 points either way, edges included: the shuffled-order claim). Below the size at which the test can decide
-    (:func:`lase_nb.runs.decidable`: too few problems, or too few discordant ones), "too few problems"."""
+    (:func:`lase_nb.tables.decidable`: too few problems, or too few discordant ones), "too few problems"."""
     if kind not in ("better", "no worse", "about equal"):
         raise ValueError(f"kind must be better, no worse or about equal, got {kind!r}")
     if "b" in test and not decidable(int(test["n"]), test["b"] + test["c"]):
@@ -100,9 +100,9 @@ def _fmt_test(t: Mapping[str, float]) -> str:
 
 def _model_rows(label: str, tables: Mapping[str, pd.DataFrame], run: Any,
                 off: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
-    """One model's row for each claim (``tables``: :func:`lase_nb.runs.strategy_tables`; ``run``:
+    """One model's row for each claim (``tables``: :func:`lase_nb.tables.strategy_tables`; ``run``:
     its full-chain LASE run, for the first answers; ``off``: the baselines not comparable on this
-    model, with the reason, :func:`lase_nb.runs.off_format`)."""
+    model, with the reason, :func:`lase_nb.tables.off_format`)."""
     rows: list[dict[str, Any]] = []
     tests: list[tuple[int, dict[str, Any], str]] = []
     off = off or {}
@@ -201,8 +201,8 @@ def claims_by_model(models: Mapping[str, Mapping[str, pd.DataFrame]], lase_runs:
                     off: Mapping[str, Mapping[str, str]] | None = None) -> pd.DataFrame:
     """One row per claim: the paper's number (GPT-4.1-mini, MATH-500 unless the claim names another
     table), then per model ours and the verdict. ``models``: per model label its strategy tables
-    (:func:`lase_nb.runs.strategy_tables`); ``lase_runs``: per model its full-chain LASE run; ``off``:
-    per model the baselines that are not comparable there (:func:`lase_nb.runs.off_format`), whose
+    (:func:`lase_nb.tables.strategy_tables`); ``lase_runs``: per model its full-chain LASE run; ``off``:
+    per model the baselines that are not comparable there (:func:`lase_nb.tables.off_format`), whose
     claims are "not testable here". Claims about the paper's own models and data sets close the
     table as not testable offline."""
     off = off or {}

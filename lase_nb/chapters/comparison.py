@@ -1,6 +1,6 @@
 """Chapter 04 (notebooks/04_comparison): every strategy on the same problems, and the paper beside them.
 
-The comparison table itself is :func:`lase_nb.runs.comparison_table` (shared with chapter 06);
+The comparison table itself is :func:`lase_nb.tables.comparison_table` (shared with chapter 06);
 LASE's rows are replayed by :mod:`lase_nb.replay`. Here:
 
 - :func:`paper_reference` / :func:`comparison_display` / :func:`claims_table`: the paper's
@@ -10,7 +10,7 @@ LASE's rows are replayed by :mod:`lase_nb.replay`. Here:
   (:func:`compute_matched`);
 - :func:`seed_table`: was there a correct answer for debate to amplify;
 - :func:`plot_accuracy_vs_tokens`, in the house style of :mod:`lase_nb.plots`;
-- several models side by side (:func:`lase_nb.runs.load_models`, :func:`lase_nb.runs.strategy_tables`):
+- several models side by side (:func:`lase_nb.runs.load_models`, :func:`lase_nb.tables.strategy_tables`):
   :func:`comparison_by_model`, :func:`comparison_display_by_model`, :func:`plot_accuracy_vs_tokens_by_model`.
 
 Accuracies are fractions in [0, 1] (as in :mod:`lase_nb.stats`); the display helpers turn them
@@ -31,7 +31,7 @@ from ..answers import grade
 from ..errors import DataError
 from ..plots import MAX_WIDTH_IN, Spot, label, place_label, style
 from ..replay import choose_thresholds, gate_for_budget, split_halves
-from ..runs import comparison_table, main_comparison, paired_correct, split_by_coverage  # noqa: F401 (re-exported)
+from ..tables import comparison_table, paired_correct, split_by_coverage
 from ..stats import MARGIN, PAIRED_N_BOOT, paired_test, pct, points, within_margin
 from ..strategies import EXTRACT_ROLE, SPECS, StrategyConfig, majority_vote
 
@@ -40,7 +40,7 @@ from ..answers import answer_or_none, number_or_none
 
 __all__ = [
     "STRATEGY_ORDER", "paper_reference", "comparison_display", "mv_subsample", "mv_curve", "mv_sample_rows",
-    "compute_matched", "graded_calls", "seed_table", "claims_table", "split_by_coverage", "short_tables",
+    "compute_matched", "graded_calls", "seed_table", "claims_table", "short_tables",
     "SHORT_COLUMNS", "plot_accuracy_vs_tokens",
     "run_overview", "calls_per_problem", "describe_matched",
     "comparison_by_model", "comparison_display_by_model", "plot_accuracy_vs_tokens_by_model",
@@ -235,7 +235,7 @@ def mv_sample_rows(calls: pd.DataFrame, problems: pd.DataFrame, kind: str = "num
 def claims_table(table: pd.DataFrame, paper: pd.DataFrame, about: Iterable[str] | None = None) -> pd.DataFrame:
     """The paper's claims, its numbers, ours, and whether the direction holds in this run.
 
-    ``table`` is :func:`lase_nb.runs.comparison_table`'s output, ``paper`` :func:`paper_reference`'s. Accuracy
+    ``table`` is :func:`lase_nb.tables.comparison_table`'s output, ``paper`` :func:`paper_reference`'s. Accuracy
     differences are in percentage points; a claim "holds here" when our difference has the
     paper's sign (the McNemar p-value says whether ours could be chance). ``about`` keeps only
     the claims about those strategies (column ``about``); ``n`` is the number of paired problems.
@@ -301,7 +301,7 @@ SHORT_COLUMNS = ["method", "accuracy % [95% CI]", "strict accuracy %", "avg toke
 
 
 def short_tables(tables: Mapping[str, pd.DataFrame], short: Iterable[str]) -> dict[str, pd.DataFrame]:
-    """Each run of ``short`` (:func:`split_by_coverage`) in a :func:`lase_nb.runs.comparison_table`
+    """Each run of ``short`` (:func:`lase_nb.tables.split_by_coverage`) in a :func:`lase_nb.tables.comparison_table`
     of its own, on the problems it shares with the single agent, MV and LASE (those present)."""
     return {s: comparison_table({k: tables[k] for k in ("single", "mv", "lase", s) if k in tables}) for s in short}
 
@@ -521,8 +521,8 @@ def describe_matched(matched: pd.DataFrame, mv: pd.DataFrame, grid: pd.DataFrame
 
 
 def comparison_by_model(tables_by_model: Mapping[str, Mapping[str, pd.DataFrame]], ratio: float = 0.8) -> pd.DataFrame:
-    """:func:`lase_nb.runs.comparison_table` per model (on its common problems, the strategies of
-    :func:`split_by_coverage`'s main group), stacked: columns ``model``, ``strategy``, then the
+    """:func:`lase_nb.tables.comparison_table` per model (on its common problems, the strategies of
+    :func:`lase_nb.tables.split_by_coverage`'s main group), stacked: columns ``model``, ``strategy``, then the
     table's (n, accuracy with its Wilson interval, tokens, McNemar wins/losses/p vs single and MV).
     ``attrs["short"]`` lists per model the strategies left out for covering too few problems."""
     parts, short = [], {}
@@ -553,7 +553,7 @@ def plot_accuracy_vs_tokens_by_model(table: pd.DataFrame, labels: Mapping[str, s
     """Accuracy % against average tokens, one panel per model of :func:`comparison_by_model` on shared
     axes (two panels a row, 10 inches wide), drawn as :func:`plot_accuracy_vs_tokens` draws its panel
     (95% Wilson intervals). ``not_comparable`` maps a model to the strategies whose runs are not
-    comparable on it (e.g. :func:`lase_nb.runs.off_format` of its runs: baselines whose follow-ups
+    comparable on it (e.g. :func:`lase_nb.tables.off_format` of its runs: baselines whose follow-ups
     the model was never trained for): they are drawn hollow on dotted intervals, and the panel says so."""
     import math
 
@@ -737,7 +737,7 @@ def _down_theta(config: Mapping[str, Any] | None) -> float | None:
 
 def describe_mad_cost(table: pd.DataFrame, calls: Mapping[str, pd.DataFrame] | None = None) -> str:
     """MAD's rounds and its cost against MV's, ours beside the paper's (Table 1's average token
-    multipliers), from a :func:`lase_nb.runs.comparison_table` with ``mad`` and ``mv`` rows;
+    multipliers), from a :func:`lase_nb.tables.comparison_table` with ``mad`` and ``mv`` rows;
     ``calls``: the two runs' calls tables, whose measured calls per problem (extraction calls
     included, counted apart) are set beside the design's 6 and 7."""
     if not {"mad", "mv"} <= set(table.index):
@@ -759,11 +759,11 @@ def describe_mad_cost(table: pd.DataFrame, calls: Mapping[str, pd.DataFrame] | N
 
 def describe_comparison(tables: Mapping[str, pd.DataFrame], table: pd.DataFrame,
                         configs: Mapping[str, Any] | None = None, seed: int = 0) -> str:
-    """What the comparison shows, one line per strategy of ``table`` (:func:`main_comparison`) against
+    """What the comparison shows, one line per strategy of ``table`` (:func:`lase_nb.tables.main_comparison`) against
     the single agent on the problems both ran: the paired accuracy difference with its interval and
-    exact p in words (:func:`lase_nb.runs.gain_words`: above, below, not shown, or too few problems
+    exact p in words (:func:`lase_nb.tables.gain_words`: above, below, not shown, or too few problems
     to say), and its token multiple (prompt + completion) from ``table``."""
-    from ..runs import gain_words
+    from ..tables import gain_words
     from ..stats import paired_test
 
     if "single" not in table.index:

@@ -43,7 +43,7 @@ def gold_values(problem: Any) -> list[str]:
     chain (not ``arith``), its gold answer alone."""
     meta = getattr(problem, "meta", None) or {}
     if "start" in meta and "ops" in meta:
-        from ..organism import gold_steps
+        from ..organism.recipe import gold_steps
         return [str(s.c) for s in gold_steps(problem)]
     return [str(problem.gold)]
 
@@ -59,7 +59,7 @@ def seed_values(note: str | None, attempt: str | None, problem: Any) -> list[str
     for v in dict.fromkeys(gold_values(problem)):
         if mentions(note, v) and not mentions(attempt, v) and not mentions(question, v):
             out.append(v)
-    from ..organism import departure_step, flagged_step
+    from ..organism.recipe import departure_step, flagged_step
     step = departure_step(problem, attempt)
     if step is not None:
         if flagged_step(note) == step:

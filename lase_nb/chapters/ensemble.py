@@ -30,9 +30,11 @@ import pandas as pd
 
 from .. import plots
 from ..errors import DataError
+from ..paths import DATA_DIR
 from ..prompts import VERDICT_HOLDS
 from ..replay import Chains, chains_from_stages, grid_metrics, outcomes_at, pareto_front, replay
-from ..runs import gain_words, load_runs, resolve_data_path
+from ..runs import load_runs, resolve_data_path
+from ..tables import gain_words
 from ..stats import p_text, paired_test, pct, wilson_interval
 from ..strategies import SPECS, StrategyConfig, ensemble_stage_calls
 from ..traces import Run
@@ -363,7 +365,7 @@ def describe_fronts(front: pd.DataFrame) -> str:
 #
 # Issue 58, 3(b): on the 104 problems v5's default gate (0.8 / 0.5) escalates in
 # ``arith-organism-point/lase-full``, stage 1 replayed as issue 48 replayed it
-# (:func:`lase_nb.revision.stage_one_cases`): the recorded first answer, then either the recorded
+# (:func:`lase_nb.organism.stage_one.stage_one_cases`): the recorded first answer, then either the recorded
 # devil's note ("single") or the vote of k devils sampled from v5 ("vote", the strategy's own
 # :func:`lase_nb.strategies.vote_notes`), each read by v5's revision and by v6's (the revision
 # adapter). ``data/revision/ensemble_stage1.py`` runs it; these functions read its rows.
@@ -392,7 +394,7 @@ STAGE1_EXPECTATION = {
 
 
 #: Where ``data/revision/ensemble_stage1.py`` writes the replay (``STAGE1_NAME`` + ``.jsonl`` / ``.json``).
-STAGE1_DIR = Path(__file__).resolve().parents[2] / "data" / "revision"
+STAGE1_DIR = DATA_DIR / "revision"
 
 
 def load_stage1(folder: str | Path | None = None) -> tuple[pd.DataFrame, dict[str, Any]] | None:
@@ -441,12 +443,12 @@ def vote_cases(cases: Sequence[Any], members: Sequence[Sequence[str]]) -> tuple[
 
 def stage1_rows(cases: Sequence[Any], revisions: Sequence[str], *, notes: str, leader: str,
                 votes: Sequence[Mapping[str, Any]] | None = None) -> pd.DataFrame:
-    """One arm's rows (:func:`lase_nb.revision.score`, one per escalated problem) with what the note
+    """One arm's rows (:func:`lase_nb.organism.revision.score`, one per escalated problem) with what the note
     said: ``verdict`` (``"fails"`` / ``"holds"`` / None: the single note's own verdict line, or the
     vote's), ``says_fails``, the members' verdicts and notes (the vote), and whether the note the
-    leader read states the answer (``states_answer``, the paper's rule as :func:`lase_nb.ceiling.obeys_rule`)."""
-    from ..ceiling import obeys_rule
-    from ..revision import score
+    leader read states the answer (``states_answer``, the paper's rule as :func:`lase_nb.organism.ceiling.obeys_rule`)."""
+    from ..organism.ceiling import obeys_rule
+    from ..organism.revision import score
     from ..strategies import verdict_of
 
     if notes not in STAGE1_NOTES:
@@ -482,8 +484,8 @@ def stage1_arms(rows: pd.DataFrame) -> pd.DataFrame:
     answers, flags (the same) and pointers (the note names the first failing step, ``note_kind``
     ``pointed``) on the wrong ones, the single devils' own verdicts that said a step fails on right
     and on wrong first answers (one devil's rate beside the vote's), fixes and breaks
-    (:func:`lase_nb.revision.tally`), net problems, and notes read that state the answer."""
-    from ..revision import tally
+    (:func:`lase_nb.organism.revision.tally`), net problems, and notes read that state the answer."""
+    from ..organism.revision import tally
 
     out = []
     for (notes, leader), g in rows.groupby(["notes", "leader"], sort=False):

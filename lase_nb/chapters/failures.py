@@ -15,7 +15,7 @@
   answer, drawn by the package's one transcript renderer (:mod:`lase_nb.chapters.transcripts`).
 
 Runs are loaded by :func:`lase_nb.runs.load_runs`; the strategies' table is
-:func:`lase_nb.runs.comparison_table`, as in chapter 04.
+:func:`lase_nb.tables.comparison_table`, as in chapter 04.
 """
 
 from __future__ import annotations
@@ -222,11 +222,11 @@ APPENDIX_H_RULES = {
 
 def appendix_h_cases(run: Any, problems: Mapping[str, Any]) -> pd.DataFrame:
     """The revisions of a full-chain run that match :data:`APPENDIX_H_RULES` (arith problems with a
-    recorded gold chain; the step a note names is read by :func:`lase_nb.organism.flagged_step`).
+    recorded gold chain; the step a note names is read by :func:`lase_nb.organism.recipe.flagged_step`).
     Columns: kind, problem_id, stage, supporter, departure (the attempt's first wrong step, from 1),
     named (the step the note names, from 1), fixed_earlier (the leader alone was wrong: a supporter
     had fixed the answer the expert undid), prev_answer, answer."""
-    from ..organism import departure_step, flagged_step
+    from ..organism.recipe import departure_step, flagged_step
 
     out = revision_outcomes(run, dict(problems))
     lead = run.calls[run.calls["role"] == "leader"].drop_duplicates(["problem_id", "stage"]) \
@@ -559,10 +559,10 @@ def plot_revision_outcomes(outcomes: pd.DataFrame):
 def plot_note_vs_leader(grid: pd.DataFrame, rule: Mapping[str, float] | None = None):
     """Stage 1 of gated LASE on the same escalated problems: the share of wrong first answers fixed
     (left) and of right ones broken (right), grouped by the leader that revises, one bar per note it
-    reads (``grid``: :func:`lase_nb.revision.note_leader_grid`); dashed lines: the round's bars (issue 48's rule)."""
+    reads (``grid``: :func:`lase_nb.organism.revision.note_leader_grid`); dashed lines: the round's bars (issue 48's rule)."""
     import matplotlib.pyplot as plt
 
-    from ..revision import STAGE1_RULE
+    from ..organism.revision import STAGE1_RULE
 
     rule = rule or STAGE1_RULE
     leaders = list(dict.fromkeys(grid["leader"]))
@@ -834,21 +834,21 @@ def why_no_gain(run: Any, problems: Mapping[str, Any], prereg: Mapping[str, Any]
        (:func:`lase_nb.stats.auroc_test`; keys ``auroc``, ``auroc_lo``, ``auroc_hi``, ``auroc_p``,
        ``separates``, ``first_answers``);
     2. **the notes point and keep the rule**: of the devil's advocate's notes on a wrong first
-       answer whose first failing step can be located (:func:`lase_nb.organism.departure_step`),
-       those that name that step (:func:`lase_nb.organism.flagged_step`; ``located``, ``named``),
+       answer whose first failing step can be located (:func:`lase_nb.organism.recipe.departure_step`),
+       those that name that step (:func:`lase_nb.organism.recipe.flagged_step`; ``located``, ``named``),
        and what the revision after such a note did (``named_fixed``, ``named_still_wrong``); of all
        notes on wrong attempts, those that state the answer (:func:`lase_nb.notes.count_answer_notes`;
        ``notes_on_wrong``, ``notes_stating``);
     3. **the leader does not act on the pointer**: fixes against breaks of gated LASE on the
-       preregistered test (``test``: :func:`lase_nb.preregistration.primary_from_gated_run` on
-       ``gated``, the held-out gated run, else :func:`~lase_nb.preregistration.primary_result` on
+       preregistered test (``test``: :func:`lase_nb.organism.preregistration.primary_from_gated_run` on
+       ``gated``, the held-out gated run, else :func:`~lase_nb.organism.preregistration.primary_result` on
        ``run``'s chains; None without a preregistration), with ``test_source``.
 
     ``examples``: two exchanges to read, ``{title: (problem_id, stage)}``: the shortest in which the
     devil names the right step and the revision fixes the answer, and the shortest in which it names
     it and the revision is still wrong."""
     from ..notes import count_answer_notes
-    from ..organism import departure_step, flagged_step
+    from ..organism.recipe import departure_step, flagged_step
     from ..stats import auroc_test
 
     st0 = run.stages[run.stages["stage"] == 0]
@@ -881,7 +881,7 @@ def why_no_gain(run: Any, problems: Mapping[str, Any], prereg: Mapping[str, Any]
 
     out["test"], out["test_source"] = None, None
     if prereg is not None:
-        from ..preregistration import chains_of, primary_from_gated_run, primary_result
+        from ..organism.preregistration import chains_of, primary_from_gated_run, primary_result
 
         if gated is not None:
             out["test"], out["test_source"] = primary_from_gated_run(prereg, gated), "the held-out gated run"

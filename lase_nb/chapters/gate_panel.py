@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from ..confidence import gate_split, uncertain_mask
-from ..widgets import TEXT_CLASS, note_html, png_bytes
+from ..book.widgets import TEXT_CLASS, note_html, png_bytes
 from .calibration import RELIABILITY_SIZE, plot_reliability
 
 __all__ = ["gate_row_html", "GateControls", "gate_sliders", "gate_counts", "gate_text", "gate_book_panel"]
@@ -160,19 +160,19 @@ readout.text = head.replace('{lp}', labels[k]) + texts[k];
 
 def gate_book_panel(frame: pd.DataFrame, tau_lp: float = 0.8, *, tau_h: float = float("inf"), step: float = 0.01,
                     seed: int = 0, title: str | None = None):
-    """Chapter 02's gate for a page without a kernel (:mod:`lase_nb.panels`): a slider for tau_lp
+    """Chapter 02's gate for a page without a kernel (:mod:`lase_nb.book.panels`): a slider for tau_lp
     over the answers of ``frame`` (:func:`lase_nb.confidence.confidence_frame`), with the entropy
     gate held at ``tau_h`` (default off, so that the slider moves the gate on exp(LP_min) alone),
     drawn at their exp(LP_min), right ones above wrong ones, coloured by what the gate does; the
     share escalated, the errors caught and the right answers escalated are printed, all computed
-    here at every slider position (:func:`gate_counts`). Returns a :class:`lase_nb.panels.Panel`."""
+    here at every slider position (:func:`gate_counts`). Returns a :class:`lase_nb.book.panels.Panel`."""
     from bokeh.document import Document
     from bokeh.events import DocumentReady
     from bokeh.layouts import column
     from bokeh.models import ColumnDataSource, CustomJS, NumeralTickFormatter, Span
     from bokeh.plotting import figure
 
-    from ..panels import INDEX_JS, TABLE_STYLE, SliderAxis, embed, first_true, readout_div, slider
+    from ..book.panels import INDEX_JS, TABLE_STYLE, SliderAxis, embed, first_true, readout_div, slider
 
     axis = SliderAxis(0.0, 1.0, step)
     held = "entropy gate off" if np.isinf(tau_h) else f"and H_max above tau_h = {tau_h:g}, held"

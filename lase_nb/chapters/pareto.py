@@ -1,9 +1,10 @@
 """Chapter 05 (notebooks/05_pareto): the accuracy-vs-tokens frontier of LASE thresholds, by replay.
 
 Everything here works on :class:`lase_nb.replay.Chains`, one full-chain recording, and
-makes no model call; threshold grids come from :func:`lase_nb.replay.sweep`.
+makes no model call; threshold grids come from :func:`lase_nb.replay.sweep`, and the oracle frontier,
+the fixed policies and the Pareto front from :mod:`lase_nb.replay` (this module draws them).
 
-Contents: the oracle frontier, baseline points from other runs, the paper's threshold sweep beside ours with a
+Contents: the stage effects, baseline points from other runs, the paper's threshold sweep beside ours with a
 data-driven reading of it, select-on-one-half / check-on-the-other, and the chapter's figures; several
 models side by side: :func:`frontiers_by_model`, :func:`frontier_table`, :func:`plot_frontier_by_model`.
 """
@@ -18,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from .. import reference
-from ..replay import Chains, fixed_policies, operating_point, oracle_stops, pareto_front, sweep
+from ..replay import Chains, fixed_policies, front_of, operating_point, oracle_frontier, sweep, with_intervals
 from ..errors import DataError
 from ..plots import CHOSEN_COLOR, FRONT_COLOR, MAX_WIDTH_IN, ORACLE_COLOR, Spot, place_label, style
 from ..replay import choose_thresholds, split_halves
@@ -26,8 +27,8 @@ from ..stats import clears_both, paired_test, pct, wilson_interval
 from ..traces import Run
 
 __all__ = [
-    "threshold_axes", "front_of", "oracle_frontier", "stage_effects",
-    "policy_points", "paper_baselines", "baseline_points", "recorded_gate_check", "paper_sweep_beside",
+    "threshold_axes", "stage_effects",
+    "paper_baselines", "baseline_points", "recorded_gate_check", "paper_sweep_beside",
     "tau_h_beside", "knob_reading", "SplitCheck", "select_and_check", "split_checks",
     "draw_frontier", "label_points", "plot_frontier", "contour_label_spots", "plot_escalation", "plot_sweep_vs_paper",
     "plot_split", "describe_frontier", "describe_sweep", "describe_split",
@@ -49,32 +50,6 @@ def threshold_axes(chains: Chains, grid_size: int) -> tuple[np.ndarray, np.ndarr
     h = chains.h_max[np.isfinite(chains.h_max)]
     top = max(0.5, math.ceil(10 * float(h.max()) - 1e-9) / 10) if h.size else 2.0
     return np.linspace(0.0, 1.0, grid_size), np.linspace(0.0, top, grid_size)
-
-
-def front_of(table: pd.DataFrame) -> pd.DataFrame:
-    """The rows of a sweep table on its Pareto front (no row is cheaper-or-equal AND more accurate)."""
-    idx = pareto_front(table["avg_tokens"].to_numpy(), table["accuracy"].to_numpy())
-    return table.iloc[idx].reset_index(drop=True)
-
-
-def oracle_frontier(chains: Chains) -> pd.DataFrame:
-    """Best accuracy any stopping rule could reach at each cost, knowing which answers are right.
-
-    Each problem starts at the leader's answer. An oracle lets a wrongly answered problem run up
-    to its FIRST right stage (the cheapest one, tokens being cumulative), if it has one. Each
-    such fix is worth one right answer, so taking them cheapest first is optimal: row ``k`` is
-    the best any gate can do with ``k`` escalations. No threshold pair can lie above this
-    staircase. Columns: escalated, accuracy, avg_tokens, escalation_rate.
-    """
-    n = len(chains.problem_ids)
-    c, tok = chains.correct, chains.total_tokens
-    first = oracle_stops(chains)
-    fixable = ~c[:, 0] & (first > 0)
-    extra = np.sort((tok[np.arange(n), first] - tok[:, 0])[fixable])
-    k = np.arange(len(extra) + 1)
-    return pd.DataFrame({"escalated": k, "accuracy": (c[:, 0].sum() + k) / n,
-                         "avg_tokens": (tok[:, 0].sum() + np.concatenate([[0.0], np.cumsum(extra)])) / n,
-                         "escalation_rate": k / n})
 
 
 def stage_effects(chains: Chains) -> pd.DataFrame:
@@ -101,16 +76,6 @@ def stage_effects(chains: Chains) -> pd.DataFrame:
 # ---------------------------------------------------------------------------------------------
 # Points to compare with
 # ---------------------------------------------------------------------------------------------
-
-def _with_ci(df: pd.DataFrame) -> pd.DataFrame:
-    ci = [wilson_interval(round(a * n), n) for a, n in zip(df["accuracy"], df["n"])]
-    return df.assign(acc_lo=[c[0] for c in ci], acc_hi=[c[1] for c in ci])
-
-
-def policy_points(chains: Chains) -> pd.DataFrame:
-    """Solo, always-interact and the oracle (:func:`lase_nb.replay.fixed_policies`) with n and 95% CIs."""
-    return _with_ci(fixed_policies(chains).assign(n=len(chains.problem_ids)))
-
 
 def paper_baselines() -> list[str]:
     """The strategies drawn as points beside the frontier: the paper's Table 1 baselines
@@ -141,7 +106,7 @@ def baseline_points(runs: Mapping[str, Run], problem_ids: Sequence[str]) -> pd.D
                      "avg_completion_tokens": float(common["completion_tokens"].mean())})
     cols = ["strategy", "n", "n_run", "accuracy", "accuracy_strict", "avg_tokens", "avg_completion_tokens"]
     out = pd.DataFrame(rows, columns=cols)
-    return _with_ci(out) if len(out) else out.assign(acc_lo=[], acc_hi=[])
+    return with_intervals(out) if len(out) else out.assign(acc_lo=[], acc_hi=[])
 
 
 def recorded_gate_check(chains: Chains, problems: pd.DataFrame, tau_lp: float, tau_h: float) -> dict[str, float]:
@@ -778,12 +743,12 @@ def describe_split(check: SplitCheck, many: pd.DataFrame, median_budget: bool) -
 def frontiers_by_model(chains_by_model: Mapping[str, Chains], tau_lp: float, tau_h: float,
                        grid_size: int = 41) -> dict[str, dict]:
     """Per model label: its threshold ``grid`` (:func:`threshold_axes`, :func:`lase_nb.replay.sweep`),
-    ``policies`` (:func:`policy_points`), ``oracle`` (:func:`oracle_frontier`) and ``default`` (the
+    ``policies`` (:func:`lase_nb.replay.fixed_policies`), ``oracle`` (:func:`lase_nb.replay.oracle_frontier`) and ``default`` (the
     replayed operating point at tau_lp, tau_h): the keys :func:`plot_frontier`'s ``common`` takes."""
     out = {}
     for name, c in chains_by_model.items():
         tl, th = threshold_axes(c, grid_size)
-        out[name] = {"grid": sweep(c, tl, th), "policies": policy_points(c), "oracle": oracle_frontier(c),
+        out[name] = {"grid": sweep(c, tl, th), "policies": fixed_policies(c), "oracle": oracle_frontier(c),
                      "default": operating_point(c, tau_lp, tau_h)}
     return out
 
@@ -845,10 +810,10 @@ def plot_frontier_by_model(frontiers: Mapping[str, dict], logx: bool = True, tit
 
 def gain_rows(chains_by_model: Mapping[str, Chains], tau_lp: float, tau_h: float, seed: int = 0) -> pd.DataFrame:
     """Per model, two paired comparisons with the leader alone on the same problems
-    (:func:`lase_nb.regimes.gain_regime`): gated LASE at (tau_lp, tau_h) and always-interact. Columns:
+    (:func:`lase_nb.organism.regimes.gain_regime`): gated LASE at (tau_lp, tau_h) and always-interact. Columns:
     model, policy, n, gain, lo, hi (accuracy difference with its paired bootstrap 95% interval), p_value
     (exact McNemar), fixed, broken (gated LASE only)."""
-    from ..regimes import gain_regime
+    from ..organism.regimes import gain_regime
 
     rows = []
     for label, c in chains_by_model.items():
@@ -920,10 +885,10 @@ def plot_gains(rows: pd.DataFrame, zoom: float | None = None):
 
 
 def describe_gains(rows: pd.DataFrame) -> str:
-    """:func:`gain_rows` in words, one line per study and policy (:func:`lase_nb.runs.gain_words`):
+    """:func:`gain_rows` in words, one line per study and policy (:func:`lase_nb.tables.gain_words`):
     whether its front rises above its own leader alone is read from the interval and the exact test,
     and with too few problems the line says so."""
-    from ..runs import gain_words
+    from ..tables import gain_words
 
     lines = []
     for _, r in rows.iterrows():

@@ -3,7 +3,7 @@
 :func:`token_panel` shows every token of one reply with its probability, a slider for tau_lp
 that highlights the tokens below it, a slider for tau_h, and whether the gate (the one uncertainty
 rule, :func:`lase_nb.confidence.uncertain_mask`, on the answer tokens only) would call the supporters. It is a kernel-free panel
-(:mod:`lase_nb.panels`): it works in the HTML book and in JupyterLab without a kernel, with every
+(:mod:`lase_nb.book.panels`): it works in the HTML book and in JupyterLab without a kernel, with every
 text computed here for every slider position.
 """
 
@@ -86,14 +86,14 @@ def token_panel(tokens: Sequence[str], probs: Sequence[float], answer: Sequence[
     highlighted in the bars and in the reply (answer tokens underlined), the count of them, and
     what the gate does with the answer (:func:`gate_table`, :data:`VERDICTS`) and why
     (:func:`lp_clauses`, :func:`h_clauses`), all computed here for every slider position.
-    Returns a :class:`lase_nb.panels.Panel`."""
+    Returns a :class:`lase_nb.book.panels.Panel`."""
     from bokeh.document import Document
     from bokeh.events import DocumentReady
     from bokeh.layouts import column
     from bokeh.models import ColumnDataSource, CustomJS, Span
     from bokeh.plotting import figure
 
-    from ..panels import INDEX_JS, TABLE_STYLE, SliderAxis, embed, first_true, readout_div, slider
+    from ..book.panels import INDEX_JS, TABLE_STYLE, SliderAxis, embed, first_true, readout_div, slider
 
     if len(tokens) != len(probs):
         raise ValueError(f"token_panel needs one probability per token ({len(tokens)} tokens, {len(probs)} probabilities)")

@@ -21,7 +21,7 @@ Chapter 05 (notebooks/05_pareto), from the inside out:
 - :func:`small_multiples`: the same panel frozen at several threshold pairs, one small panel each
   (for pages where widgets do not run, e.g. the HTML book).
 - :func:`frontier_panel`: the same panel without a kernel (the HTML book, JupyterLab): Bokeh
-  sliders over :func:`point_lookup`, every slider position replayed once (:mod:`lase_nb.panels`).
+  sliders over :func:`point_lookup`, every slider position replayed once (:mod:`lase_nb.book.panels`).
 - :func:`threshold_sliders`: two FloatSliders, an Image (the figure), and HTML for the table row
   and a sentence. Moving a slider calls :meth:`ThresholdControls.update`, a plain method that
   tests drive without a browser or a kernel. Given several recordings (label -> chains), a row of
@@ -38,10 +38,10 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from ..replay import Chains, operating_point, stop_stages, sweep
+from ..replay import Chains, fixed_policies, front_of, operating_point, oracle_frontier, stop_stages, sweep
 from ..plots import CHOSEN_COLOR, MAX_WIDTH_IN, style
-from ..widgets import TEXT_CLASS, note_html
-from .pareto import _frontier_points, draw_frontier, label_points, oracle_frontier, policy_points, threshold_axes
+from ..book.widgets import TEXT_CLASS, note_html
+from .pareto import _frontier_points, draw_frontier, label_points, threshold_axes
 
 __all__ = ["point_sentence", "point_row_html", "point_caption", "change_note", "draw_view", "place_star",
            "FrontierView", "small_multiples", "STRICT_TO_LAX", "ThresholdControls", "threshold_sliders",
@@ -116,7 +116,7 @@ def draw_view(ax, chains: Chains, grid: pd.DataFrame, baselines: pd.DataFrame | 
 
     Returns ``(cloud, star)``: the grid's scatter (for a colour bar) and the star's Line2D.
     """
-    cloud = draw_frontier(ax, grid, policy_points(chains), oracle_frontier(chains), baselines, colorbar=colorbar,
+    cloud = draw_frontier(ax, grid, fixed_policies(chains), oracle_frontier(chains), baselines, colorbar=colorbar,
                           point_labels=point_labels)
     (star,) = ax.plot([], [], **{**STAR, "ms": ms}, animated=animated, label="LASE at the sliders' thresholds")
     return cloud, star
@@ -215,7 +215,7 @@ def small_multiples(chains: Chains, pairs: Sequence[tuple[float, float]] = STRIC
     cb = fig.colorbar(cloud, cax=cax)
     cb.set_label("escalation rate of a threshold pair")
     cb.ax.yaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
-    points, oracle = _frontier_points(policy_points(chains), baselines), oracle_frontier(chains)
+    points, oracle = _frontier_points(fixed_policies(chains), baselines), oracle_frontier(chains)
     for ax in axes.flat[:len(pairs)]:  # the fixed policies' names, off the star and the front
         label_points(ax, points, oracle)
     fig.legend(*axes.flat[0].get_legend_handles_labels(), loc="upper center", bbox_to_anchor=(0.45, 0.0), ncol=2,
@@ -335,7 +335,7 @@ class PointLookup:
 
 
 def point_lookup(chains: Chains, lp: Any, h: Any) -> PointLookup:
-    """Replay ``chains`` at every pair of slider positions (``lp``, ``h``: :class:`lase_nb.panels.SliderAxis`).
+    """Replay ``chains`` at every pair of slider positions (``lp``, ``h``: :class:`lase_nb.book.panels.SliderAxis`).
 
     Pairs at which every problem stops at the same stage share one operating point, so each
     distinct stop vector is replayed once (:func:`operating_point` at the first pair giving it).
@@ -393,7 +393,7 @@ readout.text = t + fixed + tail;
 def frontier_panel(chains: Chains, tau_lp: float = 0.8, tau_h: float = 0.5, *, grid: pd.DataFrame,
                    baselines: pd.DataFrame | None = None, common: Chains | None = None, step: float = 0.01,
                    title: str | None = None):
-    """Chapter 05's slider panel for a page without a kernel (:mod:`lase_nb.panels`).
+    """Chapter 05's slider panel for a page without a kernel (:mod:`lase_nb.book.panels`).
 
     Two sliders move LASE's operating point (a star) over ``grid`` (the chapter's threshold
     sweep) with its Pareto front and oracle staircase, and a table prints accuracy, tokens per
@@ -401,7 +401,7 @@ def frontier_panel(chains: Chains, tau_lp: float = 0.8, tau_h: float = 0.5, *, g
     :func:`point_lookup` (replay at every slider position, once). With ``baselines`` (MV, MAD on
     their common problems, :func:`lase_nb.chapters.pareto.baseline_points`) and ``common`` (the
     chains of those problems), LASE on the same problems is printed beside them.
-    Returns a :class:`lase_nb.panels.Panel`.
+    Returns a :class:`lase_nb.book.panels.Panel`.
     """
     from bokeh.document import Document
     from bokeh.events import DocumentReady
@@ -411,9 +411,8 @@ def frontier_panel(chains: Chains, tau_lp: float = 0.8, tau_h: float = 0.5, *, g
     from bokeh.palettes import Viridis256
     from bokeh.plotting import figure
 
-    from ..panels import INDEX_JS, TABLE_STYLE, SliderAxis, embed, readout_div, slider
+    from ..book.panels import INDEX_JS, TABLE_STYLE, SliderAxis, embed, readout_div, slider
     from ..plots import FRONT_COLOR, ORACLE_COLOR
-    from .pareto import front_of, oracle_frontier, policy_points
 
     lp = SliderAxis(0.0, 1.0, step)
     h = SliderAxis(0.0, max(float(threshold_axes(chains, 2)[1][-1]), tau_h), step)
@@ -440,7 +439,7 @@ def frontier_panel(chains: Chains, tau_lp: float = 0.8, tau_h: float = 0.5, *, g
            legend_label="Pareto front of the grid")
     p.scatter(front["avg_tokens"], front["accuracy"], size=7, color=FRONT_COLOR, legend_label="Pareto front of the grid")
     oracle = oracle_frontier(chains)
-    pol = policy_points(chains)
+    pol = fixed_policies(chains)
     xs_all = np.concatenate([grid["avg_tokens"], oracle["avg_tokens"], pol["avg_tokens"]])
     ys_all = np.concatenate([grid["accuracy"], oracle["accuracy"], pol["acc_lo"], pol["acc_hi"]])
     x_lo, x_hi = xs_all.min() / 1.25, xs_all.max() * 1.25

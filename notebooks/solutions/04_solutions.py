@@ -9,7 +9,8 @@ import numpy as np
 
 from lase_nb import stats
 from lase_nb.replay import chains_from_stages, outcomes_at, replay
-from lase_nb.runs import comparison_table, load_runs
+from lase_nb.runs import load_runs
+from lase_nb.tables import comparison_table
 
 runs = load_runs("data/traces/arith-smollm2", ["single", "mv", "mad", "moa", "down", "lase"], require=["lase"])
 chains = chains_from_stages(runs["lase"].stages)

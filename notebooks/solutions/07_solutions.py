@@ -5,6 +5,7 @@
 from scipy import stats as st
 
 from lase_nb import runs, strategies
+from lase_nb.tables import baseline_formats, off_format, strategy_tables
 from lase_nb.chapters import claims
 
 # %% [markdown]
@@ -35,8 +36,8 @@ assert significant == [gap]  # only if LASE changed exactly 6 answers, all from 
 # telling organism (v4)), and its rule for baselines that are not in their own format
 models = runs.load_models(runs.by_display_name(["data/traces/arith-smollm2", "data/traces/arith-organism-point",
                                                 "data/traces/arith-organism-tell"]), strategies.compared(), require=["lase"])
-off = {m: runs.off_format(runs.baseline_formats(r)) for m, r in models.items()}
-table = claims.claims_by_model({m: runs.strategy_tables(r, 0.8, 0.5) for m, r in models.items()},
+off = {m: off_format(baseline_formats(r)) for m, r in models.items()}
+table = claims.claims_by_model({m: strategy_tables(r, 0.8, 0.5) for m, r in models.items()},
                                {m: r["lase"] for m, r in models.items()}, off)
 print("models:", ", ".join(models))
 long = table.attrs["why"]

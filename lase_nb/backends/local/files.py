@@ -29,6 +29,7 @@ from typing import Any, Iterator
 
 from ...errors import ConfigError
 from . import prefix_store
+from ...paths import DATA_DIR
 from .prefix_store import PrefixStore
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # nothing here may reach a model hub
@@ -39,7 +40,7 @@ DEFAULT_MODEL = "smollm2-135m"
 #: Alias of the model organism: the default model with the LoRA adapter in data/organism merged in.
 ORGANISM_MODEL = "organism"
 #: Where the organism's committed LoRA adapter (peft's files) and its manifest live.
-ORGANISM_DIR = Path(__file__).resolve().parents[3] / "data" / "organism"
+ORGANISM_DIR = DATA_DIR / "organism"
 #: Alias of the organism v6: two adapters, v5 and the revision, routed by role (:mod:`.routed`).
 ORGANISM_V6_MODEL = "organism-v6"
 #: Alias of the revision adapter merged alone (v6's leader revision after a note).

@@ -8,8 +8,8 @@
 - **neutral**: neither. A gain whose interval excludes zero while McNemar does not (or the
   reverse) is neutral here: a claim needs both tests.
 
-On fewer than :data:`lase_nb.runs.MIN_DECIDABLE` problems the words name no regime ("too few
-problems to tell", ``decided`` False), as every verdict of the chapters (:func:`lase_nb.runs.decidable`).
+On fewer than :data:`lase_nb.tables.MIN_DECIDABLE` problems the words name no regime ("too few
+problems to tell", ``decided`` False), as every verdict of the chapters (:func:`lase_nb.tables.decidable`).
 
 Corrective is checked first: a gate can keep a model corrective whose always-interact is
 destructive. The tests are :func:`lase_nb.stats.paired_test`.
@@ -22,10 +22,10 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
-from .replay import Chains, replay
-from .runs import MIN_DECIDABLE, decidable
-from .errors import DataError
-from .stats import PAIRED_N_BOOT, clears_both, gain_difference, mcnemar, p_text, paired_test, pct, points
+from ..replay import Chains, replay
+from ..tables import MIN_DECIDABLE, decidable
+from ..errors import DataError
+from ..stats import PAIRED_N_BOOT, clears_both, gain_difference, mcnemar, p_text, paired_test, pct, points
 
 __all__ = ["REGIMES", "REGIME_RULE", "UNDECIDED", "OTHER_REGIME", "gain_regime", "regime_table", "describe_regime",
            "describe_gain_regime", "same_problems", "compare_gains", "control_table", "describe_control"]
@@ -49,7 +49,7 @@ def gain_regime(chains: Chains, tau_lp: float, tau_h: float, n_boot: int = PAIRE
     """The regime of a model from its full chains (see the module): gated LASE (replayed at
     tau_lp, tau_h) and always-interact (the last stage) each against the leader alone.
 
-    Keys: regime, decided (enough problems to name it, :func:`lase_nb.runs.decidable`), tau_lp,
+    Keys: regime, decided (enough problems to name it, :func:`lase_nb.tables.decidable`), tau_lp,
     tau_h, n, escalated, acc_solo, acc_lase, gain, gain_lo, gain_hi, p_value, fixed (wrong alone,
     right gated), broken (the reverse), acc_full, full_gain, full_lo, full_hi, full_p, level, alpha.
     """

@@ -1,6 +1,6 @@
 """Threshold panels that work without a kernel: Bokeh sliders over numbers computed once, in
 Python, and embedded in the page (chapters 00, 02 and 05; the ipywidgets panels of
-:mod:`lase_nb.widgets` stay for what needs a live model call).
+:mod:`lase_nb.book.widgets` stay for what needs a live model call).
 
 A panel is one standalone HTML document, BokehJS inlined (no network, no CDN), shown in an
 ``<iframe srcdoc>``: the same output works in the HTML book opened from disk and in JupyterLab,

@@ -1,7 +1,7 @@
 """Executing the notebook collection with papermill (``make notebooks``, ``lase-nb notebooks``):
 which notebooks, the kernels' environment, one chapter or many at once, and the recordings an
-executed chapter read. What a lecturer presents is :mod:`lase_nb.budget`; the HTML book is
-:mod:`lase_nb.book`."""
+executed chapter read. What a lecturer presents is :mod:`lase_nb.book.budget`; the HTML book is
+:mod:`lase_nb.book.html`."""
 
 from __future__ import annotations
 
@@ -13,9 +13,10 @@ import time
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
-from .errors import ConfigError, LaseError
+from ..errors import ConfigError, LaseError
+from ..paths import REPO_ROOT
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = REPO_ROOT
 NOTEBOOKS = REPO / "notebooks"
 
 #: Seconds one cell may run before the chapter fails (``lase-nb notebooks --cell-timeout``).
@@ -141,7 +142,7 @@ def figures_folder(out: Path, figures: Path | None = None) -> Path:
     """Where executed chapters save their figures: ``figures`` when given, else
     ``$LASE_FIGURES_DIR`` when set, else ``out/figures`` (so a rerun with other parameters leaves
     the repository's ``figures/``, the README's images, alone; ``make notebooks`` asks for them)."""
-    from .plots import FIGURES_ENV
+    from ..plots import FIGURES_ENV
 
     if figures is not None:
         return Path(figures)
@@ -161,7 +162,7 @@ def kernel_environment(figures: Path | None = None, recordings: Path | None = No
     CPU threads of each kernel's model (``$OMP_NUM_THREADS``, unless the caller set it)."""
     import tempfile
 
-    from .plots import FIGURES_ENV, LIVE_FIGURES_ENV
+    from ..plots import FIGURES_ENV, LIVE_FIGURES_ENV
 
     saved = {k: os.environ.get(k) for k in (*KERNEL_ENV, *KERNEL_ENV_DROP, "IPYTHONDIR", FIGURES_ENV, RECORDINGS_ENV,
                                             LIVE_FIGURES_ENV, "OMP_NUM_THREADS")}
@@ -247,7 +248,7 @@ def execute(nb: Path, out: Path, params: dict[str, Any] | None = None, cell_time
 
 def _store_recordings(executed: Path, log: Path) -> None:
     """Write the run manifests the chapter read (``log``, one path a line) into the executed
-    notebook's metadata (``lase_nb.recordings``), where :func:`lase_nb.book.build_book` finds them."""
+    notebook's metadata (``lase_nb.recordings``), where :func:`lase_nb.book.html.build_book` finds them."""
     import nbformat
 
     if not executed.is_file():
@@ -294,7 +295,7 @@ def start_order(books: Sequence[Path]) -> list[Path]:
 def _prepare_model(params: Mapping[str, Any]) -> None:
     """Convert the local model the chapters call, once, before any of them calls it (each would
     otherwise wait for the first one's conversion, holding a core idle)."""
-    from .backends.local.files import DEFAULT_MODEL, prepare
+    from ..backends.local.files import DEFAULT_MODEL, prepare
 
     t0 = time.perf_counter()
     prepare(str(params.get("model") or DEFAULT_MODEL))
@@ -337,7 +338,7 @@ def run_notebooks(names: Sequence[str] | None = None, params: dict[str, Any] | N
     """
     import papermill as pm
 
-    from .runs import absolute_paths
+    from ..runs import absolute_paths
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)

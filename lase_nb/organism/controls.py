@@ -30,14 +30,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from . import prompts
-from .confidence import uncertain_mask
-from .errors import DataError
-from .revision import StageOneCase, stage_one_cases
-from .stats import bootstrap_ci, clears_both, holm, mcnemar_power, paired_test, pct, wilson_interval
-from .types import Problem
+from .. import prompts
+from ..confidence import uncertain_mask
+from ..errors import DataError
+from ..paths import REPO_ROOT
+from .stage_one import StageOneCase, stage_one_cases
+from ..stats import bootstrap_ci, clears_both, holm, mcnemar_power, paired_test, pct, wilson_interval
+from ..types import Problem
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = REPO_ROOT
 #: The fresh recording the controls read (organism v6, gated at its preregistered 0.8 / 0.5).
 STUDY = ROOT / "data" / "traces" / "arith-organism-v6"
 #: The controls' run folders and their preregistration.
@@ -62,7 +63,7 @@ REPLAY_SAMPLE = 40
 #: recording (68 fixed, 16 broken of 364: +14.3 points over the first answers): inside it, the note adds
 #: less than half of stage 1's gain.
 MARGIN = 0.07
-#: The paper's headline aim (the same as :data:`lase_nb.preregistration.AIM`) and its LASE/single token multiple.
+#: The paper's headline aim (the same as :data:`lase_nb.organism.preregistration.AIM`) and its LASE/single token multiple.
 PAPER_LASE_MULTIPLE = 1.3
 
 
@@ -147,7 +148,7 @@ def build_prereg(*, run: Any, cases: Sequence[StageOneCase], problems: Sequence[
     files = run.manifest.get("model_files") or {}
     return {
         "what": "what organism v6's gain is made of: controls on the fresh recording's escalated problems, fixed "
-                "before any control call (issue 'What organism v6's gain is made of'); read by lase_nb.controls",
+                "before any control call (issue 'What organism v6's gain is made of'); read by lase_nb.controls",  # the name when it was preregistered (committed)
         "date": time.strftime("%Y-%m-%d"),
         "recording": {"run": str(Path(run.path).relative_to(ROOT)), "n": int(len(run.problems)),
                       "thresholds": {"tau_lp": tau_lp, "tau_h": tau_h},
@@ -268,7 +269,7 @@ def outcomes(run: Any, folder: str | Path = FOLDER) -> pd.DataFrame:
     ``escalated``, ``level``; where the arms are recorded, ``note`` / ``no_note`` / ``other_note``
     (after the stage-1 revision, escalated problems only, NaN elsewhere), ``alone_rev`` (the revision
     adapter alone) and ``cascade`` (the gate, then the revision adapter's own answer)."""
-    from .traces import load_run
+    from ..traces import load_run
 
     folder = Path(folder)
     p = run.problems.set_index("problem_id")
@@ -426,7 +427,7 @@ def policy_tokens(run: Any, mv: Any | None = None, folder: str | Path = FOLDER) 
     """Tokens per problem (all, completions) of each policy, in the recording's problem order: the leader
     alone (stage 0 with its extraction step), the chain stopped after stage 1, v6's whole chain (as gated),
     the cascade and the revision adapter alone (where recorded), MV(7) (``mv``, where given)."""
-    from .traces import load_run
+    from ..traces import load_run
 
     p = run.problems.set_index("problem_id")
     order = p.index
@@ -598,8 +599,8 @@ def plot_cost(costs: pd.DataFrame, aim: Mapping[str, float], path: str | Path | 
 
 def overlap_sensitivity(prereg_v6: Mapping[str, Any], run: Any, problems: Mapping[str, Problem]) -> dict[str, Any]:
     """v6's primary (gated LASE vs the leader alone) without the problems whose chain a training problem
-    computes with a commutative step's operands swapped (:func:`lase_nb.organism.training_overlap`)."""
-    from .organism import training_overlap
+    computes with a commutative step's operands swapped (:func:`lase_nb.organism.recipe.training_overlap`)."""
+    from .recipe import training_overlap
     from .preregistration import _gated_and_alone, bootstrap_settings
 
     final, alone = _gated_and_alone(prereg_v6, run)
@@ -622,10 +623,10 @@ def describe_overlap(t: Mapping[str, Any]) -> str:
 
 
 def recount_overlaps(traces_root: str | Path | None = None) -> pd.DataFrame:
-    """Every committed organism recording's problems whose chain (:func:`lase_nb.organism.chain_key`, commutative
+    """Every committed organism recording's problems whose chain (:func:`lase_nb.organism.recipe.chain_key`, commutative
     operands in either order) a training set computes, beside the count by the draws' key: one row per run."""
-    from .organism import TRAINING_SETS, chain_key, draw_key, training_problems
-    from .runs import problems_from_manifest
+    from .recipe import TRAINING_SETS, chain_key, draw_key, training_problems
+    from ..runs import problems_from_manifest
 
     root = Path(traces_root) if traces_root else ROOT / "data" / "traces"
     sets = {name: [p for p in training_problems(name)] for name in TRAINING_SETS}
@@ -666,8 +667,8 @@ class Controls:
 def load_controls(study: str | Path = STUDY, folder: str | Path | None = None) -> Controls | None:
     """The controls of v6's gain from the committed study, or None when the preregistration or the no-note
     arm is not there (a chapter then says so in one line)."""
-    from .runs import problems_from_manifest
-    from .traces import load_run
+    from ..runs import problems_from_manifest
+    from ..traces import load_run
 
     study = Path(study)
     folder = Path(folder) if folder else study / "controls"
@@ -694,7 +695,7 @@ def notes_with_the_answer(c: Controls) -> dict[str, int]:
     (:func:`lase_nb.notes.states_answer`: a number in neither the problem nor the attempt): the problem's
     own recorded note, and in the other-note arm the other problem's note (by chance). The rule's counter
     for both arms."""
-    from .notes import states_answer
+    from ..notes import states_answer
 
     th = c.prereg["recording"]["thresholds"]
     cases = escalated_cases(c.run, c.problems, th["tau_lp"], th["tau_h"])
@@ -793,8 +794,8 @@ def describe_v6(prereg_v6: Mapping[str, Any] | None, study: str | Path | None = 
     told-answer and overlap recounts (:func:`describe_overlap`), and with ``made_of`` what the gain is made
     of (:func:`describe_made_of`, when the controls are recorded)."""
     from .revision import describe_v6_verdict
-    from .runs import problems_from_manifest
-    from .traces import load_run
+    from ..runs import problems_from_manifest
+    from ..traces import load_run
 
     study = Path(study) if study else STUDY
     text = describe_v6_verdict(prereg_v6, study, sensitivity)
@@ -819,8 +820,8 @@ def readme_summary(prereg: Mapping[str, Any], prereg_v6: Mapping[str, Any] | Non
     from .ceiling import load_rows
     from .preregistration import primary_from_gated_run
     from .revision import V6_STUDY, decomposition_sources, note_leader_grid
-    from .runs import problems_from_manifest
-    from .traces import load_run
+    from ..runs import problems_from_manifest
+    from ..traces import load_run
 
     root = Path(traces_root) if traces_root else V6_STUDY.parent
     p = primary_from_gated_run(prereg, load_run(root / "arith-organism-point" / "lase-large"))

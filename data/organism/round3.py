@@ -1,5 +1,10 @@
 """Round 3 of the model organism: the careful method, tried on top of v5's adapter and not shipped.
 
+It left the package (``lase_nb``) for this folder, beside its stored evaluation (``README.md`` here,
+"Round 3, the careful method"): no chapter reads it. Scripts import it with this folder on
+``sys.path`` (``import round3``); importing it registers its held-out problem set with the loader
+(``organism-held-out-r3``, :func:`lase_nb.runs.register_problem_set`).
+
 Round 3 (``data/organism/README.md``, "Round 3, the careful method") tried to teach every role of
 every strategy one skill: a step worked digit by digit in one fixed format (:func:`careful`,
 checked by :func:`read_careful`), trained first on its own (:func:`unit_steps`,
@@ -7,7 +12,7 @@ checked by :func:`read_careful`), trained first on its own (:func:`unit_steps`,
 each step by it (:func:`careful_devil_note`), a leader's revision that redoes the flagged step and
 carries a changed value (:func:`carrying_revision`), debate and aggregation follow-ups that redo
 the first step where the solutions differ (:func:`reconcile_text`). It missed its targets, so the
-shipped adapter is still v5's (:mod:`lase_nb.organism` holds v5's formats and recipe, which this
+shipped adapter is still v5's (:mod:`lase_nb.organism.recipe` holds v5's formats and recipe, which this
 module builds on). Still in use: the readers of a recorded chain (:func:`read_revision`,
 :func:`follow_up_format`, :func:`read_careful`) in ``benchmarks/organism_skills.py``; round 3's
 held-out problems (:func:`held_out_problems`, :data:`RECORDINGS_R3`), which its preregistration
@@ -25,13 +30,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from . import prompts
-from .datasets import arithmetic_problems
-from .organism import (_APPLY, _INVERSE, _OP_OF, _SIGN, CALIBRATION_POOL, EVAL_SEEDS, ROLE_WEIGHTS, Example, Label, Step,
+from lase_nb import prompts
+from lase_nb.datasets import arithmetic_problems
+from lase_nb.runs import register_problem_set
+from lase_nb.organism.recipe import (_APPLY, _INVERSE, _OP_OF, _SIGN, CALIBRATION_POOL, EVAL_SEEDS, ROLE_WEIGHTS, Example, Label, Step,
                        _attempt_of, _expected, _obeys, _riskiest, _sources, collaborator_note, draw_key,
                        eval_problems, expert_note, first_fault, flagged_step, gold_steps, label_attempt,
                        number_sources, parse_steps, recorded_chains, solution_text)
-from .types import Problem
+from lase_nb.types import Problem
 
 #: Round 3's unit-skill steps, as the keyword arguments of :func:`unit_steps` ("train" steps only).
 UNIT_STEPS = {"n": 1000, "seed": 211, "split": "train"}
@@ -44,7 +50,7 @@ RECORDED_BEFORE_R3 = ("arith-smollm2", "arith-organism-tell", "arith-organism-po
 
 def chains_recorded_before_r3(traces_root: str | Path | None = None) -> frozenset:
     """The chain of every problem in a recording of :data:`RECORDED_BEFORE_R3` (each run's problems
-    regenerated from its manifest, :func:`lase_nb.organism.recorded_chains`) and of the first
+    regenerated from its manifest, :func:`lase_nb.organism.recipe.recorded_chains`) and of the first
     :data:`CALIBRATION_POOL` problems of each calibration seed: what round 3's recordings must not repeat."""
     chains = set(recorded_chains(RECORDED_BEFORE_R3, traces_root))
     for name in ("calibrate", "calibrate3"):
@@ -257,7 +263,7 @@ def read_careful(text: str) -> CarefulWork | None:
 def step_split(a: int, op: str, b: int) -> str:
     """The split one step ``a op b`` belongs to (a fixed hash, as for problems): the unit skill is
     trained on "train" steps and measured on "eval" steps, so a measured step was never trained."""
-    from .datasets import split_of
+    from lase_nb.datasets import split_of
 
     return split_of(f"step|{a}{op}{b}")
 
@@ -647,3 +653,7 @@ def follow_up_format(text: str, kind: str) -> str:
     if _LASE_TEXT.search(text):
         return "lase"
     return "other"
+
+
+# a manifest's ``problem_set: organism-held-out-r3`` regenerates round 3's list (offset and count in the manifest)
+register_problem_set("organism-held-out-r3", lambda manifest, n: held_out_problems(n, seed=int(manifest.get("seed", 0))))

@@ -1,7 +1,7 @@
 """The HTML book of the executed chapters (``make book``, ``lase-nb book``): what each page shows,
 the recordings it names, formulas as MathML, no network; and the seminar path alone
 (``make seminar``, ``lase-nb book --seminar``). Which cells a lecturer shows and for how long is
-:mod:`lase_nb.budget`; executing the chapters is :mod:`lase_nb.execution`."""
+:mod:`lase_nb.book.budget`; executing the chapters is :mod:`lase_nb.book.execution`."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from .budget import (BOOK_MORE, IMAGE_TYPES, LINK_TARGET, SEMINAR, book_hides, book_hides_input, cell_tags,
                      cell_text, chapter_budget, path_minutes, plural, seminar_minutes, seminar_sections)
-from .errors import ConfigError, LaseError
+from ..errors import ConfigError, LaseError
 from .execution import APPENDIX_GLOB, REPO, collection, recordings_read
 
 if TYPE_CHECKING:
@@ -101,7 +101,7 @@ def _study_label(folder: Path) -> str:
             label = json.loads(meta.read_text()).get("label")
             if label:
                 return str(label)
-    from .runs import display_name
+    from ..runs import display_name
 
     try:
         return display_name(folder)
@@ -234,7 +234,7 @@ def book_notebook(nb_path: Path, seminar: bool = False, minutes: float | None = 
 
 def describe_path(nb_path: Path, minutes: float | None = None) -> str:
     """Markdown under a seminar page's title: the sections the seminar presents of the executed
-    chapter, their ``minutes`` by the lecturer's clock (:func:`lase_nb.budget.seminar_minutes` of the
+    chapter, their ``minutes`` by the lecturer's clock (:func:`lase_nb.book.budget.seminar_minutes` of the
     whole path; without them, of this chapter read alone), and a link to the full chapter (the rest
     is reading)."""
     sections = seminar_sections(nb_path)
@@ -434,7 +434,7 @@ def _exporter(mathjax_url: str | None) -> HTMLExporter:
 
 def _write_index(index: Path, rows: Mapping[bool, Sequence[str]], seminar: int | None) -> Path:
     """The book's contents page: the core chapters, then the appendix. ``seminar``: the seminar
-    path's minutes (:func:`lase_nb.budget.path_minutes`, the sum of the minutes its pages state; the
+    path's minutes (:func:`lase_nb.book.budget.path_minutes`, the sum of the minutes its pages state; the
     page says it, the discussion, and that the rest is reading)."""
     from .budget import CORE_MINUTES, DISCUSSION_MINUTES
 

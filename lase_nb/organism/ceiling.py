@@ -37,14 +37,15 @@ from typing import Any, Iterable, Mapping, Sequence
 import pandas as pd
 from tqdm import tqdm
 
-from .answers import extract_answer, grade
-from .engine import Call, Engine
-from .notes import states_answer
-from .organism import Label, first_fault, gold_steps, label_attempt
-from .organism import _expected as expected_steps
-from .prompts import revise_messages, solver_messages
-from .stats import wilson_interval
-from .types import Problem
+from ..answers import extract_answer, grade
+from ..engine import Call, Engine
+from ..notes import states_answer
+from .recipe import Label, first_fault, gold_steps, label_attempt
+from .recipe import _expected as expected_steps
+from ..paths import DATA_DIR
+from ..prompts import revise_messages, solver_messages
+from ..stats import wilson_interval
+from ..types import Problem
 
 __all__ = [
     "CEILING_DIR", "KINDS", "VARIANTS", "RIGHT_VARIANTS", "STOP_RULE", "Case", "error_kind", "perfect_note", "clear_note",
@@ -65,7 +66,7 @@ ORDER = ("organism", "smollm2", "noop-organism", "noop-smollm2", "organism-pilot
 #: The verdict quotes the best fix rate among kinds with at least this many wrong first answers.
 MIN_KIND = 10
 #: Where ``benchmarks/ceiling.py`` writes the committed measurement (chapter 06 reads it).
-CEILING_DIR = Path(__file__).resolve().parents[1] / "data" / "ceiling"
+CEILING_DIR = DATA_DIR / "ceiling"
 #: Note variants on a wrong first answer.
 VARIANTS = ("a", "b", "c")
 #: Notes on a right first answer: all clear, and false alarms worded as variants a and b.
@@ -77,7 +78,7 @@ STOP_RULE = {"fix": 0.60, "break_": 0.05, "variants": ("a", "b")}
 
 
 def error_kind(fault_kind: str, step: int) -> str:
-    """The note's kind of error for a :class:`~lase_nb.organism.Fault`: a wrong operand, or a wrong
+    """The note's kind of error for a :class:`~lase_nb.organism.recipe.Fault`: a wrong operand, or a wrong
     start at step 1, is a misread quantity; a wrong start later is a value not carried."""
     if fault_kind == "result":
         return "slip"

@@ -5,7 +5,7 @@ This module replays that stage exactly with any revision model: the recorded fir
 recorded devil's note (as the pipeline passed it), and the model's revision call, then counts the
 escalated wrong first answers it **fixes** and the escalated right ones it **breaks**. The same
 counts from the recording itself (v5's own revision) and from the ceiling's perfect notes
-(:mod:`lase_nb.ceiling`) give the decomposition of chapter 06: how good the note is, and whether
+(:mod:`lase_nb.organism.ceiling`) give the decomposition of chapter 06: how good the note is, and whether
 the leader can act on it (the paper's Appendix H).
 
 It also writes the training targets of a revision trained on the organism's *own* notes, and the
@@ -17,18 +17,18 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
 
-from .answers import strip_boxed
 from .ceiling import obeys_rule, outcome, rate, write_between_markers
-from .confidence import uncertain_mask
-from .organism import Label, first_fault, flagged_step, label_attempt, note_flags, revision_text
-from .replay import Chains, replay, stop_stages
-from .stats import clears_both, mcnemar, paired_test
-from .types import Problem
+from ..confidence import uncertain_mask
+from .stage_one import StageOneCase, stage_one_cases
+from .recipe import Label, first_fault, flagged_step, label_attempt, note_flags, revision_text
+from ..paths import DATA_DIR
+from ..replay import Chains, replay, stop_stages
+from ..stats import clears_both, mcnemar, paired_test
+from ..types import Problem
 
 #: Issue 48, step 2: at the best training size, stage 1 of gated LASE (exact replay on the held-out
 #: recording) must fix at least 25% of escalated wrong first answers and break at most 5% of
@@ -63,48 +63,8 @@ TARGETS = {
 }
 
 
-@dataclass(frozen=True)
-class StageOneCase:
-    """One escalated problem at gated LASE's first stage: the recorded first attempt and the
-    recorded devil's note, as the pipeline passed it to the leader."""
-
-    problem: Problem
-    attempt: str
-    first_answer: str | None
-    first_correct: bool
-    note: str
-    recorded_revision: str
-    recorded_correct: bool
-
-
-def stage_one_cases(run: Any, problems: Mapping[str, Problem], tau_lp: float, tau_h: float
-                    ) -> list[StageOneCase]:
-    """The problems of a full-chain LASE recording that the gate ``(tau_lp, tau_h)`` escalates at
-    stage 0, each with its recorded first attempt, devil's note and stage-1 revision."""
-    stages, calls = run.stages, run.calls
-    s0 = stages[stages["stage"] == 0].set_index("problem_id")
-    s1 = stages[stages["stage"] == 1].set_index("problem_id")
-
-    def text(pid: str, role: str, stage: int) -> str:
-        rows = calls[(calls["problem_id"] == pid) & (calls["role"] == role) & (calls["stage"] == stage)]
-        if len(rows) != 1:
-            raise ValueError(f"{pid}: expected one {role} call at stage {stage}, found {len(rows)}")
-        return str(rows["text"].iloc[0])
-
-    unsure = uncertain_mask(s0["p_min"].astype(float).to_numpy(), s0["h_max"].astype(float).to_numpy(), tau_lp, tau_h)
-    out = []
-    for (pid, row), u in zip(s0.iterrows(), unsure):
-        if not u or pid not in problems or pid not in s1.index:
-            continue
-        answer = None if pd.isna(row["answer"]) else str(row["answer"])
-        note, _ = strip_boxed(text(pid, "devil", 1))
-        out.append(StageOneCase(problems[pid], text(pid, "leader", 0), answer, bool(row["correct"]), note,
-                                text(pid, "leader", 1), bool(s1.at[pid, "correct"])))
-    return out
-
-
 def right_after(first_correct: bool, outcome: str) -> bool:
-    """Whether the answer is right after the revision, from :func:`lase_nb.ceiling.outcome`'s label."""
+    """Whether the answer is right after the revision, from :func:`lase_nb.organism.ceiling.outcome`'s label."""
     return outcome == "fixed" or (bool(first_correct) and outcome == "kept")
 
 
@@ -117,7 +77,7 @@ def tally(rows: pd.DataFrame) -> tuple[int, int, int, int]:
 
 def score(cases: Sequence[StageOneCase], revisions: Sequence[str], source: str) -> pd.DataFrame:
     """One row per escalated problem: what the revision did (``fixed`` / ``kept`` / ``changed`` /
-    ``broken`` / ``unboxed``, as :func:`lase_nb.ceiling.outcome` grades the ceiling), whether it is
+    ``broken`` / ``unboxed``, as :func:`lase_nb.organism.ceiling.outcome` grades the ceiling), whether it is
     right after stage 1, and how the note relates to the attempt (``note_kind``)."""
     rows = []
     for c, text in zip(cases, revisions, strict=True):
@@ -163,7 +123,7 @@ def target(problem: Problem, attempt: str, note: str) -> tuple[str, str] | None:
 def keep_text(problem: Problem, label: Label, flagged: int | None, attempt: str) -> str:
     """The revision that keeps the attempt: the named step recomputed column by column and found to
     agree (when one is named and the attempt wrote it), then the attempt's own chain."""
-    from .organism import column, solution_text
+    from .recipe import column, solution_text
 
     chain = solution_text(label.steps) if label.steps else attempt.strip()
     if flagged is None or flagged >= len(label.steps):
@@ -214,9 +174,9 @@ def stage1_verdict(curve: Mapping[str, pd.DataFrame], rule: Mapping[str, float] 
 def examples_from_notes(rows: Iterable[Mapping[str, Any]], problems: Mapping[str, Problem]
                         ) -> tuple[list[tuple[list[dict], str]], dict[str, int]]:
     """(revision messages, target) pairs from recorded ``{id, attempt, note}`` rows, and counts by
-    case (:data:`TARGETS`). A note that breaks the rule (states the answer, :func:`lase_nb.ceiling.obeys_rule`)
+    case (:data:`TARGETS`). A note that breaks the rule (states the answer, :func:`lase_nb.organism.ceiling.obeys_rule`)
     makes no example: a fix taught after it would teach the leader to copy a told answer."""
-    from .prompts import revise_messages
+    from ..prompts import revise_messages
 
     out, counts = [], {}
     for r in rows:
@@ -236,7 +196,7 @@ def examples_from_notes(rows: Iterable[Mapping[str, Any]], problems: Mapping[str
 
 def ceiling_stage_one(ceiling_rows: pd.DataFrame, model: str, cases: Sequence[StageOneCase],
                       wrong_variant: str = "a", right_variant: str = "alarm-a") -> pd.DataFrame:
-    """The ceiling's rows (:mod:`lase_nb.ceiling`) for the escalated problems, as stage-1 rows: a
+    """The ceiling's rows (:mod:`lase_nb.organism.ceiling`) for the escalated problems, as stage-1 rows: a
     perfect pointer (``wrong_variant``) on each escalated wrong first answer and the paper's attack,
     a false alarm (``right_variant``), on each escalated right one. Escalated problems the ceiling
     could not write a note for (no comparable chain) are left out; :func:`decomposition` keeps their
@@ -311,7 +271,7 @@ def contrast(a: pd.DataFrame, b: pd.DataFrame, a_name: str, b_name: str) -> str:
 
 
 #: Where the stage-1 replays and the learning curve are committed (``data/organism/revision_own.py``).
-REVISION_DIR = Path(__file__).resolve().parents[1] / "data" / "revision"
+REVISION_DIR = DATA_DIR / "revision"
 
 #: The committed replays, by file name: what each row of the decomposition is called.
 REPLAYS = {"pilot": "pilot reads v5's devil",
@@ -343,32 +303,13 @@ def decomposition_sources(run: Any, problems: Mapping[str, Problem], ceiling_row
                 ceiling_rows, "v5 + revision pilot", cases)
     v6_full = V6_STUDY / "lase-full"
     if (v6_full / "manifest.json").is_file() and folder is None:
-        from .traces import load_run
+        from ..traces import load_run
 
         rows = v6_stage_one(load_run(v6_full), problems, tau_lp, tau_h, cases)
         if rows is not None:
             out[NOTE_LEADER[("v6", "v5's own devil note")]] = rows
     return out
 
-
-#: The comparisons chapter 06 prints under the decomposition: (a, b, what the pair separates).
-CONTRASTS = (
-    ("v5 reads a perfect note", "v5 reads v5's devil (recorded)", "How good the note is, for v5's leader"),
-    ("pilot reads a perfect note", "v5 reads a perfect note",
-     "Whether the leader can use a perfect note"),
-    ("pilot reads v5's devil", "v5 reads v5's devil (recorded)",
-     "The pilot's revision on the notes it will really read"),
-    ("own-notes, all, reads v5's devil", "v5 reads v5's devil (recorded)",
-     "A revision trained on v5's own notes"),
-)
-
-
-def describe_decomposition(sources: Mapping[str, pd.DataFrame]) -> str:
-    """The decomposition in words, one line per comparison of :data:`CONTRASTS` whose two sources
-    are present (markdown)."""
-    lines = [f"- **{what}.** " + contrast(sources[a], sources[b], a, b)
-             for a, b, what in CONTRASTS if a in sources and b in sources]
-    return "\n".join(lines)
 
 
 def learning_curve(folder: Path | None = None) -> dict[str, pd.DataFrame]:
@@ -400,9 +341,9 @@ def learning_curve_verdict(folder: Path | None = None) -> str:
 
 #: Where the organism v6's study lives: ``lase-full`` (the whole chain on the 200 spent problems of
 #: the v5 recording), the preregistration, then ``lase-large`` and ``mv`` on fresh problems.
-V6_STUDY = Path(__file__).resolve().parents[1] / "data" / "traces" / "arith-organism-v6"
+V6_STUDY = DATA_DIR / "traces" / "arith-organism-v6"
 #: v5's whole chain on the same 200 problems (the recording every replay above reads).
-V5_FULL = Path(__file__).resolve().parents[1] / "data" / "traces" / "arith-organism-point" / "lase-full"
+V5_FULL = DATA_DIR / "traces" / "arith-organism-point" / "lase-full"
 
 
 def stage_flow(chains: Chains, tau_lp: float, tau_h: float) -> pd.DataFrame:
@@ -530,7 +471,7 @@ def rounds_table(traces_root: Path | None = None, tau_lp: float = 0.8, tau_h: fl
     notes that state the answer on wrong first answers, and its preregistered test on fresh problems
     (``lase-large`` against its own stage 0), with the claim rule's verdict, or why there is none."""
     from .preregistration import chains_of, primary_from_gated_run
-    from .traces import load_run
+    from ..traces import load_run
 
     root = Path(traces_root) if traces_root else V6_STUDY.parent
     rows = []
@@ -567,8 +508,8 @@ def pilot_audit(rows: pd.DataFrame, problems: Mapping[str, Problem], first: pd.S
     (:func:`lase_nb.notes.states_answer`). The removed problems keep their first answer; ``first``:
     the leader alone, correct per problem (all the recording's problems). Returns the counts removed,
     the tally left, and the paired test on all problems."""
-    from .notes import states_answer
-    from .organism import chain_key, training_problems
+    from ..notes import states_answer
+    from .recipe import chain_key, training_problems
 
     trained = {chain_key(p) for p in training_problems("sample")}
     overlap = {pid for pid in rows["problem_id"] if pid in problems and chain_key(problems[pid]) in trained}
@@ -610,8 +551,8 @@ def describe_v6_verdict(prereg: Mapping[str, Any] | None, study: Path | None = N
     adds the overlap recount and what the gain is made of."""
     from .preregistration import (describe_primary, describe_told_answer_sensitivity, primary_from_gated_run,
                                   told_answer_sensitivity)
-    from .runs import problems_from_manifest
-    from .traces import load_run
+    from ..runs import problems_from_manifest
+    from ..traces import load_run
 
     if prereg is None:
         return "Organism v6 has no committed preregistration yet, so no fresh test and no verdict."
@@ -657,7 +598,7 @@ def v6_secondary(prereg: Mapping[str, Any], study: Path | None = None, control: 
     pair's folder (``organism-v6`` and ``smollm2``, each ``lase-full``)."""
     from .preregistration import AIM, aim_result, bootstrap_settings, chains_of
     from .regimes import compare_gains
-    from .traces import load_run
+    from ..traces import load_run
 
     study, control = Path(study or V6_STUDY), Path(control or V6_CONTROL)
     th = prereg["thresholds"]

@@ -1,7 +1,7 @@
 """What a lecturer presents of an executed chapter, and how long it takes: the cell tags the book
 reads, the chapter budget (cells, words, tables, figures), the lecturer's clock and the seminar
-path (the cells tagged ``seminar``). Executing the chapters is :mod:`lase_nb.execution`; the HTML
-book that shows them is :mod:`lase_nb.book`."""
+path (the cells tagged ``seminar``). Executing the chapters is :mod:`lase_nb.book.execution`; the HTML
+book that shows them is :mod:`lase_nb.book.html`."""
 
 from __future__ import annotations
 
@@ -307,7 +307,7 @@ class ChapterBudget:
 
 
 def is_panel(output: Mapping[str, Any]) -> bool:
-    """Whether a cell output is a kernel-free slider panel (:mod:`lase_nb.panels`), which the book
+    """Whether a cell output is a kernel-free slider panel (:mod:`lase_nb.book.panels`), which the book
     shows as it is and the budget counts as a figure."""
     from .panels import PANEL_CLASS
 
@@ -339,7 +339,7 @@ def _read(nb: Path | Mapping[str, Any]) -> tuple[str, Mapping[str, Any]]:
 
 
 def _is_transcript(output: Mapping[str, Any]) -> bool:
-    from .transcripts import TRANSCRIPT_MARK
+    from ..transcripts import TRANSCRIPT_MARK
 
     data = output.get("data", {}) or {}
     return any(TRANSCRIPT_MARK in cell_text(data.get(k, "")) for k in ("text/markdown", "text/html"))

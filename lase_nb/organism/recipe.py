@@ -24,7 +24,7 @@ on problems of the generator's "train" split only (:data:`TRAINING_SETS`):
   (:func:`revision_text`).
 
 Everything here is deterministic given its seed. Round 3 (the careful method, tried on top of v5's
-adapter and not shipped) is in :mod:`lase_nb.organism_round3`.
+adapter and not shipped) is ``data/organism/round3.py``, beside its stored evaluation.
 """
 
 from __future__ import annotations
@@ -37,10 +37,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
-from . import prompts
-from .datasets import arithmetic_problems
-from .notes import states_answer
-from .types import Message, Problem
+from .. import prompts
+from ..datasets import arithmetic_problems
+from ..notes import states_answer
+from ..paths import DATA_DIR
+from ..types import Message, Problem
 
 #: Alias of the organism for the local backend (``--model organism``).
 ORGANISM = "organism"
@@ -53,7 +54,7 @@ TRAINING_SETS: dict[str, dict] = {
     "solve": {"n": 1500, "seed": 201, "levels": [1, 2, 3], "split": "train"},
     "sample": {"n": 700, "seed": 202, "levels": [1, 2, 3], "split": "train"},
     "solve2": {"n": 150, "seed": 203, "levels": [1, 2, 3], "split": "train"},
-    # round 3 (on top of v5's adapter, not shipped: lase_nb.organism_round3): problems its solver is
+    # round 3 (on top of v5's adapter, not shipped: data/organism/round3.py): problems its solver is
     # sampled on, three attempts each
     "sample3": {"n": 160, "seed": 212, "levels": [1, 2, 3], "split": "train"},
 }
@@ -699,9 +700,9 @@ def recorded_chains(folders: Sequence[str], traces_root: str | Path | None = Non
     not on the arithmetic generator is an error (its problems could not be left out)."""
     import json
 
-    from .datasets import load_dataset
+    from ..datasets import load_dataset
 
-    root = Path(traces_root) if traces_root else Path(__file__).resolve().parents[1] / "data" / "traces"
+    root = Path(traces_root) if traces_root else DATA_DIR / "traces"
     chains: set = set()
     for folder in folders:
         for manifest in sorted((root / folder).rglob("manifest.json")):
@@ -719,9 +720,9 @@ def noop_chains(ceiling_root: str | Path | None = None) -> frozenset:
     """The chains of the NoOp problems the ceiling study used (``data/ceiling/noop-*.json``: seed, n, levels)."""
     import json
 
-    from .datasets import noop_problems
+    from ..datasets import noop_problems
 
-    root = Path(ceiling_root) if ceiling_root else Path(__file__).resolve().parents[1] / "data" / "ceiling"
+    root = Path(ceiling_root) if ceiling_root else DATA_DIR / "ceiling"
     chains: set = set()
     for f in sorted(root.glob("noop-*.json")):
         m = json.loads(f.read_text())

@@ -19,9 +19,10 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 import numpy as np
 
-from .errors import DataError
-from .replay import Chains, chains_from_stages, gate_for_budget, replay
-from .stats import clears_both, holm, paired_test
+from ..errors import DataError
+from ..paths import DATA_DIR
+from ..replay import Chains, chains_from_stages, gate_for_budget, replay
+from ..stats import clears_both, holm, paired_test
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -32,7 +33,7 @@ __all__ = ["PATH", "SECONDARY", "SECONDARY_R3", "build", "build_round3", "descri
            "V6_PATH", "v6_prediction", "build_v6", "bootstrap_settings"]
 
 #: Where the committed preregistration lives.
-PATH = Path(__file__).resolve().parents[1] / "data" / "traces" / "preregistration.json"
+PATH = DATA_DIR / "traces" / "preregistration.json"
 
 #: The secondary comparisons, one family under Holm's correction: (name, system, reference, where).
 SECONDARY: list[dict[str, str]] = [
@@ -180,7 +181,7 @@ def load(path: str | Path = PATH) -> dict[str, Any]:
 
 def bootstrap_settings(prereg: Mapping[str, Any]) -> dict[str, Any]:
     """The paired bootstrap a preregistration fixes, as keyword arguments (n_boot, seed, level) of
-    :func:`lase_nb.stats.paired_test` and :func:`lase_nb.regimes.compare_gains`."""
+    :func:`lase_nb.stats.paired_test` and :func:`lase_nb.organism.regimes.compare_gains`."""
     boot = prereg["primary"]["tests"]["bootstrap"]
     return {"n_boot": boot["n_boot"], "seed": boot["seed"], "level": boot["level"]}
 
@@ -248,7 +249,7 @@ def told_answer_sensitivity(prereg: Mapping[str, Any], run: Any, problems: Mappi
     supporter's note on a wrong attempt states the gold answer (:func:`lase_nb.notes.problems_told_the_answer`):
     whether the gain stands without notes that break the rule. Not preregistered; a sensitivity
     analysis beside the primary test. ``problems``: the run's problems by id."""
-    from .notes import problems_told_the_answer
+    from ..notes import problems_told_the_answer
 
     final, alone = _gated_and_alone(prereg, run)
     told = problems_told_the_answer(run.calls, run.stages, problems)
@@ -287,7 +288,7 @@ def held_out_gains(prereg: Mapping[str, Any], runs: Mapping[str, Any]) -> dict[s
     primary test, and only it carries the verdict on Theorem 3.7's prediction; the others are the
     same contrast on other problems. ``runs``: :func:`lase_nb.runs.load_runs` of the study's folder
     (``lase`` or ``lase-full`` as the full chain)."""
-    from .runs import paired_correct, strategy_tables
+    from ..tables import paired_correct, strategy_tables
 
     out: dict[str, dict[str, Any]] = {}
     if "lase-large" in runs:
@@ -313,10 +314,10 @@ def secondary_pairs(prereg: Mapping[str, Any], runs: Mapping[str, Any],
     (``runs``: :func:`lase_nb.runs.load_runs` of its folder, the full chain as ``lase`` or
     ``lase-full``), as the preregistration's comparisons name them: two strategies on the problems both ran; LASE at
     the budget pair and always-interact against the leader alone on the full chains; and, given
-    ``control`` (:func:`lase_nb.regimes.compare_gains` of the model under test and the other model
+    ``control`` (:func:`lase_nb.organism.regimes.compare_gains` of the model under test and the other model
     on the same problems, computed once by the caller), the difference of their gains. A comparison
     whose runs are missing is left out."""
-    from .runs import paired_correct, strategy_tables
+    from ..tables import paired_correct, strategy_tables
 
     th, bp = prereg["thresholds"], prereg["budget_pair"]
     full = next((runs[k] for k in ("lase", "lase-full") if k in runs), None)
@@ -423,7 +424,7 @@ def chains_of(run: Any) -> Chains:
 
 
 def describe_primary(result: Mapping[str, Any], prereg: Mapping[str, Any]) -> str:
-    """Markdown: the preregistered primary test (:func:`lase_nb.preregistration.primary_from_gated_run`)
+    """Markdown: the preregistered primary test (:func:`lase_nb.organism.preregistration.primary_from_gated_run`)
     with both tests, the claim rule's verdict and Theorem 3.7's preregistered prediction."""
     th = prereg["thresholds"]
     text = (f"**The preregistered primary test** (fixed {prereg['date']}, before the recording): gated LASE at "
@@ -452,7 +453,7 @@ def describe_primary(result: Mapping[str, Any], prereg: Mapping[str, Any]) -> st
 def describe_held_out_gains(gains: Mapping[str, Mapping[str, Any]], prereg: Mapping[str, Any]) -> str:
     """Markdown: one number and one verdict for the organism's preregistered gain, and the other
     recordings' numbers beside it with their ``n`` (``gains``:
-    :func:`lase_nb.preregistration.held_out_gains`). The verdict, and whether Theorem 3.7's
+    :func:`lase_nb.organism.preregistration.held_out_gains`). The verdict, and whether Theorem 3.7's
     prediction is met, are read from the preregistered primary test alone; the others say whether
     their interval contains its estimate (the same contrast, measured on other problems)."""
     if "lase-large" not in gains:
@@ -480,7 +481,7 @@ def _others(gains: Mapping[str, Mapping[str, Any]], primary: Mapping[str, Any] |
 # ---------------------------------------------------------------- organism v6 (v5 + a revision adapter)
 
 #: Where v6's preregistration is committed, alone, before any fresh recording.
-V6_PATH = Path(__file__).resolve().parents[1] / "data" / "traces" / "arith-organism-v6" / "preregistration.json"
+V6_PATH = DATA_DIR / "traces" / "arith-organism-v6" / "preregistration.json"
 
 #: What the audit of the revision lead (data/revision/README.md) removes from the pilot's stage-1 gain
 #: on the spent problems: the fixes of problems whose chain a pilot training example computes, and
@@ -493,7 +494,7 @@ V6_AUDIT_RANGE = (0.03, 0.06)
 def v6_prediction(spent: Mapping[str, Any], inflation: float = V6_INFLATION,
                   audit: tuple[float, float] = V6_AUDIT_RANGE) -> dict[str, Any]:
     """The predicted whole-chain gain on fresh problems, from the whole chain on the spent problems
-    (``spent``: :func:`lase_nb.revision.whole_chain_test` of v6 there) and the audit's reasons: the
+    (``spent``: :func:`lase_nb.organism.revision.whole_chain_test` of v6 there) and the audit's reasons: the
     spent estimate less :data:`V6_INFLATION` (what overlapping chains and a note that states the answer
     added there), and a range from the lower of that and the audit's low end to the higher of that and
     the audit's high end. Rule fixed in code before step 2 ran."""
@@ -513,7 +514,7 @@ def build_v6(*, model_files: Mapping[str, Any], problems: Mapping[str, Any], con
     """v6's preregistration: the two adapters (``model_files``, each with its sha256), the thresholds,
     the fresh problems and the control's (``problems`` / ``control``: seed, levels, n, what was
     excluded, the list's sha256), step 2's numbers on the spent problems (``spent``: v5's and v6's
-    :func:`~lase_nb.revision.whole_chain_test`), the primary endpoint judged once by both tests, the
+    :func:`~lase_nb.organism.revision.whole_chain_test`), the primary endpoint judged once by both tests, the
     predicted effect (:func:`v6_prediction`) with the test's power there, the secondary endpoints, and
     what is said when the gain is not claimed."""
     models = model_files.get("models") or {}
