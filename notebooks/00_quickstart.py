@@ -46,6 +46,7 @@ base_url = None  # an OpenAI-compatible server, e.g. "http://127.0.0.1:8000/v1"
 concurrency = None  # API backends: calls in flight (default 8; 1 for a one-slot server)
 timeout = None  # API backends: seconds one call may take (default 60)
 dtype = None  # local backend: float32, bfloat16 or auto (None: auto, float32 unless the CPU has native bfloat16)
+device = "cpu"  # local backend: cpu, cuda, cuda:N, mps or auto (docs/your_model.md, "Your GPU")
 question = "Sara has 9 stickers and gets 6 more. How many stickers does she have now?"
 kind = "number"  # number | math | choice
 top_logprobs = 5
@@ -73,7 +74,7 @@ from lase_nb.types import GenParams, Problem
 
 plots.set_style()
 interactive = widgets.live_session(interactive)
-engine = live_engine(backend, model, base_url, concurrency=concurrency, timeout=timeout, dtype=dtype)  # the backend, with the call cache
+engine = live_engine(backend, model, base_url, concurrency=concurrency, timeout=timeout, dtype=dtype, device=device)  # the backend, with the call cache
 problem = Problem("quickstart", question, gold="", kind=kind)
 
 # %% [markdown] tags=["book-more"]

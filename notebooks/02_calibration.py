@@ -54,6 +54,7 @@ base_url = None  # an OpenAI-compatible server, e.g. "http://127.0.0.1:8000/v1"
 concurrency = None  # API backends: calls in flight (default 8; 1 for a one-slot server)
 timeout = None  # API backends: seconds one call may take (default 60)
 dtype = None  # local backend: float32, bfloat16 or auto (None: auto, float32 unless the CPU has native bfloat16)
+device = "cpu"  # local backend: cpu, cuda, cuda:N, mps or auto (docs/your_model.md, "Your GPU")
 examples = None  # worked examples per prompt (None: 2 for the embedded model, 0 for API models)
 traces = "committed"  # your study (a folder holding lase-full/); "committed": data/traces/arith-smollm2
 studies = "auto"  # studies beside it in 2.5 (folders or [label, folder] pairs); auto: the committed ones only when traces is committed; None: none
@@ -97,7 +98,7 @@ shown = run_store.chapter_studies(traces, studies)  # the reader's study first; 
 @functools.cache
 def engine() -> Engine:
     """One engine for the live steps, built on first use; every call goes through the call cache."""
-    return live_engine(backend, model, base_url, max_batch=16, concurrency=concurrency, timeout=timeout, dtype=dtype)
+    return live_engine(backend, model, base_url, max_batch=16, concurrency=concurrency, timeout=timeout, dtype=dtype, device=device)
 
 
 # %% [markdown]

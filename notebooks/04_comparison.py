@@ -44,6 +44,7 @@ base_url = None  # an OpenAI-compatible server, for the openai backend
 concurrency = None  # API backends: calls in flight (default 8; 1 for a one-slot server)
 timeout = None  # API backends: seconds one call may take (default 60)
 dtype = None  # local backend: float32, bfloat16 or auto (None: auto, float32 unless the CPU has native bfloat16)
+device = "cpu"  # local backend: cpu, cuda, cuda:N, mps or auto (docs/your_model.md, "Your GPU")
 examples = None  # worked examples per prompt (None: 2 for the embedded model, 0 for API models; 2 helps a small model box its answers)
 dataset = "arith"  # live runs: arith (generated) or a paper set loaded from data_path
 data_path = None  # file/folder of a paper data set (never shipped)
@@ -107,7 +108,7 @@ if live:
     from lase_nb.live import live_runs
 
     runs, problems = live_runs(names, backend=backend, model=model, base_url=base_url, concurrency=concurrency,
-                               timeout=timeout, dtype=dtype, examples=examples, dataset=dataset, data_path=data_path,
+                               timeout=timeout, dtype=dtype, device=device, examples=examples, dataset=dataset, data_path=data_path,
                                n_problems=n_problems, seed=seed, tau_lp=tau_lp, tau_h=tau_h, max_tokens=max_tokens)
     missing = []
 else:

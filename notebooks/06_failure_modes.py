@@ -299,15 +299,13 @@ if point is not None:
 # %% [markdown] tags=["seminar"]
 # ## 6.6 The note or the leader? From v5's null result to what v6's gain is made of
 #
-# The paper's Appendix H names *execution failure post-critique*: a supporter finds the flaw, the
-# leader accepts the critique, and still cannot rebuild the right path. Gated LASE's first stage is
-# one devil's note and one revision, so it has two halves: **how good the note is**, and **whether
-# the leader can use it**. To separate them, stage 1 is replayed exactly on the problems v5's gate
-# escalates, with two notes (*v5's own devil note*, or a *perfect note* written by code by the
-# paper's rule: the first failing step, never the answer) and two leaders (*v5's revision*, or a
-# *pilot* revision trained on perfect notes). The bars count, on the same escalated problems, the
-# wrong first answers a revision fixes and the right ones it breaks. A revision was to be trained
-# further only if it fixed at least 25% and broke at most 5% (the round's bar, fixed beforehand).
+# Gated LASE's first stage is one devil's note and one revision, so it has two halves: **how good
+# the note is**, and **whether the leader can use it** (the paper's Appendix H: the leader accepts a
+# critique and still cannot rebuild the path). Stage 1 is replayed exactly on the problems v5's gate
+# escalates, with two notes (*v5's own devil note*, or a *perfect note* written by code: the first
+# failing step, never the answer) and two leaders (*v5's revision*, or a *pilot* revision trained on
+# perfect notes). The bars count the wrong first answers fixed and the right ones broken; a revision
+# was to be trained further only if it fixed at least 25% and broke at most 5% (the round's bar).
 
 # %% tags=["seminar"]
 if point is not None:

@@ -113,13 +113,10 @@ fig = claims.plot_claims(table)
 plots.savefig(fig, "claims_forest");
 
 # %% [markdown] tags=["seminar"]
-# **What to look at in the figure.** Each line is one claim on one model: the dot is our difference
-# (first strategy minus second, in points), the bar its 95% interval, the colour and marker the
-# verdict. A claim is reproduced only when the whole bar sits on the paper's side of zero *and* the
-# exact test agrees after Holm's adjustment; a bar that clears zero but stays grey was decided by
-# that adjustment (the sentences above name it with both p-values). For "matches or beats", look at
-# the bar's left end against the dotted margin at -3 points. Organism v6 is read on its 600 fresh
-# problems, gated at its preregistered 0.8 / 0.5 whatever this chapter's thresholds.
+# **What to look at.** Each line is one claim on one model: our difference in points with its 95%
+# interval, coloured and shaped by its verdict. A bar clear of zero that stays grey lost its verdict
+# to Holm's adjustment (named above with both p-values); for "matches or beats", look at the bar's
+# left end against the dotted -3. Organism v6 is read on its 600 fresh problems, gated at 0.8 / 0.5.
 
 # %% [markdown] tags=["book-more"]
 # **The test that was fixed first.** "LASE is more accurate than the single agent" is the claim the

@@ -33,6 +33,7 @@ base_url = None  # an OpenAI-compatible server, for the openai backend
 concurrency = None  # API backends: calls in flight (default 8; 1 for a one-slot server)
 timeout = None  # API backends: seconds one call may take (default 60)
 dtype = None  # local backend: float32, bfloat16 or auto (None: auto, float32 unless the CPU has native bfloat16)
+device = "cpu"  # local backend: cpu, cuda, cuda:N, mps or auto (docs/your_model.md, "Your GPU")
 examples = None  # worked examples per prompt (None: 2 for the embedded model, 0 for API models; 2 helps a small model box its answers)
 traces = "committed"  # the recording whose walk-through problem is run again; "committed": data/traces/arith-smollm2
 tau_lp = 0.8  # gate: exp(LP_min) below this is uncertain
@@ -132,7 +133,7 @@ if run_episode and problem is not None:
     from lase_nb.live import live_config, live_engine
     from lase_nb.runner import run_problems
 
-    engine = live_engine(backend, model, base_url, concurrency=concurrency, timeout=timeout, dtype=dtype)
+    engine = live_engine(backend, model, base_url, concurrency=concurrency, timeout=timeout, dtype=dtype, device=device)
     cfg1 = live_config(backend, model, examples=examples, tau_lp=tau_lp, tau_h=tau_h, seed=seed, max_tokens=episode_max_tokens)
     ours = lase_from_scratch(problem, engine, cfg1)
     calls_before = engine.stats.model_calls

@@ -526,15 +526,14 @@ def test_the_path_by_section_and_its_one_total():
 
 
 def test_the_paths_undefined_terms_are_the_budget_reports(tmp_path):
-    """The terms the committed seminar path uses before it defines it (by its sources: the markdown
-    a lecturer reads), and the report prints the same count. Issue 67 asks for none; the path cuts
-    (item 2) bring the count to zero, and then this test can assert it."""
+    """Issue 67: the committed seminar path uses no term before it defines it (by its sources: the
+    markdown a lecturer reads), and the report prints the same count."""
     for nb in CORE:
         nbformat.write(jupytext.read(nb.with_suffix(".py")), str(tmp_path / f"{nb.stem}.ipynb"))
     sources = [nb.with_suffix(".py") for nb in CORE]
     undefined = bud.undefined_terms(sources)
     print("used on the path before it defines them:", ", ".join(f"{u.term} ({u.section})" for u in undefined))
-    assert {t.name for t in bud.TERMS} >= {u.term for u in undefined}
+    assert not undefined, [(u.term, u.section) for u in undefined]
     script = NOTEBOOKS.parent / "benchmarks" / "chapter_budget.py"
     done = subprocess.run([sys.executable, str(script), str(tmp_path)], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
@@ -658,9 +657,6 @@ def test_core_chapters_fit_the_total_words(tmp_path_factory):
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=False, reason="issue 67: by the outside lecturer's clock the path takes 128 minutes + 9; "
-                   "the path cuts (item 2) hold it to 81 + 9 and write the README's minutes from "
-                   "benchmarks/chapter_budget.py")
 def test_readme_seminar_path_is_the_lecturers_clock_and_fits_90_minutes(tmp_path_factory):
     """Issue 56: the README's chapter minutes are the seminar path's (the cells tagged ``seminar``)
     by :func:`lase_nb.book.budget.presenting_minutes` of the executed chapters (what

@@ -216,7 +216,7 @@ def test_no_page_points_the_reader_to_a_place_only_the_book_has():
 CORE = {ch: p for ch, p in chapter_files().items() if ch[0].isdigit()}
 #: Chapters whose path still points off the path, left to the path cuts of issue 67 (item 2), which
 #: rewrite them: the test of each is an expected failure until then (take it off this list then).
-PATH_XREFS_PENDING = {"03": "3.4 points to the walk of 3.2, which the path does not present"}
+PATH_XREFS_PENDING: dict[str, str] = {}
 
 
 @cache
