@@ -266,6 +266,16 @@ class Manifest(BaseModel):
     organism_variant: dict[str, Any] | None = None
     preregistration: str | None = None  # the preregistration file a fresh recording read
     preregistration_commit: str | None = None  # the commit that holds it
+    # a control arm of organism v6's gain (data/traces/controls.py, lase_nb.organism.controls)
+    arm: str | None = None  # what the arm is
+    controls_preregistration: str | None = None  # the controls' preregistration and its commit
+    controls_preregistration_commit: str | None = None
+    recording: str | None = None  # the recording whose escalated problems the arm reads
+    limit: Count | None = None  # a smoke run's --limit (None for the committed arms)
+    subset_of: Count | None = None  # the size of the problem list the arm's problems come from
+    problem_ids: list[str] | None = None  # and their ids, in order
+    identical_to_recorded: dict[str, Count] | None = None  # the replayed arm: identical revisions (k of n)
+    derangement: dict[str, str] | None = None  # the other-note arm: whose note each problem read
 
 
 #: What every run written by lase-nb's ``write_run`` carries in its manifest.

@@ -215,9 +215,10 @@ display(dist, per_stage, pipeline.gate_reads(chains), pipeline.outcome_flips(cha
 # **The organisms.** The embedded model is too weak to review anything, so the collection trains
 # its own: a *model organism* is the same 135M model with a small adapter (LoRA) trained on
 # arithmetic word problems to play LASE's roles, never on the problems it is tested on. Its
-# versions differ in how a supporter speaks: **v4 tells** (its notes often state the right value),
-# **v5 points** (a note names the failing step and how to check it, never the answer, as the paper's
-# rule asks), and **v6** is v5 with a second adapter for the leader's revisions.
+# versions differ in how a supporter speaks: **v4** is the *telling* organism (its notes often state
+# the right value), **v5** the *pointing* one (a note names the failing step and how to check it,
+# never the answer, as the paper's rule asks), and **v6** is v5 with a second adapter for the
+# leader's revisions.
 #
 # One recording answers two questions, each by a paired test against the leader alone on the same
 # problems (the exact *McNemar* test: of the problems the two get differently, does one side win

@@ -92,9 +92,6 @@ plt.show()
 print(f"{int(split['confident_errors'])} of {int(split['errors'])} wrong first answers pass the gate; escalating them anyway, "
       f"some later stage is right on {int(ce['later_right'].sum())} and the last stage on {int(ce['final_correct'].sum())}")
 
-# %% tags=["book-more"]
-ce.set_index("problem_id")[["answer", "p_min", "h_max", "later_right", "final_correct"]].head(5)
-
 # %% [markdown] tags=["seminar"]
 # **How to read the figure.** Both axes measure the distance from certainty on a log scale; bottom
 # right is the most confident. The line above says whether escalating the confident errors
@@ -104,8 +101,10 @@ ce.set_index("problem_id")[["answer", "p_min", "h_max", "later_right", "final_co
 # **A confident error, found by hand**: the stage-0 rows the gate accepts that are wrong, most
 # confident first, checked against `failures.confident_errors`. In the chain printed last, a stage
 # whose revision wrote no answer has no confidence (NaN; section 6.4 counts them).
+# Below the check, the most confident of them as the leader wrote them.
 
 # %% tags=["book-more"]
+display(ce.set_index("problem_id")[["answer", "p_min", "h_max", "later_right", "final_correct"]].head(5))
 st = lase.stages
 lead = st[st["stage"] == 0].set_index("problem_id")
 p, h = lead["p_min"].astype(float), lead["h_max"].astype(float)
@@ -122,10 +121,6 @@ if len(by_hand):
           f"exp(LP_min) = {by_hand['p_min'].iloc[0]:.3f}, H_max = {by_hand['h_max'].iloc[0]:.3f} nats")
     print(chain[["stage", "supporter", "answer", "correct", "p_min", "h_max"]].to_string(index=False))
 
-# %% [markdown] tags=["book-more"]
-# The most confident of them, as the leader wrote them:
-
-# %% tags=["book-more"]
 for r in ce.head(n_examples).itertuples():
     display(HTML(failures.render_answer(lase, r.problem_id, 0, problems.get(r.problem_id), max_chars)))
 
@@ -400,30 +395,16 @@ if made_of is not None:
                                             controls.why_multiple(made_of.run), detail=False)))
 
 # %% [markdown] tags=["book-more"]
-# The controls' secondary contrasts, each by both tests with Holm's adjustment over the family
+# **What the gain is made of, in full**: the primary with every control beside it, then the controls'
+# secondary contrasts, each by both tests with Holm's adjustment over the family
 # (reported, no claim), the primary per level, the cost table, and where the whole chain's tokens go:
-
-# %% tags=["book-more"]
-if made_of is not None:
-    display(Markdown(controls.secondary_markdown(controls.secondary(made_of.prereg, made_of.table))))
-    display(v6_costs.set_index("policy").round(3))
-    display(controls.where_tokens_go(made_of.run).head(8).round(3))
-    display(Markdown(controls.describe_cost(v6_costs, controls.where_tokens_go(made_of.run), preregistration.AIM)))
-    print(controls.describe_replay(controls.replay_check()))
-
-# %% [markdown] tags=["book-more"]
+#
 # **v6's secondary endpoints**, as its preregistration lists them: stage 1 on the escalated
 # problems, the tokens, the paper's headline against MV(7) on the same fresh problems (the aim:
 # within a point of MV(7) at no more than 0.7x its tokens), the notes that state the answer, and
 # the control pair on level-1 problems no other recording uses. Each with both tests where it
 # compares answers, **reported without a claim**: only the primary test above was fixed to decide.
-
-# %% tags=["book-more"]
-if point is not None and prereg_v6 is not None:
-    with pd.option_context("display.max_colwidth", None):
-        display(revision.v6_secondary(prereg_v6))
-
-# %% [markdown] tags=["book-more"]
+#
 # **The ceiling on every first answer** (not only the escalated ones: its own denominator, every wrong
 # and right first answer of each committed full-chain recording), with the variants (b: the kind of
 # error; c: the failing step's right value, a stronger supporter than the paper's prompts ask for),
@@ -431,6 +412,16 @@ if point is not None and prereg_v6 is not None:
 # fixed, 5% broken), written before any note was sent (`benchmarks/ceiling.py`, `data/ceiling/`).
 
 # %% tags=["book-more"]
+if made_of is not None:
+    display(Markdown(controls.describe_made_of(made_of)))
+    display(Markdown(controls.secondary_markdown(controls.secondary(made_of.prereg, made_of.table))))
+    display(v6_costs.set_index("policy").round(3))
+    display(controls.where_tokens_go(made_of.run).head(8).round(3))
+    display(Markdown(controls.describe_cost(v6_costs, controls.where_tokens_go(made_of.run), preregistration.AIM)))
+    print(controls.describe_replay(controls.replay_check()))
+if point is not None and prereg_v6 is not None:
+    with pd.option_context("display.max_colwidth", None):
+        display(revision.v6_secondary(prereg_v6))
 if any(s.committed for s in shown):
     ceiling_rows = ceiling.load_rows()
     display(ceiling.summary(ceiling_rows).set_index("model"))

@@ -470,7 +470,7 @@ def test_why_no_gain_is_said_step_by_step_and_only_where_each_step_holds():
     text = failures.describe_why_no_gain(_why(), "the organism")
     assert "1. **The gate separates**: the AUROC of exp(LP_min) for the leader's wrong first answers is 0.80 [0.74, 0.86]" in text
     assert "2. **The notes name the failing step in 44 of 80, 55% [44%, 65%] and keep the rule**: on 80 wrong" in text
-    assert "names that step in 44; 2 of the 250 notes on wrong attempts state the answer." in text
+    assert "names that step in 44; 2 of the 250 notes on wrong attempts (all three supporters, every stage) state the answer." in text
     assert "names the failing step in 44 of 80, 55% [44%, 65%] located wrong answers" in text  # issue 51: no bare "point"
     assert "3. **The leader does not act on the pointer**: after a note that names the right step the revision fixes " \
            "the answer 6 times and stays wrong 38 times." in text

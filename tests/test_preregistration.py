@@ -133,7 +133,10 @@ def test_the_report_script_prints_every_preregistered_section(tmp_path):
     assert "## The negative control: not yet recorded (organism, smollm2)" in missing
     v6 = subprocess.run([sys.executable, str(script), "--v6"], capture_output=True, text=True, check=True).stdout
     assert "# Organism v6 (preregistered" in v6 and "## Secondary endpoints (reported, no claim)" in v6
-    assert v6.count("\n| ") == 1 + 5  # the header and one row per secondary endpoint
+    endpoints, made_of = v6.split("## What the gain is made of", 1)
+    assert endpoints.count("\n| ") == 1 + 5  # the header and one row per secondary endpoint
+    assert "**no-difference**" in made_of or "**note-helps**" in made_of or "**undecided**" in made_of \
+        or "**note-hurts**" in made_of  # the controls' primary, with its preregistered outcome
 
 
 def test_the_report_scripts_primary_numbers_are_the_recordings():

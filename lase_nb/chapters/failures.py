@@ -523,14 +523,14 @@ def plot_revision_outcomes(outcomes: pd.DataFrame):
     answer (left) and from a right one (right)."""
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 2, figsize=(14, 5.2), gridspec_kw={"width_ratios": [3, 2]})
+    fig, axes = plt.subplots(1, 2, figsize=(11.5, 5.4), gridspec_kw={"width_ratios": [3, 2]})
     colours = {"fixed": "C2", "same wrong answer": "C3", "new wrong answer": "C1", "no boxed answer": "0.55",
                "kept right": "C2", "broke: new wrong answer": "C1", "broke: no boxed answer": "0.55"}
     for ax, prev_ok, labels, title in ((axes[0], False, FROM_WRONG, "answer before the note: WRONG or none"),
                                        (axes[1], True, FROM_RIGHT, "answer before the note was RIGHT")):
         sub = outcomes[outcomes["prev_correct"] == prev_ok]
         stages = sorted(outcomes["stage"].unique())
-        names = [f"{s}: {outcomes.loc[outcomes['stage'] == s, 'supporter'].iloc[0]}" for s in stages]
+        names = [f"{outcomes.loc[outcomes['stage'] == s, 'supporter'].iloc[0]}\n(stage {s})" for s in stages]
         bottom = np.zeros(len(stages))
         present = [lab for lab in labels if (sub["outcome"] == lab).any()]
         for lab in labels:
@@ -542,7 +542,7 @@ def plot_revision_outcomes(outcomes: pd.DataFrame):
                 if v >= 0.06 * top:  # label only segments tall enough to hold it
                     ax.text(i, bottom[i] + v / 2, str(int(v)), ha="center", va="center", fontsize="small")
             bottom += vals
-        ax.set(title=title, xlabel="stage: supporter whose note the leader read", ylabel="revisions")
+        ax.set(title=title, ylabel="revisions")
         if sub.empty:
             ax.text(0.5, 0.5, "no revision started\nfrom this side", transform=ax.transAxes, ha="center",
                     va="center", color="0.4")
@@ -551,7 +551,7 @@ def plot_revision_outcomes(outcomes: pd.DataFrame):
             ax.set_title(f"{title}\n(only \"{present[0]}\" occurs)")
         else:
             ax.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=2)
-    fig.suptitle("What the leader did with each supporter's note (full-chain recording)", fontweight="bold")
+    fig.suptitle("What the leader did with each supporter's note", fontweight="bold")
     fig.tight_layout()
     return fig
 
@@ -913,7 +913,7 @@ def describe_why_no_gain(r: Mapping[str, Any], label: str) -> str:
              f"{'keep' if r['notes_stating'] <= 0.05 * max(1, r['notes_on_wrong']) else 'break'} the rule**: on "
              f"{r['located']} wrong first answers whose failing step can be located, the devil's advocate names that "
              f"step in {r['named']}; {r['notes_stating']} of the {r['notes_on_wrong']} notes on wrong "
-             "attempts state the answer.")
+             "attempts (all three supporters, every stage) state the answer.")
     t = r["test"]
     acted = (f"after a note that names the right step the revision fixes the answer {r['named_fixed']} times and "
              f"stays wrong {r['named_still_wrong']} times")

@@ -496,7 +496,7 @@ def rounds_table(traces_root: Path | None = None, tau_lp: float = 0.8, tau_h: fl
                      "whole chain, recorded problems": f"{100 * t['diff']:+.1f} [{100 * t['diff_lo']:+.1f}, "
                                                        f"{100 * t['diff_hi']:+.1f}], p = {t['p_value']:.2g}",
                      "fixed / broken": f"{t['b']} / {t['c']}", "tokens vs alone": f"{t['token_ratio']:.1f}x",
-                     "devil states the answer": f"{devil.get('k', '?')} of {devil.get('n', '?')}",
+                     "devil's notes on wrong attempts stating the answer": f"{devil.get('k', '?')} of {devil.get('n', '?')}",
                      "preregistered test, fresh problems": fresh})
     return pd.DataFrame(rows)
 
