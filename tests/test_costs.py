@@ -4,7 +4,6 @@ against hand-computed prices, and the providers' cached-token counts read over t
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pandas as pd

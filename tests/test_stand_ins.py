@@ -26,7 +26,6 @@ from typing import Any, Callable
 import pytest
 
 from lase_nb import cli
-from lase_nb.tables import decidable
 from lase_nb.datasets import load_dataset
 from tests import responders
 from tests.test_study_chapters import committed_markers, outputs

@@ -30,7 +30,6 @@ import subprocess
 import sys
 import time
 from dataclasses import asdict
-from functools import partial
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")

@@ -23,7 +23,7 @@ from ..replay import Chains, fixed_policies, front_of, operating_point, oracle_f
 from ..errors import DataError
 from ..plots import CHOSEN_COLOR, FRONT_COLOR, MAX_WIDTH_IN, ORACLE_COLOR, Spot, place_label, style
 from ..replay import choose_thresholds, split_halves
-from ..stats import clears_both, paired_test, pct, wilson_interval
+from ..stats import clears_both, paired_test, pct
 from ..traces import Run
 
 __all__ = [

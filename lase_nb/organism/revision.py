@@ -21,7 +21,7 @@ from typing import Any
 
 import pandas as pd
 
-from .ceiling import obeys_rule, outcome, rate, write_between_markers
+from .ceiling import obeys_rule, outcome, rate
 from ..confidence import uncertain_mask
 from .stage_one import StageOneCase, stage_one_cases
 from .recipe import Label, first_fault, flagged_step, label_attempt, note_flags, revision_text
