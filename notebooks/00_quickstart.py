@@ -23,8 +23,9 @@
 #
 # **What you will learn.** Where a model's final answer sits among the tokens it generated, and
 # the two confidence numbers LASE gates on: the lowest answer-token probability `exp(LP_min)` and
-# the highest answer-token entropy `H_max`, with the verdict "sure" or "unsure" at the defaults
-# inferred from the paper (it states none; 0.8 / 0.5 matches its Table 1).
+# the highest answer-token entropy `H_max`. The answer is *unsure* when `exp(LP_min)` is below a
+# threshold `tau_lp` or `H_max` above `tau_h`; the defaults, 0.8 and 0.5 nats, are inferred from the
+# paper (it states none).
 
 # %% [markdown] tags=["book-more"]
 # **Paper results covered.** The LASE paper's confidence proxies (the lowest
@@ -89,6 +90,7 @@ for m in messages:
 
 # %% tags=["seminar"]
 (gen,) = engine.run([Call("solver", 0, messages, GenParams(max_tokens=160, top_logprobs=top_logprobs))])
+print(f"question: {question}\n\nreply:")
 print(gen.text)
 print(f"\n{gen.prompt_tokens} prompt tokens, {gen.completion_tokens} completion tokens, "
       f"{gen.latency_s:.2f} s, finish reason: {gen.finish_reason}")
@@ -109,8 +111,7 @@ print(f"\n{gen.prompt_tokens} prompt tokens, {gen.completion_tokens} completion 
 conf = measure(gen, problem.kind)
 print(f"extracted answer: {conf.answer}")
 if conf.answer is not None:
-    print(f"exp(LP_min) = {math.exp(conf.lp_min):.3f}   H_max = {conf.h_max:.3f} nats   "
-          f"(entropy estimator: {conf.estimator})")
+    print(f"exp(LP_min) = {math.exp(conf.lp_min):.3f}   H_max = {conf.h_max:.3f} nats")
 unsure = is_uncertain(conf, tau_lp, tau_h)
 print(f"gate at tau_lp = {tau_lp}, tau_h = {tau_h}: " + ("unsure (U = 1): LASE would call its first supporter"
       if unsure else "sure (U = 0): LASE would stop here and output this answer"))
@@ -188,10 +189,9 @@ if gen.tokens:
     plt.show()
 
 # %% [markdown] tags=["seminar"]
-# **Try the gate.** Move $\tau_{lp}$: the tokens of the reply whose probability lies below it light
-# up, in the bars and in the text, and the line above the text says what the gate would do. Only the
-# answer tokens (underlined) count. Every slider position was computed when this cell ran, so the
-# panel works in the HTML book and in JupyterLab without a kernel.
+# **Try the gate.** Move the two sliders, $\tau_{lp}$ and $\tau_h$: the tokens whose probability lies
+# below $\tau_{lp}$ light up, in the bars and in the text, and the line above the text says what the
+# gate would do. Only the answer tokens (underlined) count.
 
 # %% tags=["seminar"]
 if gen.tokens:

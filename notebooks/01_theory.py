@@ -165,8 +165,7 @@ pd.concat({name: theory.seed_effect(t) for name, t in {**worlds, **worlds_low}.i
 #
 # Left: the leader's drift by its confidence; middle: the peer-minus-leader gap the martingale
 # needs to be zero; right: the change of correctness for a gated, an ungated and a gated star
-# starting below 1/K. **Which star gains?** The right panel answers; the full chapter also prints
-# each star's change with its z, and the drift and gap per stage for $U=1$ and $U=0$.
+# starting below 1/K (K options). **Which star gains?** The right panel answers.
 
 # %% tags=["seminar"]
 tau = 0.6

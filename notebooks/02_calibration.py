@@ -182,10 +182,10 @@ cond.set_index("condition")[["n", "accuracy", "ci_lo", "ci_hi", "paper_accuracy"
 # - **AUROC for errors**: the chance that a randomly chosen wrong answer looks *less* confident
 #   than a randomly chosen right one. 0.5 means no information, 1.0 perfect separation. **An AUROC
 #   of 0.6 means that in six of ten (wrong, right) pairs the wrong answer looks less sure: any
-#   threshold that escalates most errors also escalates many right answers.** The interval is a
-#   stratified bootstrap; a proxy is called better than chance only when the interval lies above
-#   0.5 *and* the Mann-Whitney test gives p < 0.05. Missing answers are left out (they are always
-#   wrong, so counting them flatters the proxy).
+#   threshold that escalates most errors also escalates many right answers.** The interval comes
+#   from resampling the answers (a bootstrap); a proxy is called better than chance only when it
+#   lies above 0.5 *and* the rank test that the AUROC is (Mann-Whitney) gives p < 0.05. Missing
+#   answers are left out (they are always wrong, so counting them flatters the proxy).
 # - **ECE**: the gap between confidence and accuracy, averaged over ten equal-width bins. Only
 #   `exp(LP_min)` is a probability; for `H_max` we score `exp(-H_max)`, a rough indication.
 
@@ -213,7 +213,7 @@ print(f"{pairs.shape[0]} wrong x {pairs.shape[1]} right = {pairs.size} pairs; th
 #
 # The gate escalates an answer when `exp(LP_min) < tau_lp` or `H_max > tau_h` (or when nothing
 # was boxed). **A wrong answer with $U=0$ is a confident error: LASE accepts it and never looks
-# again.** Chapter 06 pulls examples of them from the transcripts.
+# again.** Chapter 06 (6.1) counts what the supporters would have done with them.
 
 # %% tags=["seminar"]
 split = confidence.gate_split(frame, tau_lp, tau_h)

@@ -212,6 +212,11 @@ display(dist, per_stage, pipeline.gate_reads(chains), pipeline.outcome_flips(cha
 # %% [markdown] tags=["seminar"]
 # ## 3.4 Three regimes, and where each model sits
 #
+# **The chain.** Stage 0: the leader answers. While it is unsure, one supporter at a time writes a
+# note and the leader *revises* (answers again after reading it): stage 1 a devil's advocate's
+# critique, stage 2 a collaborator's hints, stage 3 a senior expert's note. Gated LASE stops at the
+# first stage where the leader is sure; *always-interact* forces every stage.
+#
 # **The organisms.** The embedded model is too weak to review anything, so the collection trains
 # its own: a *model organism* is the same 135M model with a small adapter (LoRA) trained on
 # arithmetic word problems to play LASE's roles, never on the problems it is tested on. Its
@@ -222,13 +227,13 @@ display(dist, per_stage, pipeline.gate_reads(chains), pipeline.outcome_flips(cha
 #
 # One recording answers two questions, each by a paired test against the leader alone on the same
 # problems (the exact *McNemar* test: of the problems the two get differently, does one side win
-# more often than a fair coin would?): does **gated LASE** gain, and does **always-interact**
-# (every stage forced) lose? The
+# more often than a fair coin would? beside a 95% interval from resampling the problems, a *paired
+# bootstrap*): does **gated LASE** gain, and does **always-interact** lose? The
 # answers name the regime, printed under the table with its rule; the rest of the collection uses
 # these names. These gains are on each recording's own problems (organism v6's: the 200 it was
 # chosen on). v5 and v6 each also had a *preregistered* test on further fresh problems (thresholds,
-# test and prediction committed before the data existed; chapter 06, 6.6, and chapter 07); v4 had
-# none (it was held out by seed only). **Predict, then run.** The
+# test and prediction committed before the data existed; chapter 06: v5's in 6.5, v6's in 6.6); v4
+# had none (it was held out by seed only). **Predict, then run.** The
 # organisms were trained to review; the embedded model was not. Which regime do you expect for each?
 
 # %% tags=["seminar"]

@@ -150,7 +150,7 @@ print(sliders.point_sentence(default, solo_tokens))
 #
 # A right panel repeats the grid on the problems that the majority vote of seven samples (MV(7))
 # and multi-agent debate (MAD: three agents, two rounds) also answered, when the study has them.
-# Error bars are 95% Wilson intervals.
+# Error bars are 95% intervals for a share (Wilson's).
 #
 # **Predict, then run.** As the thresholds let LASE spend more tokens, does accuracy keep rising?
 # Will the default pair (0.8, 0.5) sit on the frontier or inside it? The figure below answers.

@@ -78,10 +78,8 @@ print(f"{m['backend']}:{m['model']} on {m['dataset']}, {len(first)} problems, fu
 # The gate accepts an answer when `exp(LP_min) >= tau_lp` and `H_max <= tau_h`. **A wrong answer
 # that clears both is a confident error: LASE stops at once and no supporter sees it.** The paper
 # accepts this on purpose (checking confident answers costs tokens on the many right ones); the
-# full chain shows what the supporters would have done with them.
-#
-# **Predict, then run.** What share of the leader's wrong first answers does the default gate
-# (0.8 / 0.5) let through as *sure*?
+# full chain shows what the supporters would have done with them. Chapter 02 (2.4) gave their
+# share; here is what escalating them anyway would have bought.
 
 # %% tags=["seminar"]
 split = confidence.gate_split(first, tau_lp, tau_h)
@@ -312,7 +310,6 @@ if point is not None:
     fig = failures.plot_note_vs_leader(grid)
     plots.savefig(fig, "failure_note_vs_leader")
     plt.show()
-    display(Markdown(revision.describe_note_leader(grid)))
 else:
     print("section 6.6 reads the committed pointing organism's study, which is not shown here: skipped")
 
@@ -331,14 +328,15 @@ if point is not None:
     print(controls.describe_v6(prereg_v6, made_of=False, sensitivity=False))
 
 # %% [markdown] tags=["book-more"]
-# v6's verdict with its two sensitivity analyses (not preregistered): without the problems where a
-# note states the answer, and without those that redo a training problem's arithmetic. Then the
-# pilot's lead as found and as audited, v6's whole chain on the 200 spent problems that chose it
+# The bars in words, then v6's verdict with its two sensitivity analyses (not preregistered):
+# without the problems where a note states the answer, and without those that redo a training
+# problem's arithmetic. Then the pilot's lead as found and as audited, v6's whole chain on the 200 spent problems that chose it
 # (stage by stage, then its gain beside v5's: the prediction, not evidence), and every organism's
 # round in one table:
 
 # %% tags=["book-more"]
 if point is not None:
+    display(Markdown(revision.describe_note_leader(grid)))
     print(controls.describe_v6(prereg_v6, made_of=False))
     display(Markdown(revision.describe_pilot_audit(decomp["pilot reads v5's devil"],
                                                    revision.pilot_audit(decomp["pilot reads v5's devil"], org_problems,
@@ -358,7 +356,7 @@ if point is not None:
 # what the note says, from a second look at the attempt, or from a second solver answering the
 # problems the gate picks. Controls preregistered before any call separate them on the same 364
 # escalated problems: the recorded devil's note; **no note** (the same request with the note taken
-# out); **another problem's note** (of the same level); and **the revision adapter alone**, given
+# out); **another problem's note** (one of the same difficulty); and **the revision adapter alone**, given
 # the problem only. The primary is note against no note at stage 1, by both tests; an interval
 # within 7 points either way (half of what stage 1 gains on these problems) counts as *no
 # difference that matters*.
@@ -378,12 +376,12 @@ else:
 # The paper's headline is multi-agent accuracy at near single-agent cost: LASE at about **1.3x** the
 # single agent's tokens on average (its Table 1), within a point of MV(7) at a fraction of MV's
 # tokens. Here is the same question on organism v6's 600 fresh problems, each policy at its
-# accuracy and its tokens per problem (prompt + completion), with 95% intervals both ways. Beside
-# the leader alone, gated LASE and MV(7): the chain **stopped after stage 1** (a stage budget,
-# replayed), and the **cascade**: the same gate, then the revision adapter's own answer to the
-# problem, one call and no supporter. The shaded corner is the paper's aim (within a point of MV(7)
-# at no more than 0.7x its tokens), the dotted line the paper's 1.3x. **Predict, then run:** where
-# does gated LASE land against that line?
+# accuracy and its tokens per problem (prompt + completion), with 95% intervals both ways: the
+# leader alone, gated LASE, MV(7) of the leader; the chain **stopped after stage 1** (a stage
+# budget, replayed); the **cascade** (the same gate, then the revision adapter's own answer to the
+# problem) and that adapter alone; and, built after the results, the gate followed by the
+# **revision with no note** (the no-note control), no supporter at all. The shaded corner is the
+# paper's aim (within a point of MV(7) at no more than 0.7x its tokens), the dotted line its 1.3x.
 
 # %% tags=["seminar"]
 if made_of is not None:
@@ -391,6 +389,7 @@ if made_of is not None:
     fig = controls.plot_cost(v6_costs, preregistration.AIM)
     plots.savefig(fig, "v6_cost")
     plt.show()
+    display(Markdown(controls.describe_gain_parts(made_of)))
     display(Markdown(controls.describe_cost(v6_costs, controls.where_tokens_go(made_of.run), preregistration.AIM,
                                             controls.why_multiple(made_of.run), detail=False)))
 

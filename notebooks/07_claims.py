@@ -89,8 +89,9 @@ for label, rs in models.items():
 # *refuted* when both clear the other way (a cost claim: the measured token ratio says the
 # opposite); *not shown* when they cannot tell the difference from chance. A model's accuracy tests
 # are one family, so the p that decides is Holm-adjusted (each p multiplied by the number of tests
-# still in play, smallest first). *Too few problems*, *not recorded* and *not testable here* (a
-# baseline off its own format on this model) are not verdicts.
+# still in play, smallest first). *Too few problems* (under 20 paired problems, or under 6 that the
+# two get differently), *not recorded* and *not testable here* (a baseline off its own format on
+# this model) are not verdicts. LASE+MV is a vote over five LASE chains.
 #
 # **Predict, then run.** Before you run the next cell: which of the paper's claims do you expect
 # to be *reproduced* on each study (those listed above, and organism v6 on its fresh problems)? Which *refuted*?

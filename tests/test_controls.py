@@ -169,8 +169,8 @@ def test_outcomes_and_costs_from_the_recording(recording, tmp_path):
     assert int((~esc["alone_v5"] & esc["note"].astype(bool)).sum()) == 68  # stage 1's fixes in the recording
     assert int((esc["alone_v5"] & ~esc["note"].astype(bool)).sum()) == 16
     toks = controls.policy_tokens(run, folder=tmp_path)
-    assert set(toks) == {"leader alone (v5)", "v6's whole chain", "chain stopped after stage 1"}
-    lead, chain = toks["leader alone (v5)"][0], toks["v6's whole chain"][0]
+    assert set(toks) == {"leader alone", controls.WHOLE, "chain stopped after stage 1"}
+    lead, chain = toks["leader alone"][0], toks[controls.WHOLE][0]
     assert np.all(lead <= toks["chain stopped after stage 1"][0]) and np.all(toks["chain stopped after stage 1"][0] <= chain)
     where = controls.where_tokens_go(run)
     assert abs(where["all"].sum() - chain.mean()) < 1e-6

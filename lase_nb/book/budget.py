@@ -538,6 +538,17 @@ TERMS: tuple[Term, ...] = (
     Term("verdict labels", r"\brefuted\b", ("07", "7.1")),
     Term("Holm", r"\bHolm", ("07", "7.1")),
     Term("stop rule", r"(?i)stop rule", ("6.6",)),
+    # the outside lecturer's read of the path (issue 67, item 6) found these used before they were defined
+    Term("tau_lp / tau_h", r"tau_lp|tau_h|\\tau_\{?(lp|h)|τ", ("00",)),
+    Term("bootstrap", r"(?i)bootstrap", ("2.3", "3.4")),
+    Term("Mann-Whitney", r"Mann-Whitney", ("2.3",)),
+    Term("Fisher's exact test", r"Fisher", ("2.2",)),
+    Term("Wilson interval", r"Wilson", ("5.2",)),
+    Term("revision", r"(?i)\brevis(e|es|ed|ion|ions)\b", ("3.4",)),
+    Term("strict grading", r"(?i)\bstrict\b", ("5.2",)),
+    Term("LASE+MV", r"LASE\+MV", ("7.1",)),
+    Term("too few problems", r"(?i)too few problems", ("7.1",)),
+    Term("cascade", r"(?i)\bcascade", ("6.7",)),
 )
 
 

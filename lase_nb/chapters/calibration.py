@@ -301,7 +301,7 @@ def _reliability_panel(ax, table: pd.DataFrame, proxy: str, tau: float | None) -
     hi = table["ci_hi"].to_numpy(float) - acc
     keep = ~na & (table["count"].to_numpy() > 0)
     line = ax2.errorbar(x[keep], acc[keep], yerr=[lo[keep], hi[keep]], color="C1", marker="o", lw=2.5,
-                        capsize=5, label="accuracy in bin, 95% Wilson CI (right axis)")
+                        capsize=5, label="accuracy in bin, 95% interval (right axis)")
     handles = [bars, line]
     if na.any() and table.loc[na, "count"].iloc[0] > 0:
         handles.append(ax2.plot(x[na], acc[na], "s", color="0.35", ms=8,
@@ -580,7 +580,7 @@ def describe_reliability(table: pd.DataFrame) -> str:
     i, worst = min(drops, key=lambda d: d[1]["p_value"])
     dip = (f" Accuracy dips {len(drops)} time{'s' if len(drops) != 1 else ''} from a bin to the next; the "
            f"clearest dip, {t['bin'][i]} to {t['bin'][i + 1]}, is {100 * worst['diff']:+.0f} points "
-           f"[{100 * worst['lo']:+.0f}, {100 * worst['hi']:+.0f}] (Fisher's exact {p_text(worst['p_value'])})")
+           f"[{100 * worst['lo']:+.0f}, {100 * worst['hi']:+.0f}] (a test of two proportions, Fisher's exact: {p_text(worst['p_value'])})")
     if any(d["differs"] for _, d in drops):
         return out + dip + ": a real dip, so Assumption 3.3, read bin by bin, fails here."
     return out + dip + ": no dip is larger than chance, so these bins neither confirm nor refute Assumption 3.3."

@@ -248,7 +248,8 @@ def describe_verdicts(table: pd.DataFrame) -> str:
         if len(here):
             parts.append("not testable here (not a verdict): " + "; ".join(
                 f"{c.split(' (')[0]}, because {w}" for c, w in zip(here["claim"], here["why"])))
-        lines.append(f"- **{model}** ({shown} of {len(rows) - len(here)} testable claims decided{note}). "
+        lines.append(f"- **{model}** ({shown} of the {len(rows) - len(here) - missing} claims it recorded and can "
+                     f"test decided{note}). "
                      + ". ".join(parts) + ".")
     return "\n".join(lines)
 

@@ -635,11 +635,12 @@ def describe_frontier(grid: pd.DataFrame, policies: pd.DataFrame, oracle: pd.Dat
              f"tokens {grid['avg_tokens'].min():,.0f}-{grid['avg_tokens'].max():,.0f} per problem."]
     last = effects.iloc[-1]
     lines.append(
-        f"- Leader alone: {pct(solo['accuracy'], 1)} (strict {pct(solo['accuracy_strict'], 1)}) at {solo['avg_tokens']:,.0f} "
+        f"- Leader alone: {pct(solo['accuracy'], 1)} (strict, counting only answers it boxed itself: "
+        f"{pct(solo['accuracy_strict'], 1)}) at {solo['avg_tokens']:,.0f} "
         f"tokens; always interact: {pct(full['accuracy'], 1)} (strict {pct(full['accuracy_strict'], 1)}) at "
-        f"{full['avg_tokens']:,.0f} tokens ({full['avg_tokens'] / solo['avg_tokens']:.1f}x). Over the "
-        f"{len(effects) - 1} supporter stages the leader fixes {int(last['fixed_vs_leader'])} of its wrong first "
-        f"answers and breaks {int(last['broken_vs_leader'])} of its right ones; stage by stage, against the stage "
+        f"{full['avg_tokens']:,.0f} tokens ({full['avg_tokens'] / solo['avg_tokens']:.1f}x). After its last "
+        f"supporter stage the leader has fixed {int(last['fixed_vs_leader'])} of its wrong first "
+        f"answers and broken {int(last['broken_vs_leader'])} of its right ones; stage by stage, against the stage "
         "before: " + "; ".join(f"stage {int(r.stage)} fixes {int(r.fixed_vs_previous)}, breaks {int(r.broken_vs_previous)}"
                                for r in effects.iloc[1:].itertuples()) + ".")
     at = oracle[oracle["avg_tokens"] <= default["avg_tokens"] + 1e-9]["accuracy"].max()

@@ -356,10 +356,10 @@ SECONDARY = (
     ("no note vs the first answer (stage 1)", "no_note", "alone_v5", "escalated"),
     ("note vs another problem's note (stage 1)", "note", "other_note", "escalated"),
     ("another problem's note vs no note (stage 1)", "other_note", "no_note", "escalated"),
-    ("v6's whole chain vs the cascade", "v6", "cascade", "all"),
+    ("gated LASE (v6) vs the cascade", "v6", "cascade", "all"),
     ("the revision adapter alone vs v5 alone", "alone_rev", "alone_v5", "all"),
     ("the cascade vs the leader alone", "cascade", "alone_v5", "all"),
-    ("the whole chain vs the chain stopped after stage 1", "v6", "stage1", "all"),
+    ("gated LASE (v6) vs the chain stopped after stage 1", "v6", "stage1", "all"),
 )
 
 
@@ -435,32 +435,32 @@ def policy_tokens(run: Any, mv: Any | None = None, folder: str | Path = FOLDER) 
     s0 = st[st["stage"] == 0].set_index("problem_id").reindex(order)
     s1 = st[st["stage"] == 1].set_index("problem_id").reindex(order)
     esc = (p["stop_stage"] > 0).to_numpy()
-    out = {"leader alone (v5)": _tokens(s0), "v6's whole chain": _tokens(p)}
+    out = {"leader alone": _tokens(s0), WHOLE: _tokens(p)}
     stage1 = s1.where(pd.Series(esc, index=order), s0, axis=0)
     out["chain stopped after stage 1"] = _tokens(stage1)
     if (Path(folder) / "alone" / "manifest.json").is_file():
         alone = load_run(Path(folder) / "alone").problems.set_index("problem_id").reindex(order)
         a_all, a_comp = _tokens(alone)
-        l_all, l_comp = out["leader alone (v5)"]
+        l_all, l_comp = out["leader alone"]
         out["cascade (gate + revision adapter)"] = (l_all + esc * a_all, l_comp + esc * a_comp)
         out["revision adapter alone"] = (a_all, a_comp)
     if (Path(folder) / "no-note" / "manifest.json").is_file():
         look = load_run(Path(folder) / "no-note").problems.set_index("problem_id").reindex(order)
         n_all, n_comp = (np.nan_to_num(x) for x in _tokens(look))
-        l_all, l_comp = out["leader alone (v5)"]
+        l_all, l_comp = out["leader alone"]
         out[SECOND_LOOK] = (l_all + esc * n_all, l_comp + esc * n_comp)
     if mv is not None:
-        out["MV(7) over v5"] = _tokens(mv.problems.set_index("problem_id").reindex(order))
+        out["MV(7) of the leader"] = _tokens(mv.problems.set_index("problem_id").reindex(order))
     return out
 
 
 #: The whole chain's name in the cost tables.
-WHOLE = "v6's whole chain"
+WHOLE = "gated LASE (v6)"
 #: A policy built after the results were seen (labelled so wherever it is printed): the same gate, then
 #: the revision adapter's second look at the attempt with no note (the no-note arm), no supporter call.
-SECOND_LOOK = "gate + second look, no supporter (exploratory)"
+SECOND_LOOK = "gate + revision with no note (exploratory)"
 #: Which column of :func:`outcomes` each cost policy's accuracy is.
-POLICY_COLUMN = {"leader alone (v5)": "alone_v5", "chain stopped after stage 1": "stage1", "v6's whole chain": "v6",
+POLICY_COLUMN = {"leader alone": "alone_v5", "chain stopped after stage 1": "stage1", WHOLE: "v6",
                  "cascade (gate + revision adapter)": "cascade", "revision adapter alone": "alone_rev",
                  SECOND_LOOK: "second_look"}
 
@@ -470,10 +470,10 @@ def cost_table(run: Any, table: pd.DataFrame, mv: Any | None = None, folder: str
     """Accuracy (Wilson 95%) and mean tokens per problem (bootstrap 95%, all and completions) of each
     policy, with its multiple of the leader alone's tokens."""
     toks = policy_tokens(run, mv, folder)
-    base = toks["leader alone (v5)"][0].mean()
+    base = toks["leader alone"][0].mean()
     rows = []
     for name, (all_, comp) in toks.items():
-        if name == "MV(7) over v5":
+        if name == "MV(7) of the leader":
             correct = mv.problems.set_index("problem_id").reindex(table.index)["correct"].astype(bool)
         else:
             correct = table[POLICY_COLUMN[name]].astype(bool)
@@ -514,11 +514,11 @@ def describe_cost(costs: pd.DataFrame, where: pd.DataFrame, aim: Mapping[str, fl
     tokens go (with ``detail``: the largest roles and stages), and what would reach the paper's aim, from
     the tables."""
     c = costs.set_index("policy")
-    lead = c.loc["leader alone (v5)", "tokens"]
+    lead = c.loc["leader alone", "tokens"]
     v6 = c.loc[WHOLE]
-    text = (f"**Our multiple.** v6's whole chain spends {v6['tokens']:.0f} tokens a problem against the leader "
+    text = (f"**Our multiple.** Gated LASE on v6 spends {v6['tokens']:.0f} tokens a problem against the leader "
             f"alone's {lead:.0f} ({v6['x leader']:.1f}x; completions only {v6['completion tokens']:.0f} vs "
-            f"{c.loc['leader alone (v5)', 'completion tokens']:.0f}); the paper reports LASE at about "
+            f"{c.loc['leader alone', 'completion tokens']:.0f}); the paper reports LASE at about "
             f"{PAPER_LASE_MULTIPLE}x the single agent. ")
     if detail:
         top = where.iloc[:3]
@@ -537,19 +537,19 @@ def describe_cost(costs: pd.DataFrame, where: pd.DataFrame, aim: Mapping[str, fl
                  "stage re-reads the problem, the attempt and the note. The paper's single agent spends 0.3k-1.6k "
                  "tokens a problem (its Table 1), so a stage's re-reading weighs far less against it, and it escalates "
                  "a fifth to two fifths of problems (21-43% in its Table 5, GPT-4.1-mini on MATH-500). ")
-    if "MV(7) over v5" in c.index:
-        mv = c.loc["MV(7) over v5"]
+    if "MV(7) of the leader" in c.index:
+        mv = c.loc["MV(7) of the leader"]
         budget = aim["token_ratio"] * mv["tokens"]
         target = mv["accuracy"] - aim["points"]
-        meets = [name for name, r in c.iterrows() if name != "MV(7) over v5" and r["accuracy"] >= target
+        meets = [name for name, r in c.iterrows() if name != "MV(7) of the leader" and r["accuracy"] >= target
                  and r["tokens"] <= budget]
         text += (f"**The paper's aim** (within {100 * aim['points']:.0f} point of MV(7)'s {pct(mv['accuracy'], 1)} at <= "
                  f"{aim['token_ratio']:g}x its {mv['tokens']:.0f} tokens, so >= {pct(target, 1)} at <= {budget:.0f} tokens) "
                  + (f"is met by: {', '.join(meets)}." if meets else "is met by none of these policies.") + " ")
-        if "leader alone (v5)" in meets:
+        if "leader alone" in meets:
             text += ("The leader alone meets it too, since MV(7) is within a point of the leader alone here: on this "
                      "model the aim cannot tell a multi-agent method from none, so read the accuracies. ")
-        ok = c[(c.index != "MV(7) over v5") & (c["tokens"] <= budget)].sort_values("accuracy", ascending=False)
+        ok = c[(c.index != "MV(7) of the leader") & (c["tokens"] <= budget)].sort_values("accuracy", ascending=False)
         if len(ok):
             best = ok.iloc[0]
             text += (f"Within that budget the most accurate is {ok.index[0]} ({pct(best['accuracy'], 1)} at "
@@ -562,7 +562,7 @@ def describe_cost(costs: pd.DataFrame, where: pd.DataFrame, aim: Mapping[str, fl
 def _policy_style(policy: str) -> dict[str, str]:
     from ..plots import style
 
-    known = {"leader alone (v5)": "single", WHOLE: "lase", "MV(7) over v5": "mv"}
+    known = {"leader alone": "single", WHOLE: "lase", "MV(7) of the leader": "mv"}
     if policy in known:
         s = style(known[policy])
         return {"color": s["color"], "marker": s["marker"]}
@@ -585,7 +585,7 @@ def plot_cost(costs: pd.DataFrame, aim: Mapping[str, float], path: str | Path | 
                     yerr=[[100 * (r.accuracy - r.acc_lo)], [100 * (r.acc_hi - r.accuracy)]], fmt=st["marker"],
                     color=st["color"], mec="black", ms=9, capsize=3, label=f"{r.policy}: {100 * r.accuracy:.1f}%, {r.tokens:.0f} tokens")
     c = costs.set_index("policy")
-    lead = c.loc["leader alone (v5)", "tokens"]
+    lead = c.loc["leader alone", "tokens"]
     lo = 100 * costs["acc_lo"].min() - 2
     hi = min(100, 100 * costs["acc_hi"].max() + 4)
     ax.set_ylim(lo, hi)
@@ -594,8 +594,8 @@ def plot_cost(costs: pd.DataFrame, aim: Mapping[str, float], path: str | Path | 
     ax.axvline(PAPER_LASE_MULTIPLE * lead, color="0.3", ls=":", lw=1.5)
     ax.text(PAPER_LASE_MULTIPLE * lead * 1.03, hi - 0.5, f"the paper's LASE:\n{PAPER_LASE_MULTIPLE}x the single agent",
             fontsize=10, va="top", color="0.25")
-    if "MV(7) over v5" in c.index:
-        mv = c.loc["MV(7) over v5"]
+    if "MV(7) of the leader" in c.index:
+        mv = c.loc["MV(7) of the leader"]
         ax.fill_between([ax.get_xlim()[0], aim["token_ratio"] * mv["tokens"]], 100 * (mv["accuracy"] - aim["points"]), hi,
                         color="tab:green", alpha=0.10, lw=0,
                         label=f"the paper's aim: within {100 * aim['points']:.0f} point of MV(7) at <= {aim['token_ratio']:g}x its tokens")
@@ -787,7 +787,7 @@ def describe_made_of(c: Controls, folder: str | Path = FOLDER) -> str:
         look, whole = k.loc[SECOND_LOOK], k.loc[WHOLE]
         text += (f" *Exploratory, built after these results:* that second look behind the same gate, with no supporter "
                  f"call at all, is right on {pct(look['accuracy'], 1)} at {look['tokens']:.0f} tokens a problem "
-                 f"({look['x leader']:.1f}x the leader alone), against the whole chain's {pct(whole['accuracy'], 1)} at "
+                 f"({look['x leader']:.1f}x the leader alone), against gated LASE's {pct(whole['accuracy'], 1)} at "
                  f"{whole['tokens']:.0f} ({whole['x leader']:.1f}x); a preregistered test on fresh problems would have to "
                  "confirm it.")
     return text
@@ -863,3 +863,33 @@ def write_readme_summary(readme: Path) -> None:
     from .preregistration import V6_PATH, load
 
     write_between_markers(readme, "v6", readme_summary(load(), load(V6_PATH) if V6_PATH.is_file() else None))
+
+
+def describe_gain_parts(c: Controls, folder: str | Path = FOLDER) -> str:
+    """Where gated LASE's gain over the leader alone comes from, part by part, on the 600 (chapter 06,
+    section 6.7): the second look with no note (exploratory, labelled so), what the note adds at stage 1
+    (the preregistered primary), what stages 2-3 add, and the revision adapter as a second solver (the
+    cascade), each with its tokens a problem."""
+    t = c.table
+    k = cost_table(c.run, t, c.mv, folder).set_index("policy")
+    n = len(t)
+    gain = float(t["v6"].mean() - t["alone_v5"].mean())
+    r = primary(c.prereg, t)
+    parts = [f"**Where gated LASE's {100 * gain:+.1f} points come from** (on the {n} problems, against the leader "
+             f"alone's {k.loc['leader alone', 'tokens']:.0f} tokens):"]
+    if "second_look" in t:
+        look = float(t["second_look"].mean() - t["alone_v5"].mean())
+        parts.append(f"a second look by the revision adapter with no note, behind the same gate, "
+                     f"{100 * look:+.1f} at {k.loc[SECOND_LOOK, 'tokens']:.0f} tokens (exploratory, built after the "
+                     "results);")
+    parts.append(f"the devil's note at stage 1 adds {100 * r['diff'] * r['n'] / n:+.1f} on top (p = {r['p_value']:.2g}, "
+                 f"the preregistered primary: {r['outcome']}), for {k.loc['chain stopped after stage 1', 'tokens']:.0f} "
+                 "tokens in all;")
+    later = _test(t["v6"], t["stage1"], c.prereg)
+    parts.append(f"stages 2-3 add {100 * later['diff']:+.1f} (p = {later['p_value']:.2g}) and take the cost to "
+                 f"{k.loc[WHOLE, 'tokens']:.0f};")
+    if "cascade" in t:
+        casc = _test(t["cascade"], t["alone_v5"], c.prereg)
+        parts.append(f"the revision adapter as a second solver (the cascade) would give {100 * casc['diff']:+.1f} "
+                     f"(p = {casc['p_value']:.2g}) at {k.loc['cascade (gate + revision adapter)', 'tokens']:.0f}.")
+    return " ".join(parts)

@@ -106,8 +106,7 @@ def describe_regime(r: Mapping[str, Any], full: bool = False) -> str:
                  f"against the leader alone (McNemar {p_text(r['full_p'])}). ")
     if not decided:
         lead = (f"**On {r['n']} problems no regime can be told** (at least {MIN_DECIDABLE} are needed): the gate "
-                f"escalates {r['escalated']} of {r['n']} problems, and gated LASE scores {gain}. Chapters 04-06 "
-                f"refer back to this paragraph. ")
+                f"escalates {r['escalated']} of {r['n']} problems, and gated LASE scores {gain}. ")
         other = "Record more problems (`lase-nb record --n`) to tell the regime."
     elif r["regime"] == "corrective":
         lead = (f"**In this recording the supporters help**: the gate escalates {r['escalated']} of {r['n']} "
@@ -116,10 +115,10 @@ def describe_regime(r: Mapping[str, Any], full: bool = False) -> str:
     else:
         lead = (f"**With this recording the chapters are a negative control** (regime: {r['regime']}): the gate "
                 f"escalates {r['escalated']} of {r['n']} problems, but gated LASE scores {gain}, which does not "
-                f"clear both tests. Chapters 04-06 refer back to this paragraph. ")
+                f"clear both tests. ")
         other = (f"To see another regime, read the organisms' recordings (in the table above), or record "
                  f"with an API model and point the chapter at it: {OTHER_REGIME}.")
-    return rule + lead + full_line + other
+    return rule + full_line + lead + other
 
 
 def describe_gain_regime(label: str, r: Mapping[str, Any]) -> str:
