@@ -104,7 +104,7 @@ print(f"\n{gen.prompt_tokens} prompt tokens, {gen.completion_tokens} completion 
 #
 # **Predict, then run.** Read the reply above before running the next cells. Will the gate call
 # the model *sure* (U = 0) or *unsure* at 0.8 / 0.5? And is the answer the least sure part of the
-# reply, or does the model hesitate more on the reasoning before it? The next two cells answer the
+# reply, or does the model hesitate more on the reasoning before it? The next cell answers the
 # first question; the panel of every token below answers the second.
 
 # %% tags=["seminar"]

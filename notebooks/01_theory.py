@@ -77,7 +77,8 @@ plots.savefig(fig, "theory_architectures");
 # %% [markdown] tags=["seminar"]
 # ## 1.1 The neutral regime: symmetric debate is a martingale (Theorem 2.7)
 #
-# **Setting (Choi et al.).** Each of $n$ agents keeps a Dirichlet belief over $K$ options. Each
+# **Setting (Choi et al.).** Each of $n$ agents keeps a Dirichlet belief over $K$ options (one count
+# per option, read as probabilities in proportion to the counts). Each
 # round it answers by sampling from its posterior, reads the answers around it and adds their
 # counts (`theory.dirichlet_update`). Let $p_{i,t}$ be its posterior-mean probability of the
 # correct option.
@@ -184,7 +185,8 @@ for name, star in (("gated", star_gated), ("ungated", star_open), (f"gated, star
 theory.star_drift(star_gated).set_index(["stage", "uncertain"])[["drift", "drift_se", "gap", "gap_se"]]
 
 # %% [markdown] tags=["seminar"]
-# **Caveat.** This gate is *calibrated* (Assumption 3.3). A confidently wrong leader is never
+# **Caveat.** This gate is *calibrated*: the less sure the leader, the likelier it is wrong (the
+# paper's Assumption 3.3). A confidently wrong leader is never
 # corrected, and a weak model *escalates* (calls a peer, $U=1$) nearly always. Chapter 02 measures real confidence.
 
 # %% [markdown]

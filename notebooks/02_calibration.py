@@ -130,7 +130,7 @@ print(calibration.describe_answers(frame))
 #
 # **Predict, then run.** Sort the leader's answers by `exp(LP_min)`. Will the answers the model
 # is most sure of (0.99 and above) be the most accurate bin? Roughly how accurate will the answers
-# below 0.5 be? Write your guesses down; the table and figure below answer.
+# below 0.5 be? Write your guesses down; the figure below answers.
 
 # %% tags=["seminar"]
 fig = calibration.plot_reliability(frame, tau_lp, tau_h, title=f"Reliability of the confidence proxies ({source})")

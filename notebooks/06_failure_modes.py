@@ -325,7 +325,7 @@ else:
 # %% tags=["seminar"]
 if point is not None:
     prereg_v6 = preregistration.load(preregistration.V6_PATH) if preregistration.V6_PATH.is_file() else None
-    print(controls.describe_v6(prereg_v6, made_of=False, sensitivity=False))
+    display(Markdown(controls.describe_v6(prereg_v6, made_of=False, sensitivity=False)))
 
 # %% [markdown] tags=["book-more"]
 # The bars in words, then v6's verdict with its two sensitivity analyses (not preregistered):

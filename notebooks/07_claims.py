@@ -71,6 +71,7 @@ from lase_nb.tables import baseline_formats, off_format, strategy_tables
 from lase_nb import runs as run_store
 from lase_nb import strategies
 from lase_nb.chapters import claims
+from lase_nb.organism import controls
 
 plots.set_style()
 pd.set_option("display.max_colwidth", 90)
@@ -110,6 +111,9 @@ table[["paper"] + [c for c in table.columns if c.endswith(": verdict")]]
 
 # %% tags=["seminar"]
 display(Markdown(claims.describe_verdicts(table)))
+made_of = controls.load_controls() if v6 is not None else None
+if made_of is not None:
+    display(Markdown(controls.describe_claims_caveat(made_of)))
 fig = claims.plot_claims(table)
 plots.savefig(fig, "claims_forest");
 
@@ -130,7 +134,7 @@ plots.savefig(fig, "claims_forest");
 # committed study is shown.
 
 # %% tags=["book-more"]
-from lase_nb.organism import controls, preregistration
+from lase_nb.organism import preregistration
 
 point = next((s for s in shown if s.committed and s.path.name == "arith-organism-point"), None)
 if point is not None:

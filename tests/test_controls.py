@@ -214,3 +214,13 @@ def test_the_verdict_follows_the_contrasts():
     t = c.table.copy()
     t["cascade"] = t["v6"]  # a cascade as good as the whole chain gains over the leader alone
     assert controls.made_of_verdict(dataclasses.replace(c, table=t)) == "a second solver"
+
+
+def test_chapter_07s_caveat_follows_the_verdict():
+    c = controls.load_controls()
+    words = controls.describe_claims_caveat(c)
+    if controls.made_of_verdict(c) == "a second look":
+        assert "second look" in words and "exploratory" in words
+    t = c.table.copy()
+    t["cascade"] = t["v6"]
+    assert "a second solver" in controls.describe_claims_caveat(dataclasses.replace(c, table=t))

@@ -893,3 +893,21 @@ def describe_gain_parts(c: Controls, folder: str | Path = FOLDER) -> str:
         parts.append(f"the revision adapter as a second solver (the cascade) would give {100 * casc['diff']:+.1f} "
                      f"(p = {casc['p_value']:.2g}) at {k.loc['cascade (gate + revision adapter)', 'tokens']:.0f}.")
     return " ".join(parts)
+
+
+def describe_claims_caveat(c: Controls) -> str:
+    """Chapter 07's one line beside organism v6's verdicts: what its gain is made of (:func:`made_of_verdict`),
+    so that a reproduced accuracy claim is not read as the supporters' doing when the controls say otherwise."""
+    verdict = made_of_verdict(c)
+    t = c.table
+    gain = float(t["v6"].mean() - t["alone_v5"].mean())
+    if verdict == "the note":
+        return f"*Organism v6:* its controls credit the supporters' notes with its {100 * gain:+.1f} points (chapter 06, 6.6)."
+    if verdict == "a second look" and "second_look" in t:
+        look = float(t["second_look"].mean() - t["alone_v5"].mean())
+        return (f"*Organism v6, read with chapter 06 (6.7):* of its {100 * gain:+.1f} points over the leader alone, "
+                f"{100 * look:+.1f} come from a second look by its revision adapter with no supporter at all "
+                "(exploratory); the note is not shown to add to it, so its reproduced claims do not show that the "
+                "supporters carry the gain.")
+    return (f"*Organism v6:* what its {100 * gain:+.1f} points are made of is {verdict} by its controls "
+            "(chapter 06, 6.6-6.7).")

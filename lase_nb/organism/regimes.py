@@ -111,9 +111,10 @@ def describe_regime(r: Mapping[str, Any], full: bool = False) -> str:
     elif r["regime"] == "corrective":
         lead = (f"**In this recording the supporters help**: the gate escalates {r['escalated']} of {r['n']} "
                 f"problems, and gated LASE scores {gain}. ")
-        other = "To see a negative control, run the embedded model (the default recording)."
+        other = "To see a negative control (a run where the supporters should not help), run the embedded model."
     else:
-        lead = (f"**With this recording the chapters are a negative control** (regime: {r['regime']}): the gate "
+        lead = (f"**With this recording the chapters are a negative control**, a run where the supporters do not help "
+                f"(regime: {r['regime']}): the gate "
                 f"escalates {r['escalated']} of {r['n']} problems, but gated LASE scores {gain}, which does not "
                 f"clear both tests. ")
         other = (f"To see another regime, read the organisms' recordings (in the table above), or record "
