@@ -18,14 +18,14 @@
 # trust it, without asking anyone else? LASE bets that we can: it reads how probable the model
 # found the few tokens of its final answer, and calls in help only when that number is low.
 #
-# When it is low, LASE asks *supporters* for help: other calls of the same model in a critic's
-# role, one at a time.
+# When it is low, the model that answered (LASE's *leader*) asks *supporters* for help: other calls
+# of the same model in a critic's role, one at a time.
 #
 # **What you will learn.** Where a model's final answer sits among the tokens it generated, and
 # the two confidence numbers LASE gates on: the lowest answer-token probability `exp(LP_min)` and
 # the highest answer-token entropy `H_max`. The answer is *unsure* when `exp(LP_min)` is below a
-# threshold `tau_lp` or `H_max` above `tau_h`; the defaults, 0.8 and 0.5 nats, are inferred from the
-# paper (it states none).
+# threshold `tau_lp` or `H_max` above `tau_h`; the defaults, 0.8 and 0.5 nats (entropy in natural-log
+# units), are inferred from the paper (it states none).
 
 # %% [markdown] tags=["book-more"]
 # **Paper results covered.** The LASE paper's confidence proxies (the lowest

@@ -85,7 +85,8 @@ plots.savefig(fig, "theory_architectures");
 #
 # **Theorem.** The count an agent adds has expectation equal to the beliefs of those it reads.
 # **When an agent's belief equals their average, $E[p_{i,t} \mid \text{past}] = p_{i,t-1}$: debate
-# cannot change expected correctness.** Homogeneous agents reading everyone satisfy this.
+# cannot change expected correctness** (a *martingale*: the expected next value is the current
+# one). Homogeneous agents reading everyone satisfy this.
 #
 # **Predict, then run.** Will the average belief rise, fall or stay? Does it depend on the start?
 # Left: mean belief (line, 95% band) and share right (dots) per round; middle: the spread across
