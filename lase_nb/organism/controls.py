@@ -34,6 +34,7 @@ from .. import prompts
 from ..confidence import uncertain_mask
 from ..errors import DataError
 from ..paths import REPO_ROOT
+from .preregistration import bootstrap_settings
 from .stage_one import StageOneCase, stage_one_cases
 from ..stats import bootstrap_ci, clears_both, holm, mcnemar_power, paired_test, pct, wilson_interval
 from ..types import Problem
@@ -258,11 +259,6 @@ def load_prereg(path: str | Path = PREREG_PATH) -> dict[str, Any]:
 # ---------------------------------------------------------------- reading the arms
 
 
-def _settings(prereg: Mapping[str, Any]) -> dict[str, Any]:
-    boot = prereg["primary"]["tests"]["bootstrap"]
-    return {"n_boot": boot["n_boot"], "seed": boot["seed"], "level": boot["level"]}
-
-
 def outcomes(run: Any, folder: str | Path = FOLDER) -> pd.DataFrame:
     """One row per problem of the recording (600), one column per policy, correctness as recorded:
     ``alone_v5`` (stage 0), ``stage1`` (the chain stopped after stage 1), ``v6`` (the whole chain),
@@ -302,7 +298,7 @@ def outcomes(run: Any, folder: str | Path = FOLDER) -> pd.DataFrame:
 
 def _test(a: pd.Series, b: pd.Series, prereg: Mapping[str, Any]) -> dict[str, Any]:
     keep = a.notna() & b.notna()
-    t = paired_test(a[keep].astype(bool).to_numpy(), b[keep].astype(bool).to_numpy(), **_settings(prereg))
+    t = paired_test(a[keep].astype(bool).to_numpy(), b[keep].astype(bool).to_numpy(), **bootstrap_settings(prereg))
     t["claimed_above"] = clears_both(t, 0.05, above=True)
     t["claimed_below"] = clears_both(t, 0.05, above=False)
     return t
@@ -617,7 +613,7 @@ def overlap_sensitivity(prereg_v6: Mapping[str, Any], run: Any, problems: Mappin
     """v6's primary (gated LASE vs the leader alone) without the problems whose chain a training problem
     computes with a commutative step's operands swapped (:func:`lase_nb.organism.recipe.training_overlap`)."""
     from .recipe import training_overlap
-    from .preregistration import _gated_and_alone, bootstrap_settings
+    from .preregistration import _gated_and_alone
 
     final, alone = _gated_and_alone(prereg_v6, run)
     overlap = set(training_overlap([problems[i] for i in final.index if i in problems]))
