@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping
 
 import numpy as np
@@ -58,10 +59,141 @@ ORACLE_COLOR = "#B2182B"
 #: one drawn beside a point. "lase-full" (LASE forced through every stage) is the always-interact
 #: policy and looks like it.
 STYLE: dict[str, dict[str, str]] = {
-    "solo": dict(color="#0072B2", marker="s", label="leader alone", short="leader alone"),
+    "solo": dict(color=SPECS["single"].color, marker="s", label="leader alone", short="leader alone"),
     **{n: dict(color=s.color, marker=s.marker, label=s.legend, short=s.short) for n, s in SPECS.items()},
 }
 STYLE["always-interact"] = STYLE["lase-full"]
+
+
+# --------------------------------------------------------------------------------------------
+# one meaning per colour (issue 67, item 5): a colour names one thing on the seminar path
+# --------------------------------------------------------------------------------------------
+
+#: The paper's own numbers and aims, drawn beside ours (dark purple, apart from every strategy).
+PAPER_COLOR = "#6A3D9A"
+#: The gate followed by one call of organism v6's revision adapter and no supporter (the cascade,
+#: the second look with no note: chapter 06, section 6.7).
+SECOND_LOOK_COLOR = "#56B4E9"
+#: Symmetric debate (MAD), light to dark: one line per starting accuracy (chapter 01, section 1.1).
+DEBATE_SHADES = ("#E8B7D4", SPECS["mad"].color, "#8A3F6E")
+#: Neutral ink for what names no strategy (counts, note kinds, verdicts, reference lines): greys,
+#: told apart by shade, marker and hatch.
+NEUTRAL_DARK, NEUTRAL_MID, NEUTRAL_LIGHT = "#333333", "#8C8C8C", "#C8C8C8"
+
+
+@dataclass(frozen=True)
+class Meaning:
+    """A colour of the house (with its shades) and the one thing it means; ``labels`` is a regular
+    expression (case-insensitive) that every legend entry or text drawn in the colour matches."""
+
+    name: str
+    colors: tuple[str, ...]
+    labels: str
+
+
+#: Every colour a figure may draw in, each with one meaning: the strategies' (from their records;
+#: the leader alone is the single agent) and the few that name no strategy. Greys and black are
+#: neutral (:func:`is_neutral`) and mean nothing by themselves; a colour map (a value scale, as
+#: chapter 05's escalation rate) is a scale, not a meaning. :func:`colour_problems` checks a figure.
+MEANINGS: tuple[Meaning, ...] = (
+    Meaning("one model answers alone", (SPECS["single"].color,), r"alone|single"),
+    Meaning("LASE: the gated chain and its escalation", (SPECS["lase"].color,), r"LASE|gated|chain|escalat|below"),
+    Meaning("always interact: every stage runs", (SPECS["lase-full"].color,), r"always|ungated"),
+    Meaning("majority vote", (SPECS["mv"].color,), r"MV|majority"),
+    Meaning("symmetric debate (MAD)", DEBATE_SHADES, r"MAD|debate|start \d+%"),
+    Meaning("the gate and one revision-adapter call, no supporter", (SECOND_LOOK_COLOR,), r"cascade|no note|second look"),
+    Meaning("the paper's numbers", (PAPER_COLOR,), r"paper"),
+    Meaning("the oracle gate", (ORACLE_COLOR,), r"oracle"),
+    Meaning("mixture of agents", (SPECS["moa"].color,), r"mixture|MoA"),
+    Meaning("LASE + MV", (SPECS["lase-mv"].color,), r"LASE"),
+    Meaning("LASE, shuffled order", (SPECS["lase-shuffled"].color,), r"shuffl"),
+    Meaning("LASE, supporter group", (SPECS["lase-ensemble"].color,), r"group|ensemble"),
+)
+#: Two colours closer than this (RGB, 0-1 per channel) are one colour to a reader: seaborn's
+#: colour-blind "C1" is Okabe-Ito's orange, so a figure cannot slip a meaning in by a near copy.
+SAME_COLOR = 0.1
+
+
+def is_neutral(color: Any) -> bool:
+    """Whether a colour is grey, black or white (its channels within 0.06 of each other)."""
+    from matplotlib.colors import to_rgb
+
+    rgb = to_rgb(color)
+    return max(rgb) - min(rgb) < 0.06
+
+
+def meaning_of(color: Any) -> Meaning | None:
+    """The meaning a chromatic colour carries (the nearest house colour within :data:`SAME_COLOR`),
+    None for a neutral colour; raises ``KeyError`` for a colour the house does not hold."""
+    from matplotlib.colors import to_rgb
+
+    if is_neutral(color):
+        return None
+    rgb = np.array(to_rgb(color))
+    dist, best = min((float(np.linalg.norm(rgb - np.array(to_rgb(c)))), m.name) for m in MEANINGS for c in m.colors)
+    if dist > SAME_COLOR:
+        from matplotlib.colors import to_hex
+
+        raise KeyError(f"{to_hex(color)} is no colour of the house (plots.MEANINGS)")
+    return next(m for m in MEANINGS if m.name == best)
+
+
+def _drawn_colors(artist: Any) -> list[Any]:
+    """The colours an artist draws with (transparent ones and colour-mapped values left out)."""
+    from matplotlib.collections import Collection
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+    from matplotlib.text import Text
+
+    if not artist.get_visible():
+        return []
+    if isinstance(artist, Line2D):
+        out = [artist.get_color(), artist.get_markerfacecolor(), artist.get_markeredgecolor()]
+    elif isinstance(artist, Patch):
+        out = [artist.get_facecolor(), artist.get_edgecolor()]
+    elif isinstance(artist, Collection):
+        out = [] if artist.get_array() is not None else [*artist.get_facecolors(), *artist.get_edgecolors()]
+    elif isinstance(artist, Text):
+        out = [artist.get_color()] if artist.get_text() else []
+    else:
+        return []
+    from matplotlib.colors import to_rgba
+
+    return [c for c in out if not (isinstance(c, str) and c == "none") and to_rgba(c)[3] > 0]
+
+
+def colour_problems(fig) -> list[str]:
+    """Where ``fig`` breaks one meaning per colour (empty when it keeps it): a chromatic colour the
+    house does not hold (:data:`MEANINGS`), or a legend entry or text in a house colour that does
+    not name that colour's meaning."""
+    import re
+
+    from matplotlib.colors import to_hex
+    from matplotlib.text import Text
+
+    problems: list[str] = []
+
+    def check(color: Any, text: str | None) -> None:
+        try:
+            meaning = meaning_of(color)
+        except KeyError as err:
+            problems.append(str(err.args[0]))
+            return
+        if meaning is not None and text is not None and not re.search(meaning.labels, text, re.I):
+            problems.append(f"{text!r} is drawn in {to_hex(color)}, which means {meaning.name}")
+
+    legends = [leg for leg in [*(ax.get_legend() for ax in fig.axes), *fig.legends] if leg is not None]
+    in_legend = {id(a) for leg in legends for a in leg.findobj()}
+    for artist in fig.findobj():
+        if id(artist) in in_legend:
+            continue  # a legend is checked entry by entry below
+        for color in _drawn_colors(artist):
+            check(color, artist.get_text() if isinstance(artist, Text) else None)
+    for leg in legends:
+        for handle, text in zip(leg.legend_handles, leg.get_texts()):
+            for color in _drawn_colors(handle):
+                check(color, text.get_text())
+    return sorted(set(problems))
 
 
 def style(strategy: str) -> dict[str, str]:
@@ -273,13 +405,13 @@ def place_label(ax: Axes, text: str, spots: list[Spot], *, avoid: list[Artist] |
     return ann
 
 
-#: Colour of answer tokens in token figures, with the name the figure's text uses for it. Not
-#: orange: on the seminar path orange means a token below the threshold (chapter 00's slider,
-#: ``quickstart.BELOW_COLOR``), and one colour keeps one meaning (issue 67); the slider outlines
-#: answer tokens in the same black.
+#: Colour of answer tokens in token figures, with the name the figure's text uses for it. Neutral,
+#: as the other tokens' grey: orange is LASE's, and chapter 00's slider colours a token below the
+#: threshold, which would make LASE escalate, in it (``quickstart.BELOW_COLOR``); blue is the
+#: leader alone's (:data:`MEANINGS`). The slider outlines answer tokens in the same black.
 ANSWER_COLOR, ANSWER_COLOR_NAME = "#000000", "black"
 #: Colour of the other (reasoning) tokens.
-OTHER_COLOR, OTHER_COLOR_NAME = "#0173B2", "blue"
+OTHER_COLOR, OTHER_COLOR_NAME = NEUTRAL_MID, "grey"
 #: Tokens a row of :func:`token_bars` holds at most: a longer reply wraps onto further rows, as text
 #: does, so that each label keeps :data:`MIN_TICK_PT` within :data:`MAX_WIDTH_IN`.
 TOKENS_PER_ROW = 40

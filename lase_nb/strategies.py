@@ -914,7 +914,7 @@ class StrategySpec:
 SPECS: dict[str, StrategySpec] = {s.name: s for s in [
     StrategySpec(
         name="single", label=lambda c: "single agent", legend="single agent", short="single",
-        color="#56B4E9", marker="o", describe=lambda c: "one answer from the leader's prompt",
+        color="#0072B2", marker="o", describe=lambda c: "one answer from the leader's prompt",
         calls=lambda c: Formula("1", 1), inclusions=_no_reads, topology="none", run=single),
     StrategySpec(
         name="mv", label=lambda c: f"MV({_get(c, 'n_samples')})", legend="majority vote", short="majority vote",

@@ -315,7 +315,7 @@ else:
 
 # %% [markdown] tags=["seminar"]
 # **Reading the bars.** Each group is one leader; its bars are the notes it reads. Within a group
-# the bars differ by the note only; the same colour across groups is the same note read by another
+# the bars differ by the note only; the same shade across groups is the same note read by another
 # leader. No bar clears both of the round's bars, so that round stopped. The pilot's bars were a
 # lead found after the fact, so the next step was a test, not a claim: **organism v6** is v5 with
 # the pilot's revision (retrained with the same recipe) as a second adapter for every revision
@@ -381,7 +381,8 @@ else:
 # budget, replayed); the **cascade** (the same gate, then the revision adapter's own answer to the
 # problem) and that adapter alone; and, built after the results, the gate followed by the
 # **revision with no note** (the no-note control), no supporter at all. The shaded corner is the
-# paper's aim (within a point of MV(7) at no more than 0.7x its tokens), the dotted line its 1.3x.
+# paper's aim (within a point of MV(7) at no more than 0.7x its tokens), the dotted line its 1.3x,
+# both in the paper's purple.
 
 # %% tags=["seminar"]
 if made_of is not None:

@@ -119,7 +119,7 @@ plots.savefig(fig, "claims_forest");
 
 # %% [markdown] tags=["seminar"]
 # **What to look at.** Each line is one claim on one model: our difference in points with its 95%
-# interval, coloured and shaped by its verdict. A bar clear of zero that stays grey lost its verdict
+# interval, shaded and shaped by its verdict (black for a decided one). A bar clear of zero that stays grey lost its verdict
 # to Holm's adjustment (named above with both p-values); for "matches or beats", look at the bar's
 # left end against the dotted -3. Organism v6 is read on its 600 fresh problems, gated at 0.8 / 0.5.
 

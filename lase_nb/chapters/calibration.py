@@ -27,7 +27,7 @@ import pandas as pd
 from .. import reference
 from ..confidence import confidence_frame, gate_split, topk_entropy, uncertain_mask
 from ..errors import DataError
-from ..plots import MAX_WIDTH_IN
+from ..plots import MAX_WIDTH_IN, NEUTRAL_DARK, NEUTRAL_LIGHT, PAPER_COLOR
 from ..stats import MIN_CLASS, NO_ANSWER, auroc_difference, auroc_test, auroc_with_ci, ece, p_text, proportions_test, reliability_table, wilson_interval
 from ..types import Generation
 
@@ -270,7 +270,6 @@ def _covered_bins(table: pd.DataFrame, op: str, thr: float) -> list[int]:
     return out
 
 
-_PAPER_COLOUR = "#6a3d9a"  # dark purple: apart from the palette used for data
 #: The reliability figure's size (inches): its two panels one above the other, each the full width
 #: of the size rule, so that a bin's label reads at a projector (:data:`lase_nb.plots.MAX_WIDTH_IN`).
 RELIABILITY_SIZE = (MAX_WIDTH_IN, 10.5)
@@ -285,7 +284,8 @@ def _reliability_panel(ax, table: pd.DataFrame, proxy: str, tau: float | None) -
 
     x = np.arange(len(table))
     na = (table["bin"] == NO_ANSWER).to_numpy()
-    bars = ax.bar(x, table["count"], color=np.where(na, "0.6", "C0"), alpha=0.4, width=0.8,
+    # neutral greys and black: a strategy's colour would say the bins belong to it (plots.MEANINGS)
+    bars = ax.bar(x, table["count"], color=np.where(na, "0.45", NEUTRAL_LIGHT), alpha=0.6, width=0.8,
                   label="answers in bin (left axis)")
     ax.set_ylabel("answers in bin")
     ax.set_xticks(x, [f"{b.replace(', ', ',')}\nn={int(c)}" for b, c in zip(table["bin"], table["count"])],
@@ -300,7 +300,7 @@ def _reliability_panel(ax, table: pd.DataFrame, proxy: str, tau: float | None) -
     lo = acc - table["ci_lo"].to_numpy(float)
     hi = table["ci_hi"].to_numpy(float) - acc
     keep = ~na & (table["count"].to_numpy() > 0)
-    line = ax2.errorbar(x[keep], acc[keep], yerr=[lo[keep], hi[keep]], color="C1", marker="o", lw=2.5,
+    line = ax2.errorbar(x[keep], acc[keep], yerr=[lo[keep], hi[keep]], color=NEUTRAL_DARK, marker="o", lw=2.5,
                         capsize=5, label="accuracy in bin, 95% interval (right axis)")
     handles = [bars, line]
     if na.any() and table.loc[na, "count"].iloc[0] > 0:
@@ -312,14 +312,14 @@ def _reliability_panel(ax, table: pd.DataFrame, proxy: str, tau: float | None) -
         if not idx:
             continue
         y = c["accuracy"] / 100.0
-        ax2.hlines(y, min(idx) - 0.4, max(idx) + 0.4, colors=_PAPER_COLOUR, linestyles="--", lw=3)
+        ax2.hlines(y, min(idx) - 0.4, max(idx) + 0.4, colors=PAPER_COLOR, linestyles="--", lw=3)
         last = len(table) - 1 - int(na.any())
         ha, xa = ("left", min(idx) - 0.4) if min(idx) == 0 else ("right", max(idx) + 0.4) \
             if max(idx) == last else ("center", float(np.mean(idx)))
         ax2.annotate(f"paper {c['accuracy']:.1f}%\n{c['condition']}", (xa, _ACC_TOP), xytext=(0, -3),
-                     textcoords="offset points", ha=ha, va="top", color=_PAPER_COLOUR, fontsize="small",
+                     textcoords="offset points", ha=ha, va="top", color=PAPER_COLOR, fontsize="small",
                      fontweight="bold")  # in the strip above accuracy 1, over the bins the segment covers
-    handles.append(Line2D([], [], color=_PAPER_COLOUR, ls="--", lw=3,
+    handles.append(Line2D([], [], color=PAPER_COLOR, ls="--", lw=3,
                           label=f"paper's accuracy under its condition ({cal.attrs.get('n_answers', 0):,} answers)"))
     if tau is not None:
         edges = [r.lo for r in table.itertuples() if r.bin != NO_ANSWER]

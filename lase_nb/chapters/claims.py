@@ -34,6 +34,7 @@ import pandas as pd
 from .. import reference
 from ..confidence import confidence_frame
 from ..errors import DataError
+from ..plots import NEUTRAL_LIGHT, NEUTRAL_MID
 from ..stats import MARGIN, MIN_CLASS, auroc_test, clears_both, holm, paired_test, within_margin
 from ..tables import decidable, main_comparison, paired_correct
 from ..strategies import SPECS
@@ -329,10 +330,14 @@ def paper_inconsistencies() -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-#: The colour of each verdict in :func:`plot_claims`.
-VERDICT_COLORS = {"reproduced": "#009E73", "refuted": "#D55E00", "not shown": "#999999", "too few problems": "#CC79A7"}
-#: Each verdict's marker in the forest plot, so that no two verdicts differ by colour alone.
+#: The ink of each verdict in :func:`plot_claims`: neutral, darker for a decided verdict, since on the
+#: seminar path every colour names a strategy (``plots.MEANINGS``) and a verdict is none.
+VERDICT_COLORS = {"reproduced": "#000000", "refuted": "#000000", "not shown": NEUTRAL_MID, "too few problems": NEUTRAL_LIGHT}
+#: Each verdict's marker in the forest plot, so that no two verdicts differ by shade alone.
 VERDICT_MARKERS = {"reproduced": "o", "refuted": "s", "not shown": "D", "too few problems": "X"}
+#: Each verdict's line and marker fill: the two decided ones (both black) differ by both.
+VERDICT_LINES = {"reproduced": "-", "refuted": "--", "not shown": "-", "too few problems": "-"}
+VERDICT_FILLS = {"reproduced": "#000000", "refuted": "white", "not shown": NEUTRAL_MID, "too few problems": "white"}
 
 
 #: Half-width of the band of an "about equal" claim (the shuffled-order claim), in accuracy.
@@ -369,13 +374,14 @@ def plot_claims(table: pd.DataFrame):
     fig, ax = plt.subplots(figsize=(10, 1.4 + 0.36 * (len(rows) + 1.4 * len(models))))
     for yi, r in zip(pos, rows.itertuples()):
         if r.kind == "about equal":
-            ax.fill_between([-100 * EQUAL_BAND, 100 * EQUAL_BAND], yi - 0.42, yi + 0.42, color="#56B4E9", alpha=0.25,
+            ax.fill_between([-100 * EQUAL_BAND, 100 * EQUAL_BAND], yi - 0.42, yi + 0.42, color=NEUTRAL_LIGHT, alpha=0.45,
                             lw=0, zorder=0)
         elif r.kind == "no worse":
             ax.plot([-100 * MARGIN] * 2, [yi - 0.42, yi + 0.42], color="0.35", lw=1.5, ls=":", zorder=1)
         c = VERDICT_COLORS[r.verdict]
-        ax.plot([100 * r.diff_lo, 100 * r.diff_hi], [yi, yi], color=c, lw=2.5, zorder=2)
-        ax.plot(100 * r.diff, yi, VERDICT_MARKERS[r.verdict], color=c, mec="black", ms=7, zorder=3)
+        ax.plot([100 * r.diff_lo, 100 * r.diff_hi], [yi, yi], color=c, lw=2.5, ls=VERDICT_LINES[r.verdict], zorder=2)
+        ax.plot(100 * r.diff, yi, VERDICT_MARKERS[r.verdict], color=c, mfc=VERDICT_FILLS[r.verdict], mec="black",
+                ms=8, zorder=3)
     ax.axvline(0, color="0.3", lw=1, zorder=1)
     ax.set_yticks(pos, [f"{r.claim.split(' (')[0]} (n={int(r.n)})" for r in rows.itertuples()], fontsize=9.5)
     ax.set_ylim(pos.min() - 0.7, max(headers.values()) + 0.7)
@@ -385,13 +391,14 @@ def plot_claims(table: pd.DataFrame):
         ax.text(-0.02, yh, m, transform=left, ha="right", va="center", fontweight="bold", fontsize=10.5)
         ax.axhline(yh + 0.5, color="0.85", lw=0.8, zorder=0)
     ax.set_xlabel("first strategy minus second (points; paired bootstrap 95% interval)")
-    handles = [plt.Line2D([], [], color=c, lw=2.5, marker=VERDICT_MARKERS[v], mec="black", label=v)
+    handles = [plt.Line2D([], [], color=c, lw=2.5, ls=VERDICT_LINES[v], marker=VERDICT_MARKERS[v],
+                          mfc=VERDICT_FILLS[v], mec="black", ms=8, label=v)
                for v, c in VERDICT_COLORS.items() if v in set(rows["verdict"])]
     if (rows["kind"] == "no worse").any():
         handles.append(plt.Line2D([], [], color="0.35", ls=":", lw=1.5,
                                   label=f"non-inferiority margin (-{100 * MARGIN:.0f} points)"))
     if (rows["kind"] == "about equal").any():
-        handles.append(Patch(color="#56B4E9", alpha=0.25, label=f"about equal: +-{100 * EQUAL_BAND:.0f} points"))
+        handles.append(Patch(color=NEUTRAL_LIGHT, alpha=0.45, label=f"about equal: +-{100 * EQUAL_BAND:.0f} points"))
     fig.suptitle("The paper's accuracy claims on our models, with each verdict", x=0.01, ha="left",
                  fontweight="bold")  # left-aligned over the whole figure: the claim labels push the axes right
     fig.tight_layout(rect=(0, 0.07, 1, 1))

@@ -34,6 +34,7 @@ from ..stats import PAIRED_N_BOOT, p_text, pct, points, proportions_test, wilson
 from ..strategies import EXTRACT_ROLE, SPECS
 from ..answers import answer_or_none
 from ..transcripts import ANSWERER_ROLES, render_transcript, transcript_entries
+from ..plots import NEUTRAL_DARK, NEUTRAL_LIGHT, NEUTRAL_MID
 
 __all__ = [
     "describe_separation",
@@ -478,14 +479,16 @@ def plot_confident_errors(frame: pd.DataFrame, tau_lp: float, tau_h: float, seed
     # the jitter never carries a point across a threshold: each stays on its own side of the gate
     jx = np.where(x > xg, np.maximum(jx, xg * 1.02), np.minimum(jx, xg / 1.02))
     jy = np.where(y > yg, np.maximum(jy, yg * 1.02), np.minimum(jy, yg / 1.02))
-    ax.add_patch(Rectangle((xg, ylo), xhi - xg, yhi - ylo, color="C1", alpha=0.13, lw=0,
+    # LASE's colour for where it escalates; right and wrong in neutral ink (plots.MEANINGS): black
+    # crosses for the confident errors the figure is about, hollow circles for right answers
+    ax.add_patch(Rectangle((xg, ylo), xhi - xg, yhi - ylo, color=SPECS["lase"].color, alpha=0.13, lw=0,
                            label="U = 1: LASE escalates"))
-    ax.add_patch(Rectangle((xlo, yg), xg - xlo, yhi - yg, color="C1", alpha=0.13, lw=0))
-    ax.scatter(jx[ok], jy[ok], s=45, color="#009E73", edgecolor="k", lw=0.6, alpha=0.9, zorder=5,
+    ax.add_patch(Rectangle((xlo, yg), xg - xlo, yhi - yg, color=SPECS["lase"].color, alpha=0.13, lw=0))
+    ax.scatter(jx[ok], jy[ok], s=45, color="white", edgecolor=NEUTRAL_DARK, lw=1.2, zorder=5,
                label=f"right ({int(ok.sum())})")
     ax.scatter(jx[~ok & u], jy[~ok & u], s=22, color="0.45", marker="o", alpha=0.45, lw=0, zorder=2,
                label=f"wrong, escalated ({int((~ok & u).sum())})")
-    ax.scatter(jx[ce], jy[ce], s=30, color="#D55E00", marker="X", edgecolor="none", alpha=0.6, zorder=4,
+    ax.scatter(jx[ce], jy[ce], s=42, color="black", marker="X", edgecolor="none", alpha=0.85, zorder=4,
                label=f"confident error: wrong, accepted ({int(ce.sum())})")
     ax.axvline(xg, color="k", ls=":", lw=1.2)
     ax.axhline(yg, color="k", ls=":", lw=1.2)
@@ -569,13 +572,15 @@ def plot_note_vs_leader(grid: pd.DataFrame, rule: Mapping[str, float] | None = N
     notes = list(dict.fromkeys(grid["note"]))
     fig, axes = plt.subplots(1, 2, figsize=(10, 4.2), sharey=False)
     width = 0.8 / len(notes)
+    note_colors = (NEUTRAL_MID, NEUTRAL_LIGHT)  # kinds of note are no strategy: greys, the second hatched
     for ax, (k, n, bar, title) in zip(axes, (("fixed", "wrong", rule["fix"], "wrong first answers FIXED"),
                                              ("broken", "right", rule["break_"], "right first answers BROKEN"))):
         for j, note in enumerate(notes):
             sub = grid[grid["note"] == note].set_index("leader").reindex(leaders)
             x = np.arange(len(leaders)) + (j - (len(notes) - 1) / 2) * width
             share = (sub[k] / sub[n]).to_numpy(float)
-            ax.bar(x, share, width, color=f"C{j}", label=f"reads {note}")
+            ax.bar(x, share, width, color=note_colors[j % len(note_colors)], edgecolor=NEUTRAL_DARK,
+                   hatch="//" if j % 2 else None, label=f"reads {note}")
             for xi, v, kk, nn in zip(x, share, sub[k], sub[n]):
                 if not np.isnan(v):
                     ax.text(xi, v + 0.01, f"{int(kk)}/{int(nn)}", ha="center", va="bottom", fontsize="small")

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from ..confidence import gate_split, uncertain_mask
+from ..strategies import SPECS
 from ..book.widgets import TEXT_CLASS, note_html, png_bytes
 from .calibration import RELIABILITY_SIZE, plot_reliability
 
@@ -120,8 +121,9 @@ def gate_sliders(frame: pd.DataFrame, tau_lp: float = 0.8, tau_h: float = 0.5, *
 # The gate without a kernel (the HTML book, JupyterLab): one slider for tau_lp, Bokeh
 # ---------------------------------------------------------------------------------------------
 
-#: Colours of an answer the gate escalates and of one it accepts.
-ESCALATED_COLOR, ACCEPTED_COLOR = "#D55E00", "#0173B2"
+#: Colours of an answer the gate escalates (LASE's: its chain goes on) and of one it accepts (the
+#: leader alone's: its answer stands), as ``plots.MEANINGS`` gives them.
+ESCALATED_COLOR, ACCEPTED_COLOR = SPECS["lase"].color, SPECS["single"].color
 
 
 def gate_counts(frame: pd.DataFrame, tau_lp: float, tau_h: float) -> dict[str, int]:

@@ -17,11 +17,13 @@ import numpy as np
 
 from ..confidence import Confidence, uncertain_mask
 from ..plots import OTHER_COLOR, token_label
+from ..strategies import SPECS
 
 __all__ = ["VERDICTS", "gate_table", "lp_clauses", "h_clauses", "token_panel"]
 
-#: Colour of a token whose probability is below the slider's tau_lp (the reply's highlight is lighter).
-BELOW_COLOR = "#E69F00"
+#: Colour of a token whose probability is below the slider's tau_lp (the reply's highlight is
+#: lighter): LASE's (``plots.MEANINGS``), since such a token makes LASE escalate.
+BELOW_COLOR = SPECS["lase"].color
 
 #: What the gate's verdict means for LASE, by U (0: sure, 1: unsure); ``{answer}`` is the answer.
 VERDICTS = ("Sure (U = 0): LASE would stop here and output {answer}.",

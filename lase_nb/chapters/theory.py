@@ -793,19 +793,27 @@ def describe_bound(grid: pd.DataFrame, z: float = 4.0, z_chance: float = 2.0) ->
 _Z95 = 1.96
 
 
+def _spread(colors: tuple[str, ...], n: int) -> list[str]:
+    """``n`` of ``colors``, light to dark, spread over the range (all of them when ``n`` is their number)."""
+    idx = np.linspace(0, len(colors) - 1, n).round().astype(int) if n > 1 else [len(colors) // 2]
+    return [colors[i] for i in idx]
+
+
 def plot_martingale(traces: dict[float, DebateTrace]):
     """Three panels for symmetric debate, one line per initial accuracy: mean belief in the correct
     option (95% CI band) with answer accuracy as dots; the standard deviation of the group belief
     across runs; the majority-vote score per round."""
     import matplotlib.pyplot as plt
 
-    from ..plots import band
+    from ..plots import DEBATE_SHADES, band
 
     fig, axes = plt.subplots(1, 3, figsize=(MAX_WIDTH_IN, 5.0))
+    # symmetric debate's colour (MAD's) in shades, light to dark as the starting accuracy rises
+    shades = dict(zip(sorted(traces), _spread(DEBATE_SHADES, len(traces))))
     for acc, trace in traces.items():
         s = trace.summary()
         line = band(axes[0], s["round"], s["belief"], s["belief"] - _Z95 * s["belief_se"],
-                    s["belief"] + _Z95 * s["belief_se"], label=f"start {acc:.0%}", lw=2.5)
+                    s["belief"] + _Z95 * s["belief_se"], label=f"start {acc:.0%}", color=shades[acc], lw=2.5)
         axes[0].plot(s["round"], s["correct"], "o", color=line.get_color(), ms=5, alpha=0.8)
         axes[1].plot(s["round"], s["belief_sd"], "o-", color=line.get_color(), lw=2.5, label=f"start {acc:.0%}")
         band(axes[2], s["round"], s["majority"], s["majority"] - _Z95 * s["majority_se"],
@@ -875,10 +883,14 @@ def plot_star(gated: StarTrace, ungated: StarTrace, tau: float, low: StarTrace |
     whose starting accuracy ``low`` is below 1/K when given."""
     import matplotlib.pyplot as plt
 
+    from ..plots import NEUTRAL_DARK, NEUTRAL_MID
+    from ..strategies import SPECS
+
+    always, lase = SPECS["lase-full"].color, SPECS["lase"].color  # ungated is always interact; gated is LASE
     fig, axes = plt.subplots(1, 3, figsize=(MAX_WIDTH_IN, 5.0))
-    for name, trace, style in (("ungated (always reads)", ungated, "s--"), ("gated (LASE)", gated, "o-")):
+    for name, trace, style, color in (("ungated (always reads)", ungated, "s--", always), ("gated (LASE)", gated, "o-", lase)):
         d = drift_by_confidence(trace, bins=12)
-        axes[0].errorbar(d["confidence"], d["drift"], yerr=_Z95 * d["drift_se"], fmt=style, lw=2, ms=6,
+        axes[0].errorbar(d["confidence"], d["drift"], yerr=_Z95 * d["drift_se"], fmt=style, color=color, lw=2, ms=6,
                          capsize=3, label=name)
     axes[0].axhline(0, color="black", lw=1)
     axes[0].axvline(tau, color="gray", ls=":", lw=2, label=f"gate: tau = {tau:g}")
@@ -890,16 +902,16 @@ def plot_star(gated: StarTrace, ungated: StarTrace, tau: float, low: StarTrace |
     labels = ["U = 1\n(uncertain)", "U = 0\n(confident)"]
     vals = [s1.loc[True, "gap"], s1.loc[False, "gap"]]
     errs = [_Z95 * s1.loc[True, "gap_se"], _Z95 * s1.loc[False, "gap_se"]]
-    axes[1].bar(labels, vals, yerr=errs, color=["C2", "C3"], capsize=5)
+    axes[1].bar(labels, vals, yerr=errs, color=[NEUTRAL_DARK, NEUTRAL_MID], capsize=5)
     axes[1].axhline(0, color="black", lw=1)
     axes[1].set(title="Symmetry broken", ylabel="E[peer belief - leader belief]")
 
     stages = np.arange(gated.belief.shape[1])
     start = float(gated.belief[:, 0].mean())
-    policies = [(f"ungated, start {start:.0%}", ungated, "s--", "C0"),
-                (f"gated, start {start:.0%}", gated, "o-", "C1")]
+    policies = [(f"ungated, start {start:.0%}", ungated, "s--", always),
+                (f"gated, start {start:.0%}", gated, "o-", lase)]
     if low is not None:
-        policies.append((f"gated, start {low.belief[:, 0].mean():.0%} (< 1/K)", low, "v-", "C3"))
+        policies.append((f"gated, start {low.belief[:, 0].mean():.0%} (< 1/K)", low, "v:", lase))
     rise, fall = 0.0, 0.0
     for name, trace, style, color in policies:
         change = 100 * (trace.belief - trace.belief[:, :1])

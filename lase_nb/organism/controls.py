@@ -553,19 +553,23 @@ def describe_cost(costs: pd.DataFrame, where: pd.DataFrame, aim: Mapping[str, fl
     return text
 
 
-#: Each cost policy's house style: the strategies' own colours and markers where the policy is one
-#: (the leader alone is the single agent, the whole chain is LASE, MV(7) is MV), others of their own.
+#: Each cost policy's house style, one meaning per colour (``plots.MEANINGS``): the strategies' own
+#: colours and markers where the policy is one (the leader alone is the single agent, the whole chain
+#: is LASE, MV(7) is MV); the chain stopped after stage 1 is LASE's chain (hollow), the revision
+#: adapter alone one model alone (hollow), the cascade and the second look with no note the gate and
+#: one revision-adapter call.
 def _policy_style(policy: str) -> dict[str, str]:
-    from ..plots import style
+    from ..plots import SECOND_LOOK_COLOR, style
 
     known = {"leader alone": "single", WHOLE: "lase", "MV(7) of the leader": "mv"}
     if policy in known:
         s = style(known[policy])
-        return {"color": s["color"], "marker": s["marker"]}
-    return {"chain stopped after stage 1": {"color": "#0072B2", "marker": "D"},
-            "cascade (gate + revision adapter)": {"color": "#882255", "marker": "^"},
-            "revision adapter alone": {"color": "#999999", "marker": "v"},
-            SECOND_LOOK: {"color": "#CC79A7", "marker": "P"}}.get(policy, {"color": "black", "marker": "o"})
+        return {"color": s["color"], "marker": s["marker"], "mfc": s["color"]}
+    return {"chain stopped after stage 1": {"color": style("lase")["color"], "marker": "D", "mfc": "white"},
+            "cascade (gate + revision adapter)": {"color": SECOND_LOOK_COLOR, "marker": "^", "mfc": SECOND_LOOK_COLOR},
+            "revision adapter alone": {"color": style("single")["color"], "marker": "v", "mfc": "white"},
+            SECOND_LOOK: {"color": SECOND_LOOK_COLOR, "marker": "P", "mfc": "white"},
+            }.get(policy, {"color": "black", "marker": "o", "mfc": "black"})
 
 
 def plot_cost(costs: pd.DataFrame, aim: Mapping[str, float], path: str | Path | None = None):
@@ -574,12 +578,15 @@ def plot_cost(costs: pd.DataFrame, aim: Mapping[str, float], path: str | Path | 
     legend under the axes, so that no point hides behind it (chapter 06, section 6.7)."""
     import matplotlib.pyplot as plt
 
+    from ..plots import PAPER_COLOR
+
     fig, ax = plt.subplots(figsize=(9, 6.4), dpi=100)
     for r in costs.itertuples(index=False):
         st = _policy_style(r.policy)
         ax.errorbar(r.tokens, 100 * r.accuracy, xerr=[[r.tokens - r.tok_lo], [r.tok_hi - r.tokens]],
                     yerr=[[100 * (r.accuracy - r.acc_lo)], [100 * (r.acc_hi - r.accuracy)]], fmt=st["marker"],
-                    color=st["color"], mec="black", ms=9, capsize=3, label=f"{r.policy}: {100 * r.accuracy:.1f}%, {r.tokens:.0f} tokens")
+                    color=st["color"], mfc=st["mfc"], mec=st["color"] if st["mfc"] == "white" else "black",
+                    mew=2 if st["mfc"] == "white" else 1, ms=9, capsize=3, label=f"{r.policy}: {100 * r.accuracy:.1f}%, {r.tokens:.0f} tokens")
     c = costs.set_index("policy")
     lead = c.loc["leader alone", "tokens"]
     lo = 100 * costs["acc_lo"].min() - 2
@@ -587,13 +594,13 @@ def plot_cost(costs: pd.DataFrame, aim: Mapping[str, float], path: str | Path | 
     ax.set_ylim(lo, hi)
     ax.set_xscale("log")
     ax.set_xlim(0.7 * costs["tok_lo"].min(), 1.4 * costs["tok_hi"].max())
-    ax.axvline(PAPER_LASE_MULTIPLE * lead, color="0.3", ls=":", lw=1.5)
+    ax.axvline(PAPER_LASE_MULTIPLE * lead, color=PAPER_COLOR, ls=":", lw=1.8)
     ax.text(PAPER_LASE_MULTIPLE * lead * 1.03, hi - 0.5, f"the paper's LASE:\n{PAPER_LASE_MULTIPLE}x the single agent",
-            fontsize=10, va="top", color="0.25")
+            fontsize=10, va="top", color=PAPER_COLOR)
     if "MV(7) of the leader" in c.index:
         mv = c.loc["MV(7) of the leader"]
         ax.fill_between([ax.get_xlim()[0], aim["token_ratio"] * mv["tokens"]], 100 * (mv["accuracy"] - aim["points"]), hi,
-                        color="tab:green", alpha=0.10, lw=0,
+                        color=PAPER_COLOR, alpha=0.08, lw=0,
                         label=f"the paper's aim: within {100 * aim['points']:.0f} point of MV(7) at <= {aim['token_ratio']:g}x its tokens")
     ax.set_xlabel("tokens per problem (prompt + completion, log scale)")
     ax.set_ylabel("accuracy (%)")
