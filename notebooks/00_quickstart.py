@@ -15,8 +15,10 @@
 # # 00 · Quickstart: one question, one answer, and how sure the model was
 #
 # **The question.** When a language model answers, can we tell from the answer itself whether to
-# trust it, without asking anyone else? LASE bets that we can: it reads how probable the model
-# found the few tokens of its final answer, and calls in help only when that number is low.
+# trust it, without asking anyone else? LASE (Leader-Adaptive Structured Engagement; Yoa et al.,
+# ICML 2026, *the paper* in these chapters) bets that we can: it reads how probable the model found
+# the few tokens of its final answer (which the prompt asks for inside `\boxed{}`, so that it can be
+# found), and calls in help only when that number is low.
 #
 # When it is low, the model that answered (LASE's *leader*) asks *supporters* for help: other calls
 # of the same model in a critic's role, one at a time.
@@ -24,8 +26,8 @@
 # **What you will learn.** Where a model's final answer sits among the tokens it generated, and
 # the two confidence numbers LASE gates on: the lowest answer-token probability `exp(LP_min)` and
 # the highest answer-token entropy `H_max`. The answer is *unsure* when `exp(LP_min)` is below a
-# threshold `tau_lp` or `H_max` above `tau_h`; the defaults, 0.8 and 0.5 nats (entropy in natural-log
-# units), are inferred from the paper (it states none).
+# threshold `tau_lp` or `H_max` above `tau_h`; the defaults, `tau_lp` = 0.8 (a probability) and
+# `tau_h` = 0.5 nats (entropy in natural-log units), are inferred from the paper (it states none).
 
 # %% [markdown] tags=["book-more"]
 # **Paper results covered.** The LASE paper's confidence proxies (the lowest
@@ -49,6 +51,7 @@ timeout = None  # API backends: seconds one call may take (default 60)
 dtype = None  # local backend: float32, bfloat16 or auto (None: auto, float32 unless the CPU has native bfloat16)
 device = "cpu"  # local backend: cpu, cuda, cuda:N, mps or auto (docs/your_model.md, "Your GPU")
 question = "Sara has 9 stickers and gets 6 more. How many stickers does she have now?"
+gold = "15"  # the right answer to question, to grade the reply (None: not graded); change both together
 kind = "number"  # number | math | choice
 top_logprobs = 5
 tau_lp = 0.8  # the gate's thresholds: exp(LP_min) below tau_lp, or H_max above tau_h (nats), is "unsure"
@@ -76,7 +79,7 @@ from lase_nb.types import GenParams, Problem
 plots.set_style()
 interactive = widgets.live_session(interactive)
 engine = live_engine(backend, model, base_url, concurrency=concurrency, timeout=timeout, dtype=dtype, device=device)  # the backend, with the call cache
-problem = Problem("quickstart", question, gold="", kind=kind)
+problem = Problem("quickstart", question, gold=gold or "", kind=kind)
 
 # %% [markdown] tags=["book-more"]
 # The model sees a short instruction, **two worked examples as earlier chat turns** on the local
@@ -92,8 +95,8 @@ for m in messages:
 (gen,) = engine.run([Call("solver", 0, messages, GenParams(max_tokens=160, top_logprobs=top_logprobs))])
 print(f"question: {question}\n\nreply:")
 print(gen.text)
-print(f"\n{gen.prompt_tokens} prompt tokens, {gen.completion_tokens} completion tokens, "
-      f"{gen.latency_s:.2f} s, finish reason: {gen.finish_reason}")
+print("\n" + quickstart.token_count_line(gen.prompt_tokens, gen.completion_tokens, len(gen.tokens or [])) +
+      f", {gen.latency_s:.2f} s, finish reason: {gen.finish_reason}")
 
 # %% [markdown] tags=["seminar"]
 # ## Where the answer is, and how sure the model was
@@ -109,7 +112,7 @@ print(f"\n{gen.prompt_tokens} prompt tokens, {gen.completion_tokens} completion 
 
 # %% tags=["seminar"]
 conf = measure(gen, problem.kind)
-print(f"extracted answer: {conf.answer}")
+print(f"extracted answer: {conf.answer}; " + quickstart.grade_line(conf.answer, gold, kind))
 if conf.answer is not None:
     print(f"exp(LP_min) = {math.exp(conf.lp_min):.3f}   H_max = {conf.h_max:.3f} nats")
 unsure = is_uncertain(conf, tau_lp, tau_h)
@@ -190,7 +193,7 @@ if gen.tokens:
 
 # %% [markdown] tags=["seminar"]
 # **Try the gate.** Move the two sliders, $\tau_{lp}$ and $\tau_h$: the tokens whose probability lies
-# below $\tau_{lp}$ light up, in the bars and in the text, and the line above the text says what the
+# below $\tau_{lp}$ light up in LASE's orange (an answer token there makes LASE call a supporter), in the bars and in the text, and the line above the text says what the
 # gate would do. Only the answer tokens (underlined) count.
 
 # %% tags=["seminar"]

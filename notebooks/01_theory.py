@@ -75,12 +75,12 @@ fig = theory.plot_architectures()
 plots.savefig(fig, "theory_architectures");
 
 # %% [markdown] tags=["seminar"]
-# ## 1.1 The neutral regime: symmetric debate is a martingale (Theorem 2.7)
+# ## 1.1 Symmetric debate is a martingale (Theorem 2.7)
 #
-# **Setting (Choi et al.).** Each of $n$ agents keeps a Dirichlet belief over $K$ options (one count
+# **Setting (Choi, Zhu & Li, "Debate or vote", NeurIPS 2025).** Each of $n$ agents keeps a Dirichlet belief over $K$ options (one count
 # per option, read as probabilities in proportion to the counts). Each
 # round it answers by sampling from its posterior, reads the answers around it and adds their
-# counts (`theory.dirichlet_update`). Let $p_{i,t}$ be its posterior-mean probability of the
+# counts. Let $p_{i,t}$ be its posterior-mean probability of the
 # correct option.
 #
 # **Theorem.** The count an agent adds has expectation equal to the beliefs of those it reads.
@@ -88,7 +88,8 @@ plots.savefig(fig, "theory_architectures");
 # cannot change expected correctness** (a *martingale*: the expected next value is the current
 # one). Homogeneous agents reading everyone satisfy this.
 #
-# **Predict, then run.** Will the average belief rise, fall or stay? Does it depend on the start?
+# **Predict, then run.** Will the average belief rise, fall or stay? Does it depend on the start (the
+# agents' probability of the correct option at round 0, one line each, in symmetric debate's pinks)?
 # Left: mean belief (line, 95% band) and share right (dots) per round; middle: the spread across
 # runs; right: each round's majority vote against the round-0 vote.
 
@@ -157,8 +158,8 @@ pd.concat({name: theory.seed_effect(t) for name, t in {**worlds, **worlds_low}.i
 # %% [markdown] tags=["seminar"]
 # ## 1.3 LASE's reconciliation: the gated leader star (Proposition 3.2)
 #
-# LASE keeps the neutral update of 1.1 and changes who reads whom, and when: a **directed star**
-# (the leader reads peers, peers never read each other), read only while the leader's
+# LASE keeps 1.1's update and changes who reads whom, and when: a **directed star** (the leader
+# reads peers, LASE's supporters, one more at each *stage*; peers never read each other), read only while the leader's
 # **uncertainty event $U$** fires (here: its largest posterior probability is below $\tau$).
 # Leader and peers are drawn alike. The star alone voids Theorem 2.7's condition but does not make
 # the drift positive; **conditioning on $U=1$ selects instances where the leader's belief is below
@@ -166,8 +167,9 @@ pd.concat({name: theory.seed_effect(t) for name, t in {**worlds, **worlds_low}.i
 # plurality (start above 1/K), down otherwise.
 #
 # Left: the leader's drift by its confidence; middle: the peer-minus-leader gap the martingale
-# needs to be zero; right: the change of correctness for a gated, an ungated and a gated star
-# starting below 1/K (K options). **Which star gains?** The right panel answers.
+# needs to be zero; right: the change of correctness for a gated (orange, LASE's colour in every
+# figure), an ungated (vermilion) and a gated star starting below 1/K (K options). **Which star
+# gains?** The right panel answers.
 
 # %% tags=["seminar"]
 tau = 0.6

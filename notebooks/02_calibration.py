@@ -124,8 +124,10 @@ print(calibration.describe_answers(frame))
 # %% [markdown] tags=["seminar"]
 # ## 2.2 Reliability plots, with the paper's numbers as a reference
 #
-# The bins include the paper's cut points (`lase_nb.reference.CALIBRATION`) and the gate
-# thresholds, so every dashed purple paper value sits over exactly the bins its condition covers.
+# The figure's title names the recording: by default the *embedded model*, SmolLM2-135M (a
+# 135-million-parameter model that runs on a laptop's CPU), on *arith*, generated arithmetic word
+# problems. The bins include the paper's cut points and the gate thresholds, so every dashed
+# purple paper value sits over exactly the bins its condition covers.
 # **If the proxy is informative, accuracy should climb from left to right in both panels.**
 #
 # **Predict, then run.** Sort the leader's answers by `exp(LP_min)`. Will the answers the model

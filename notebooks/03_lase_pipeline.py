@@ -243,6 +243,9 @@ display(regimes.regime_table(model_chains, tau_lp, tau_h, seed=seed)[
 display(Markdown(regimes.describe_regime(regimes.gain_regime(model_chains[next(iter(model_chains))], tau_lp, tau_h,
                                                              seed=seed), full=True)))
 
+# %% tags=["book-more"]
+print("To record another model and read it here:", regimes.OTHER_REGIME)
+
 # %% [markdown] tags=["book-more"]
 # The recordings hold different problems, so compare regimes, not accuracies. **On the same
 # problems** (`control_traces`) the two gains are compared problem by problem. Two controls are

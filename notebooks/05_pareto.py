@@ -140,7 +140,9 @@ print(sliders.point_sentence(default, solo_tokens))
 # **Replay.** LASE's early stop only truncates the chain: what the leader says at stage t does not
 # depend on the thresholds. So one recording of every problem's full chain (every stage forced)
 # tells, for any pair of thresholds, what LASE would have answered and spent, with no further model
-# call. Each dot below is one threshold pair replayed: what LASE would have scored (y) and spent (x,
+# call. The *grid* is `grid_size` values of `tau_lp` from 0 to 1 times `grid_size` values of `tau_h`
+# from 0 nats to just above the largest recorded `H_max` (41 x 41 = 1,681 pairs by default).
+# Each dot below is one threshold pair replayed: what LASE would have scored (y) and spent (x,
 # prompt + completion tokens per problem, log scale) on these problems. In black, the **Pareto front**: the
 # pairs no other pair beats on both axes (a line, or a single point when no pair beats the cheapest).
 # In red dashes, **the oracle gate**: it knows which answers are right, sends a wrongly answered

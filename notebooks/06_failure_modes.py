@@ -261,11 +261,10 @@ for r in unboxed.head(1).itertuples():
 # %% [markdown] tags=["seminar"]
 # ## 6.5 Why no gain on the pointing organism
 #
-# The committed pointing organism is the instructive case: its supporters were trained to do what
-# the paper asks of them. **Does gated LASE gain on it, and if not, why?** Three numbers, each from
-# its recordings (`failures.why_no_gain`): whether **the gate separates** (AUROC), whether **the
-# notes point and keep the rule**, and **fixes against breaks on the preregistered test**. It runs
-# only when that committed study is shown.
+# The pointing organism (v5) is the instructive case: its supporters were trained to do what the
+# paper asks of them. **Does gated LASE gain on it, and if not, why?** Three numbers, each from its
+# recordings: whether **the gate separates** (AUROC), whether **the notes point and keep the
+# rule**, and **fixes against breaks on the preregistered test**.
 
 # %% tags=["seminar"]
 point = next((s for s in shown if s.committed and s.path.name == "arith-organism-point"), None)
@@ -374,15 +373,17 @@ else:
 # ## 6.7 The paper's headline: multi-agent accuracy at what cost?
 #
 # The paper's headline is multi-agent accuracy at near single-agent cost: LASE at about **1.3x** the
-# single agent's tokens on average (its Table 1), within a point of MV(7) at a fraction of MV's
+# tokens of the *single agent* (the paper's name for one model answering alone: our leader alone)
+# on average (its Table 1), within a point of MV(7) at a fraction of MV's
 # tokens. Here is the same question on organism v6's 600 fresh problems, each policy at its
 # accuracy and its tokens per problem (prompt + completion), with 95% intervals both ways: the
 # leader alone, gated LASE, MV(7) of the leader; the chain **stopped after stage 1** (a stage
 # budget, replayed); the **cascade** (the same gate, then the revision adapter's own answer to the
 # problem) and that adapter alone; and, built after the results, the gate followed by the
 # **revision with no note** (the no-note control), no supporter at all. The shaded corner is the
-# paper's aim (within a point of MV(7) at no more than 0.7x its tokens), the dotted line its 1.3x,
-# both in the paper's purple.
+# paper's aim (within a point of MV(7) at no more than 0.7x its tokens), the dotted line its 1.3x.
+# Each colour is one family: blue a model alone, orange LASE's chain (whole, or stopped after stage
+# 1, hollow), sky blue the gate with one revision-adapter call, green MV, purple the paper.
 
 # %% tags=["seminar"]
 if made_of is not None:

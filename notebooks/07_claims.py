@@ -86,16 +86,19 @@ for label, rs in models.items():
 # Each row is one of the paper's claims against a baseline (MV(7), debate MAD, Mixture-of-Agents
 # *MoA*: layers of proposers and an aggregator); each model gets our number and a **verdict**:
 # *reproduced* when the exact McNemar test (p < 0.05) and the paired bootstrap 95% interval both
-# clear in the paper's direction ("matches or beats": the interval's lower end above -3 points);
-# *refuted* when both clear the other way (a cost claim: the measured token ratio says the
-# opposite); *not shown* when they cannot tell the difference from chance. A model's accuracy tests
-# are one family, so the p that decides is Holm-adjusted (each p multiplied by the number of tests
-# still in play, smallest first). *Too few problems* (under 20 paired problems, or under 6 that the
-# two get differently), *not recorded* and *not testable here* (a baseline off its own format on
-# this model) are not verdicts. LASE+MV is a vote over five LASE chains.
+# clear in the paper's direction ("matches or beats": the interval's lower end above -3 points;
+# "about equal": the interval within +-5 points); *refuted* when both clear the other way (a cost
+# claim: the measured token ratio, in multiples of the single agent's tokens, says the opposite);
+# *not shown* when they cannot tell the difference from chance. A model's accuracy tests are one
+# family, so the p that decides is Holm-adjusted (each p multiplied by the number of tests still in
+# play, smallest first). *Too few problems* (under 20 paired problems, or under 6 that the two get
+# differently), *not recorded*, *not testable here* (a baseline off its own format on this model)
+# and *not testable offline* (a claim about the paper's own models or data) are not verdicts. Each
+# row compares two recorded runs on the problems both answered (for the organisms 60 to 120, where
+# 3.4 replays one chain on 200). LASE+MV is a vote over five LASE chains.
 #
 # **Predict, then run.** Before you run the next cell: which of the paper's claims do you expect
-# to be *reproduced* on each study (those listed above, and organism v6 on its fresh problems)? Which *refuted*?
+# to be *reproduced* on each model in the table (and on organism v6's fresh problems)? Which *refuted*?
 # Write down a guess for the calibration claim and for "LASE is more accurate than the single
 # agent".
 

@@ -141,7 +141,11 @@ def test_lase_vs_moa_is_not_testable_on_the_organisms_trained_for_lases_roles_on
     assert table.loc["LASE is more accurate than the single agent (Table 1)", "v5: verdict"] != "not testable here"
     words = claims.describe_verdicts(table)
     assert "not testable here (not a verdict): " in words
-    assert "LASE beats Mixture-of-Agents, because the model was trained for LASE's roles only" in words
+    assert "LASE beats Mixture-of-Agents (trained for LASE's roles only; " in words
+    for m in ("v5", "v4"):  # each reason keeps its count of follow-ups in LASE's format
+        fmt = baseline_formats(models[m]).loc["moa"]
+        assert f"{int(fmt['with_lase_revision_text'])} of {int(fmt['follow_ups'])} MoA follow-ups" in words
+    assert ", so it rests on the training alone" in words  # v4: none off format, the exclusion is the training
     fig = claims.plot_claims(table)  # the forest plot draws only the tested claims
     assert len(fig.axes[0].get_yticks()) == table.attrs["why"]["kind"].notna().sum()
 

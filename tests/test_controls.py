@@ -224,3 +224,20 @@ def test_chapter_07s_caveat_follows_the_verdict():
     t = c.table.copy()
     t["cascade"] = t["v6"]
     assert "a second solver" in controls.describe_claims_caveat(dataclasses.replace(c, table=t))
+
+
+def test_where_the_gain_comes_from_adds_up_on_the_committed_controls():
+    """Chapter 06, 6.7: the parts printed add up to the whole gain, and the note's part is the
+    preregistered primary's difference on the escalated problems, spread over all of them."""
+    c = controls.load_controls()
+    t, text = c.table, controls.describe_gain_parts(c)
+    n, r = len(t), controls.primary(c.prereg, t)
+    gain = t["v6"].mean() - t["alone_v5"].mean()
+    look, note = t["second_look"].mean() - t["alone_v5"].mean(), t["stage1"].mean() - t["second_look"].mean()
+    later = t["v6"].mean() - t["stage1"].mean()
+    assert abs(note - r["diff"] * r["n"] / n) < 1e-9 and abs(look + note + later - gain) < 1e-9
+    assert f"**Where gated LASE's {100 * gain:+.1f} points come from**" in text
+    assert f"adds {100 * note:+.1f} on top (the preregistered primary's {100 * r['diff']:+.1f} points on the " \
+           f"{r['n']} escalated problems, spread over all {n}" in text
+    assert f"second look by the revision adapter with no note, behind the same gate, {100 * look:+.1f}" in text
+    assert "exploratory, built after the results" in text

@@ -506,6 +506,12 @@ def test_why_no_gain_on_the_pointing_organisms_recordings():
     out = failures.revision_outcomes(runs["lase"], probs).set_index(["problem_id", "stage"])
     assert out.loc[fixed, "correct"] and not out.loc[wrong, "correct"]
     assert not failures.why_no_gain(runs["lase"], probs, n_boot=50)["test"]
+    # the AUROC interval is chapter 07's (and chapter 02's), whatever the paired tests resample
+    from lase_nb.chapters import claims
+    from lase_nb.confidence import confidence_frame
+
+    cal = claims.calibration_claim(confidence_frame(runs["lase"], stage=0))
+    assert (w["auroc"], w["auroc_lo"], w["auroc_hi"]) == (cal["auroc"], cal["lo"], cal["hi"])
 
 
 def test_the_paper_sweep_is_left_out_of_chapter_06_when_asked():

@@ -487,6 +487,14 @@ def test_the_clock_counts_pauses_and_transcripts_and_the_seminar_path_alone():
     assert path.minutes == pytest.approx(bud.count_words(pause.source) / 120 + 2 + 1.5)
     assert bud.seminar_sections(nb) == ["2.3"]
     assert whole.minutes == pytest.approx(path.minutes + bud.count_words(intro.source) / 120 + 3)
+    # chapter 00's printed question and reply is one exchange; other printed text is read
+    asked = code("ask()")
+    asked.outputs = [nbformat.v4.new_output("stream", name="stdout", text="question: Two plus two?\n\nreply:\n"
+                                                                               "It is \\boxed{4}.\n")]
+    printed = code("print()")
+    printed.outputs = [nbformat.v4.new_output("stream", name="stdout", text="reply: four words here now\n")]
+    both = bud.chapter_budget(nbformat.v4.new_notebook(cells=[asked, printed]))
+    assert (both.exchanges, both.printed_words) == (1, 5)
 
 
 def _path_notebook(name: str, *cells: tuple[str, bool]):

@@ -81,3 +81,15 @@ def test_the_budget_counts_a_panel_as_a_figure():
     cell = nbformat.v4.new_code_cell("quickstart.token_panel(...)", outputs=[out])
     nb = nbformat.v4.new_notebook(cells=[cell])
     assert is_panel(out) and chapter_budget(nb).figures == 1 and chapter_budget(nb).tables == 0
+
+
+def test_chapter_00_grades_the_reply_and_accounts_for_every_token():
+    from lase_nb.chapters import quickstart
+
+    assert quickstart.grade_line("6", "15", "number") == "right answer: 15, so the reply is wrong"
+    assert quickstart.grade_line("15.0", "15", "number").endswith("the reply is right")
+    assert "boxed no answer" in quickstart.grade_line(None, "15", "number")
+    assert "not given" in quickstart.grade_line("6", None, "number")
+    line = quickstart.token_count_line(219, 25, 24)
+    assert line.startswith("219 prompt tokens, 25 completion tokens (24 with text") and "end-of-sequence" in line
+    assert quickstart.token_count_line(219, 24, 24) == "219 prompt tokens, 24 completion tokens"

@@ -83,7 +83,8 @@ def test_describe_regime_reads_the_paired_gain(chain_stages):
     line = regimes.describe_regime(dict(r, decided=True))
     assert "**neutral**" in line
     full = regimes.describe_regime(dict(r, decided=True), full=True)
-    assert "negative control" in full and "--backend openai --model gpt-4.1-mini" in full
+    assert "negative control" in full and "record an API model" in full
+    assert "--backend" not in full and "--backend openai --model gpt-4.1-mini" in regimes.OTHER_REGIME  # commands off the path
     good = dict(r, regime="corrective", decided=True)
     assert "supporters help" in regimes.describe_regime(good, full=True)
     assert "**corrective**" in regimes.describe_regime(good)

@@ -212,6 +212,11 @@ PREDICT_MARK = "Predict, then run."
 _SUPPORTER_CALL = re.compile(r"Stage [1-9]\d* · (?!leader\b)")
 
 
+#: A printed question followed by the model's reply (chapter 00's first call): one exchange on the
+#: clock, as a transcript's is, its words priced by the exchange.
+_REPLY_SHOWN = re.compile(r"\Aquestion: .+?\n\s*\nreply:\n", re.S)
+
+
 def transcript_exchanges(text: str) -> int:
     """The exchanges of one transcript on the clock: a supporter's note with the revision that
     reads it is one, and a transcript without a note (a leader's answer alone) counts one."""
@@ -366,7 +371,11 @@ def _count(name: str, cells: Sequence[Mapping[str, Any]], undefined: Sequence[st
         for o in cell.get("outputs", []) or []:
             data = o.get("data", {}) or {}
             if o.get("output_type") == "stream":
-                printed += printed_words(cell_text(o.get("text", "")))
+                text = cell_text(o.get("text", ""))
+                if _REPLY_SHOWN.match(text):
+                    said += 1
+                else:
+                    printed += printed_words(text)
             elif is_panel(o):
                 figures += 1
                 sliders += 1
@@ -549,6 +558,18 @@ TERMS: tuple[Term, ...] = (
     Term("LASE+MV", r"LASE\+MV", ("7.1",)),
     Term("too few problems", r"(?i)too few problems", ("7.1",)),
     Term("cascade", r"(?i)\bcascade", ("6.7",)),
+    # the fourth outside read (after stop 68) found these used before they were defined
+    Term("the paper (Yoa et al.)", r"(?i)\bthe paper\b", ("00",)),
+    Term("\\boxed{}", r"\\boxed", ("00",)),
+    Term("the start (initial accuracy)", r"(?i)\bthe start\b|\bstart \d+%", ("1.1",)),
+    Term("peers", r"(?i)\bpeers?\b", ("1.3",)),
+    Term("stage", r"(?i)\bstages?\b", ("1.3", "3.4")),
+    Term("the embedded model", r"(?i)embedded model|SmolLM2", ("2.2",)),
+    Term("arith", r"\barith\b", ("2.2",)),
+    Term("the threshold grid", r"(?i)\bgrid\b", ("5.2",)),
+    Term("single agent", r"(?i)\bsingle agent", ("6.7",)),
+    Term("about equal", r"(?i)about equal", ("7.1",)),
+    Term("not testable offline", r"(?i)not testable offline", ("7.1",)),
 )
 
 

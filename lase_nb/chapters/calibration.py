@@ -28,7 +28,7 @@ from .. import reference
 from ..confidence import confidence_frame, gate_split, topk_entropy, uncertain_mask
 from ..errors import DataError
 from ..plots import MAX_WIDTH_IN, NEUTRAL_DARK, NEUTRAL_LIGHT, PAPER_COLOR
-from ..stats import MIN_CLASS, NO_ANSWER, auroc_difference, auroc_test, auroc_with_ci, ece, p_text, proportions_test, reliability_table, wilson_interval
+from ..stats import AUROC_N_BOOT, MIN_CLASS, NO_ANSWER, auroc_difference, auroc_test, auroc_with_ci, ece, p_text, proportions_test, reliability_table, wilson_interval
 from ..types import Generation
 
 __all__ = [
@@ -129,11 +129,9 @@ def paper_conditions(frame: pd.DataFrame, level: float = 0.95) -> pd.DataFrame:
     return out
 
 
-#: Bootstrap resamples of every AUROC interval in the chapters (02, 06 and 07 print the same interval).
-AUROC_BOOT = 2000
 
 
-def proxy_scores(frame: pd.DataFrame, tau_lp: float, tau_h: float, n_boot: int = AUROC_BOOT, seed: int = 0) -> pd.DataFrame:
+def proxy_scores(frame: pd.DataFrame, tau_lp: float, tau_h: float, n_boot: int = AUROC_N_BOOT, seed: int = 0) -> pd.DataFrame:
     """How well each proxy flags errors: AUROC with a bootstrap CI, and ECE.
 
     Rows: exp(LP_min), H_max and the gate U itself (a yes/no score). ``auroc`` is computed on
@@ -455,7 +453,7 @@ def frames_by_model(models: Mapping[str, Any], stage: int = 0) -> dict[str, pd.D
 
 
 def calibration_by_model(frames: Mapping[str, pd.DataFrame], tau_lp: float, tau_h: float,
-                         n_boot: int = AUROC_BOOT, seed: int = 0) -> pd.DataFrame:
+                         n_boot: int = AUROC_N_BOOT, seed: int = 0) -> pd.DataFrame:
     """One row per model from :func:`proxy_scores` and :func:`gate_split`: model, n (answers),
     answered, accuracy, escalation_rate (the gate at the thresholds), AUROC for errors with its
     bootstrap CI for exp(LP_min) (``auroc_p_min``, ``_lo``, ``_hi``) and H_max (``auroc_h_max``...),
@@ -505,7 +503,7 @@ def _auc(r: pd.Series, proxy: str) -> str:
     return f"{r[f'auroc_{proxy}']:.2f} [{r[f'auroc_{proxy}_lo']:.2f}, {r[f'auroc_{proxy}_hi']:.2f}]"
 
 
-def auroc_gap(frames: Mapping[str, pd.DataFrame], n_boot: int = AUROC_BOOT, seed: int = 0) -> dict[str, Any] | None:
+def auroc_gap(frames: Mapping[str, pd.DataFrame], n_boot: int = AUROC_N_BOOT, seed: int = 0) -> dict[str, Any] | None:
     """The AUROC of exp(LP_min) for errors of the first two studies in ``frames``, compared by a
     bootstrap test of the difference (:func:`lase_nb.stats.auroc_difference`): paired on the
     problems both answered when they share them all, unpaired otherwise (separate recordings).

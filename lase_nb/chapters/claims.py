@@ -26,6 +26,7 @@ A verdict comes from the test a reviewer would run, fixed here before any table 
 
 from __future__ import annotations
 
+import re
 from typing import Any, Mapping
 
 import numpy as np
@@ -35,7 +36,7 @@ from .. import reference
 from ..confidence import confidence_frame
 from ..errors import DataError
 from ..plots import NEUTRAL_LIGHT, NEUTRAL_MID
-from ..stats import MARGIN, MIN_CLASS, auroc_test, clears_both, holm, paired_test, within_margin
+from ..stats import AUROC_N_BOOT, MARGIN, MIN_CLASS, auroc_test, clears_both, holm, paired_test, within_margin
 from ..tables import decidable, main_comparison, paired_correct
 from ..strategies import SPECS
 
@@ -80,7 +81,7 @@ def _tokens(tables: Mapping[str, pd.DataFrame], s: str) -> float:
     return float(tables[s]["total_tokens"].mean())
 
 
-def calibration_claim(frame: pd.DataFrame, n_boot: int = 2000, seed: int = 0) -> dict[str, Any]:  # AUROC_BOOT
+def calibration_claim(frame: pd.DataFrame, n_boot: int = AUROC_N_BOOT, seed: int = 0) -> dict[str, Any]:
     """Assumption 3.3 on the leader's first answers (answered ones): :func:`lase_nb.stats.auroc_test`
     of ``-exp(LP_min)`` for errors, with the verdict: reproduced where it separates, refuted where the
     interval is below 0.5 with p < 0.05, else not shown; with fewer than chapter 02's
@@ -150,7 +151,7 @@ def _model_rows(label: str, tables: Mapping[str, pd.DataFrame], run: Any,
     if {"lase", "mv", "single"} <= set(ratio.index):
         r_lase, r_mv = ratio["lase"], ratio["mv"]
         rows.append({"claim": COST_CLAIM,
-                     "model": label, "ours": f"{r_lase:.1f}x vs {r_mv:.1f}x",
+                     "model": label, "ours": f"{r_lase:.1f}x vs {r_mv:.1f}x the single agent's tokens",
                      "verdict": "reproduced" if r_lase < 0.5 * r_mv else "refuted",
                      "why": "measured token ratio on chapter 04's common problems (reproduced when below half of MV's)"})
     else:
@@ -167,7 +168,7 @@ def _model_rows(label: str, tables: Mapping[str, pd.DataFrame], run: Any,
         missing = [s for s in ("mad", "mv", "single", "lase") if s not in ratio.index]
         rows.append({"claim": MAD_CLAIM, "model": label, "ours": "not recorded", "verdict": "not recorded",
                      "why": f"no {' or '.join(missing)} run in this study's main comparison"})
-    cal = calibration_claim(confidence_frame(run, stage=0))  # chapter 02's interval (AUROC_BOOT resamples)
+    cal = calibration_claim(confidence_frame(run, stage=0))  # chapter 02's interval (AUROC_N_BOOT resamples)
     rows.append({"claim": "Low answer-token confidence goes with errors (Assumption 3.3, Figure 3)", "model": label,
                  "ours": f"AUROC {cal['auroc']:.2f} [{cal['lo']:.2f}, {cal['hi']:.2f}], p = {cal['p_value']:.3g}, "
                          f"n = {cal['n']}",
@@ -248,11 +249,24 @@ def describe_verdicts(table: pd.DataFrame) -> str:
         here = rows[rows["verdict"] == "not testable here"]
         if len(here):
             parts.append("not testable here (not a verdict): " + "; ".join(
-                f"{c.split(' (')[0]}, because {w}" for c, w in zip(here["claim"], here["why"])))
+                f"{c.split(' (')[0]} ({_why_short(w)})" for c, w in zip(here["claim"], here["why"])))
         lines.append(f"- **{model}** ({shown} of the {len(rows) - len(here) - missing} claims it recorded and can "
                      f"test decided{note}). "
                      + ". ".join(parts) + ".")
     return "\n".join(lines)
+
+
+def _why_short(why: str) -> str:
+    """A "not testable here" reason (:func:`lase_nb.tables.off_format`) in the few words chapter 07's
+    verdict lines have room for: the training, and how many follow-ups write LASE's revision text."""
+    m = re.search(r"(\d+) of its (\d+) (\w+) follow-up replies write LASE's revision text", why)
+    if m is None:
+        return why
+    k, n, name = m.groups()
+    count = f"{k} of {n} {name} follow-ups in LASE's revision format"
+    if "roles only" not in why:
+        return count
+    return f"trained for LASE's roles only; {count}" + (", so it rests on the training alone" if k == "0" else "")
 
 
 def _short(ours: str) -> str:

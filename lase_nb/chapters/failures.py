@@ -30,7 +30,7 @@ from .. import reference
 from ..confidence import uncertain_mask
 from ..errors import DataError
 from ..notes import mentions
-from ..stats import PAIRED_N_BOOT, p_text, pct, points, proportions_test, wilson_interval
+from ..stats import AUROC_N_BOOT, PAIRED_N_BOOT, p_text, pct, points, proportions_test, wilson_interval
 from ..strategies import EXTRACT_ROLE, SPECS
 from ..answers import answer_or_none
 from ..transcripts import ANSWERER_ROLES, render_transcript, transcript_entries
@@ -859,7 +859,8 @@ def why_no_gain(run: Any, problems: Mapping[str, Any], prereg: Mapping[str, Any]
     st0 = run.stages[run.stages["stage"] == 0]
     answered = st0["answer"].map(answer_or_none).notna().to_numpy()
     ok = st0["correct"].astype(bool).to_numpy()[answered]
-    t = auroc_test(-st0["p_min"].astype(float).to_numpy()[answered], ok, n_boot=n_boot, seed=seed)
+    # chapter 02's interval, resampled as chapter 02 and chapter 07 resample it (one number everywhere)
+    t = auroc_test(-st0["p_min"].astype(float).to_numpy()[answered], ok, n_boot=AUROC_N_BOOT, seed=seed)
     out: dict[str, Any] = {"first_answers": int(answered.sum()), "auroc": t["auroc"], "auroc_lo": t["lo"],
                            "auroc_hi": t["hi"], "auroc_p": t["p_value"], "separates": bool(t["separates"])}
 

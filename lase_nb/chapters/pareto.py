@@ -642,7 +642,9 @@ def describe_frontier(grid: pd.DataFrame, policies: pd.DataFrame, oracle: pd.Dat
         f"supporter stage the leader has fixed {int(last['fixed_vs_leader'])} of its wrong first "
         f"answers and broken {int(last['broken_vs_leader'])} of its right ones; stage by stage, against the stage "
         "before: " + "; ".join(f"stage {int(r.stage)} fixes {int(r.fixed_vs_previous)}, breaks {int(r.broken_vs_previous)}"
-                               for r in effects.iloc[1:].itertuples()) + ".")
+                               for r in effects.iloc[1:].itertuples()) + "."
+        + (" (A stage's fixes can repair what an earlier stage broke, so they need not add up to the net.)"
+           if effects.iloc[1:]["fixed_vs_previous"].sum() > last["fixed_vs_leader"] else ""))
     at = oracle[oracle["avg_tokens"] <= default["avg_tokens"] + 1e-9]["accuracy"].max()
     gap = at - default["accuracy"]
     recover = max(0.0, solo["accuracy"] - default["accuracy"]) if solo["avg_tokens"] <= default["avg_tokens"] else 0.0

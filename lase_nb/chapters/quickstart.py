@@ -15,11 +15,12 @@ from typing import Sequence
 
 import numpy as np
 
+from ..answers import grade
 from ..confidence import Confidence, uncertain_mask
 from ..plots import OTHER_COLOR, token_label
 from ..strategies import SPECS
 
-__all__ = ["VERDICTS", "gate_table", "lp_clauses", "h_clauses", "token_panel"]
+__all__ = ["VERDICTS", "gate_table", "lp_clauses", "h_clauses", "token_panel", "token_count_line", "grade_line"]
 
 #: Colour of a token whose probability is below the slider's tau_lp (the reply's highlight is
 #: lighter): LASE's (``plots.MEANINGS``), since such a token makes LASE escalate.
@@ -28,6 +29,26 @@ BELOW_COLOR = SPECS["lase"].color
 #: What the gate's verdict means for LASE, by U (0: sure, 1: unsure); ``{answer}`` is the answer.
 VERDICTS = ("Sure (U = 0): LASE would stop here and output {answer}.",
             "Unsure (U = 1): LASE would call its first supporter.")
+
+
+def token_count_line(prompt_tokens: int, completion_tokens: int, with_text: int) -> str:
+    """The reply's token counts as printed under it (chapter 00). A local model counts its
+    end-of-sequence token among the completion tokens; it has no text, so the token panel draws one
+    fewer, and the line says so."""
+    line = f"{prompt_tokens} prompt tokens, {completion_tokens} completion tokens"
+    if with_text and completion_tokens == with_text + 1:
+        line += f" ({with_text} with text, drawn below; the last is the end-of-sequence token, which has none)"
+    return line
+
+
+def grade_line(answer: str | None, gold: str | None, kind: str) -> str:
+    """Whether the extracted answer is right (chapter 00), graded as every recording grades it, when
+    the right answer is given."""
+    if not gold:
+        return "right answer: not given (the gold parameter grades the reply)"
+    if answer is None:
+        return f"right answer: {gold}; the reply boxed no answer, which counts as wrong"
+    return f"right answer: {gold}, so the reply is " + ("right" if grade(answer, gold, kind) else "wrong")
 
 
 def _p_h(conf: Confidence) -> tuple[float, float]:

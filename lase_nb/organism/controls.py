@@ -883,11 +883,12 @@ def describe_gain_parts(c: Controls, folder: str | Path = FOLDER) -> str:
     if "second_look" in t:
         look = float(t["second_look"].mean() - t["alone_v5"].mean())
         parts.append(f"a second look by the revision adapter with no note, behind the same gate, "
-                     f"{100 * look:+.1f} at {k.loc[SECOND_LOOK, 'tokens']:.0f} tokens (exploratory, built after the "
-                     "results);")
-    parts.append(f"the devil's note at stage 1 adds {100 * r['diff'] * r['n'] / n:+.1f} on top (p = {r['p_value']:.2g}, "
-                 f"the preregistered primary: {r['outcome']}), for {k.loc['chain stopped after stage 1', 'tokens']:.0f} "
-                 "tokens in all;")
+                     f"{100 * look:+.1f} at {k.loc[SECOND_LOOK, 'tokens']:.0f} tokens (the no-note arm was "
+                     "preregistered; reading it as a policy behind the gate is exploratory, built after the results);")
+    parts.append(f"the devil's note at stage 1 adds {100 * r['diff'] * r['n'] / n:+.1f} on top (the preregistered primary's "
+                 f"{100 * r['diff']:+.1f} points on the {r['n']} escalated problems, spread over all {n}; "
+                 f"p = {r['p_value']:.2g}, {r['outcome']}), for "
+                 f"{k.loc['chain stopped after stage 1', 'tokens']:.0f} tokens in all;")
     later = _test(t["v6"], t["stage1"], c.prereg)
     parts.append(f"stages 2-3 add {100 * later['diff']:+.1f} (p = {later['p_value']:.2g}) and take the cost to "
                  f"{k.loc[WHOLE, 'tokens']:.0f};")

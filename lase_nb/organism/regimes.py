@@ -117,8 +117,8 @@ def describe_regime(r: Mapping[str, Any], full: bool = False) -> str:
                 f"(regime: {r['regime']}): the gate "
                 f"escalates {r['escalated']} of {r['n']} problems, but gated LASE scores {gain}, which does not "
                 f"clear both tests. ")
-        other = (f"To see another regime, read the organisms' recordings (in the table above), or record "
-                 f"with an API model and point the chapter at it: {OTHER_REGIME}.")
+        other = ("To see another regime, read the organisms' recordings (in the table above), or record an API "
+                 "model and point the chapter at it.")
     return rule + full_line + lead + other
 
 
