@@ -109,6 +109,26 @@ MEANINGS: tuple[Meaning, ...] = (
     Meaning("LASE, shuffled order", (SPECS["lase-shuffled"].color,), r"shuffl"),
     Meaning("LASE, supporter group", (SPECS["lase-ensemble"].color,), r"group|ensemble"),
 )
+#: The ends of the colour scale of a value that names no strategy (chapter 05's escalation rate of a
+#: threshold pair): light grey at 0, near black at 1, so that no dot wears a strategy's colour.
+SCALE_ENDS = ("#DDDDDD", "#1A1A1A")
+
+
+def scale_cmap():
+    """:data:`SCALE_ENDS` as a matplotlib colour map (for ``scatter(c=..., cmap=...)``)."""
+    from matplotlib.colors import LinearSegmentedColormap
+
+    return LinearSegmentedColormap.from_list("lase-scale", SCALE_ENDS)
+
+
+def scale_palette(n: int = 256) -> list[str]:
+    """:data:`SCALE_ENDS` as ``n`` hex colours, light to dark (a Bokeh palette)."""
+    from matplotlib.colors import to_hex
+
+    cmap = scale_cmap()
+    return [to_hex(cmap(i / (n - 1))) for i in range(n)]
+
+
 #: Two colours closer than this (RGB, 0-1 per channel) are one colour to a reader: seaborn's
 #: colour-blind "C1" is Okabe-Ito's orange, so a figure cannot slip a meaning in by a near copy.
 SAME_COLOR = 0.1

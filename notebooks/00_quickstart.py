@@ -21,7 +21,8 @@
 # found), and calls in help only when that number is low.
 #
 # When it is low, the model that answered (LASE's *leader*) asks *supporters* for help: other calls
-# of the same model in a critic's role, one at a time.
+# of the same model in a critic's role, one at a time. By default the model is SmolLM2-135M, small
+# enough to answer live on a laptop.
 #
 # **What you will learn.** Where a model's final answer sits among the tokens it generated, and
 # the two confidence numbers LASE gates on: the lowest answer-token probability `exp(LP_min)` and
@@ -180,7 +181,7 @@ else:
 
 # %% [markdown] tags=["book-more"]
 # Every generated token with its probability; the answer tokens in black, their labels bold (in
-# the panel below, orange marks the tokens under the threshold). A confident answer has high
+# the panel below, dark grey marks the tokens under the threshold). A confident answer has high
 # probability on all of its tokens; one low-probability token is enough to make `exp(LP_min)` small
 # and send LASE to its supporters.
 
@@ -193,8 +194,8 @@ if gen.tokens:
 
 # %% [markdown] tags=["seminar"]
 # **Try the gate.** Move the two sliders, $\tau_{lp}$ and $\tau_h$: the tokens whose probability lies
-# below $\tau_{lp}$ light up in LASE's orange (an answer token there makes LASE call a supporter), in the bars and in the text, and the line above the text says what the
-# gate would do. Only the answer tokens (underlined) count.
+# below $\tau_{lp}$ turn dark, in the bars and in the text, and the line above the text says what the
+# gate would do. Only the answer tokens (outlined in the bars, underlined in the text) count.
 
 # %% tags=["seminar"]
 if gen.tokens:
@@ -204,12 +205,15 @@ if gen.tokens:
 # %% [markdown] tags=["seminar"]
 # **What this shows.** An unsure answer is the case the gate is built for. The opposite case is
 # common too: small models are often *confidently wrong*, and a high answer-token probability
-# does not guarantee a right answer.
-#
+# does not guarantee a right answer. Such **confident errors** are what no confidence gate can
+# catch; chapter 02 measures how often they happen, and how well the two numbers separate right
+# from wrong answers overall.
+
+# %% [markdown] tags=["book-more"]
 # **A confidently wrong answer.** The recorded answers of the same model (`data/traces`, no
 # model call) hold many answers the gate calls *sure* that are wrong. Here is the first one:
 
-# %% tags=["seminar"]
+# %% tags=["book-more"]
 from lase_nb.runs import load_runs, problems_from_manifest
 
 recorded = load_runs(traces, ["lase"])["lase"]
@@ -224,10 +228,6 @@ if len(wrong_and_sure):
           f"sure, so LASE would output it and never look again")
     print(f"{len(wrong_and_sure)} of the {int((~first['correct']).sum())} wrong first answers in this recording "
           f"pass the gate as sure")
-
-# %% [markdown] tags=["seminar"]
-# Such **confident errors** are what no confidence gate can catch. Chapter 02 measures how often
-# they happen, and how well the two numbers separate right from wrong answers overall.
 
 # %% [markdown] tags=["book-more"]
 # ## Exercises

@@ -167,8 +167,8 @@ pd.concat({name: theory.seed_effect(t) for name, t in {**worlds, **worlds_low}.i
 # plurality (start above 1/K), down otherwise.
 #
 # Left: the leader's drift by its confidence; middle: the peer-minus-leader gap the martingale
-# needs to be zero; right: the change of correctness for a gated (orange, LASE's colour in every
-# figure), an ungated (vermilion) and a gated star starting below 1/K (K options). **Which star
+# needs to be zero; right: the change of correctness for a gated (orange, LASE's colour wherever a
+# figure draws it), an ungated (vermilion) and a gated star starting below 1/K (K options). **Which star
 # gains?** The right panel answers.
 
 # %% tags=["seminar"]

@@ -230,7 +230,7 @@ display(dist, per_stage, pipeline.gate_reads(chains), pipeline.outcome_flips(cha
 # more often than a fair coin would? beside a 95% interval from resampling the problems, a *paired
 # bootstrap*): does **gated LASE** gain, and does **always-interact** lose? The answers name the
 # **regime**: *corrective* when gated LASE gains by both tests, *destructive* when always-interact
-# loses by both, *neutral* when neither (not chapter 01's sense of the word). These gains are on each
+# loses by both, *neutral* when neither. These gains are on each
 # recording's own problems (organism v6's: the 200 it was chosen on). v5 and v6 each also had a
 # *preregistered* test on further fresh problems (thresholds, test and prediction committed before
 # the data existed; chapter 06: v5's in 6.5, v6's in 6.6); v4 had none.

@@ -92,7 +92,8 @@ for label, rs in models.items():
 # *not shown* when they cannot tell the difference from chance. A model's accuracy tests are one
 # family, so the p that decides is Holm-adjusted (each p multiplied by the number of tests still in
 # play, smallest first). *Too few problems* (under 20 paired problems, or under 6 that the two get
-# differently), *not recorded*, *not testable here* (a baseline off its own format on this model)
+# differently), *not recorded*, *not testable here* (a baseline whose replies on this model are not
+# in its own format: the organisms, trained for LASE's roles only, answer its follow-ups in LASE's)
 # and *not testable offline* (a claim about the paper's own models or data) are not verdicts. Each
 # row compares two recorded runs on the problems both answered (for the organisms 60 to 120, where
 # 3.4 replays one chain on 200). LASE+MV is a vote over five LASE chains.

@@ -71,7 +71,8 @@ def test_the_sliders_keep_the_meanings():
 
     from lase_nb.chapters import gate_panel
 
-    assert plots.meaning_of(quickstart.BELOW_COLOR).name.startswith("LASE")
+    assert plots.is_neutral(quickstart.BELOW_COLOR) and plots.is_neutral(quickstart.ABOVE_COLOR)
+    assert quickstart.BELOW_COLOR != quickstart.ABOVE_COLOR
     assert plots.is_neutral(plots.OTHER_COLOR) and plots.is_neutral(plots.ANSWER_COLOR)
     assert plots.meaning_of(gate_panel.ESCALATED_COLOR).name.startswith("LASE")  # chapter 02's gate slider
     assert plots.meaning_of(gate_panel.ACCEPTED_COLOR).name == "one model answers alone"

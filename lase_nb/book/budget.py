@@ -564,7 +564,7 @@ TERMS: tuple[Term, ...] = (
     Term("the start (initial accuracy)", r"(?i)\bthe start\b|\bstart \d+%", ("1.1",)),
     Term("peers", r"(?i)\bpeers?\b", ("1.3",)),
     Term("stage", r"(?i)\bstages?\b", ("1.3", "3.4")),
-    Term("the embedded model", r"(?i)embedded model|SmolLM2", ("2.2",)),
+    Term("the embedded model", r"(?i)embedded model|SmolLM2", ("00", "2.2")),
     Term("arith", r"\barith\b", ("2.2",)),
     Term("the threshold grid", r"(?i)\bgrid\b", ("5.2",)),
     Term("single agent", r"(?i)\bsingle agent", ("6.7",)),

@@ -129,4 +129,4 @@ def readout_div(text: str, width: int):
 #: Style of a panel's readout tables (inside the Div's own HTML).
 TABLE_STYLE = ("<style>table.lase{border-collapse:collapse;margin-top:4px}table.lase td,table.lase th{padding:2px 10px;"
                "border-bottom:1px solid #ddd;text-align:right}table.lase td:first-child,table.lase th:first-child"
-               "{text-align:left}mark.lase{background:#f7c766;padding:0}</style>")
+               "{text-align:left}mark.lase{background:#d0d0d0;padding:0}</style>")

@@ -21,7 +21,7 @@ import pandas as pd
 from .. import reference
 from ..replay import Chains, fixed_policies, front_of, operating_point, oracle_frontier, sweep, with_intervals
 from ..errors import DataError
-from ..plots import CHOSEN_COLOR, FRONT_COLOR, MAX_WIDTH_IN, ORACLE_COLOR, Spot, place_label, style
+from ..plots import CHOSEN_COLOR, FRONT_COLOR, MAX_WIDTH_IN, ORACLE_COLOR, Spot, place_label, scale_cmap, style
 from ..replay import choose_thresholds, split_halves
 from ..stats import clears_both, paired_test, pct
 from ..traces import Run
@@ -380,9 +380,9 @@ def draw_frontier(ax, grid: pd.DataFrame, policies: pd.DataFrame, oracle: pd.Dat
 
     order = np.argsort(grid["escalation_rate"].to_numpy(), kind="stable")
     g = grid.iloc[order]
-    cloud = ax.scatter(g["avg_tokens"], g["accuracy"], c=g["escalation_rate"], cmap="viridis", vmin=0, vmax=1,
+    cloud = ax.scatter(g["avg_tokens"], g["accuracy"], c=g["escalation_rate"], cmap=scale_cmap(), vmin=0, vmax=1,
                        s=20, alpha=0.85, linewidths=0, zorder=2, rasterized=True,
-                       label="one (tau_lp, tau_h) pair; colour = escalation rate")
+                       label="one (tau_lp, tau_h) pair; shade = escalation rate")
     front = front_of(grid)
     ax.step(front["avg_tokens"], front["accuracy"], where="post", color=FRONT_COLOR, lw=2.4, zorder=5,
             marker="o", ms=6, label="Pareto front of the threshold grid")

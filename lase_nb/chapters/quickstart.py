@@ -17,14 +17,14 @@ import numpy as np
 
 from ..answers import grade
 from ..confidence import Confidence, uncertain_mask
-from ..plots import OTHER_COLOR, token_label
-from ..strategies import SPECS
+from ..plots import NEUTRAL_DARK, NEUTRAL_LIGHT, token_label
 
 __all__ = ["VERDICTS", "gate_table", "lp_clauses", "h_clauses", "token_panel", "token_count_line", "grade_line"]
 
-#: Colour of a token whose probability is below the slider's tau_lp (the reply's highlight is
-#: lighter): LASE's (``plots.MEANINGS``), since such a token makes LASE escalate.
-BELOW_COLOR = SPECS["lase"].color
+#: Colour of a token whose probability is below the slider's tau_lp, and of the other tokens:
+#: neutral greys, dark below the threshold (the reply's text is highlighted in light grey, by the
+#: book's panel style), since no strategy is meant (``plots.MEANINGS``: orange is LASE's).
+BELOW_COLOR, ABOVE_COLOR = NEUTRAL_DARK, NEUTRAL_LIGHT
 
 #: What the gate's verdict means for LASE, by U (0: sure, 1: unsure); ``{answer}`` is the answer.
 VERDICTS = ("Sure (U = 0): LASE would stop here and output {answer}.",
@@ -132,14 +132,14 @@ def token_panel(tokens: Sequence[str], probs: Sequence[float], answer: Sequence[
     u = gate_table(conf, lp.values, h.values)
     verdicts = [html.escape(v.format(answer=conf.answer)) for v in VERDICTS]
     is_ans = np.isin(np.arange(len(pr)), ans)
-    base = [OTHER_COLOR] * len(pr)
+    base = [ABOVE_COLOR] * len(pr)
     src = ColumnDataSource(dict(x=np.arange(len(pr)), top=pr, color=list(base), token=[token_label(t) for t in tokens],
                                 line=["black" if a else None for a in is_ans]), name="tokens")
     width = min(1100, max(700, 14 * len(pr) + 120))
     p = figure(width=width, height=300, y_range=(0, 1.05), x_range=(-0.7, len(pr) - 0.3), toolbar_location=None,
                tools="hover", tooltips=[("token", "@token"), ("probability", "@top{0.000}")],
                title=title or "Each generated token's probability; answer tokens outlined in black; "
-                              "tokens below tau_lp in orange",
+                              "tokens below tau_lp in dark grey",
                x_axis_label="generated tokens, in order", y_axis_label="probability")
     p.vbar(x="x", top="top", width=0.8, source=src, fill_color="color", line_color="line", line_width=2)
     tau = Span(location=tau_lp, dimension="width", line_color="black", line_dash="dashed", line_width=2)

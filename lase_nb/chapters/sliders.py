@@ -408,11 +408,10 @@ def frontier_panel(chains: Chains, tau_lp: float = 0.8, tau_h: float = 0.5, *, g
     from bokeh.layouts import column, row
     from bokeh.models import (ColorBar, ColumnDataSource, CustomJS, HoverTool, Label, LinearColorMapper,
                               FixedTicker, NumeralTickFormatter, Range1d, Whisker)
-    from bokeh.palettes import Viridis256
     from bokeh.plotting import figure
 
     from ..book.panels import INDEX_JS, TABLE_STYLE, SliderAxis, embed, readout_div, slider
-    from ..plots import FRONT_COLOR, ORACLE_COLOR
+    from ..plots import FRONT_COLOR, ORACLE_COLOR, scale_palette
 
     lp = SliderAxis(0.0, 1.0, step)
     h = SliderAxis(0.0, max(float(threshold_axes(chains, 2)[1][-1]), tau_h), step)
@@ -423,7 +422,7 @@ def frontier_panel(chains: Chains, tau_lp: float = 0.8, tau_h: float = 0.5, *, g
     look_c = point_lookup(common, lp, h) if have_common else None
     rows_common = point_rows(look_c.points, "LASE on the baselines' problems", "lase-common") if look_c else []
 
-    mapper = LinearColorMapper(palette=Viridis256, low=0, high=1)
+    mapper = LinearColorMapper(palette=scale_palette(), low=0, high=1)  # greys: no strategy's colour
     p = figure(width=1060, height=440, x_axis_type="log", title=title or "LASE at the sliders' thresholds (the star) "
                "on the threshold grid", x_axis_label="average tokens per problem (prompt + completion)",
                y_axis_label="accuracy", toolbar_location="right", tools="pan,wheel_zoom,box_zoom,reset,save")
