@@ -194,7 +194,7 @@ if gen.tokens:
 
 # %% [markdown] tags=["seminar"]
 # **Try the gate.** Move the two sliders, $\tau_{lp}$ and $\tau_h$: the tokens whose probability lies
-# below $\tau_{lp}$ turn dark, in the bars and in the text, and the line above the text says what the
+# below $\tau_{lp}$ turn dark in the bars and are highlighted in the text, and the line above the text says what the
 # gate would do. Only the answer tokens (outlined in the bars, underlined in the text) count.
 
 # %% tags=["seminar"]

@@ -190,7 +190,8 @@ theory.star_drift(star_gated).set_index(["stage", "uncertain"])[["drift", "drift
 # %% [markdown] tags=["seminar"]
 # **Caveat.** This gate is *calibrated*: the less sure the leader, the likelier it is wrong (the
 # paper's Assumption 3.3). A confidently wrong leader is never
-# corrected, and a weak model *escalates* (calls a peer, $U=1$) nearly always. Chapter 02 measures real confidence.
+# corrected, and in this model a weak leader *escalates* (calls a peer, $U=1$) nearly always. Chapter 02 measures real
+# confidence.
 
 # %% [markdown]
 # ## 1.4 The selective-gain bound (Theorem 3.7) and the cost identity (Eq. 20)

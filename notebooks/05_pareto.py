@@ -145,7 +145,7 @@ print(sliders.point_sentence(default, solo_tokens))
 # Each dot below is one threshold pair replayed: what LASE would have scored (y) and spent (x,
 # prompt + completion tokens per problem, log scale) on these problems. In black, the **Pareto front**: the
 # pairs no other pair beats on both axes (a line, or a single point when no pair beats the cheapest).
-# In red dashes, **the oracle gate**: it knows which answers are right, sends a wrongly answered
+# In red (dashes, or a ring on a single point), **the oracle gate**: it knows which answers are right, sends a wrongly answered
 # problem exactly as far as its first right stage, and fixes the cheapest ones first; no stopping
 # rule on these chains can do better at any cost. The text under the figure says which shapes this
 # recording gives and splits the distance from LASE to the oracle.

@@ -314,7 +314,7 @@ else:
 
 # %% [markdown] tags=["seminar"]
 # **Reading the bars.** Each group is one leader, each shade one note. No bar clears both of the
-# round's bars, so that round stopped. The pilot's bars were a lead found after the fact, so the
+# round's bars, so that round stopped (v6's too: what was then tested is its gain over the leader alone). The pilot's bars were a lead found after the fact, so the
 # next step was a test, not a claim: **organism v6** is v5 with the pilot's revision (retrained) as
 # a second adapter for every revision after a note, its prediction and primary test preregistered
 # before any fresh recording. Its verdict on 600 fresh problems, by both tests:
