@@ -26,8 +26,8 @@ committed ``figures/``) to ``build/figures/`` (:func:`live_figures_dir`).
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
 import numpy as np
@@ -74,8 +74,20 @@ PAPER_COLOR = "#6A3D9A"
 #: The gate followed by one call of organism v6's revision adapter and no supporter (the cascade,
 #: the second look with no note: chapter 06, section 6.7).
 SECOND_LOOK_COLOR = "#56B4E9"
-#: Symmetric debate (MAD), light to dark: one line per starting accuracy (chapter 01, section 1.1).
-DEBATE_SHADES = ("#E8B7D4", SPECS["mad"].color, "#8A3F6E")
+def _ramp(light: str, mid: str, dark: str, n: int) -> tuple[str, ...]:
+    """``n`` hex colours from ``light`` through ``mid`` to ``dark``, evenly in RGB."""
+    rgb = [np.array([int(c[i:i + 2], 16) for i in (1, 3, 5)], float) for c in (light, mid, dark)]
+    out = []
+    for t in np.linspace(0, 2, n):
+        a, b = (rgb[0], rgb[1]) if t <= 1 else (rgb[1], rgb[2])
+        c = a + (t if t <= 1 else t - 1) * (b - a)
+        out.append("#" + "".join(f"{int(round(v)):02X}" for v in c))
+    return tuple(out)
+
+
+#: Symmetric debate (MAD), light to dark: one line per starting accuracy (chapter 01, section 1.1),
+#: seven shades through MAD's own, so that up to seven lines differ.
+DEBATE_SHADES = _ramp("#EBC3DB", SPECS["mad"].color, "#A0527D", 7)
 #: Neutral ink for what names no strategy (counts, note kinds, verdicts, reference lines): greys,
 #: told apart by shade, marker and hatch.
 NEUTRAL_DARK, NEUTRAL_MID, NEUTRAL_LIGHT = "#333333", "#8C8C8C", "#C8C8C8"
@@ -93,11 +105,12 @@ class Meaning:
 
 #: Every colour a figure may draw in, each with one meaning: the strategies' (from their records;
 #: the leader alone is the single agent) and the few that name no strategy. Greys and black are
-#: neutral (:func:`is_neutral`) and mean nothing by themselves; a colour map (a value scale, as
-#: chapter 05's escalation rate) is a scale, not a meaning. :func:`colour_problems` checks a figure.
+#: neutral (:func:`is_neutral`) and mean nothing by themselves; a value scale (chapter 05's
+#: escalation rate) is drawn in greys too (:func:`scale_cmap`), so that no dot wears a meaning.
+#: :func:`colour_problems` checks a figure (colour-mapped artists aside).
 MEANINGS: tuple[Meaning, ...] = (
     Meaning("one model answers alone", (SPECS["single"].color,), r"alone|single"),
-    Meaning("LASE: the gated chain and its escalation", (SPECS["lase"].color,), r"LASE|gated|chain|escalat|below"),
+    Meaning("LASE: the gated chain and its escalation", (SPECS["lase"].color,), r"LASE|gated|chain|escalat"),
     Meaning("always interact: every stage runs", (SPECS["lase-full"].color,), r"always|ungated"),
     Meaning("majority vote", (SPECS["mv"].color,), r"MV|majority"),
     Meaning("symmetric debate (MAD)", DEBATE_SHADES, r"MAD|debate|start \d+%"),

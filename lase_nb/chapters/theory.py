@@ -794,7 +794,8 @@ _Z95 = 1.96
 
 
 def _spread(colors: tuple[str, ...], n: int) -> list[str]:
-    """``n`` of ``colors``, light to dark, spread over the range (all of them when ``n`` is their number)."""
+    """``n`` of ``colors``, light to dark, spread over the range (the middle one for ``n`` = 1; past
+    ``len(colors)`` lines, shades repeat)."""
     idx = np.linspace(0, len(colors) - 1, n).round().astype(int) if n > 1 else [len(colors) // 2]
     return [colors[i] for i in idx]
 
