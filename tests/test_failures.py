@@ -496,7 +496,7 @@ def test_why_no_gain_on_the_pointing_organisms_recordings():
     folder = Path(__file__).resolve().parents[1] / "data" / "traces" / "arith-organism-point"
     runs = load_runs(folder, ["lase", "lase-large"])
     probs = problems_from_manifest(runs["lase"].manifest)
-    w = failures.why_no_gain(runs["lase"], probs, preregistration.load(), runs["lase-large"], n_boot=200)
+    w = failures.why_no_gain(runs["lase"], probs, preregistration.load(), runs["lase-large"])
     assert w["separates"] and w["auroc_lo"] > 0.5 and w["first_answers"] == 200
     assert w["located"] >= w["named"] > w["located"] / 2 and w["named_fixed"] < w["named_still_wrong"]
     assert w["notes_stating"] <= 0.05 * w["notes_on_wrong"]
@@ -505,7 +505,7 @@ def test_why_no_gain_on_the_pointing_organisms_recordings():
     fixed, wrong = w["examples"].values()
     out = failures.revision_outcomes(runs["lase"], probs).set_index(["problem_id", "stage"])
     assert out.loc[fixed, "correct"] and not out.loc[wrong, "correct"]
-    assert not failures.why_no_gain(runs["lase"], probs, n_boot=50)["test"]
+    assert not failures.why_no_gain(runs["lase"], probs)["test"]
     # the AUROC interval is chapter 07's (and chapter 02's), whatever the paired tests resample
     from lase_nb.chapters import claims
     from lase_nb.confidence import confidence_frame

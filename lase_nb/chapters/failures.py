@@ -30,7 +30,7 @@ from .. import reference
 from ..confidence import uncertain_mask
 from ..errors import DataError
 from ..notes import mentions
-from ..stats import AUROC_N_BOOT, PAIRED_N_BOOT, p_text, pct, points, proportions_test, wilson_interval
+from ..stats import AUROC_N_BOOT, p_text, pct, points, proportions_test, wilson_interval
 from ..strategies import EXTRACT_ROLE, SPECS
 from ..answers import answer_or_none
 from ..transcripts import ANSWERER_ROLES, render_transcript, transcript_entries
@@ -830,7 +830,7 @@ def describe_escalation_by_model(table: pd.DataFrame) -> str:
 
 
 def why_no_gain(run: Any, problems: Mapping[str, Any], prereg: Mapping[str, Any] | None = None,
-                gated: Any = None, n_boot: int = PAIRED_N_BOOT, seed: int = 0) -> dict[str, Any]:
+                gated: Any = None, seed: int = 0) -> dict[str, Any]:
     """Why gated LASE gains nothing on a model whose supporters point (the pointing organism), in
     three measured steps of the mechanism, from its full-chain recording ``run`` (every note
     recorded, arith problems with a gold chain in ``problems``):
